@@ -1,0 +1,54 @@
+// Package alerting tells operators about failed steps exactly as the state
+// store recorded them. A failed step is written with AlertPending set, the
+// alert is published, and only then is the flag cleared, so an alert lost
+// to a crash between the two is re-sent by the next Supervisor run.
+package alerting
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"orderly/internal/order"
+)
+
+// Publisher sends an alert to operators.
+type Publisher interface {
+	Alert(ctx context.Context, a order.Alert) error
+}
+
+// Store clears the alert flag of a failed step.
+type Store interface {
+	ClearAlert(ctx context.Context, st order.StepState, now time.Time) error
+}
+
+// Notifier publishes recorded alerts and clears them.
+type Notifier struct {
+	publisher Publisher
+	store     Store
+	now       func() time.Time
+}
+
+// NewNotifier returns a notifier.
+func NewNotifier(p Publisher, s Store, now func() time.Time) *Notifier {
+	return &Notifier{publisher: p, store: s, now: now}
+}
+
+// Notify alerts operators about a step in Error with AlertPending set and
+// then clears the flag. Publishing twice (after a crash between the two
+// writes) is possible; losing the alert is not.
+func (n *Notifier) Notify(ctx context.Context, st order.StepState, kind order.AlertKind) error {
+	now := n.now()
+	err := n.publisher.Alert(ctx, order.Alert{
+		Kind: kind, OrderID: st.OrderID, Step: st.Step, Attempt: st.Attempt,
+		FailureCount: st.FailureCount, Reason: st.LastError, At: now.UTC(),
+	})
+	if err != nil {
+		return fmt.Errorf("alert about step %s of order %s: %w", st.Step, st.OrderID, err)
+	}
+	if err := n.store.ClearAlert(ctx, st, now); err != nil && !errors.Is(err, order.ErrStale) {
+		return fmt.Errorf("clear alert flag of step %s of order %s: %w", st.Step, st.OrderID, err)
+	}
+	return nil
+}

@@ -1,0 +1,304 @@
+// Package api is the submission function: POST /orders writes an order and
+// its workflow state in one transaction, GET /orders/{id} shows an order and
+// every step's state. It speaks API Gateway REST (v1) proxy events.
+package api
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"orderly/internal/metrics"
+	"orderly/internal/order"
+)
+
+// Store is what the API needs of the state store.
+type Store interface {
+	CreateOrder(ctx context.Context, o order.Order, steps []order.StepState) error
+	GetOrder(ctx context.Context, id string) (order.Order, []order.StepState, error)
+}
+
+// Routes served, as API Gateway resource templates.
+const (
+	ResourceOrders = "/orders"
+	ResourceOrder  = "/orders/{id}"
+)
+
+// Service handles API Gateway proxy requests.
+type Service struct {
+	store    Store
+	workflow order.Workflow
+	now      func() time.Time
+	log      *slog.Logger
+	metrics  *metrics.Recorder
+}
+
+// NewService returns the submission service.
+func NewService(store Store, workflow order.Workflow, now func() time.Time, log *slog.Logger, m *metrics.Recorder) *Service {
+	return &Service{store: store, workflow: workflow, now: now, log: log, metrics: m}
+}
+
+var (
+	errUnsupportedMedia = errors.New("unsupported media type")
+	errNoRoute          = errors.New("no such route")
+	errMethod           = errors.New("method not allowed")
+)
+
+// statusOf is the one table that maps errors to HTTP statuses and the
+// machine-readable code in the error body.
+var statusOf = []struct {
+	err    error
+	status int
+	code   string
+}{
+	{order.ErrInvalid, http.StatusBadRequest, "invalid_request"},
+	{order.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large"},
+	{errUnsupportedMedia, http.StatusUnsupportedMediaType, "unsupported_media_type"},
+	{order.ErrNotFound, http.StatusNotFound, "not_found"},
+	{errNoRoute, http.StatusNotFound, "no_route"},
+	{errMethod, http.StatusMethodNotAllowed, "method_not_allowed"},
+	{order.ErrConflict, http.StatusConflict, "idempotency_conflict"},
+}
+
+// Handle routes one request. It returns an error only for failures API
+// Gateway should report as 5xx; every client error is a 4xx response.
+func (s *Service) Handle(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	resource := req.Resource
+	if resource == "" { // direct invocations may omit it
+		resource = resourceOf(req.Path)
+	}
+	var resp events.APIGatewayProxyResponse
+	var err error
+	switch {
+	case resource == ResourceOrders && req.HTTPMethod == http.MethodPost:
+		resp, err = s.submit(ctx, req)
+	case resource == ResourceOrder && req.HTTPMethod == http.MethodGet:
+		resp, err = s.get(ctx, orderIDOf(req))
+	case resource == ResourceOrders || resource == ResourceOrder:
+		err = fmt.Errorf("%s %s: %w", req.HTTPMethod, resource, errMethod)
+	default:
+		err = fmt.Errorf("%s %s: %w", req.HTTPMethod, req.Path, errNoRoute)
+	}
+	if err != nil {
+		return s.errorResponse(ctx, req, err)
+	}
+	return resp, nil
+}
+
+func (s *Service) submit(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	if ct := header(req, "Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return events.APIGatewayProxyResponse{}, fmt.Errorf("content type %q, want application/json: %w", ct, errUnsupportedMedia)
+		}
+	}
+	body := []byte(req.Body)
+	if req.IsBase64Encoded {
+		decoded, err := base64.StdEncoding.DecodeString(req.Body)
+		if err != nil {
+			return events.APIGatewayProxyResponse{}, fmt.Errorf("body is not valid base64: %w", order.ErrInvalid)
+		}
+		body = decoded
+	}
+	key := header(req, "Idempotency-Key")
+	if _, present := lookupHeader(req, "Idempotency-Key"); present {
+		if err := order.ValidateIdempotencyKey(key); err != nil {
+			return events.APIGatewayProxyResponse{}, err
+		}
+	}
+	sub, err := order.ParseSubmission(body)
+	if err != nil {
+		return events.APIGatewayProxyResponse{}, err
+	}
+
+	now := s.now().UTC()
+	o := order.Order{
+		ID: order.NewID(), CustomerID: sub.CustomerID, Lines: sub.Lines,
+		NotificationTarget: sub.NotificationTarget, Status: order.StatusPending,
+		RequestHash: sub.Hash(), IdempotencyKey: key, CreatedAt: now, UpdatedAt: now,
+	}
+	if key != "" {
+		o.ID = order.IDForKey(key)
+	}
+	err = s.store.CreateOrder(ctx, o, s.workflow.NewStates(o.ID, now))
+	if errors.Is(err, order.ErrExists) {
+		return s.replay(ctx, o)
+	}
+	if err != nil {
+		return events.APIGatewayProxyResponse{}, fmt.Errorf("submit order: %w", err)
+	}
+	s.log.InfoContext(ctx, "order accepted", "order_id", o.ID, "lines", len(o.Lines), "idempotency_key", key)
+	s.metrics.Count(metrics.OrdersSubmitted, 1, "order_id", o.ID)
+	return accepted(o, false), nil
+}
+
+// replay answers a submission whose Idempotency-Key was seen before: the
+// same body gets the original order back, a different body is a conflict.
+func (s *Service) replay(ctx context.Context, o order.Order) (events.APIGatewayProxyResponse, error) {
+	existing, _, err := s.store.GetOrder(ctx, o.ID)
+	if err != nil {
+		return events.APIGatewayProxyResponse{}, fmt.Errorf("read order %s for idempotent replay: %w", o.ID, err)
+	}
+	if existing.RequestHash != o.RequestHash {
+		return events.APIGatewayProxyResponse{}, fmt.Errorf(
+			"Idempotency-Key %q was already used for order %s with a different body: %w",
+			o.IdempotencyKey, o.ID, order.ErrConflict)
+	}
+	s.log.InfoContext(ctx, "idempotent replay", "order_id", o.ID, "idempotency_key", o.IdempotencyKey)
+	return accepted(existing, true), nil
+}
+
+func accepted(o order.Order, replayed bool) events.APIGatewayProxyResponse {
+	resp := jsonResponse(http.StatusAccepted, map[string]any{
+		"orderId": o.ID,
+		"status":  o.Status,
+		"links":   map[string]string{"self": "/orders/" + o.ID},
+	})
+	resp.Headers["Location"] = "/orders/" + o.ID
+	if replayed {
+		resp.Headers["Idempotent-Replayed"] = "true"
+	}
+	return resp
+}
+
+// StepView is one step's state as GET /orders/{id} shows it.
+type StepView struct {
+	Step         string     `json:"step"`
+	Agent        string     `json:"agent"`
+	State        string     `json:"state"`
+	Attempt      int        `json:"attempt"`
+	FailureCount int        `json:"failureCount"`
+	CompleteBy   *time.Time `json:"completeBy,omitempty"`
+	LockedBy     string     `json:"lockedBy,omitempty"`
+	LastError    string     `json:"lastError,omitempty"`
+	UpdatedAt    time.Time  `json:"updatedAt"`
+}
+
+// OrderView is the body of GET /orders/{id}.
+type OrderView struct {
+	OrderID            string       `json:"orderId"`
+	CustomerID         string       `json:"customerId"`
+	Status             order.Status `json:"status"`
+	Lines              []order.Line `json:"lines"`
+	NotificationTarget string       `json:"notificationTarget,omitempty"`
+	LastError          string       `json:"lastError,omitempty"`
+	CreatedAt          time.Time    `json:"createdAt"`
+	UpdatedAt          time.Time    `json:"updatedAt"`
+	Steps              []StepView   `json:"steps"`
+}
+
+func (s *Service) get(ctx context.Context, id string) (events.APIGatewayProxyResponse, error) {
+	if !order.ValidID(id) {
+		return events.APIGatewayProxyResponse{}, fmt.Errorf("order %q: %w", id, order.ErrNotFound)
+	}
+	o, steps, err := s.store.GetOrder(ctx, id)
+	if err != nil {
+		return events.APIGatewayProxyResponse{}, err
+	}
+	view := OrderView{
+		OrderID: o.ID, CustomerID: o.CustomerID, Status: o.Status, Lines: o.Lines,
+		NotificationTarget: o.NotificationTarget, LastError: o.LastError,
+		CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt, Steps: make([]StepView, len(steps)),
+	}
+	for i, st := range steps {
+		v := StepView{
+			Step: st.Step, Agent: st.Agent, State: string(st.ProcessState), Attempt: st.Attempt,
+			FailureCount: st.FailureCount, LockedBy: st.LockedBy, LastError: st.LastError, UpdatedAt: st.UpdatedAt,
+		}
+		if !st.CompleteBy.IsZero() {
+			v.CompleteBy = &st.CompleteBy
+		}
+		view.Steps[i] = v
+	}
+	return jsonResponse(http.StatusOK, view), nil
+}
+
+func (s *Service) errorResponse(ctx context.Context, req events.APIGatewayProxyRequest, err error) (events.APIGatewayProxyResponse, error) {
+	for _, m := range statusOf {
+		if !errors.Is(err, m.err) {
+			continue
+		}
+		body := map[string]any{"error": m.code, "message": err.Error()}
+		var verr *order.ValidationError
+		if errors.As(err, &verr) {
+			body["message"] = "the request has invalid fields"
+			body["fields"] = verr.Fields
+		}
+		s.log.InfoContext(ctx, "request rejected", "method", req.HTTPMethod, "path", req.Path, "status", m.status, "error", err)
+		resp := jsonResponse(m.status, body)
+		if m.status == http.StatusMethodNotAllowed {
+			resp.Headers["Allow"] = allowed(req.Path)
+		}
+		return resp, nil
+	}
+	// Anything else is our fault or the platform's: log it with context and
+	// let API Gateway answer 502, so clients retry with the same key.
+	s.log.ErrorContext(ctx, "request failed", "method", req.HTTPMethod, "path", req.Path, "error", err)
+	return events.APIGatewayProxyResponse{}, err
+}
+
+func jsonResponse(status int, body any) events.APIGatewayProxyResponse {
+	data, err := json.Marshal(body)
+	if err != nil { // the views are plain structs; this cannot happen
+		data = []byte(`{"error":"internal"}`)
+		status = http.StatusInternalServerError
+	}
+	return events.APIGatewayProxyResponse{
+		StatusCode: status,
+		Headers:    map[string]string{"Content-Type": "application/json"},
+		Body:       string(data),
+	}
+}
+
+func allowed(path string) string {
+	if resourceOf(path) == ResourceOrder {
+		return http.MethodGet
+	}
+	return http.MethodPost
+}
+
+// resourceOf maps a path to its resource template when the event lacks one.
+func resourceOf(path string) string {
+	path = strings.TrimSuffix(path, "/")
+	switch {
+	case path == ResourceOrders:
+		return ResourceOrders
+	case strings.HasPrefix(path, ResourceOrders+"/") && !strings.Contains(path[len(ResourceOrders)+1:], "/"):
+		return ResourceOrder
+	}
+	return ""
+}
+
+func orderIDOf(req events.APIGatewayProxyRequest) string {
+	if id, ok := req.PathParameters["id"]; ok {
+		return id
+	}
+	return strings.TrimPrefix(strings.TrimSuffix(req.Path, "/"), ResourceOrders+"/")
+}
+
+func lookupHeader(req events.APIGatewayProxyRequest, name string) (string, bool) {
+	for k, v := range req.Headers {
+		if strings.EqualFold(k, name) {
+			return v, true
+		}
+	}
+	for k, vs := range req.MultiValueHeaders {
+		if strings.EqualFold(k, name) && len(vs) > 0 {
+			return vs[len(vs)-1], true
+		}
+	}
+	return "", false
+}
+
+func header(req events.APIGatewayProxyRequest, name string) string {
+	v, _ := lookupHeader(req, name)
+	return v
+}

@@ -1,0 +1,137 @@
+// Package config reads a function's settings from environment variables and
+// reports every missing or malformed one at once, and builds the shared
+// logger and AWS configuration.
+package config
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+
+	"orderly/internal/order"
+)
+
+// Variables that tune the workflow's timing, shared by the Scheduler, the
+// Supervisor and the submission function.
+const (
+	EnvAllowance        = "STEP_ALLOWANCE"
+	EnvMaxAllowance     = "STEP_MAX_ALLOWANCE"
+	EnvFailureThreshold = "FAILURE_THRESHOLD"
+	EnvClaimWithin      = "CLAIM_WITHIN"
+)
+
+// Env reads variables and remembers what was wrong with them.
+type Env struct {
+	lookup   func(string) (string, bool)
+	problems []string
+}
+
+// FromOS reads the process environment.
+func FromOS() *Env { return &Env{lookup: os.LookupEnv} }
+
+// FromMap reads a map; tests and the local runtime use it.
+func FromMap(m map[string]string) *Env {
+	return &Env{lookup: func(k string) (string, bool) { v, ok := m[k]; return v, ok }}
+}
+
+// Required returns a variable that must be set and non-empty.
+func (e *Env) Required(name string) string {
+	v, ok := e.lookup(name)
+	if !ok || strings.TrimSpace(v) == "" {
+		e.problems = append(e.problems, name+" is not set")
+	}
+	return v
+}
+
+// String returns a variable or def when it is unset.
+func (e *Env) String(name, def string) string {
+	if v, ok := e.lookup(name); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+// Duration returns a Go duration ("30s", "1m") or def when unset.
+func (e *Env) Duration(name string, def time.Duration) time.Duration {
+	v, ok := e.lookup(name)
+	if !ok || v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		e.problems = append(e.problems, fmt.Sprintf("%s=%q is not a positive duration like 30s", name, v))
+		return def
+	}
+	return d
+}
+
+// Int returns a positive integer or def when unset.
+func (e *Env) Int(name string, def int) int {
+	v, ok := e.lookup(name)
+	if !ok || v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		e.problems = append(e.problems, fmt.Sprintf("%s=%q is not a positive integer", name, v))
+		return def
+	}
+	return n
+}
+
+// Timing reads the workflow timing, defaulting to order.DefaultTiming.
+func (e *Env) Timing() order.Timing {
+	d := order.DefaultTiming
+	t := order.Timing{
+		Allowance:        e.Duration(EnvAllowance, d.Allowance),
+		FailureThreshold: e.Int(EnvFailureThreshold, d.FailureThreshold),
+		ClaimWithin:      e.Duration(EnvClaimWithin, d.ClaimWithin),
+	}
+	// A short allowance without an explicit maximum keeps the default
+	// ratio rather than jumping to the default maximum.
+	t.MaxAllowance = e.Duration(EnvMaxAllowance, t.Allowance*(d.MaxAllowance/d.Allowance))
+	if err := t.Validate(); err != nil {
+		e.problems = append(e.problems, err.Error())
+	}
+	return t
+}
+
+// Err reports every problem met so far, or nil.
+func (e *Env) Err() error {
+	if len(e.problems) == 0 {
+		return nil
+	}
+	return errors.New("configuration: " + strings.Join(e.problems, "; "))
+}
+
+// Logger returns the JSON logger every function uses; service names the
+// function. In Lambda with JSON log format it adds the request id to every
+// record; elsewhere it writes plain slog JSON to stdout.
+func Logger(service string) *slog.Logger {
+	var h slog.Handler = slog.NewJSONHandler(os.Stdout, nil)
+	if os.Getenv("AWS_LAMBDA_LOG_FORMAT") == "JSON" {
+		h = lambdacontext.NewLogHandler()
+	}
+	return slog.New(h).With("service", service)
+}
+
+// AWS loads the SDK configuration the standard way: region, credentials
+// and endpoints (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_DYNAMODB, ...) come
+// from the environment, so the same code runs against AWS, LocalStack or
+// the local emulators.
+func AWS(ctx context.Context) (aws.Config, error) {
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
+	}
+	return cfg, nil
+}

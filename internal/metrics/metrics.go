@@ -1,0 +1,78 @@
+// Package metrics emits CloudWatch metrics as Embedded Metric Format (EMF)
+// log lines: CloudWatch turns them into metrics from the function's logs,
+// so emitting one costs no API call and cannot fail a request.
+package metrics
+
+import (
+	"encoding/json"
+	"io"
+	"sync"
+	"time"
+)
+
+// Namespace is the CloudWatch namespace of orderly's metrics.
+const Namespace = "orderly"
+
+// Metric names. The CDK stack alarms on some of them.
+const (
+	OrdersSubmitted = "OrdersSubmitted"
+	OrdersProcessed = "OrdersProcessed"
+	OrdersFailed    = "OrdersFailed"
+	StepsClaimed    = "StepsClaimed"
+	ClaimsLost      = "ClaimsLost"
+	StepsCompleted  = "StepsCompleted"
+	StaleReplies    = "StaleReplies"
+	StepsRetried    = "StepsRetried"
+	StepsNudged     = "StepsNudged"
+	AlertsSent      = "AlertsSent"
+	RemoteCalls     = "RemoteCalls"
+	RemoteFaults    = "RemoteFaults"
+	RepliesWithheld = "RepliesWithheld"
+	PoisonMessages  = "PoisonMessages"
+)
+
+// Recorder writes EMF records for one service (function).
+type Recorder struct {
+	mu      sync.Mutex
+	w       io.Writer
+	service string
+	now     func() time.Time
+}
+
+// New returns a recorder writing to w (stdout in Lambda).
+func New(w io.Writer, service string) *Recorder {
+	return &Recorder{w: w, service: service, now: time.Now}
+}
+
+// Discard returns a recorder that writes nothing, for tests.
+func Discard() *Recorder { return New(io.Discard, "test") }
+
+// Count records n occurrences of the named event. The metric has one
+// dimension, Service; properties are extra searchable fields (order id,
+// step) that do not become dimensions and so cost nothing.
+func (r *Recorder) Count(name string, n int, properties ...any) {
+	rec := map[string]any{
+		"_aws": map[string]any{
+			"Timestamp": r.now().UnixMilli(),
+			"CloudWatchMetrics": []any{map[string]any{
+				"Namespace":  Namespace,
+				"Dimensions": [][]string{{"Service"}},
+				"Metrics":    []any{map[string]string{"Name": name, "Unit": "Count"}},
+			}},
+		},
+		"Service": r.service,
+		name:      n,
+	}
+	for i := 0; i+1 < len(properties); i += 2 {
+		if k, ok := properties[i].(string); ok {
+			rec[k] = properties[i+1]
+		}
+	}
+	line, err := json.Marshal(rec)
+	if err != nil {
+		return // properties are strings and numbers; nothing to report
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.w.Write(append(line, '\n'))
+}

@@ -1,0 +1,63 @@
+package order
+
+import "time"
+
+// StepRequest is what the Scheduler sends an agent on its request queue.
+type StepRequest struct {
+	OrderID string `json:"orderId"`
+	Step    string `json:"step"`
+	// Attempt is the fencing token; the agent copies it into its reply.
+	Attempt    int       `json:"attempt"`
+	CompleteBy time.Time `json:"completeBy"`
+	// IdempotencyKey is the same for every attempt of a step, so the remote
+	// service can recognise a retry of work it already did.
+	IdempotencyKey string `json:"idempotencyKey"`
+	CustomerID     string `json:"customerId"`
+	Lines          []Line `json:"lines"`
+}
+
+// IdempotencyKeyFor returns the stable key for a step of an order.
+func IdempotencyKeyFor(orderID, step string) string { return orderID + "/" + step }
+
+// Outcome is the result an agent reports.
+type Outcome string
+
+// Outcomes. A timed-out agent sends no reply at all.
+const (
+	Succeeded Outcome = "succeeded"
+	Failed    Outcome = "failed" // a permanent fault: retrying cannot help
+)
+
+// StepReply is what an agent posts on the response queue.
+type StepReply struct {
+	OrderID string  `json:"orderId"`
+	Step    string  `json:"step"`
+	Attempt int     `json:"attempt"`
+	Outcome Outcome `json:"outcome"`
+	// Reason explains a failure for the operator.
+	Reason string `json:"reason,omitempty"`
+	// Reference is the remote service's id for the work (a reservation,
+	// charge or shipment), kept for operators and compensation.
+	Reference string `json:"reference,omitempty"`
+}
+
+// AlertKind says why operators are alerted.
+type AlertKind string
+
+// Alert kinds.
+const (
+	AlertStepFailed    AlertKind = "StepFailed"    // permanent fault reported by an agent
+	AlertStepTimedOut  AlertKind = "StepTimedOut"  // failure threshold of timeouts reached
+	AlertStepUnclaimed AlertKind = "StepUnclaimed" // Pending and no Scheduler claims it
+)
+
+// Alert is what operators receive through SNS.
+type Alert struct {
+	Kind         AlertKind `json:"kind"`
+	OrderID      string    `json:"orderId"`
+	Step         string    `json:"step"`
+	Attempt      int       `json:"attempt"`
+	FailureCount int       `json:"failureCount"`
+	Reason       string    `json:"reason"`
+	At           time.Time `json:"at"`
+}

@@ -1,0 +1,109 @@
+// Package order holds orderly's domain: orders, the workflow of steps that
+// processes them, each step's state in the Scheduler Agent Supervisor pattern,
+// and the messages the actors exchange. It has no AWS imports.
+package order
+
+import (
+	"errors"
+	"time"
+)
+
+// Status is an order's overall state.
+type Status string
+
+// Order statuses. An order ends Processed or Error; later issues add
+// compensation and cancellation, which extend this set.
+const (
+	StatusPending    Status = "Pending"    // accepted, first step not finished yet
+	StatusProcessing Status = "Processing" // at least one step finished
+	StatusProcessed  Status = "Processed"  // every step finished
+	StatusError      Status = "Error"      // a step failed for good; an operator was alerted
+)
+
+// ProcessState is one step's state, the pattern's ProcessState field.
+type ProcessState string
+
+// Step states. NotStarted marks steps the workflow has not reached yet.
+const (
+	NotStarted ProcessState = "NotStarted"
+	Pending    ProcessState = "Pending"
+	Processing ProcessState = "Processing"
+	Processed  ProcessState = "Processed"
+	Error      ProcessState = "Error"
+)
+
+// Errors shared by the actors and their adapters. Adapters wrap them;
+// callers test them with errors.Is.
+var (
+	// ErrInvalid marks input that breaks a rule; it is the caller's fault.
+	ErrInvalid = errors.New("invalid input")
+	// ErrTooLarge marks a request body over the size limit.
+	ErrTooLarge = errors.New("request too large")
+	// ErrNotFound marks an order that does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict marks an idempotency key reused with a different request.
+	ErrConflict = errors.New("conflict")
+	// ErrExists marks an order id that is already taken: a replayed
+	// Idempotency-Key.
+	ErrExists = errors.New("already exists")
+	// ErrStale marks a conditional write that found the step already moved
+	// on: a lost claim race, a stale or duplicate reply, a recovery another
+	// Supervisor already made. It is a normal outcome, not a failure.
+	ErrStale = errors.New("step state moved on")
+)
+
+// Line is one line item of an order.
+type Line struct {
+	SKU      string `json:"sku" dynamodbav:"SKU"`
+	Quantity int    `json:"quantity" dynamodbav:"Quantity"`
+}
+
+// Order is a customer's order as stored in the orders table.
+type Order struct {
+	ID         string
+	CustomerID string
+	Lines      []Line
+	// NotificationTarget is where progress reports go (not used yet).
+	NotificationTarget string
+	Status             Status
+	// RequestHash fingerprints the submitted body so that a replay with
+	// the same Idempotency-Key can be told apart from a conflicting one.
+	RequestHash    string
+	IdempotencyKey string
+	LastError      string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// StepState is the state record of one step of one order.
+type StepState struct {
+	OrderID      string
+	Step         string
+	Index        int
+	Agent        string
+	ProcessState ProcessState
+	// LockedBy names the Scheduler instance that claimed the step.
+	LockedBy string
+	// CompleteBy is the deadline of the current phase: for a Processing
+	// step, when the agent must have replied; for a Pending step, when a
+	// Scheduler must have claimed it. Zero for steps not yet reached.
+	CompleteBy   time.Time
+	FailureCount int
+	// Attempt counts claims. It is the fencing token: requests and replies
+	// carry it, and a write on behalf of attempt N only succeeds while the
+	// step is still on attempt N.
+	Attempt int
+	// Nudges counts how often the Supervisor re-announced a Pending step
+	// that no Scheduler claimed in time.
+	Nudges int
+	// AlertPending is set together with Error and cleared once operators
+	// were alerted, so an alert is never lost between two writes.
+	AlertPending bool
+	LastError    string
+	UpdatedAt    time.Time
+}
+
+// Expired reports whether the step's current deadline has passed.
+func (s StepState) Expired(now time.Time) bool {
+	return !s.CompleteBy.IsZero() && now.After(s.CompleteBy)
+}

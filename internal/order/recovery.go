@@ -1,0 +1,83 @@
+package order
+
+import (
+	"fmt"
+	"time"
+)
+
+// Action is what the Supervisor does about a step that needs attention.
+type Action int
+
+// Actions, in the order a Supervisor considers them.
+const (
+	// Leave the step alone: its deadline has not passed.
+	Leave Action = iota
+	// Retry resets a timed-out step to Pending so a Scheduler claims it again.
+	Retry
+	// Fail marks a step that timed out FailureThreshold times as Error.
+	Fail
+	// Nudge re-announces a Pending step nobody claimed in time.
+	Nudge
+	// SendAlert publishes an operator alert that was recorded but not yet sent.
+	SendAlert
+)
+
+func (a Action) String() string {
+	return [...]string{"leave", "retry", "fail", "nudge", "alert"}[a]
+}
+
+// UnclaimedAlertAfter is how many nudges a Pending step gets before
+// operators are told that no Scheduler is claiming it; they are reminded
+// every UnclaimedAlertEvery nudges after that.
+const (
+	UnclaimedAlertAfter = 3
+	UnclaimedAlertEvery = 10
+)
+
+// Recovery is the Supervisor's decision about one step.
+type Recovery struct {
+	Action Action
+	// CompleteBy is the new deadline for Retry and Nudge.
+	CompleteBy time.Time
+	// Reason explains the decision for the step's LastError and the alert.
+	Reason string
+	// AlertOperators is set when a Nudge has gone on long enough that a
+	// person should look.
+	AlertOperators bool
+}
+
+// Assess decides what the Supervisor does about a step. Expiry is checked
+// before anything else, so a step inside its CompleteBy window is never
+// touched, however often it failed before.
+func (w Workflow) Assess(s StepState, now time.Time) Recovery {
+	if s.ProcessState == Error && s.AlertPending {
+		return Recovery{Action: SendAlert, Reason: s.LastError}
+	}
+	if !s.Expired(now) {
+		return Recovery{Action: Leave}
+	}
+	switch s.ProcessState {
+	case Processing:
+		def, ok := w.Step(s.Step)
+		if !ok {
+			return Recovery{Action: Fail, Reason: fmt.Sprintf("step %q is not in the workflow", s.Step)}
+		}
+		reason := fmt.Sprintf("attempt %d timed out: no reply by %s", s.Attempt, s.CompleteBy.UTC().Format(time.RFC3339Nano))
+		if s.FailureCount+1 >= def.FailureThreshold {
+			return Recovery{Action: Fail, Reason: fmt.Sprintf("%s; %d of %d allowed timeouts used", reason, s.FailureCount+1, def.FailureThreshold)}
+		}
+		return Recovery{Action: Retry, CompleteBy: now.Add(w.ClaimWithin), Reason: reason}
+	case Pending:
+		return Recovery{
+			Action:         Nudge,
+			CompleteBy:     now.Add(w.ClaimWithin),
+			Reason:         fmt.Sprintf("pending and unclaimed since before %s", s.CompleteBy.UTC().Format(time.RFC3339Nano)),
+			AlertOperators: alertDue(s.Nudges + 1),
+		}
+	}
+	return Recovery{Action: Leave}
+}
+
+func alertDue(nudges int) bool {
+	return nudges >= UnclaimedAlertAfter && (nudges-UnclaimedAlertAfter)%UnclaimedAlertEvery == 0
+}

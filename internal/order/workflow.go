@@ -1,0 +1,151 @@
+package order
+
+import (
+	"fmt"
+	"time"
+)
+
+// StepDef declares one step of a workflow.
+type StepDef struct {
+	Name string
+	// Agent names the agent (and so the request queue) that does the step.
+	Agent string
+	// Allowance is how long the agent has for the first attempt. Each retry
+	// after a timeout gets twice the previous allowance, up to MaxAllowance,
+	// so a slow remote service is given more room rather than hammered.
+	Allowance    time.Duration
+	MaxAllowance time.Duration
+	// FailureThreshold is the number of timeouts after which the step is
+	// taken as failed for good.
+	FailureThreshold int
+}
+
+// AllowanceFor returns the allowance of the attempt that follows
+// failureCount timeouts.
+func (d StepDef) AllowanceFor(failureCount int) time.Duration {
+	a := d.Allowance
+	for i := 0; i < failureCount && a < d.MaxAllowance; i++ {
+		a *= 2
+	}
+	return min(a, max(d.MaxAllowance, d.Allowance))
+}
+
+// Workflow is an ordered list of steps. Steps run one after another; undoing
+// finished steps runs them in reverse, so order matters.
+type Workflow struct {
+	Steps []StepDef
+	// ClaimWithin bounds how long a Pending step may wait for a Scheduler
+	// before the Supervisor re-announces it.
+	ClaimWithin time.Duration
+}
+
+// Agents of the shipped order workflow.
+const (
+	AgentInventory = "inventory"
+	AgentPayment   = "payment"
+	AgentShipping  = "shipping"
+)
+
+// Steps of the shipped order workflow.
+const (
+	StepReserveInventory = "reserve-inventory"
+	StepChargePayment    = "charge-payment"
+	StepArrangeShipping  = "arrange-shipping"
+)
+
+// Timing tunes a workflow's deadlines; tests shrink it to run fast.
+type Timing struct {
+	Allowance        time.Duration
+	MaxAllowance     time.Duration
+	FailureThreshold int
+	ClaimWithin      time.Duration
+}
+
+// DefaultTiming suits remote services that answer within seconds.
+var DefaultTiming = Timing{
+	Allowance:        30 * time.Second,
+	MaxAllowance:     2 * time.Minute,
+	FailureThreshold: 3,
+	ClaimWithin:      time.Minute,
+}
+
+// OrderWorkflow returns the shipped three-step order workflow.
+func OrderWorkflow(t Timing) Workflow {
+	step := func(name, agent string) StepDef {
+		return StepDef{Name: name, Agent: agent, Allowance: t.Allowance,
+			MaxAllowance: t.MaxAllowance, FailureThreshold: t.FailureThreshold}
+	}
+	return Workflow{
+		Steps: []StepDef{
+			step(StepReserveInventory, AgentInventory),
+			step(StepChargePayment, AgentPayment),
+			step(StepArrangeShipping, AgentShipping),
+		},
+		ClaimWithin: t.ClaimWithin,
+	}
+}
+
+// Validate checks that the timing makes a workable workflow.
+func (t Timing) Validate() error {
+	switch {
+	case t.Allowance <= 0:
+		return fmt.Errorf("allowance %s: must be positive: %w", t.Allowance, ErrInvalid)
+	case t.MaxAllowance < t.Allowance:
+		return fmt.Errorf("max allowance %s below allowance %s: %w", t.MaxAllowance, t.Allowance, ErrInvalid)
+	case t.FailureThreshold < 1:
+		return fmt.Errorf("failure threshold %d: must be at least 1: %w", t.FailureThreshold, ErrInvalid)
+	case t.ClaimWithin <= 0:
+		return fmt.Errorf("claim window %s: must be positive: %w", t.ClaimWithin, ErrInvalid)
+	}
+	return nil
+}
+
+// Step returns the definition of the named step.
+func (w Workflow) Step(name string) (StepDef, bool) {
+	for _, d := range w.Steps {
+		if d.Name == name {
+			return d, true
+		}
+	}
+	return StepDef{}, false
+}
+
+// Next returns the step after the named one; ok is false after the last.
+func (w Workflow) Next(name string) (next StepDef, ok bool) {
+	for i, d := range w.Steps {
+		if d.Name == name && i+1 < len(w.Steps) {
+			return w.Steps[i+1], true
+		}
+	}
+	return StepDef{}, false
+}
+
+// Agents lists the distinct agents the workflow uses, in step order.
+func (w Workflow) Agents() []string {
+	var agents []string
+	seen := map[string]bool{}
+	for _, d := range w.Steps {
+		if !seen[d.Agent] {
+			seen[d.Agent] = true
+			agents = append(agents, d.Agent)
+		}
+	}
+	return agents
+}
+
+// NewStates returns the state records of a freshly submitted order: the
+// first step Pending, to be claimed within ClaimWithin, the rest NotStarted.
+func (w Workflow) NewStates(orderID string, now time.Time) []StepState {
+	states := make([]StepState, len(w.Steps))
+	for i, d := range w.Steps {
+		states[i] = StepState{
+			OrderID: orderID, Step: d.Name, Index: i, Agent: d.Agent,
+			ProcessState: NotStarted, UpdatedAt: now,
+		}
+	}
+	if len(states) > 0 {
+		states[0].ProcessState = Pending
+		states[0].CompleteBy = now.Add(w.ClaimWithin)
+	}
+	return states
+}

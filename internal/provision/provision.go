@@ -1,0 +1,244 @@
+// Package provision creates the resources of a resources.Catalog through the
+// AWS API, for local emulators, LocalStack and throwaway test stacks; real
+// deployments use the CDK stack, which builds from the same catalog. Every
+// call is idempotent, so provisioning an existing stack is a no-op.
+package provision
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"orderly/internal/resources"
+)
+
+// Queue is a provisioned queue and its dead-letter queue.
+type Queue struct {
+	URL, ARN             string
+	DeadLetterURL, DLARN string
+}
+
+// Stack is what provisioning created: what functions need to be told.
+type Stack struct {
+	Catalog        resources.Catalog
+	StateStreamARN string
+	RequestQueues  map[string]Queue // by agent
+	ResponseQueue  Queue
+	AlertTopicARN  string
+}
+
+// Env returns the environment variables the functions read.
+func (s Stack) Env() map[string]string {
+	env := map[string]string{
+		resources.EnvOrdersTable:      s.Catalog.Orders.Name,
+		resources.EnvStateTable:       s.Catalog.State.Name,
+		resources.EnvResponseQueueURL: s.ResponseQueue.URL,
+		resources.EnvAlertTopicARN:    s.AlertTopicARN,
+	}
+	for agent, q := range s.RequestQueues {
+		env[resources.EnvRequestQueueURL(agent)] = q.URL
+	}
+	return env
+}
+
+// RequestQueueURLs maps agents to their request queue URLs.
+func (s Stack) RequestQueueURLs() map[string]string {
+	urls := make(map[string]string, len(s.RequestQueues))
+	for agent, q := range s.RequestQueues {
+		urls[agent] = q.URL
+	}
+	return urls
+}
+
+// Clients are the SDK clients provisioning uses.
+type Clients struct {
+	DynamoDB *dynamodb.Client
+	SQS      *sqs.Client
+	SNS      *sns.Client
+}
+
+// Create provisions every resource of the catalog.
+func Create(ctx context.Context, c Clients, cat resources.Catalog) (Stack, error) {
+	st := Stack{Catalog: cat, RequestQueues: map[string]Queue{}}
+	if _, err := createTable(ctx, c.DynamoDB, cat.Orders); err != nil {
+		return st, err
+	}
+	arn, err := createTable(ctx, c.DynamoDB, cat.State)
+	if err != nil {
+		return st, err
+	}
+	st.StateStreamARN = arn
+	for agent, q := range cat.RequestQueues {
+		pq, err := createQueue(ctx, c.SQS, q)
+		if err != nil {
+			return st, err
+		}
+		st.RequestQueues[agent] = pq
+	}
+	if st.ResponseQueue, err = createQueue(ctx, c.SQS, cat.ResponseQueue); err != nil {
+		return st, err
+	}
+	topic, err := c.SNS.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(cat.AlertTopic)})
+	if err != nil {
+		return st, fmt.Errorf("create topic %s: %w", cat.AlertTopic, err)
+	}
+	st.AlertTopicARN = aws.ToString(topic.TopicArn)
+	return st, nil
+}
+
+// Delete removes every resource of the catalog; tests use it to clean up.
+func Delete(ctx context.Context, c Clients, st Stack) error {
+	var errs []error
+	for _, t := range []string{st.Catalog.Orders.Name, st.Catalog.State.Name} {
+		_, err := c.DynamoDB.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(t)})
+		var nf *dbtypes.ResourceNotFoundException
+		if err != nil && !errors.As(err, &nf) {
+			errs = append(errs, fmt.Errorf("delete table %s: %w", t, err))
+		}
+	}
+	queues := []Queue{st.ResponseQueue}
+	for _, q := range st.RequestQueues {
+		queues = append(queues, q)
+	}
+	for _, q := range queues {
+		for _, url := range []string{q.URL, q.DeadLetterURL} {
+			if url == "" {
+				continue
+			}
+			if _, err := c.SQS.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(url)}); err != nil {
+				errs = append(errs, fmt.Errorf("delete queue %s: %w", url, err))
+			}
+		}
+	}
+	if st.AlertTopicARN != "" {
+		if _, err := c.SNS.DeleteTopic(ctx, &sns.DeleteTopicInput{TopicArn: aws.String(st.AlertTopicARN)}); err != nil {
+			errs = append(errs, fmt.Errorf("delete topic %s: %w", st.AlertTopicARN, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// createTable creates an on-demand table and returns its stream ARN ("" if
+// it has no stream).
+func createTable(ctx context.Context, client *dynamodb.Client, t resources.Table) (string, error) {
+	attrs := map[string]dbtypes.ScalarAttributeType{}
+	keySchema := func(pk resources.Key, sk *resources.Key) []dbtypes.KeySchemaElement {
+		ks := []dbtypes.KeySchemaElement{{AttributeName: aws.String(pk.Name), KeyType: dbtypes.KeyTypeHash}}
+		attrs[pk.Name] = dbtypes.ScalarAttributeType(pk.Type)
+		if sk != nil {
+			ks = append(ks, dbtypes.KeySchemaElement{AttributeName: aws.String(sk.Name), KeyType: dbtypes.KeyTypeRange})
+			attrs[sk.Name] = dbtypes.ScalarAttributeType(sk.Type)
+		}
+		return ks
+	}
+	in := &dynamodb.CreateTableInput{
+		TableName:   aws.String(t.Name),
+		BillingMode: dbtypes.BillingModePayPerRequest,
+		KeySchema:   keySchema(t.PartitionKey, t.SortKey),
+	}
+	for _, ix := range t.Indexes {
+		sk := ix.SortKey
+		in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, dbtypes.GlobalSecondaryIndex{
+			IndexName:  aws.String(ix.Name),
+			KeySchema:  keySchema(ix.PartitionKey, &sk),
+			Projection: &dbtypes.Projection{ProjectionType: dbtypes.ProjectionTypeAll},
+		})
+	}
+	for name, typ := range attrs {
+		in.AttributeDefinitions = append(in.AttributeDefinitions, dbtypes.AttributeDefinition{
+			AttributeName: aws.String(name), AttributeType: typ,
+		})
+	}
+	if t.Stream {
+		in.StreamSpecification = &dbtypes.StreamSpecification{
+			StreamEnabled: aws.Bool(true), StreamViewType: dbtypes.StreamViewTypeNewAndOldImages,
+		}
+	}
+	_, err := client.CreateTable(ctx, in)
+	var inUse *dbtypes.ResourceInUseException
+	if err != nil && !errors.As(err, &inUse) {
+		return "", fmt.Errorf("create table %s: %w", t.Name, err)
+	}
+	waiter := dynamodb.NewTableExistsWaiter(client)
+	if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(t.Name)}, time.Minute); err != nil {
+		return "", fmt.Errorf("wait for table %s: %w", t.Name, err)
+	}
+	out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(t.Name)})
+	if err != nil {
+		return "", fmt.Errorf("describe table %s: %w", t.Name, err)
+	}
+	return aws.ToString(out.Table.LatestStreamArn), nil
+}
+
+func createQueue(ctx context.Context, client *sqs.Client, q resources.Queue) (Queue, error) {
+	retention := strconv.Itoa(int(q.Retention.Seconds()))
+	dl, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{
+		QueueName:  aws.String(q.DeadLetterName),
+		Attributes: map[string]string{string(sqstypes.QueueAttributeNameMessageRetentionPeriod): strconv.Itoa(14 * 24 * 3600)},
+	})
+	if err != nil {
+		return Queue{}, fmt.Errorf("create dead-letter queue %s: %w", q.DeadLetterName, err)
+	}
+	dlARN, err := queueARN(ctx, client, aws.ToString(dl.QueueUrl))
+	if err != nil {
+		return Queue{}, err
+	}
+	redrive, err := json.Marshal(map[string]string{
+		"deadLetterTargetArn": dlARN,
+		"maxReceiveCount":     strconv.Itoa(q.MaxReceiveCount),
+	})
+	if err != nil {
+		return Queue{}, fmt.Errorf("marshal redrive policy: %w", err)
+	}
+	attrs := map[string]string{
+		string(sqstypes.QueueAttributeNameVisibilityTimeout):      strconv.Itoa(int(q.VisibilityTimeout.Seconds())),
+		string(sqstypes.QueueAttributeNameMessageRetentionPeriod): retention,
+		string(sqstypes.QueueAttributeNameRedrivePolicy):          string(redrive),
+	}
+	var url string
+	out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(q.Name), Attributes: attrs})
+	var exists *sqstypes.QueueNameExists
+	switch {
+	case errors.As(err, &exists): // there with other settings: look it up, then update it
+		got, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(q.Name)})
+		if err != nil {
+			return Queue{}, fmt.Errorf("look up queue %s: %w", q.Name, err)
+		}
+		url = aws.ToString(got.QueueUrl)
+	case err != nil:
+		return Queue{}, fmt.Errorf("create queue %s: %w", q.Name, err)
+	default:
+		url = aws.ToString(out.QueueUrl)
+	}
+	// Set the attributes so a changed setting takes effect on an existing
+	// stack too.
+	if _, err := client.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(url), Attributes: attrs}); err != nil {
+		return Queue{}, fmt.Errorf("set attributes of queue %s: %w", q.Name, err)
+	}
+	arn, err := queueARN(ctx, client, url)
+	if err != nil {
+		return Queue{}, err
+	}
+	return Queue{URL: url, ARN: arn, DeadLetterURL: aws.ToString(dl.QueueUrl), DLARN: dlARN}, nil
+}
+
+func queueARN(ctx context.Context, client *sqs.Client, url string) (string, error) {
+	out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       aws.String(url),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn},
+	})
+	if err != nil {
+		return "", fmt.Errorf("get ARN of queue %s: %w", url, err)
+	}
+	return out.Attributes[string(sqstypes.QueueAttributeNameQueueArn)], nil
+}

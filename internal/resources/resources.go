@@ -1,0 +1,159 @@
+// Package resources declares, once, every AWS resource orderly needs: table
+// names, key schemas, indexes, queues with their redrive and visibility
+// settings, the alert topic and function timeouts. Local provisioning and
+// the CDK stack both build from these values, so the two cannot drift.
+package resources
+
+import (
+	"strings"
+	"time"
+)
+
+// Attribute names that appear in key schemas and indexes. The dynamo
+// adapter writes items with these names.
+const (
+	AttrOrderID    = "OrderID"
+	AttrStep       = "Step"
+	AttrDueShard   = "DueShard"
+	AttrCompleteBy = "CompleteBy"
+)
+
+// AttrType is a DynamoDB key attribute type.
+type AttrType string
+
+// Key attribute types.
+const (
+	String AttrType = "S"
+	Number AttrType = "N"
+)
+
+// Key is one key attribute.
+type Key struct {
+	Name string
+	Type AttrType
+}
+
+// Index is a global secondary index projecting all attributes.
+type Index struct {
+	Name         string
+	PartitionKey Key
+	SortKey      Key
+}
+
+// Table describes a DynamoDB table.
+type Table struct {
+	Name         string
+	PartitionKey Key
+	SortKey      *Key
+	Indexes      []Index
+	// Stream is true when the table streams new and old images.
+	Stream bool
+}
+
+// Queue describes an SQS queue and its dead-letter queue.
+type Queue struct {
+	Name              string
+	DeadLetterName    string
+	VisibilityTimeout time.Duration
+	// MaxReceiveCount is how often a message is delivered before it moves
+	// to the dead-letter queue.
+	MaxReceiveCount int
+	// Retention keeps messages (and dead letters) long enough for an
+	// operator to act over a long weekend.
+	Retention time.Duration
+	// ConsumerTimeout is the timeout of the function that consumes it.
+	ConsumerTimeout time.Duration
+}
+
+// Function timeouts. Agents wait for remote services up to the step's
+// allowance, so theirs covers the largest allowance plus margin.
+const (
+	SubmitTimeout     = 10 * time.Second
+	SchedulerTimeout  = 30 * time.Second
+	SupervisorTimeout = 60 * time.Second
+	AgentTimeout      = 150 * time.Second
+)
+
+// Queue settings. AWS advises a visibility timeout of at least six times
+// the consuming function's timeout, so a throttled retry cannot deliver a
+// message twice while the first delivery is still being worked on.
+const (
+	VisibilityFactor = 6
+	MaxReceiveCount  = 5
+	Retention        = 4 * 24 * time.Hour
+	DeadLetterSuffix = "-dlq"
+)
+
+// DueIndex is the sparse GSI the Supervisor queries. Only steps that need
+// watching carry DueShard (Pending, Processing, or Error with an unsent
+// alert); CompleteBy orders them by deadline. Spreading them over
+// DueShards partitions keeps one partition from running hot.
+const (
+	DueIndexName = "due-by-deadline"
+	DueShards    = 8
+)
+
+// Catalog is the full set of resources of one deployment stage.
+type Catalog struct {
+	Stage         string
+	Orders        Table
+	State         Table
+	RequestQueues map[string]Queue // by agent name
+	ResponseQueue Queue
+	AlertTopic    string
+}
+
+// New returns the catalog for a stage (e.g. "dev", "prod", "local") and the
+// given agents. Names are prefixed "orderly-<stage>-".
+func New(stage string, agents []string) Catalog {
+	name := func(s string) string { return "orderly-" + stage + "-" + s }
+	queue := func(s string, consumer time.Duration) Queue {
+		return Queue{
+			Name: name(s), DeadLetterName: name(s) + DeadLetterSuffix,
+			VisibilityTimeout: VisibilityFactor * consumer,
+			MaxReceiveCount:   MaxReceiveCount, Retention: Retention,
+			ConsumerTimeout: consumer,
+		}
+	}
+	c := Catalog{
+		Stage: stage,
+		Orders: Table{
+			Name:         name("orders"),
+			PartitionKey: Key{AttrOrderID, String},
+		},
+		State: Table{
+			Name:         name("state"),
+			PartitionKey: Key{AttrOrderID, String},
+			SortKey:      &Key{AttrStep, String},
+			Indexes: []Index{{
+				Name:         DueIndexName,
+				PartitionKey: Key{AttrDueShard, String},
+				SortKey:      Key{AttrCompleteBy, Number},
+			}},
+			Stream: true,
+		},
+		RequestQueues: map[string]Queue{},
+		ResponseQueue: queue("responses", SchedulerTimeout),
+		AlertTopic:    name("alerts"),
+	}
+	for _, a := range agents {
+		c.RequestQueues[a] = queue(a+"-requests", AgentTimeout)
+	}
+	return c
+}
+
+// Environment variables through which functions learn resource names.
+// The CDK stack sets them from the catalog; the local runtime sets them
+// from what it provisioned.
+const (
+	EnvOrdersTable      = "ORDERS_TABLE"
+	EnvStateTable       = "STATE_TABLE"
+	EnvResponseQueueURL = "RESPONSE_QUEUE_URL"
+	EnvAlertTopicARN    = "ALERT_TOPIC_ARN"
+)
+
+// EnvRequestQueueURL names the variable holding an agent's request queue
+// URL, e.g. REQUEST_QUEUE_URL_PAYMENT.
+func EnvRequestQueueURL(agent string) string {
+	return "REQUEST_QUEUE_URL_" + strings.ToUpper(agent)
+}

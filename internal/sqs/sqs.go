@@ -1,0 +1,84 @@
+// Package sqs is the SQS adapter: it sends step requests to agents' request
+// queues and agents' replies to the response queue, as JSON bodies with the
+// order id, step and attempt also set as message attributes so a message
+// can be found and read without parsing its body.
+package sqs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"orderly/internal/order"
+)
+
+// Client is the part of the SQS API this package uses.
+type Client interface {
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+var _ Client = (*sqs.Client)(nil)
+
+// Requests sends step requests, routing each to its agent's queue.
+type Requests struct {
+	client Client
+	urls   map[string]string // agent -> queue URL
+}
+
+// NewRequests returns a sender over the agents' queue URLs.
+func NewRequests(client Client, queueURLs map[string]string) *Requests {
+	return &Requests{client: client, urls: queueURLs}
+}
+
+// SendRequest sends req to the request queue of agent.
+func (r *Requests) SendRequest(ctx context.Context, agent string, req order.StepRequest) error {
+	url, ok := r.urls[agent]
+	if !ok {
+		return fmt.Errorf("send request for step %s of order %s: no queue for agent %q", req.Step, req.OrderID, agent)
+	}
+	if err := send(ctx, r.client, url, req, req.OrderID, req.Step, req.Attempt); err != nil {
+		return fmt.Errorf("send request for step %s of order %s to agent %s: %w", req.Step, req.OrderID, agent, err)
+	}
+	return nil
+}
+
+// Replies sends agents' replies to the response queue.
+type Replies struct {
+	client Client
+	url    string
+}
+
+// NewReplies returns a sender to the response queue.
+func NewReplies(client Client, queueURL string) *Replies {
+	return &Replies{client: client, url: queueURL}
+}
+
+// SendReply posts rep on the response queue.
+func (r *Replies) SendReply(ctx context.Context, rep order.StepReply) error {
+	if err := send(ctx, r.client, r.url, rep, rep.OrderID, rep.Step, rep.Attempt); err != nil {
+		return fmt.Errorf("send %s reply for step %s of order %s: %w", rep.Outcome, rep.Step, rep.OrderID, err)
+	}
+	return nil
+}
+
+func send(ctx context.Context, client Client, url string, body any, orderID, step string, attempt int) error {
+	data, err := json.Marshal(body)
+	if err != nil {
+		return fmt.Errorf("marshal message: %w", err)
+	}
+	_, err = client.SendMessage(ctx, &sqs.SendMessageInput{
+		QueueUrl:    aws.String(url),
+		MessageBody: aws.String(string(data)),
+		MessageAttributes: map[string]types.MessageAttributeValue{
+			"orderId": {DataType: aws.String("String"), StringValue: aws.String(orderID)},
+			"step":    {DataType: aws.String("String"), StringValue: aws.String(step)},
+			"attempt": {DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(attempt))},
+		},
+	})
+	return err
+}
