@@ -1,0 +1,265 @@
+// Package engine runs all of orderly in one process against AWS endpoints
+// (local emulators, LocalStack or an account): it provisions the resources,
+// builds the same services the Lambda functions run, and drives them the
+// way Lambda's event sources would: an HTTP front for API Gateway, SQS
+// pollers, a DynamoDB stream poller and a Supervisor ticker. It also runs
+// the simulated remote services. `make run` and the end-to-end tests use it.
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	awssns "github.com/aws/aws-sdk-go-v2/service/sns"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"orderly/internal/agent"
+	"orderly/internal/alerting"
+	"orderly/internal/api"
+	"orderly/internal/dynamo"
+	"orderly/internal/localrun"
+	"orderly/internal/metrics"
+	"orderly/internal/order"
+	"orderly/internal/provision"
+	"orderly/internal/remote"
+	"orderly/internal/resources"
+	"orderly/internal/scheduler"
+	"orderly/internal/simulator"
+	"orderly/internal/sns"
+	"orderly/internal/sqs"
+	"orderly/internal/supervisor"
+)
+
+// DefaultSupervisorEvery is the local Supervisor's rate: more often than
+// EventBridge's one-minute minimum, so local recoveries take seconds.
+const DefaultSupervisorEvery = 2 * time.Second
+
+// Config tunes a local engine.
+type Config struct {
+	// Stage names the resources: orderly-<stage>-orders and so on.
+	Stage string
+	// APIAddr is where the API listens, e.g. 127.0.0.1:8080; port 0 picks one.
+	APIAddr string
+	// RemoteURL is the base URL of the remote services. Empty starts the
+	// simulator on SimulatorAddr and uses it.
+	RemoteURL     string
+	SimulatorAddr string
+	Timing        order.Timing
+	// SupervisorEvery is how often the Supervisor runs (EventBridge's rate).
+	SupervisorEvery time.Duration
+	// Schedulers is how many Scheduler instances consume the stream, to
+	// exercise claim races; each polls every shard.
+	Schedulers int
+	// QueueVisibility overrides the catalog's visibility timeouts, so a
+	// failed message comes back quickly when running locally. 0 keeps them.
+	QueueVisibility time.Duration
+	// AgentBackoff is the agents' retry backoff; zero uses the default.
+	AgentBackoff agent.Backoff
+	Log          *slog.Logger
+	// Metrics receives EMF lines; nil discards them.
+	Metrics *os.File
+}
+
+// Engine is a running orderly.
+type Engine struct {
+	cfg      Config
+	aws      aws.Config
+	Stack    provision.Stack
+	Store    *dynamo.Store
+	API      *api.Service
+	apiLn    net.Listener
+	simLn    net.Listener
+	Sim      *simulator.Server
+	remote   string
+	clients  provision.Clients
+	streams  *dynamodbstreams.Client
+	stopOnce sync.Once
+}
+
+// New provisions the resources and builds the engine without starting it.
+func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	}
+	if cfg.Schedulers < 1 {
+		cfg.Schedulers = 1
+	}
+	if err := cfg.Timing.Validate(); err != nil {
+		return nil, fmt.Errorf("engine timing: %w", err)
+	}
+	e := &Engine{cfg: cfg, aws: awsCfg, clients: provision.Clients{
+		DynamoDB: dynamodb.NewFromConfig(awsCfg),
+		SQS:      awssqs.NewFromConfig(awsCfg),
+		SNS:      awssns.NewFromConfig(awsCfg),
+	}, streams: dynamodbstreams.NewFromConfig(awsCfg)}
+
+	workflow := order.OrderWorkflow(cfg.Timing)
+	catalog := resources.New(cfg.Stage, workflow.Agents())
+	if cfg.QueueVisibility > 0 {
+		catalog.ResponseQueue.VisibilityTimeout = cfg.QueueVisibility
+		for a, q := range catalog.RequestQueues {
+			q.VisibilityTimeout = cfg.QueueVisibility
+			catalog.RequestQueues[a] = q
+		}
+	}
+	stack, err := provision.Create(ctx, e.clients, catalog)
+	if err != nil {
+		return nil, fmt.Errorf("provision stage %s: %w", cfg.Stage, err)
+	}
+	e.Stack = stack
+	e.Store = dynamo.NewStore(e.clients.DynamoDB, catalog.Orders.Name, catalog.State.Name)
+	e.API = api.NewService(e.Store, workflow, time.Now, cfg.Log.With("service", "submit"), e.metrics("submit"))
+
+	if e.apiLn, err = net.Listen("tcp", cfg.APIAddr); err != nil {
+		return nil, fmt.Errorf("listen for the API on %s: %w", cfg.APIAddr, err)
+	}
+	e.remote = cfg.RemoteURL
+	if e.remote == "" {
+		if e.simLn, err = net.Listen("tcp", cfg.SimulatorAddr); err != nil {
+			e.apiLn.Close()
+			return nil, fmt.Errorf("listen for the simulator on %s: %w", cfg.SimulatorAddr, err)
+		}
+		e.Sim = simulator.New(simulator.WithLogger(cfg.Log.With("service", "simulator")))
+		e.remote = "http://" + e.simLn.Addr().String()
+	}
+	return e, nil
+}
+
+// URL is the base URL of the API.
+func (e *Engine) URL() string { return "http://" + e.apiLn.Addr().String() }
+
+// RemoteURL is the base URL of the remote services (the simulator's).
+func (e *Engine) RemoteURL() string { return e.remote }
+
+// Clients returns the SDK clients the engine uses.
+func (e *Engine) Clients() provision.Clients { return e.clients }
+
+func (e *Engine) metrics(service string) *metrics.Recorder {
+	if e.cfg.Metrics == nil {
+		return metrics.Discard()
+	}
+	return metrics.New(e.cfg.Metrics, service)
+}
+
+// Run starts every component and blocks until ctx is cancelled or one of
+// them fails.
+func (e *Engine) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	start := func(name string, run func(context.Context) error) {
+		wg.Go(func() {
+			if err := run(ctx); err != nil && ctx.Err() == nil {
+				cancel(fmt.Errorf("%s: %w", name, err))
+			}
+		})
+	}
+	workflow := order.OrderWorkflow(e.cfg.Timing)
+	alerter := sns.NewAlerter(e.clients.SNS, e.Stack.AlertTopicARN)
+	notifier := alerting.NewNotifier(alerter, e.Store, time.Now)
+
+	// API Gateway in front of the submission function.
+	apiServer := &http.Server{
+		Handler: localrun.NewAPIGateway(e.API.Handle, []localrun.Route{
+			{Method: http.MethodPost, Resource: api.ResourceOrders},
+			{Method: http.MethodGet, Resource: api.ResourceOrder},
+		}, e.cfg.Log.With("service", "apigateway")),
+		ReadHeaderTimeout: 5 * time.Second,
+	}
+	start("api", serve(apiServer, e.apiLn))
+	if e.Sim != nil {
+		simServer := &http.Server{Handler: e.Sim, ReadHeaderTimeout: 5 * time.Second}
+		start("simulator", serve(simServer, e.simLn))
+		defer e.Sim.Close()
+	}
+
+	// Schedulers: each consumes the state stream and the response queue.
+	requests := sqs.NewRequests(e.clients.SQS, e.Stack.RequestQueueURLs())
+	for i := range e.cfg.Schedulers {
+		id := fmt.Sprintf("scheduler-local-%d-%s", i, rand.Text()[:6])
+		sched := scheduler.New(scheduler.Config{
+			InstanceID: id, Store: e.Store, Requests: requests, Notifier: notifier,
+			Workflow: workflow, Now: time.Now, Log: e.cfg.Log.With("service", "scheduler"), Metrics: e.metrics("scheduler"),
+		})
+		stream := localrun.NewStreamPoller(localrun.StreamConfig{
+			Client: e.streams, StreamARN: e.Stack.StateStreamARN, Handler: sched.HandleStream,
+			StartingPosition: localrun.TrimHorizon, Log: e.cfg.Log.With("service", "stream", "scheduler", id),
+		})
+		start("stream poller", stream.Run)
+		replies := localrun.NewSQSPoller(localrun.SQSConfig{
+			Client: e.clients.SQS, QueueURL: e.Stack.ResponseQueue.URL, QueueARN: e.Stack.ResponseQueue.ARN,
+			Handler: sched.HandleReplies, BatchSize: 10, Log: e.cfg.Log.With("service", "responses"),
+		})
+		start("response poller", replies.Run)
+	}
+
+	// Agents: one per request queue, calling the remote services.
+	caller := remote.NewClient(e.remote, &http.Client{})
+	replier := sqs.NewReplies(e.clients.SQS, e.Stack.ResponseQueue.URL)
+	for name, q := range e.Stack.RequestQueues {
+		ag := agent.New(agent.Config{
+			Name: name, Remote: caller, Replies: replier, Backoff: e.cfg.AgentBackoff,
+			Now: time.Now, Log: e.cfg.Log.With("service", "agent"), Metrics: e.metrics(name + "-agent"),
+		})
+		poller := localrun.NewSQSPoller(localrun.SQSConfig{
+			Client: e.clients.SQS, QueueURL: q.URL, QueueARN: q.ARN,
+			Handler: ag.Handle, BatchSize: 10, Log: e.cfg.Log.With("service", name+"-requests"),
+		})
+		start(name+" poller", poller.Run)
+	}
+
+	// The Supervisor, on a ticker as EventBridge would invoke it.
+	sup := supervisor.New(supervisor.Config{
+		Store: e.Store, Notifier: notifier, Publisher: alerter, Workflow: workflow,
+		Now: time.Now, Log: e.cfg.Log.With("service", "supervisor"), Metrics: e.metrics("supervisor"),
+	})
+	start("supervisor", func(ctx context.Context) error {
+		t := time.NewTicker(e.cfg.SupervisorEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+				if _, err := sup.Run(ctx); err != nil && ctx.Err() == nil {
+					e.cfg.Log.Error("supervisor run failed", "error", err)
+				}
+			}
+		}
+	})
+
+	e.cfg.Log.Info("orderly running", "api", e.URL(), "remote", e.remote, "stage", e.cfg.Stage)
+	<-ctx.Done()
+	shutdown, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	apiServer.Shutdown(shutdown)
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+func serve(srv *http.Server, ln net.Listener) func(context.Context) error {
+	return func(ctx context.Context) error {
+		go func() {
+			<-ctx.Done()
+			srv.Close()
+		}()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	}
+}

@@ -1,0 +1,173 @@
+// Package testenv connects integration tests to real AWS endpoints: the
+// local emulators under `make test`, LocalStack, or an account. Tests run
+// only when ORDERLY_INTEGRATION=1; then an unreachable endpoint fails them
+// rather than skipping them, so a broken set-up cannot pass silently.
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"orderly/internal/order"
+	"orderly/internal/provision"
+	"orderly/internal/resources"
+)
+
+// AWS returns the SDK configuration, skipping the test unless integration
+// tests are enabled and failing it when the endpoints do not answer.
+func AWS(t testing.TB) aws.Config {
+	t.Helper()
+	if !Enabled() {
+		t.Skip("integration test: set ORDERLY_INTEGRATION=1 and start the emulators (make test does both)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		t.Fatalf("load AWS config: %v", err)
+	}
+	if _, err := dynamodb.NewFromConfig(cfg).ListTables(ctx, &dynamodb.ListTablesInput{Limit: aws.Int32(1)}); err != nil {
+		t.Fatalf("DynamoDB endpoint does not answer (are the emulators running? make emulators): %v", err)
+	}
+	if _, err := sqs.NewFromConfig(cfg).ListQueues(ctx, &sqs.ListQueuesInput{}); err != nil {
+		t.Fatalf("SQS endpoint does not answer (are the emulators running? make emulators): %v", err)
+	}
+	return cfg
+}
+
+// Stage returns a unique stage name, so tests never share resources.
+func Stage(t testing.TB) string {
+	return "t" + strings.ToLower(rand.Text()[:10])
+}
+
+// Provision creates a throwaway stack and deletes it when the test ends.
+func Provision(t testing.TB, cfg aws.Config, cat resources.Catalog) (provision.Stack, provision.Clients) {
+	t.Helper()
+	clients := Clients(cfg)
+	ctx := context.Background()
+	stack, err := provision.Create(ctx, clients, cat)
+	if err != nil {
+		t.Fatalf("provision %s: %v", cat.Stage, err)
+	}
+	t.Cleanup(func() {
+		if err := provision.Delete(context.Background(), clients, stack); err != nil {
+			t.Logf("clean up stage %s: %v", cat.Stage, err)
+		}
+	})
+	return stack, clients
+}
+
+// Clients builds SDK clients from cfg.
+func Clients(cfg aws.Config) provision.Clients {
+	return provision.Clients{
+		DynamoDB: dynamodb.NewFromConfig(cfg),
+		SQS:      sqs.NewFromConfig(cfg),
+		SNS:      sns.NewFromConfig(cfg),
+	}
+}
+
+// AlertInbox is an SQS queue subscribed to the alert topic, the way an
+// operator's tooling would consume alerts.
+type AlertInbox struct {
+	client *sqs.Client
+	url    string
+}
+
+// SubscribeAlerts subscribes a fresh queue to topicARN with raw delivery.
+func SubscribeAlerts(t testing.TB, clients provision.Clients, topicARN string) *AlertInbox {
+	t.Helper()
+	ctx := context.Background()
+	q, err := clients.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("alerts-" + strings.ToLower(rand.Text()[:10]))})
+	if err != nil {
+		t.Fatalf("create alert inbox: %v", err)
+	}
+	t.Cleanup(func() { clients.SQS.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: q.QueueUrl}) })
+	attrs, err := clients.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: q.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn},
+	})
+	if err != nil {
+		t.Fatalf("get alert inbox ARN: %v", err)
+	}
+	_, err = clients.SNS.Subscribe(ctx, &sns.SubscribeInput{
+		TopicArn: aws.String(topicARN), Protocol: aws.String("sqs"),
+		Endpoint:   aws.String(attrs.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]),
+		Attributes: map[string]string{"RawMessageDelivery": "true"},
+	})
+	if err != nil {
+		t.Fatalf("subscribe alert inbox: %v", err)
+	}
+	return &AlertInbox{client: clients.SQS, url: aws.ToString(q.QueueUrl)}
+}
+
+// Await returns the first alert about orderID, failing the test if none
+// arrives within timeout.
+func (in *AlertInbox) Await(t testing.TB, orderID string, timeout time.Duration) order.Alert {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var seen []string
+	for time.Now().Before(deadline) {
+		out, err := in.client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(in.url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+		})
+		if err != nil {
+			t.Fatalf("receive alerts: %v", err)
+		}
+		for _, m := range out.Messages {
+			var a order.Alert
+			if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &a); err != nil {
+				t.Fatalf("alert is not JSON: %v: %s", err, aws.ToString(m.Body))
+			}
+			if a.OrderID == orderID {
+				return a
+			}
+			seen = append(seen, a.OrderID)
+		}
+	}
+	t.Fatalf("no alert about order %s within %s (alerts seen for: %v)", orderID, timeout, seen)
+	return order.Alert{}
+}
+
+// Eventually polls cond until it returns true or timeout passes, then
+// fails with the last description cond gave. It waits for an observable
+// state, never for a guessed duration.
+func Eventually(t testing.TB, timeout time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last string
+	for {
+		ok, desc := cond()
+		if ok {
+			return
+		}
+		last = desc
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %s: %s", timeout, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Enabled reports whether integration tests should run.
+func Enabled() bool { return os.Getenv("ORDERLY_INTEGRATION") == "1" }
+
+// Describe formats v for failure messages.
+func Describe(v any) string {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
