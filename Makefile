@@ -24,8 +24,7 @@ run: tools ## run orderly locally on the emulators: API on 127.0.0.1:8080
 	eval "$$(bash $(EMULATORS) env)" && go run ./cmd/orderly-local
 
 .PHONY: test
-test: tools lint ## all tests: unit, then integration against the emulators
-	$(GOTEST) ./...
+test: tools lint ## all tests, unit and integration, against the emulators
 	$(WITH_EMULATORS) env ORDERLY_INTEGRATION=1 $(GOTEST) ./...
 
 .PHONY: lint

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
@@ -66,10 +67,16 @@ type Config struct {
 	QueueVisibility time.Duration
 	// AgentBackoff is the agents' retry backoff; zero uses the default.
 	AgentBackoff agent.Backoff
-	Log          *slog.Logger
+	// WrapAgent, when set, wraps each agent's handler; tests use it to
+	// inject crashes the way a dying Lambda would produce them.
+	WrapAgent func(agent string, h SQSHandler) SQSHandler
+	Log       *slog.Logger
 	// Metrics receives EMF lines; nil discards them.
 	Metrics *os.File
 }
+
+// SQSHandler is the signature of an SQS-triggered function.
+type SQSHandler = func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
 
 // Engine is a running orderly.
 type Engine struct {
@@ -192,15 +199,19 @@ func (e *Engine) Run(ctx context.Context) error {
 			InstanceID: id, Store: e.Store, Requests: requests, Notifier: notifier,
 			Workflow: workflow, Now: time.Now, Log: e.cfg.Log.With("service", "scheduler"), Metrics: e.metrics("scheduler"),
 		})
-		stream := localrun.NewStreamPoller(localrun.StreamConfig{
-			Client: e.streams, StreamARN: e.Stack.StateStreamARN, Handler: sched.HandleStream,
-			StartingPosition: localrun.TrimHorizon, Log: e.cfg.Log.With("service", "stream", "scheduler", id),
-		})
+		stream, err := localrun.NewStreamPoller(e.streams, localrun.StreamConfig{
+			StreamARN: e.Stack.StateStreamARN, Timeout: resources.SchedulerTimeout,
+		}, sched.HandleStream, e.cfg.Log.With("service", "stream", "scheduler", id))
+		if err != nil {
+			return fmt.Errorf("stream poller: %w", err)
+		}
 		start("stream poller", stream.Run)
-		replies := localrun.NewSQSPoller(localrun.SQSConfig{
-			Client: e.clients.SQS, QueueURL: e.Stack.ResponseQueue.URL, QueueARN: e.Stack.ResponseQueue.ARN,
-			Handler: sched.HandleReplies, BatchSize: 10, Log: e.cfg.Log.With("service", "responses"),
-		})
+		replies, err := localrun.NewSQSPoller(e.clients.SQS, localrun.SQSConfig{
+			QueueURL: e.Stack.ResponseQueue.URL, QueueARN: e.Stack.ResponseQueue.ARN, Timeout: resources.SchedulerTimeout,
+		}, sched.HandleReplies, e.cfg.Log.With("service", "responses"))
+		if err != nil {
+			return fmt.Errorf("response poller: %w", err)
+		}
 		start("response poller", replies.Run)
 	}
 
@@ -212,10 +223,16 @@ func (e *Engine) Run(ctx context.Context) error {
 			Name: name, Remote: caller, Replies: replier, Backoff: e.cfg.AgentBackoff,
 			Now: time.Now, Log: e.cfg.Log.With("service", "agent"), Metrics: e.metrics(name + "-agent"),
 		})
-		poller := localrun.NewSQSPoller(localrun.SQSConfig{
-			Client: e.clients.SQS, QueueURL: q.URL, QueueARN: q.ARN,
-			Handler: ag.Handle, BatchSize: 10, Log: e.cfg.Log.With("service", name+"-requests"),
-		})
+		var handle SQSHandler = ag.Handle
+		if e.cfg.WrapAgent != nil {
+			handle = e.cfg.WrapAgent(name, handle)
+		}
+		poller, err := localrun.NewSQSPoller(e.clients.SQS, localrun.SQSConfig{
+			QueueURL: q.URL, QueueARN: q.ARN, Timeout: resources.AgentTimeout,
+		}, handle, e.cfg.Log.With("service", name+"-requests"))
+		if err != nil {
+			return fmt.Errorf("%s poller: %w", name, err)
+		}
 		start(name+" poller", poller.Run)
 	}
 

@@ -171,3 +171,10 @@ func Describe(v any) string {
 	}
 	return string(b)
 }
+
+// Cleanup deletes a stack provisioned outside Provision.
+func Cleanup(t testing.TB, clients provision.Clients, stack provision.Stack) {
+	if err := provision.Delete(context.Background(), clients, stack); err != nil {
+		t.Logf("clean up stage %s: %v", stack.Catalog.Stage, err)
+	}
+}

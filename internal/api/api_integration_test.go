@@ -1,0 +1,195 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"orderly/internal/api"
+	"orderly/internal/order"
+	"orderly/internal/testenv"
+)
+
+var timing = order.Timing{Allowance: 10 * time.Second, MaxAllowance: 40 * time.Second, FailureThreshold: 2, ClaimWithin: 5 * time.Second}
+
+func post(t *testing.T, w *testenv.World, body string, headers map[string]string) events.APIGatewayProxyResponse {
+	t.Helper()
+	resp, err := w.API.Handle(context.Background(), events.APIGatewayProxyRequest{
+		HTTPMethod: http.MethodPost, Resource: api.ResourceOrders, Path: "/orders", Body: body, Headers: headers,
+	})
+	if err != nil {
+		t.Fatalf("POST /orders: %v", err)
+	}
+	return resp
+}
+
+func get(t *testing.T, w *testenv.World, id string) events.APIGatewayProxyResponse {
+	t.Helper()
+	resp, err := w.API.Handle(context.Background(), events.APIGatewayProxyRequest{
+		HTTPMethod: http.MethodGet, Resource: api.ResourceOrder, Path: "/orders/" + id, PathParameters: map[string]string{"id": id},
+	})
+	if err != nil {
+		t.Fatalf("GET /orders/%s: %v", id, err)
+	}
+	return resp
+}
+
+func orderID(t *testing.T, resp events.APIGatewayProxyResponse) string {
+	t.Helper()
+	var out struct{ OrderID string }
+	if err := json.Unmarshal([]byte(resp.Body), &out); err != nil || out.OrderID == "" {
+		t.Fatalf("response %d %s has no orderId", resp.StatusCode, resp.Body)
+	}
+	return out.OrderID
+}
+
+// items counts every item of both tables; only a test may Scan.
+func items(t *testing.T, w *testenv.World) int {
+	t.Helper()
+	n := 0
+	for _, table := range []string{w.Stack.Catalog.Orders.Name, w.Stack.Catalog.State.Name} {
+		out, err := w.Clients.DynamoDB.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			t.Fatalf("scan %s: %v", table, err)
+		}
+		n += int(out.Count)
+	}
+	return n
+}
+
+const validBody = `{"customerId":"c-42","lines":[{"sku":"BOOK-1","quantity":2},{"sku":"PEN-9","quantity":1}]}`
+
+func TestSubmitWritesOrderAndEveryStepAtomically(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	resp := post(t, w, validBody, map[string]string{"Content-Type": "application/json"})
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("got %d %s, want 202", resp.StatusCode, resp.Body)
+	}
+	id := orderID(t, resp)
+	if got := items(t, w); got != 1+len(w.Workflow.Steps) {
+		t.Errorf("got %d items, want the order and %d step states", got, len(w.Workflow.Steps))
+	}
+	g := get(t, w, id)
+	var view api.OrderView
+	if err := json.Unmarshal([]byte(g.Body), &view); err != nil || g.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %d %s (%v)", g.StatusCode, g.Body, err)
+	}
+	if view.Status != order.StatusPending || view.CustomerID != "c-42" || len(view.Lines) != 2 || len(view.Steps) != 3 {
+		t.Fatalf("got %s, want a Pending order of c-42 with 2 lines and 3 steps", g.Body)
+	}
+	wantStates := []string{"Pending", "NotStarted", "NotStarted"}
+	for i, st := range view.Steps {
+		if st.Step != w.Workflow.Steps[i].Name || st.State != wantStates[i] || st.Attempt != 0 || st.FailureCount != 0 {
+			t.Errorf("step %d: got %+v, want %s %s attempt 0", i, st, w.Workflow.Steps[i].Name, wantStates[i])
+		}
+	}
+	if view.Steps[0].CompleteBy == nil || view.Steps[1].CompleteBy != nil {
+		t.Errorf("got CompleteBy %v / %v, want a claim deadline on the first step only", view.Steps[0].CompleteBy, view.Steps[1].CompleteBy)
+	}
+}
+
+func TestIdempotencyKey(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	key := map[string]string{"Idempotency-Key": "checkout-7f3a"}
+	first := post(t, w, validBody, key)
+	if first.StatusCode != http.StatusAccepted {
+		t.Fatalf("first: got %d %s, want 202", first.StatusCode, first.Body)
+	}
+	// Same key, same content (formatted differently, header in other case).
+	again := post(t, w, "{\n  \"lines\": [{\"sku\":\"BOOK-1\",\"quantity\":2},{\"quantity\":1,\"sku\":\"PEN-9\"}],\n  \"customerId\": \"c-42\"\n}",
+		map[string]string{"idempotency-key": "checkout-7f3a"})
+	if again.StatusCode != http.StatusAccepted || orderID(t, again) != orderID(t, first) || again.Headers["Idempotent-Replayed"] != "true" {
+		t.Errorf("replay: got %d %s %v, want 202 with the same order, marked replayed", again.StatusCode, again.Body, again.Headers)
+	}
+	// Same key, different order.
+	conflict := post(t, w, `{"customerId":"c-42","lines":[{"sku":"BOOK-1","quantity":3}]}`, key)
+	if conflict.StatusCode != http.StatusConflict || !strings.Contains(conflict.Body, "idempotency_conflict") {
+		t.Errorf("conflict: got %d %s, want 409 idempotency_conflict", conflict.StatusCode, conflict.Body)
+	}
+	if got := items(t, w); got != 1+len(w.Workflow.Steps) {
+		t.Errorf("got %d items after replay and conflict, want exactly one order's worth", got)
+	}
+	// A different key is a different order.
+	other := post(t, w, validBody, map[string]string{"Idempotency-Key": "checkout-8b1c"})
+	if other.StatusCode != http.StatusAccepted || orderID(t, other) == orderID(t, first) {
+		t.Errorf("other key: got %d %s, want a new order", other.StatusCode, other.Body)
+	}
+}
+
+func TestBadInputIsRejectedAndWritesNothing(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	lines := func(n int) string {
+		parts := make([]string, n)
+		for i := range parts {
+			parts[i] = `{"sku":"S-` + strings.Repeat("x", 1) + string(rune('a'+i%26)) + string(rune('a'+i/26)) + `","quantity":1}`
+		}
+		return `{"customerId":"c","lines":[` + strings.Join(parts, ",") + `]}`
+	}
+	tests := []struct {
+		name    string
+		body    string
+		headers map[string]string
+		status  int
+		mention string
+	}{
+		{"malformed JSON", `{"customerId":`, nil, 400, "malformed JSON"},
+		{"not an object", `[1,2]`, nil, 400, "body"},
+		{"empty body", ``, nil, 400, "empty body"},
+		{"missing customer", `{"lines":[{"sku":"A","quantity":1}]}`, nil, 400, "customerId"},
+		{"no lines", `{"customerId":"c","lines":[]}`, nil, 400, "lines"},
+		{"zero quantity", `{"customerId":"c","lines":[{"sku":"A","quantity":0}]}`, nil, 400, "lines[0].quantity"},
+		{"negative quantity", `{"customerId":"c","lines":[{"sku":"A","quantity":-3}]}`, nil, 400, "lines[0].quantity"},
+		{"fractional quantity", `{"customerId":"c","lines":[{"sku":"A","quantity":1.5}]}`, nil, 400, "quantity"},
+		{"missing sku", `{"customerId":"c","lines":[{"quantity":1}]}`, nil, 400, "lines[0].sku"},
+		{"unknown field", `{"customerId":"c","lines":[{"sku":"A","quantity":1}],"price":3}`, nil, 400, "price"},
+		{"101 lines", lines(101), nil, 400, "limit is 100"},
+		{"over 64 KiB", `{"customerId":"` + strings.Repeat("x", 70<<10) + `"}`, nil, 413, "too_large"},
+		{"not JSON content type", `customerId=c`, map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, 415, "application/json"},
+		{"bad idempotency key", `{"customerId":"c","lines":[{"sku":"A","quantity":1}]}`, map[string]string{"Idempotency-Key": "has space"}, 400, "Idempotency-Key"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := post(t, w, tt.body, tt.headers)
+			if resp.StatusCode != tt.status || !strings.Contains(resp.Body, tt.mention) {
+				t.Errorf("got %d %s, want %d mentioning %q", resp.StatusCode, resp.Body, tt.status, tt.mention)
+			}
+			if resp.Headers["Content-Type"] != "application/json" || !json.Valid([]byte(resp.Body)) {
+				t.Errorf("got content type %q, body %s; want a JSON error", resp.Headers["Content-Type"], resp.Body)
+			}
+		})
+	}
+	if got := items(t, w); got != 0 {
+		t.Errorf("got %d items written by rejected requests, want 0", got)
+	}
+	if ok := post(t, w, lines(100), nil); ok.StatusCode != http.StatusAccepted {
+		t.Errorf("100 lines: got %d %s, want 202 (the limit is inclusive)", ok.StatusCode, ok.Body)
+	}
+}
+
+func TestGetUnknownOrder(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	for _, id := range []string{order.NewID(), "not-an-id", "../etc"} {
+		if resp := get(t, w, id); resp.StatusCode != http.StatusNotFound || !strings.Contains(resp.Body, "not_found") {
+			t.Errorf("GET %q: got %d %s, want 404 not_found", id, resp.StatusCode, resp.Body)
+		}
+	}
+}
+
+func TestWrongMethodAndRoute(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	resp, err := w.API.Handle(context.Background(), events.APIGatewayProxyRequest{HTTPMethod: http.MethodDelete, Resource: api.ResourceOrders, Path: "/orders"})
+	if err != nil || resp.StatusCode != http.StatusMethodNotAllowed || resp.Headers["Allow"] != http.MethodPost {
+		t.Errorf("DELETE /orders: got %d %v (%v), want 405 with Allow: POST", resp.StatusCode, resp.Headers, err)
+	}
+	resp, err = w.API.Handle(context.Background(), events.APIGatewayProxyRequest{HTTPMethod: http.MethodGet, Path: "/nope"})
+	if err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /nope: got %d (%v), want 404", resp.StatusCode, err)
+	}
+}

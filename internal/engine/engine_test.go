@@ -1,0 +1,263 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"orderly/internal/agent"
+	"orderly/internal/api"
+	"orderly/internal/engine"
+	"orderly/internal/order"
+	"orderly/internal/testenv"
+)
+
+// fast timing: every recovery path completes within seconds.
+var fast = order.Timing{Allowance: time.Second, MaxAllowance: 2 * time.Second, FailureThreshold: 2, ClaimWithin: 2 * time.Second}
+
+type running struct {
+	*engine.Engine
+	alerts *testenv.AlertInbox
+}
+
+func start(t *testing.T, tweak func(*engine.Config)) running {
+	t.Helper()
+	cfg := engine.Config{
+		Stage: testenv.Stage(t), APIAddr: "127.0.0.1:0", SimulatorAddr: "127.0.0.1:0",
+		Timing: fast, SupervisorEvery: 200 * time.Millisecond, Schedulers: 2,
+		QueueVisibility: 30 * time.Second,
+		AgentBackoff:    agent.Backoff{Base: 20 * time.Millisecond, Cap: 200 * time.Millisecond},
+		Log:             slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	}
+	if testing.Verbose() {
+		cfg.Log = slog.New(slog.NewJSONHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	awsCfg := testenv.AWS(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	e, err := engine.New(ctx, awsCfg, cfg)
+	if err != nil {
+		t.Fatalf("engine: %v", err)
+	}
+	clients := e.Clients()
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("engine stopped with %v", err)
+		}
+		testenv.Cleanup(t, clients, e.Stack)
+	})
+	return running{Engine: e, alerts: testenv.SubscribeAlerts(t, clients, e.Stack.AlertTopicARN)}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(bytes.TrimSpace(p)))
+	return len(p), nil
+}
+
+func submit(t *testing.T, e running, sub order.Submission) string {
+	t.Helper()
+	body, _ := json.Marshal(sub)
+	resp, err := http.Post(e.URL()+"/orders", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("POST /orders: %v", err)
+	}
+	defer resp.Body.Close()
+	var out struct{ OrderID string }
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST /orders: status %d, %v", resp.StatusCode, err)
+	}
+	return out.OrderID
+}
+
+func status(t *testing.T, e running, id string) api.OrderView {
+	t.Helper()
+	resp, err := http.Get(e.URL() + "/orders/" + id)
+	if err != nil {
+		t.Fatalf("GET /orders/%s: %v", id, err)
+	}
+	defer resp.Body.Close()
+	var v api.OrderView
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /orders/%s: status %d, %v", id, resp.StatusCode, err)
+	}
+	return v
+}
+
+// await polls GET /orders/{id} until the order reaches a final status.
+func await(t *testing.T, e running, id string, timeout time.Duration) api.OrderView {
+	t.Helper()
+	var v api.OrderView
+	testenv.Eventually(t, timeout, func() (bool, string) {
+		v = status(t, e, id)
+		return v.Status == order.StatusProcessed || v.Status == order.StatusError, testenv.Describe(v)
+	})
+	return v
+}
+
+func step(v api.OrderView, name string) api.StepView {
+	for _, s := range v.Steps {
+		if s.Step == name {
+			return s
+		}
+	}
+	return api.StepView{}
+}
+
+func lines(skus ...string) order.Submission {
+	sub := order.Submission{CustomerID: "c-e2e"}
+	for _, s := range skus {
+		sub.Lines = append(sub.Lines, order.Line{SKU: s, Quantity: 1})
+	}
+	return sub
+}
+
+func TestOrderTravelsEveryActorToProcessed(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	began := time.Now()
+	id := submit(t, e, lines("BOOK-1", "PEN-2"))
+	v := await(t, e, id, 20*time.Second)
+	t.Logf("submission to Processed: %s", time.Since(began))
+	if v.Status != order.StatusProcessed {
+		t.Fatalf("got %s, want Processed: %s", v.Status, testenv.Describe(v))
+	}
+	for _, s := range v.Steps {
+		if s.State != string(order.Processed) || s.Attempt != 1 || s.FailureCount != 0 || s.LockedBy != "" {
+			t.Errorf("step %s: got %s attempt %d failures %d locked by %q, want Processed on attempt 1, unlocked", s.Step, s.State, s.Attempt, s.FailureCount, s.LockedBy)
+		}
+	}
+	for _, svc := range []string{"inventory", "payment", "shipping"} {
+		if n := e.Sim.Calls(svc, order.IdempotencyKeyFor(id, stepOf(svc))); n != 1 {
+			t.Errorf("%s called %d times, want 1", svc, n)
+		}
+	}
+}
+
+func stepOf(agent string) string {
+	return map[string]string{"inventory": order.StepReserveInventory, "payment": order.StepChargePayment, "shipping": order.StepArrangeShipping}[agent]
+}
+
+func TestTransientFaultsAreRetriedInsideTheAgent(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	id := submit(t, e, lines("TEST-PAYMENT-TRANSIENT-2"))
+	v := await(t, e, id, 20*time.Second)
+	if s := step(v, order.StepChargePayment); v.Status != order.StatusProcessed || s.Attempt != 1 || s.FailureCount != 0 {
+		t.Fatalf("got %s, payment attempt %d failures %d; want Processed on attempt 1", v.Status, s.Attempt, s.FailureCount)
+	}
+	if n := e.Sim.Calls("payment", order.IdempotencyKeyFor(id, order.StepChargePayment)); n != 3 {
+		t.Errorf("payment called %d times, want 3 (two 503s, then success)", n)
+	}
+}
+
+func TestTimedOutAttemptIsRetriedBySupervisor(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	id := submit(t, e, lines("TEST-INVENTORY-HANG-1"))
+	v := await(t, e, id, 20*time.Second)
+	s := step(v, order.StepReserveInventory)
+	if v.Status != order.StatusProcessed || s.Attempt != 2 || s.FailureCount != 1 {
+		t.Fatalf("got %s, inventory attempt %d failures %d; want Processed on attempt 2 after 1 timeout: %s", v.Status, s.Attempt, s.FailureCount, testenv.Describe(v))
+	}
+}
+
+func TestAgentCrashIsRecoveredBySupervisor(t *testing.T) {
+	t.Parallel()
+	var crashes atomic.Int32
+	e := start(t, func(c *engine.Config) {
+		c.WrapAgent = func(agent string, h engine.SQSHandler) engine.SQSHandler {
+			if agent != order.AgentShipping {
+				return h
+			}
+			return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+				if crashes.Add(1) == 1 {
+					panic("shipping agent crashed mid-request") // no reply, message not deleted
+				}
+				return h(ctx, ev)
+			}
+		}
+	})
+	id := submit(t, e, lines("BOOK-1"))
+	v := await(t, e, id, 20*time.Second)
+	s := step(v, order.StepArrangeShipping)
+	if v.Status != order.StatusProcessed || s.Attempt != 2 || s.FailureCount != 1 || crashes.Load() < 2 {
+		t.Fatalf("got %s, shipping attempt %d failures %d after %d deliveries; want Processed on attempt 2: %s",
+			v.Status, s.Attempt, s.FailureCount, crashes.Load(), testenv.Describe(v))
+	}
+}
+
+func TestPermanentFaultEndsInErrorAndAlertsOperators(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	id := submit(t, e, lines("TEST-PAYMENT-PERMANENT"))
+	v := await(t, e, id, 20*time.Second)
+	if v.Status != order.StatusError || step(v, order.StepChargePayment).State != string(order.Error) ||
+		step(v, order.StepArrangeShipping).State != string(order.NotStarted) || v.LastError == "" {
+		t.Fatalf("got %s; want Error at charge-payment with a reason, shipping never started", testenv.Describe(v))
+	}
+	a := e.alerts.Await(t, id, 10*time.Second)
+	if a.Kind != order.AlertStepFailed || a.Step != order.StepChargePayment || a.Reason == "" {
+		t.Errorf("got alert %s, want StepFailed for charge-payment with a reason", testenv.Describe(a))
+	}
+}
+
+func TestRepeatedTimeoutsEndInErrorAndAlertOperators(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	id := submit(t, e, lines("TEST-SHIPPING-HANG"))
+	v := await(t, e, id, 30*time.Second)
+	s := step(v, order.StepArrangeShipping)
+	if v.Status != order.StatusError || s.State != string(order.Error) || s.FailureCount != fast.FailureThreshold {
+		t.Fatalf("got %s; want Error at arrange-shipping after %d timeouts", testenv.Describe(v), fast.FailureThreshold)
+	}
+	a := e.alerts.Await(t, id, 10*time.Second)
+	if a.Kind != order.AlertStepTimedOut || a.Step != order.StepArrangeShipping || a.FailureCount != fast.FailureThreshold {
+		t.Errorf("got alert %s, want StepTimedOut for arrange-shipping with %d failures", testenv.Describe(a), fast.FailureThreshold)
+	}
+}
+
+func TestPoisonMessageEndsInDeadLetterQueueWithoutBlockingOthers(t *testing.T) {
+	t.Parallel()
+	e := start(t, func(c *engine.Config) { c.QueueVisibility = time.Second })
+	ctx := context.Background()
+	sqs := e.Clients().SQS
+	q := e.Stack.ResponseQueue
+	poison := fmt.Sprintf(`{"orderId": "poison-%d"`, time.Now().UnixNano())
+	if _, err := sqs.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: aws.String(q.URL), MessageBody: aws.String(poison)}); err != nil {
+		t.Fatalf("send poison: %v", err)
+	}
+	id := submit(t, e, lines("BOOK-1"))
+	if v := await(t, e, id, 20*time.Second); v.Status != order.StatusProcessed {
+		t.Fatalf("got %s, want Processed alongside the poison message", v.Status)
+	}
+	testenv.Eventually(t, 30*time.Second, func() (bool, string) {
+		out, err := sqs.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{QueueUrl: aws.String(q.DeadLetterURL), WaitTimeSeconds: 1})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, m := range out.Messages {
+			if aws.ToString(m.Body) == poison {
+				return true, ""
+			}
+		}
+		return false, "poison message not in the dead-letter queue yet"
+	})
+}

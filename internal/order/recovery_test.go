@@ -1,0 +1,120 @@
+package order_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"orderly/internal/order"
+)
+
+func TestStepStateExpired(t *testing.T) {
+	deadline := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name       string
+		completeBy time.Time
+		now        time.Time
+		want       bool
+	}{
+		{"before deadline", deadline, deadline.Add(-time.Nanosecond), false},
+		{"at deadline", deadline, deadline, false},
+		{"after deadline", deadline, deadline.Add(time.Nanosecond), true},
+		{"no deadline", time.Time{}, deadline, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := order.StepState{CompleteBy: tt.completeBy}
+			if got := s.Expired(tt.now); got != tt.want {
+				t.Errorf("StepState{CompleteBy: %s}.Expired(%s) = %t, want %t", tt.completeBy, tt.now, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestWorkflowAssess(t *testing.T) {
+	const threshold = 3
+	timing := order.Timing{Allowance: 30 * time.Second, MaxAllowance: 2 * time.Minute,
+		FailureThreshold: threshold, ClaimWithin: time.Minute}
+	w := order.OrderWorkflow(timing)
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	future := now.Add(time.Second)
+	past := now.Add(-time.Second)
+	nextClaim := now.Add(timing.ClaimWithin)
+
+	state := func(ps order.ProcessState, completeBy time.Time, f func(*order.StepState)) order.StepState {
+		s := order.StepState{OrderID: order.IDForKey("k"), Step: order.StepChargePayment, Index: 1,
+			Agent: order.AgentPayment, ProcessState: ps, CompleteBy: completeBy, Attempt: 2}
+		if f != nil {
+			f(&s)
+		}
+		return s
+	}
+	failures := func(n int) func(*order.StepState) { return func(s *order.StepState) { s.FailureCount = n } }
+	nudges := func(n int) func(*order.StepState) { return func(s *order.StepState) { s.Nudges = n } }
+
+	tests := []struct {
+		name  string
+		state order.StepState
+		want  order.Recovery
+		// wantReason is a fragment the Reason must contain; "" means the
+		// Reason must be empty.
+		wantReason string
+	}{
+		{"processing inside window", state(order.Processing, future, nil), order.Recovery{Action: order.Leave}, ""},
+		{"processing inside window at threshold-1 is never failed", state(order.Processing, future, failures(threshold-1)), order.Recovery{Action: order.Leave}, ""},
+		{"processing far past threshold but inside window", state(order.Processing, future, failures(threshold+5)), order.Recovery{Action: order.Leave}, ""},
+		{"processing exactly at CompleteBy is not expired", state(order.Processing, now, failures(threshold-1)), order.Recovery{Action: order.Leave}, ""},
+		{"processing expired, first timeout", state(order.Processing, past, nil), order.Recovery{Action: order.Retry, CompleteBy: nextClaim}, "attempt 2 timed out"},
+		{"processing expired, below threshold", state(order.Processing, past, failures(threshold-2)), order.Recovery{Action: order.Retry, CompleteBy: nextClaim}, "timed out"},
+		{"processing expired by a nanosecond", state(order.Processing, now.Add(-time.Nanosecond), nil), order.Recovery{Action: order.Retry, CompleteBy: nextClaim}, "timed out"},
+		{"processing expired, reaches threshold", state(order.Processing, past, failures(threshold-1)), order.Recovery{Action: order.Fail}, "3 of 3"},
+		{"processing expired, past threshold", state(order.Processing, past, failures(threshold+2)), order.Recovery{Action: order.Fail}, "timed out"},
+		{"processing expired, unknown step", state(order.Processing, past, func(s *order.StepState) { s.Step = "teleport" }), order.Recovery{Action: order.Fail}, `"teleport"`},
+		{"pending expired, 1st nudge", state(order.Pending, past, nudges(0)), order.Recovery{Action: order.Nudge, CompleteBy: nextClaim}, "unclaimed"},
+		{"pending expired, 2nd nudge", state(order.Pending, past, nudges(1)), order.Recovery{Action: order.Nudge, CompleteBy: nextClaim}, "unclaimed"},
+		{"pending expired, 3rd nudge alerts", state(order.Pending, past, nudges(2)), order.Recovery{Action: order.Nudge, CompleteBy: nextClaim, AlertOperators: true}, "unclaimed"},
+		{"pending expired, 4th nudge", state(order.Pending, past, nudges(3)), order.Recovery{Action: order.Nudge, CompleteBy: nextClaim}, "unclaimed"},
+		{"pending expired, 12th nudge", state(order.Pending, past, nudges(11)), order.Recovery{Action: order.Nudge, CompleteBy: nextClaim}, "unclaimed"},
+		{"pending expired, 13th nudge alerts", state(order.Pending, past, nudges(12)), order.Recovery{Action: order.Nudge, CompleteBy: nextClaim, AlertOperators: true}, "unclaimed"},
+		{"pending expired, 23rd nudge alerts", state(order.Pending, past, nudges(22)), order.Recovery{Action: order.Nudge, CompleteBy: nextClaim, AlertOperators: true}, "unclaimed"},
+		{"pending expired, 24th nudge", state(order.Pending, past, nudges(23)), order.Recovery{Action: order.Nudge, CompleteBy: nextClaim}, "unclaimed"},
+		{"pending inside window", state(order.Pending, future, nudges(2)), order.Recovery{Action: order.Leave}, ""},
+		{"pending exactly at CompleteBy", state(order.Pending, now, nudges(2)), order.Recovery{Action: order.Leave}, ""},
+		{"error with alert pending, expired", state(order.Error, past, func(s *order.StepState) { s.AlertPending, s.LastError = true, "card declined" }), order.Recovery{Action: order.SendAlert, Reason: "card declined"}, "card declined"},
+		{"error with alert pending, inside window", state(order.Error, future, func(s *order.StepState) { s.AlertPending, s.LastError = true, "card declined" }), order.Recovery{Action: order.SendAlert, Reason: "card declined"}, "card declined"},
+		{"error with alert pending, no deadline", state(order.Error, time.Time{}, func(s *order.StepState) { s.AlertPending, s.LastError = true, "card declined" }), order.Recovery{Action: order.SendAlert, Reason: "card declined"}, "card declined"},
+		{"error without alert pending", state(order.Error, past, func(s *order.StepState) { s.LastError = "card declined" }), order.Recovery{Action: order.Leave}, ""},
+		{"processed, expired deadline", state(order.Processed, past, nil), order.Recovery{Action: order.Leave}, ""},
+		{"not started", state(order.NotStarted, time.Time{}, nil), order.Recovery{Action: order.Leave}, ""},
+		{"not started with a stale deadline", state(order.NotStarted, past, nil), order.Recovery{Action: order.Leave}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := w.Assess(tt.state, now)
+			if got.Action != tt.want.Action || !got.CompleteBy.Equal(tt.want.CompleteBy) || got.AlertOperators != tt.want.AlertOperators {
+				t.Errorf("Assess(%+v) = {%s CompleteBy:%s Alert:%t}, want {%s CompleteBy:%s Alert:%t}",
+					tt.state, got.Action, got.CompleteBy, got.AlertOperators,
+					tt.want.Action, tt.want.CompleteBy, tt.want.AlertOperators)
+			}
+			if tt.want.Reason != "" && got.Reason != tt.want.Reason {
+				t.Errorf("Assess() Reason = %q, want %q", got.Reason, tt.want.Reason)
+			}
+			if tt.wantReason == "" && got.Reason != "" {
+				t.Errorf("Assess() Reason = %q, want none", got.Reason)
+			}
+			if !strings.Contains(got.Reason, tt.wantReason) {
+				t.Errorf("Assess() Reason = %q, want it to contain %q", got.Reason, tt.wantReason)
+			}
+		})
+	}
+}
+
+func TestActionString(t *testing.T) {
+	want := map[order.Action]string{order.Leave: "leave", order.Retry: "retry", order.Fail: "fail",
+		order.Nudge: "nudge", order.SendAlert: "alert"}
+	for a, w := range want {
+		if got := a.String(); got != w {
+			t.Errorf("Action(%d).String() = %q, want %q", int(a), got, w)
+		}
+	}
+}

@@ -1,0 +1,188 @@
+package order_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"orderly/internal/order"
+)
+
+func TestStepDefAllowanceFor(t *testing.T) {
+	tests := []struct {
+		name         string
+		def          order.StepDef
+		failureCount int
+		want         time.Duration
+	}{
+		{"first attempt", order.StepDef{Allowance: 30 * time.Second, MaxAllowance: 2 * time.Minute}, 0, 30 * time.Second},
+		{"after one timeout", order.StepDef{Allowance: 30 * time.Second, MaxAllowance: 2 * time.Minute}, 1, time.Minute},
+		{"after two timeouts reaches max", order.StepDef{Allowance: 30 * time.Second, MaxAllowance: 2 * time.Minute}, 2, 2 * time.Minute},
+		{"after three timeouts stays at max", order.StepDef{Allowance: 30 * time.Second, MaxAllowance: 2 * time.Minute}, 3, 2 * time.Minute},
+		{"many timeouts do not overflow", order.StepDef{Allowance: 30 * time.Second, MaxAllowance: 2 * time.Minute}, 1000, 2 * time.Minute},
+		{"max not a power-of-two multiple", order.StepDef{Allowance: 30 * time.Second, MaxAllowance: 100 * time.Second}, 2, 100 * time.Second},
+		{"below a non-power-of-two max", order.StepDef{Allowance: 30 * time.Second, MaxAllowance: 100 * time.Second}, 1, time.Minute},
+		{"max equals allowance", order.StepDef{Allowance: time.Second, MaxAllowance: time.Second}, 5, time.Second},
+		{"max below allowance keeps allowance", order.StepDef{Allowance: time.Minute, MaxAllowance: time.Second}, 2, time.Minute},
+		{"negative count is the first attempt", order.StepDef{Allowance: time.Second, MaxAllowance: time.Minute}, -1, time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.def.AllowanceFor(tt.failureCount); got != tt.want {
+				t.Errorf("StepDef{Allowance: %s, MaxAllowance: %s}.AllowanceFor(%d) = %s, want %s",
+					tt.def.Allowance, tt.def.MaxAllowance, tt.failureCount, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestOrderWorkflowUsesTiming(t *testing.T) {
+	timing := order.Timing{Allowance: time.Second, MaxAllowance: 4 * time.Second, FailureThreshold: 5, ClaimWithin: 2 * time.Second}
+	w := order.OrderWorkflow(timing)
+	if w.ClaimWithin != timing.ClaimWithin {
+		t.Errorf("ClaimWithin = %s, want %s", w.ClaimWithin, timing.ClaimWithin)
+	}
+	var gotNames []string
+	for _, d := range w.Steps {
+		gotNames = append(gotNames, d.Name)
+		if d.Allowance != timing.Allowance || d.MaxAllowance != timing.MaxAllowance || d.FailureThreshold != timing.FailureThreshold {
+			t.Errorf("step %s = %+v, want the timing %+v", d.Name, d, timing)
+		}
+	}
+	wantNames := []string{order.StepReserveInventory, order.StepChargePayment, order.StepArrangeShipping}
+	if !slices.Equal(gotNames, wantNames) {
+		t.Errorf("steps = %q, want %q", gotNames, wantNames)
+	}
+}
+
+func TestWorkflowStep(t *testing.T) {
+	w := order.OrderWorkflow(order.DefaultTiming)
+	tests := []struct {
+		name      string
+		wantAgent string
+		wantOK    bool
+	}{
+		{order.StepReserveInventory, order.AgentInventory, true},
+		{order.StepChargePayment, order.AgentPayment, true},
+		{order.StepArrangeShipping, order.AgentShipping, true},
+		{"refund-payment", "", false},
+		{"", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := w.Step(tt.name)
+			if ok != tt.wantOK || got.Agent != tt.wantAgent || (ok && got.Name != tt.name) {
+				t.Errorf("Step(%q) = %+v, %t; want agent %q, %t", tt.name, got, ok, tt.wantAgent, tt.wantOK)
+			}
+		})
+	}
+}
+
+func TestWorkflowNext(t *testing.T) {
+	w := order.OrderWorkflow(order.DefaultTiming)
+	tests := []struct {
+		step     string
+		wantNext string
+		wantOK   bool
+	}{
+		{order.StepReserveInventory, order.StepChargePayment, true},
+		{order.StepChargePayment, order.StepArrangeShipping, true},
+		{order.StepArrangeShipping, "", false},
+		{"no-such-step", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.step, func(t *testing.T) {
+			got, ok := w.Next(tt.step)
+			if got.Name != tt.wantNext || ok != tt.wantOK {
+				t.Errorf("Next(%q) = %q, %t; want %q, %t", tt.step, got.Name, ok, tt.wantNext, tt.wantOK)
+			}
+		})
+	}
+}
+
+func TestWorkflowAgents(t *testing.T) {
+	tests := []struct {
+		name string
+		w    order.Workflow
+		want []string
+	}{
+		{"order workflow", order.OrderWorkflow(order.DefaultTiming), []string{order.AgentInventory, order.AgentPayment, order.AgentShipping}},
+		{"agent used twice listed once in first-use order", order.Workflow{Steps: []order.StepDef{
+			{Name: "s1", Agent: "b"}, {Name: "s2", Agent: "a"}, {Name: "s3", Agent: "b"},
+		}}, []string{"b", "a"}},
+		{"no steps", order.Workflow{}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.w.Agents(); !slices.Equal(got, tt.want) {
+				t.Errorf("Agents() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestWorkflowNewStates(t *testing.T) {
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	w := order.OrderWorkflow(order.DefaultTiming)
+	id := order.IDForKey("k")
+	got := w.NewStates(id, now)
+	want := []order.StepState{
+		{OrderID: id, Step: order.StepReserveInventory, Index: 0, Agent: order.AgentInventory,
+			ProcessState: order.Pending, CompleteBy: now.Add(order.DefaultTiming.ClaimWithin), UpdatedAt: now},
+		{OrderID: id, Step: order.StepChargePayment, Index: 1, Agent: order.AgentPayment,
+			ProcessState: order.NotStarted, UpdatedAt: now},
+		{OrderID: id, Step: order.StepArrangeShipping, Index: 2, Agent: order.AgentShipping,
+			ProcessState: order.NotStarted, UpdatedAt: now},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("NewStates() returned %d states, want %d: %+v", len(got), len(want), got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("NewStates()[%d] = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if got[1].Expired(now.Add(1000 * time.Hour)) {
+		t.Errorf("NotStarted state %+v reports Expired, want a zero CompleteBy never to expire", got[1])
+	}
+
+	if got := (order.Workflow{ClaimWithin: time.Minute}).NewStates(id, now); len(got) != 0 {
+		t.Errorf("NewStates() of an empty workflow = %+v, want none", got)
+	}
+}
+
+func TestTimingValidate(t *testing.T) {
+	ok := order.DefaultTiming
+	with := func(f func(*order.Timing)) order.Timing {
+		t := ok
+		f(&t)
+		return t
+	}
+	tests := []struct {
+		name    string
+		timing  order.Timing
+		wantErr bool
+	}{
+		{"default", ok, false},
+		{"max equals allowance", with(func(t *order.Timing) { t.MaxAllowance = t.Allowance }), false},
+		{"threshold 1", with(func(t *order.Timing) { t.FailureThreshold = 1 }), false},
+		{"zero allowance", with(func(t *order.Timing) { t.Allowance = 0 }), true},
+		{"negative allowance", with(func(t *order.Timing) { t.Allowance = -time.Second }), true},
+		{"max below allowance", with(func(t *order.Timing) { t.MaxAllowance = t.Allowance - 1 }), true},
+		{"zero threshold", with(func(t *order.Timing) { t.FailureThreshold = 0 }), true},
+		{"zero claim window", with(func(t *order.Timing) { t.ClaimWithin = 0 }), true},
+		{"negative claim window", with(func(t *order.Timing) { t.ClaimWithin = -time.Minute }), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.timing.Validate()
+			if gotErr := err != nil; gotErr != tt.wantErr {
+				t.Fatalf("%+v.Validate() = %v, want error: %t", tt.timing, err, tt.wantErr)
+			}
+			if err != nil && !errors.Is(err, order.ErrInvalid) {
+				t.Errorf("%+v.Validate() = %v, want errors.Is ErrInvalid", tt.timing, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,226 @@
+// Package remote is the HTTP client agents use to ask the remote services
+// (inventory, payment, shipping) to do a step's work, and it classifies
+// every failure as transient or permanent for the agent's retry loop.
+package remote
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"orderly/internal/order"
+)
+
+// Fault classes. Every error Call returns wraps exactly one of them.
+var (
+	// ErrTransient marks a fault that a later attempt with the same
+	// idempotency key may get past: an overloaded or unreachable service,
+	// a timeout, a cancelled context.
+	ErrTransient = errors.New("transient fault")
+	// ErrPermanent marks a fault that retrying cannot fix: the service
+	// refused the work (a declined card, an unknown SKU) or the request
+	// itself is wrong.
+	ErrPermanent = errors.New("permanent fault")
+)
+
+// collections maps a service to the resource its work creates.
+var collections = map[string]string{
+	order.AgentInventory: "/inventory/reservations",
+	order.AgentPayment:   "/payment/charges",
+	order.AgentShipping:  "/shipping/shipments",
+}
+
+const (
+	// maxResponseBytes bounds what is read of a response, so a misbehaving
+	// service cannot exhaust an agent's memory.
+	maxResponseBytes = 64 << 10
+	// maxMessageLen bounds a non-JSON error body quoted in an error.
+	maxMessageLen = 256
+	// maxRetryAfterSeconds keeps a huge Retry-After from overflowing.
+	maxRetryAfterSeconds = math.MaxInt64 / int64(time.Second)
+)
+
+// Client calls the remote services under one base URL. It never retries:
+// the agent owns retries and backoff, and the step's idempotency key makes
+// them safe. A Client is safe for concurrent use.
+type Client struct {
+	baseURL string
+	http    *http.Client
+}
+
+// NewClient returns a client for the services under baseURL
+// (e.g. "http://localhost:8081"). A nil httpClient means
+// http.DefaultClient; calls are then bounded only by their context.
+func NewClient(baseURL string, httpClient *http.Client) *Client {
+	if httpClient == nil {
+		httpClient = http.DefaultClient
+	}
+	return &Client{baseURL: strings.TrimRight(baseURL, "/"), http: httpClient}
+}
+
+// requestBody is the JSON every service accepts.
+type requestBody struct {
+	OrderID    string       `json:"orderId"`
+	CustomerID string       `json:"customerId"`
+	Lines      []order.Line `json:"lines"`
+}
+
+// Call asks service ("inventory", "payment" or "shipping") to do the work
+// of req and returns the service's reference for it (a reservation, charge
+// or shipment id). A call repeated with the same req.IdempotencyKey after a
+// success returns the same reference without new work being done.
+//
+// Errors wrap ErrTransient or ErrPermanent; a call ended by ctx also wraps
+// ctx.Err(). See RetryAfter for the service's hint on when to try again.
+func (c *Client) Call(ctx context.Context, service string, req order.StepRequest) (reference string, err error) {
+	path, ok := collections[service]
+	if !ok {
+		return "", fmt.Errorf("remote service %q: unknown, want inventory, payment or shipping: %w", service, ErrPermanent)
+	}
+	op := service + ": POST " + path
+	if req.IdempotencyKey == "" {
+		// Without a key a retry could repeat the work, so refuse to call.
+		return "", fmt.Errorf("%s: order %s: no idempotency key: %w", op, req.OrderID, ErrPermanent)
+	}
+	body, err := json.Marshal(requestBody{OrderID: req.OrderID, CustomerID: req.CustomerID, Lines: req.Lines})
+	if err != nil {
+		return "", fmt.Errorf("%s: encode request: %w: %w", op, err, ErrPermanent)
+	}
+	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+path, bytes.NewReader(body))
+	if err != nil {
+		return "", fmt.Errorf("%s: %w: %w", op, err, ErrPermanent)
+	}
+	httpReq.Header.Set("Content-Type", "application/json")
+	httpReq.Header.Set("Accept", "application/json")
+	httpReq.Header.Set("Idempotency-Key", req.IdempotencyKey)
+
+	resp, err := c.http.Do(httpReq)
+	if err != nil {
+		return "", transportError(ctx, op, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	if err != nil {
+		return "", transportError(ctx, op, fmt.Errorf("read response: %w", err))
+	}
+
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		var created struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(raw, &created); err != nil || created.ID == "" {
+			// The work may have been done; a retry with the same key
+			// replays it and gets the reference.
+			return "", fmt.Errorf("%s: status %d without a reference in the body: %w", op, resp.StatusCode, ErrTransient)
+		}
+		return created.ID, nil
+	}
+
+	kind := ErrPermanent
+	if transientStatus(resp.StatusCode) {
+		kind = ErrTransient
+	}
+	err = fmt.Errorf("%s: status %d: %s: %w", op, resp.StatusCode, errorMessage(resp.StatusCode, raw), kind)
+	if after, ok := parseRetryAfter(resp.Header); ok {
+		return "", &retryAfterError{err: err, after: after}
+	}
+	return "", err
+}
+
+// transportError classifies a failure to get a response: it is always
+// transient, and names the context's error when the context ended the call.
+func transportError(ctx context.Context, op string, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("%s: %w: %w", op, ctxErr, ErrTransient)
+	}
+	return fmt.Errorf("%s: %w: %w", op, err, ErrTransient)
+}
+
+// transientStatus reports whether a failed status is worth retrying.
+// 501 Not Implemented is a 5xx that no retry fixes.
+func transientStatus(code int) bool {
+	switch code {
+	case http.StatusRequestTimeout, http.StatusTooManyRequests:
+		return true
+	case http.StatusNotImplemented:
+		return false
+	}
+	return code >= 500
+}
+
+// errorMessage extracts the service's explanation from an error body:
+// the "error" field of a JSON body, else the body's text, else the status.
+func errorMessage(code int, raw []byte) string {
+	var body struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(raw, &body) == nil && body.Error != "" {
+		return body.Error
+	}
+	text := strings.TrimSpace(strings.ToValidUTF8(string(raw), "\uFFFD"))
+	if text == "" {
+		return http.StatusText(code)
+	}
+	if len(text) > maxMessageLen {
+		cut := maxMessageLen
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		text = text[:cut] + "..."
+	}
+	return text
+}
+
+// parseRetryAfter reads Retry-After as delay-seconds or an HTTP date. A
+// date is taken relative to the response's Date header when present, so
+// the result does not depend on the two machines' clocks agreeing.
+func parseRetryAfter(h http.Header) (time.Duration, bool) {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs < 0 {
+			return 0, false
+		}
+		return time.Duration(min(secs, maxRetryAfterSeconds)) * time.Second, true
+	}
+	at, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	now := time.Now()
+	if date, err := http.ParseTime(h.Get("Date")); err == nil {
+		now = date
+	}
+	return max(at.Sub(now), 0), true
+}
+
+// retryAfterError carries the service's Retry-After hint alongside the
+// classified error.
+type retryAfterError struct {
+	err   error
+	after time.Duration
+}
+
+func (e *retryAfterError) Error() string { return e.err.Error() }
+func (e *retryAfterError) Unwrap() error { return e.err }
+
+// RetryAfter returns how long the service asked the caller to wait before
+// trying again, if it sent a Retry-After header with the failure in err.
+func RetryAfter(err error) (time.Duration, bool) {
+	var ra *retryAfterError
+	if errors.As(err, &ra) {
+		return ra.after, true
+	}
+	return 0, false
+}

@@ -1,0 +1,45 @@
+// Package simulator stands in for the remote inventory, payment and shipping
+// services in the local run and the tests. Like a payment sandbox's test
+// card numbers, documented SKU values make one service fail in a chosen way,
+// so every failure the agents must survive can be produced on demand.
+//
+// # Contract
+//
+// Each service takes POST /inventory/reservations, /payment/charges or
+// /shipping/shipments with Content-Type: application/json, an
+// Idempotency-Key header and the body
+//
+//	{"orderId":"...","customerId":"...","lines":[{"sku":"...","quantity":2}]}
+//
+// and answers 201 {"id":"res_..."} (ch_... for payment, shp_... for
+// shipping). A repeated call with the same Idempotency-Key after a success
+// does no new work and answers 200 with the same id and the header
+// Idempotent-Replayed: true, whatever the test value. Failures carry
+// {"error":"..."}: 503 transient fault, 422 permanent fault, 400 missing or
+// invalid Idempotency-Key or body, 409 Idempotency-Key reused with a
+// different body, 404 unknown path, 405 not POST, 413 body over 64 KiB,
+// 415 not JSON.
+//
+// # Test values
+//
+// Any line of the order whose SKU is TEST-<SERVICE>-<MODE>, where SERVICE is
+// INVENTORY, PAYMENT or SHIPPING, makes that service (and only that one)
+// misbehave. Calls are counted per service and Idempotency-Key, so each
+// step of each order starts afresh:
+//
+//	MODE           effect on the named service
+//	TRANSIENT-<N>  the first N calls answer 503, later calls succeed
+//	PERMANENT      every call answers 422: inventory "sku out of stock",
+//	               payment "card declined", shipping "address undeliverable"
+//	HANG           no call is answered: each is held until the client gives
+//	               up or the simulator closes
+//	HANG-<N>       the first N calls are held as with HANG, later calls succeed
+//	SLOW-<MS>      calls succeed after MS milliseconds (at most 60000); a
+//	               client that gives up first leaves no work done behind
+//
+// For example TEST-PAYMENT-PERMANENT, TEST-INVENTORY-TRANSIENT-2,
+// TEST-SHIPPING-HANG-1, TEST-PAYMENT-SLOW-1500. Every other SKU, including
+// a TEST- value of another shape, is an ordinary product that is served at
+// once; if several lines carry test values for one service, the first wins.
+// When the simulator closes, calls it is holding are answered 503.
+package simulator

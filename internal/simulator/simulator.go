@@ -1,0 +1,345 @@
+package simulator
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"orderly/internal/order"
+)
+
+// maxBodyBytes bounds a request body, as a real service would.
+const maxBodyBytes = 64 << 10
+
+// service is one simulated remote service.
+type service struct {
+	name      string
+	refPrefix string
+	// refusal is the reason given by PERMANENT.
+	refusal string
+}
+
+// services maps each collection path to the service behind it.
+var services = map[string]service{
+	"/inventory/reservations": {name: order.AgentInventory, refPrefix: "res_", refusal: "sku out of stock"},
+	"/payment/charges":        {name: order.AgentPayment, refPrefix: "ch_", refusal: "card declined"},
+	"/shipping/shipments":     {name: order.AgentShipping, refPrefix: "shp_", refusal: "address undeliverable"},
+}
+
+// callKey identifies the work an idempotency key stands for: keys are
+// scoped per service, as each real service keeps its own.
+type callKey struct{ service, key string }
+
+// keyState is what a service remembers about one idempotency key.
+type keyState struct {
+	calls int
+	// fingerprint identifies the first request's content, so a key reused
+	// for different work is refused instead of replayed.
+	fingerprint string
+	// reference is set once the work is done.
+	reference string
+}
+
+// Server simulates the three remote services. It is an http.Handler, safe
+// for concurrent use; Close releases the calls it holds.
+type Server struct {
+	log        *slog.Logger
+	retryAfter time.Duration
+
+	closing chan struct{}
+	// running counts handlers in flight, so Close can wait for them.
+	running sync.WaitGroup
+
+	mu     sync.Mutex
+	closed bool
+	keys   map[callKey]*keyState
+}
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithLogger makes the server log one line per call: service, key, order,
+// mode, call number and status. The default discards.
+func WithLogger(l *slog.Logger) Option {
+	return func(s *Server) { s.log = l }
+}
+
+// WithRetryAfter makes 503 answers of TRANSIENT-<N> carry a Retry-After
+// header of d, rounded up to whole seconds. By default none is sent.
+func WithRetryAfter(d time.Duration) Option {
+	return func(s *Server) { s.retryAfter = d }
+}
+
+// New returns a simulator that has seen no calls.
+func New(opts ...Option) *Server {
+	s := &Server{
+		log:     slog.New(slog.DiscardHandler),
+		closing: make(chan struct{}),
+		keys:    make(map[callKey]*keyState),
+	}
+	for _, opt := range opts {
+		opt(s)
+	}
+	return s
+}
+
+// Calls returns how many well-formed calls service ("inventory", "payment"
+// or "shipping") received with the idempotency key, replays included.
+func (s *Server) Calls(service, key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st, ok := s.keys[callKey{service, key}]; ok {
+		return st.calls
+	}
+	return 0
+}
+
+// Close answers every held call with 503, makes later calls answer 503,
+// and returns once no handler is running. An http.Server should call it
+// before or during shutdown (http.Server.RegisterOnShutdown), because a
+// held call would otherwise keep Shutdown waiting. Close may be called more
+// than once.
+func (s *Server) Close() {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.closing)
+	}
+	s.mu.Unlock()
+	s.running.Wait()
+}
+
+// call describes one call for the log.
+type call struct {
+	service, key, orderID, mode string
+	n                           int // the call's number for its key, from 1
+	// abandoned is set when the client left before an answer was due.
+	abandoned bool
+}
+
+// reply is a handler's answer; a zero status writes nothing.
+type reply struct {
+	status int
+	body   any
+	header http.Header
+}
+
+func fail(status int, format string, args ...any) reply {
+	return reply{status: status, body: errorBody{Error: fmt.Sprintf(format, args...)}}
+}
+
+func replayed(reference string) reply {
+	return reply{
+		status: http.StatusOK,
+		body:   createdBody{ID: reference},
+		header: http.Header{"Idempotent-Replayed": {"true"}},
+	}
+}
+
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+type createdBody struct {
+	ID string `json:"id"`
+}
+
+// requestBody is what the services accept; unknown fields are ignored, as
+// a real service would.
+type requestBody struct {
+	OrderID    string       `json:"orderId"`
+	CustomerID string       `json:"customerId"`
+	Lines      []order.Line `json:"lines"`
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var c call
+	var rep reply
+	if s.enter() {
+		// Done only once the answer is logged and written, so that
+		// nothing of this call outlives Close.
+		defer s.running.Done()
+		c, rep = s.serve(r)
+	} else {
+		rep = fail(http.StatusServiceUnavailable, "simulator is shutting down")
+	}
+	s.logCall(r, c, rep)
+	if rep.status == 0 {
+		return
+	}
+	for name, values := range rep.header {
+		w.Header()[name] = values
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(rep.status)
+	_ = json.NewEncoder(w).Encode(rep.body) // the client may be gone; nothing to do about it
+}
+
+// enter registers a handler unless the server is closed.
+func (s *Server) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.running.Add(1)
+	return true
+}
+
+func (s *Server) serve(r *http.Request) (call, reply) {
+	svc, ok := services[r.URL.Path]
+	if !ok {
+		return call{}, fail(http.StatusNotFound, "no service at %s", r.URL.Path)
+	}
+	c := call{service: svc.name}
+	if r.Method != http.MethodPost {
+		rep := fail(http.StatusMethodNotAllowed, "%s %s: only POST is allowed", r.Method, r.URL.Path)
+		rep.header = http.Header{"Allow": {http.MethodPost}}
+		return c, rep
+	}
+	key, req, fingerprint, bad := parseRequest(r)
+	if bad.status != 0 {
+		return c, bad
+	}
+	m := modeFor(svc.name, req.Lines)
+	c.key, c.orderID, c.mode = key, req.OrderID, m.name
+
+	ck := callKey{svc.name, key}
+	s.mu.Lock()
+	st, seen := s.keys[ck]
+	if !seen {
+		st = &keyState{fingerprint: fingerprint}
+		s.keys[ck] = st
+	}
+	st.calls++
+	c.n = st.calls
+	reference, conflict := st.reference, st.fingerprint != fingerprint
+	s.mu.Unlock()
+
+	switch {
+	case conflict:
+		return c, fail(http.StatusConflict, "Idempotency-Key %q was first used with a different request", key)
+	case reference != "":
+		return c, replayed(reference)
+	case !m.affects(c.n):
+	case m.behaviour == permanent:
+		return c, fail(http.StatusUnprocessableEntity, "%s", svc.refusal)
+	case m.behaviour == transient:
+		rep := fail(http.StatusServiceUnavailable, "%s is temporarily unavailable (call %d of %d failing)", svc.name, c.n, m.calls)
+		if s.retryAfter > 0 {
+			secs := int64((s.retryAfter + time.Second - 1) / time.Second)
+			rep.header = http.Header{"Retry-After": {strconv.FormatInt(secs, 10)}}
+		}
+		return c, rep
+	case m.behaviour == hang, m.behaviour == slow:
+		var due <-chan time.Time // nil, so never, for HANG
+		if m.behaviour == slow {
+			timer := time.NewTimer(m.delay)
+			defer timer.Stop()
+			due = timer.C
+		}
+		select {
+		case <-due:
+		case <-r.Context().Done():
+			c.abandoned = true
+			return c, reply{}
+		case <-s.closing:
+			return c, fail(http.StatusServiceUnavailable, "simulator is shutting down")
+		}
+	}
+	return c, s.doWork(ck, svc)
+}
+
+// doWork records the work done for a key and answers with its reference.
+// Two concurrent calls may both get here; the second replays the first.
+func (s *Server) doWork(ck callKey, svc service) reply {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.keys[ck]
+	if st.reference != "" {
+		return replayed(st.reference)
+	}
+	st.reference = svc.refPrefix + strings.ToLower(rand.Text())
+	return reply{status: http.StatusCreated, body: createdBody{ID: st.reference}}
+}
+
+// parseRequest checks the headers and body of a call. A non-zero bad.status
+// rejects the call; otherwise it returns the key, the body and the
+// fingerprint of the body's content.
+func parseRequest(r *http.Request) (key string, req requestBody, fingerprint string, bad reply) {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return "", req, "", fail(http.StatusUnsupportedMediaType, "Content-Type must be application/json, got %q", r.Header.Get("Content-Type"))
+	}
+	key = r.Header.Get("Idempotency-Key")
+	if key == "" {
+		return "", req, "", fail(http.StatusBadRequest, "the Idempotency-Key header is required")
+	}
+	if err := order.ValidateIdempotencyKey(key); err != nil {
+		return "", req, "", fail(http.StatusBadRequest, "Idempotency-Key: %v", err)
+	}
+	raw, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+	switch {
+	case err != nil:
+		return "", req, "", fail(http.StatusBadRequest, "read body: %v", err)
+	case len(raw) > maxBodyBytes:
+		return "", req, "", fail(http.StatusRequestEntityTooLarge, "body over %d bytes", maxBodyBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&req); err != nil {
+		return "", req, "", fail(http.StatusBadRequest, "body: %v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return "", req, "", fail(http.StatusBadRequest, "body: unexpected data after the JSON object")
+	}
+	if problem := req.problem(); problem != "" {
+		return "", req, "", fail(http.StatusBadRequest, "body: %s", problem)
+	}
+	canonical, _ := json.Marshal(req) // strings and ints cannot fail to encode
+	return key, req, string(canonical), reply{}
+}
+
+// problem names the first thing wrong with a decoded body, or is empty.
+func (b requestBody) problem() string {
+	if b.OrderID == "" {
+		return "orderId is required"
+	}
+	if len(b.Lines) == 0 {
+		return "at least one line is required"
+	}
+	for i, l := range b.Lines {
+		if l.SKU == "" || l.Quantity < 1 {
+			return fmt.Sprintf("lines[%d] needs a sku and a quantity of at least 1", i)
+		}
+	}
+	return ""
+}
+
+func (s *Server) logCall(r *http.Request, c call, rep reply) {
+	attrs := []slog.Attr{
+		slog.String("path", r.URL.Path),
+		slog.String("service", c.service),
+		slog.String("key", c.key),
+		slog.String("order_id", c.orderID),
+		slog.String("mode", c.mode),
+		slog.Int("call", c.n),
+		slog.Int("status", rep.status),
+	}
+	level := slog.LevelInfo
+	switch {
+	case c.abandoned:
+		attrs = append(attrs, slog.Bool("abandoned", true))
+	case rep.status >= 500:
+		level = slog.LevelWarn
+	}
+	s.log.LogAttrs(r.Context(), level, "remote call", attrs...)
+}
