@@ -18,7 +18,7 @@ import (
 )
 
 func main() {
-	log := config.Logger("orderly-local")
+	log := config.Logger("") // the engine names each component's records
 	if err := run(log); err != nil {
 		log.Error("orderly-local stopped", "error", err)
 		os.Exit(1)
@@ -43,7 +43,11 @@ func run(log *slog.Logger) error {
 		// agent may still be working on it.
 		QueueVisibility: env.Duration("QUEUE_VISIBILITY", timing.MaxAllowance+30*time.Second),
 		Log:             log,
-		Metrics:         os.Stdout,
+	}
+	// EMF metric lines matter in CloudWatch; locally they would drown the
+	// logs, so they are printed only on request.
+	if env.String("ORDERLY_EMF", "") == "1" {
+		cfg.Metrics = os.Stdout
 	}
 	if err := env.Err(); err != nil {
 		return err

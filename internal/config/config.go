@@ -114,14 +114,18 @@ func (e *Env) Err() error {
 }
 
 // Logger returns the JSON logger every function uses; service names the
-// function. In Lambda with JSON log format it adds the request id to every
+// function ("" adds no service attribute, for callers that add their own). In Lambda with JSON log format it adds the request id to every
 // record; elsewhere it writes plain slog JSON to stdout.
 func Logger(service string) *slog.Logger {
 	var h slog.Handler = slog.NewJSONHandler(os.Stdout, nil)
 	if os.Getenv("AWS_LAMBDA_LOG_FORMAT") == "JSON" {
 		h = lambdacontext.NewLogHandler()
 	}
-	return slog.New(h).With("service", service)
+	log := slog.New(h)
+	if service != "" {
+		log = log.With("service", service)
+	}
+	return log
 }
 
 // AWS loads the SDK configuration the standard way: region, credentials
