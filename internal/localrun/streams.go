@@ -268,24 +268,31 @@ func (r *shardReader) run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
+			failures++
+			if failures > 1 && !sleep(ctx, backoff(failures-1, 100*time.Millisecond, 5*time.Second)) {
+				return
+			}
 			if _, expired := errors.AsType[*types.ExpiredIteratorException](err); expired {
 				r.log.InfoContext(ctx, "shard iterator expired; acquiring a new one", "checkpoint", r.checkpoint)
-				iterator, ok = r.resume(ctx)
+				iterator, ok = r.resume(ctx, r.start)
 				continue
 			}
 			if _, trimmed := errors.AsType[*types.TrimmedDataAccessException](err); trimmed {
-				r.log.WarnContext(ctx, "records were trimmed before being read; continuing from the trim horizon", "checkpoint", r.checkpoint)
-				iterator, ok = r.iterator(ctx, types.ShardIteratorTypeTrimHorizon, "")
+				// On AWS this means records aged out of the stream before
+				// being read. DynamoDB Local also says it when an iterator
+				// taken on a still-empty shard is used after another table
+				// has written: it numbers records across all tables, so
+				// the shard's first record is past the iterator's position.
+				// Either way, what is left starts at the trim horizon.
+				r.log.WarnContext(ctx, "shard iterator points before the oldest record; acquiring a new one", "checkpoint", r.checkpoint)
+				iterator, ok = r.resume(ctx, types.ShardIteratorTypeTrimHorizon)
 				continue
 			}
 			if _, gone := errors.AsType[*types.ResourceNotFoundException](err); gone {
 				r.log.ErrorContext(ctx, "shard no longer exists; giving it up", "error", err)
 				return
 			}
-			failures++
-			wait := backoff(failures, 100*time.Millisecond, 5*time.Second)
-			r.log.WarnContext(ctx, "get records failed; retrying", "error", err, "attempt", failures, "retry_in", wait)
-			sleep(ctx, wait)
+			r.log.WarnContext(ctx, "get records failed; retrying", "error", err, "attempt", failures)
 			continue
 		}
 		failures = 0
@@ -309,11 +316,11 @@ func (r *shardReader) run(ctx context.Context) {
 	}
 }
 
-// resume returns an iterator just after the checkpoint, or at the starting
-// position if nothing has been processed yet.
-func (r *shardReader) resume(ctx context.Context) (string, bool) {
+// resume returns an iterator just after the checkpoint, or at fresh if
+// nothing has been processed yet.
+func (r *shardReader) resume(ctx context.Context, fresh types.ShardIteratorType) (string, bool) {
 	if r.checkpoint == "" {
-		return r.iterator(ctx, r.start, "")
+		return r.iterator(ctx, fresh, "")
 	}
 	return r.iterator(ctx, types.ShardIteratorTypeAfterSequenceNumber, r.checkpoint)
 }
@@ -388,7 +395,7 @@ func (r *shardReader) deliver(ctx context.Context, records []types.Record) (retr
 	r.attempts++
 	if p.maxRetryAttempts >= 0 && r.attempts > p.maxRetryAttempts {
 		skipped := records[failedAt:]
-		keys := make([]json.RawMessage, len(skipped))
+		keys := make([]string, len(skipped))
 		for i, rec := range skipped {
 			keys[i] = recordKeysJSON(rec)
 		}
@@ -425,19 +432,19 @@ func (r *shardReader) invoke(ctx context.Context, records []types.Record, seqs [
 
 // recordKeysJSON renders a record's keys in the attribute-value JSON that
 // Lambda events and the DynamoDB console use, for an operator to act on.
-func recordKeysJSON(rec types.Record) json.RawMessage {
+func recordKeysJSON(rec types.Record) string {
 	if rec.Dynamodb == nil {
-		return json.RawMessage("null")
+		return "null"
 	}
 	keys, err := lambdaAttributeMap(rec.Dynamodb.Keys)
 	if err != nil {
-		return json.RawMessage(fmt.Sprintf("%q", fmt.Sprint(rec.Dynamodb.Keys)))
+		return fmt.Sprint(rec.Dynamodb.Keys)
 	}
 	b, err := json.Marshal(keys)
 	if err != nil {
-		return json.RawMessage(fmt.Sprintf("%q", fmt.Sprint(rec.Dynamodb.Keys)))
+		return fmt.Sprint(rec.Dynamodb.Keys)
 	}
-	return b
+	return string(b)
 }
 
 // firstFailure returns the index of the earliest record the handler reported

@@ -27,12 +27,12 @@ type fakeShard struct {
 }
 
 // fakeStreams serves shards of numbered records. Iterators are
-// "shard/position"; an iterator listed in expire fails once with
-// ExpiredIteratorException.
+// "shard/position"; an iterator listed in failOnce fails once with the
+// error given.
 type fakeStreams struct {
 	mu         sync.Mutex
 	shards     []*fakeShard
-	expire     map[string]bool
+	failOnce   map[string]error
 	iterators  []string // "shard type seq" of every GetShardIterator call
 	emptyReads map[string]int
 }
@@ -104,9 +104,9 @@ func (f *fakeStreams) GetShardIterator(ctx context.Context, in *dynamodbstreams.
 func (f *fakeStreams) GetRecords(ctx context.Context, in *dynamodbstreams.GetRecordsInput, _ ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetRecordsOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.expire[*in.ShardIterator] {
-		delete(f.expire, *in.ShardIterator)
-		return nil, &types.ExpiredIteratorException{Message: aws.String("expired")}
+	if err, ok := f.failOnce[*in.ShardIterator]; ok {
+		delete(f.failOnce, *in.ShardIterator)
+		return nil, err
 	}
 	id, posText, _ := strings.Cut(*in.ShardIterator, "/")
 	pos, _ := strconv.Atoi(posText)
@@ -346,22 +346,51 @@ func TestStreamPollerRetries(t *testing.T) {
 	}
 }
 
-func TestStreamPollerResumesAfterExpiredIterator(t *testing.T) {
-	fake := &fakeStreams{
-		shards: []*fakeShard{{id: "s", seqs: []int{1, 2, 3}}},
-		expire: map[string]bool{"s/1": true},
+func TestStreamPollerReacquiresInvalidIterators(t *testing.T) {
+	expired := &types.ExpiredIteratorException{Message: aws.String("expired")}
+	trimmed := &types.TrimmedDataAccessException{Message: aws.String("trimmed")}
+	tests := []struct {
+		name          string
+		failOnce      map[string]error
+		wantIterators []string
+	}{
+		{
+			name:          "expired after a checkpoint resumes after it",
+			failOnce:      map[string]error{"s/1": expired},
+			wantIterators: []string{"s TRIM_HORIZON ", "s AFTER_SEQUENCE_NUMBER 1"},
+		},
+		{
+			name:          "trimmed after a checkpoint resumes after it",
+			failOnce:      map[string]error{"s/2": trimmed},
+			wantIterators: []string{"s TRIM_HORIZON ", "s AFTER_SEQUENCE_NUMBER 2"},
+		},
+		{
+			name:          "trimmed before any record starts at the trim horizon",
+			failOnce:      map[string]error{"s/0": trimmed},
+			wantIterators: []string{"s TRIM_HORIZON ", "s TRIM_HORIZON "},
+		},
+		{
+			name:          "repeated failures keep going",
+			failOnce:      map[string]error{"s/0": errors.New("connection reset"), "s/1": trimmed, "s/2": expired},
+			wantIterators: []string{"s TRIM_HORIZON ", "s AFTER_SEQUENCE_NUMBER 1", "s AFTER_SEQUENCE_NUMBER 2"},
+		},
 	}
-	var inv invocations
-	startStreamPoller(t, fake, StreamConfig{BatchSize: 1}, func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-		inv.record(ev)
-		return events.DynamoDBEventResponse{}, nil
-	})
-	eventually(t, 5*time.Second, func() bool { return fake.emptyReadsOf("s") > 0 }, "shard never fully read; invocations %v", inv.get())
-	if got, want := inv.get(), [][]int{{1}, {2}, {3}}; !slices.EqualFunc(got, want, slices.Equal) {
-		t.Errorf("invocations %v, want %v", got, want)
-	}
-	if got, want := fake.iteratorCalls(), []string{"s TRIM_HORIZON ", "s AFTER_SEQUENCE_NUMBER 1"}; !slices.Equal(got, want) {
-		t.Errorf("GetShardIterator calls %q, want %q", got, want)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := &fakeStreams{shards: []*fakeShard{{id: "s", seqs: []int{1, 2, 3}}}, failOnce: tt.failOnce}
+			var inv invocations
+			startStreamPoller(t, fake, StreamConfig{BatchSize: 1}, func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+				inv.record(ev)
+				return events.DynamoDBEventResponse{}, nil
+			})
+			eventually(t, 5*time.Second, func() bool { return fake.emptyReadsOf("s") > 0 }, "shard never fully read; invocations %v", inv.get())
+			if got, want := inv.get(), [][]int{{1}, {2}, {3}}; !slices.EqualFunc(got, want, slices.Equal) {
+				t.Errorf("invocations %v, want %v", got, want)
+			}
+			if got := fake.iteratorCalls(); !slices.Equal(got, tt.wantIterators) {
+				t.Errorf("GetShardIterator calls %q, want %q", got, tt.wantIterators)
+			}
+		})
 	}
 }
 

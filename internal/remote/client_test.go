@@ -192,11 +192,18 @@ func TestCallRefusesBadRequestsWithoutSending(t *testing.T) {
 }
 
 func TestCallEndedByContextIsTransient(t *testing.T) {
-	// The handler holds every request until the client gives up.
+	// The handler holds every request until the client gives up, or the
+	// test ends: the server may not notice a client that went away, and
+	// ts.Close waits for handlers.
+	release := make(chan struct{})
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		<-r.Context().Done()
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
 	}))
 	defer ts.Close()
+	defer close(release)
 	client := remote.NewClient(ts.URL, ts.Client())
 
 	cancelled, cancel := context.WithCancel(t.Context())
@@ -240,10 +247,15 @@ func TestCallNetworkErrorIsTransient(t *testing.T) {
 }
 
 func TestCallHTTPClientTimeoutIsTransient(t *testing.T) {
+	release := make(chan struct{}) // see TestCallEndedByContextIsTransient
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		<-r.Context().Done()
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
 	}))
 	defer ts.Close()
+	defer close(release)
 	hc := ts.Client()
 	hc.Timeout = 50 * time.Millisecond
 
