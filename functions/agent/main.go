@@ -26,11 +26,7 @@ func main() {
 	name := env.Required("AGENT_NAME")
 	remoteURL := env.Required("REMOTE_URL")
 	responseQueue := env.Required(resources.EnvResponseQueueURL)
-	if err := env.Err(); err != nil {
-		log.Error("cannot start", "error", err)
-		os.Exit(1)
-	}
-	awsCfg, err := config.AWS(context.Background())
+	awsCfg, err := config.Load(context.Background(), env)
 	if err != nil {
 		log.Error("cannot start", "error", err)
 		os.Exit(1)

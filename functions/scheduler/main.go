@@ -36,11 +36,7 @@ func main() {
 	for _, agent := range workflow.Agents() {
 		queues[agent] = env.Required(resources.EnvRequestQueueURL(agent))
 	}
-	if err := env.Err(); err != nil {
-		log.Error("cannot start", "error", err)
-		os.Exit(1)
-	}
-	awsCfg, err := config.AWS(context.Background())
+	awsCfg, err := config.Load(context.Background(), env)
 	if err != nil {
 		log.Error("cannot start", "error", err)
 		os.Exit(1)

@@ -24,11 +24,7 @@ func main() {
 	ordersTable := env.Required(resources.EnvOrdersTable)
 	stateTable := env.Required(resources.EnvStateTable)
 	timing := env.Timing()
-	if err := env.Err(); err != nil {
-		log.Error("cannot start", "error", err)
-		os.Exit(1)
-	}
-	awsCfg, err := config.AWS(context.Background())
+	awsCfg, err := config.Load(context.Background(), env)
 	if err != nil {
 		log.Error("cannot start", "error", err)
 		os.Exit(1)

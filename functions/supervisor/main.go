@@ -28,11 +28,7 @@ func main() {
 	stateTable := env.Required(resources.EnvStateTable)
 	topicARN := env.Required(resources.EnvAlertTopicARN)
 	timing := env.Timing()
-	if err := env.Err(); err != nil {
-		log.Error("cannot start", "error", err)
-		os.Exit(1)
-	}
-	awsCfg, err := config.AWS(context.Background())
+	awsCfg, err := config.Load(context.Background(), env)
 	if err != nil {
 		log.Error("cannot start", "error", err)
 		os.Exit(1)

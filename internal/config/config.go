@@ -128,6 +128,15 @@ func Logger(service string) *slog.Logger {
 	return log
 }
 
+// Load reports env's problems, if any, and otherwise loads the AWS
+// configuration: the last step of every function's start-up.
+func Load(ctx context.Context, env *Env) (aws.Config, error) {
+	if err := env.Err(); err != nil {
+		return aws.Config{}, err
+	}
+	return AWS(ctx)
+}
+
 // AWS loads the SDK configuration the standard way: region, credentials
 // and endpoints (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_DYNAMODB, ...) come
 // from the environment, so the same code runs against AWS, LocalStack or

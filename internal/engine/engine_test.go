@@ -31,7 +31,7 @@ type running struct {
 	alerts *testenv.AlertInbox
 }
 
-func start(t *testing.T, tweak func(*engine.Config)) running {
+func start(t testing.TB, tweak func(*engine.Config)) running {
 	t.Helper()
 	cfg := engine.Config{
 		Stage: testenv.Stage(t), APIAddr: "127.0.0.1:0", SimulatorAddr: "127.0.0.1:0",
@@ -65,7 +65,7 @@ func start(t *testing.T, tweak func(*engine.Config)) running {
 	return running{Engine: e, alerts: testenv.SubscribeAlerts(t, clients, e.Stack.AlertTopicARN)}
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(string(bytes.TrimSpace(p)))

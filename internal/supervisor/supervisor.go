@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"orderly/internal/metrics"
 	"orderly/internal/order"
 )
@@ -92,10 +94,11 @@ func (r *Report) add(o Report) {
 	r.Lost += o.Lost
 }
 
-// Handle is the Lambda entry point for the schedule; the event's content
-// does not matter. It returns an error when any step could not be handled,
-// so the invocation counts as failed and alarms fire.
-func (s *Service) Handle(ctx context.Context, _ any) (Report, error) {
+// Handle is the Lambda entry point for the EventBridge schedule; the
+// event's content does not matter, every run examines every shard. It
+// returns an error when any step could not be handled, so the invocation
+// counts as failed and alarms fire.
+func (s *Service) Handle(ctx context.Context, _ events.EventBridgeEvent) (Report, error) {
 	return s.Run(ctx)
 }
 

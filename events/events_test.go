@@ -1,0 +1,636 @@
+// Package events_test loads every fixture in this directory into the exact
+// aws-lambda-go type its function's handler receives, proves that the type
+// keeps every field the fixture carries, and runs the domain code on it, so
+// the fixtures can drift neither from the types nor from the handlers.
+package events_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"orderly/internal/agent"
+	"orderly/internal/api"
+	"orderly/internal/dynamo"
+	"orderly/internal/metrics"
+	"orderly/internal/order"
+	"orderly/internal/scheduler"
+)
+
+// The fixtures are captured from production, which runs the default timing.
+var workflow = order.OrderWorkflow(order.DefaultTiming)
+
+var discard = slog.New(slog.DiscardHandler)
+
+type fixture struct {
+	file string
+	// load decodes the fixture and checks what the handler makes of it.
+	load func(t *testing.T, raw []byte)
+}
+
+func TestFixtures(t *testing.T) {
+	fixtures := []fixture{
+		{"apigw-submit-order.json", as(checkSubmitAccepted)},
+		{"apigw-submit-invalid.json", as(checkSubmitRejected)},
+		{"apigw-get-order.json", as(checkGetOrder)},
+		{"dynamodb-stream-step-pending.json", as(checkStepBecamePending)},
+		{"sqs-agent-request.json", as(checkAgentRequest)},
+		{"sqs-scheduler-reply.json", as(checkSchedulerReplies)},
+		{"eventbridge-supervisor-schedule.json", as(checkSupervisorSchedule)},
+	}
+
+	// A fixture nobody loads is one that can drift unnoticed.
+	onDisk, err := filepath.Glob("*.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tested []string
+	for _, f := range fixtures {
+		tested = append(tested, f.file)
+	}
+	slices.Sort(tested)
+	if !slices.Equal(onDisk, tested) {
+		t.Errorf("fixtures on disk %q, fixtures tested %q; want every fixture tested", onDisk, tested)
+	}
+
+	for _, f := range fixtures {
+		t.Run(strings.TrimSuffix(f.file, ".json"), func(t *testing.T) {
+			raw, err := os.ReadFile(f.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.load(t, raw)
+		})
+	}
+}
+
+// as decodes a fixture into E, the handler's event type, fails if E loses
+// any of the fixture's fields, and hands the event to check.
+//
+// A json.Decoder with DisallowUnknownFields is not enough here: it would
+// reject requestContext.deploymentId, which API Gateway sends and
+// aws-lambda-go has no field for, yet accept "EventName" for "eventName",
+// because encoding/json matches keys case-insensitively. So the event is
+// marshalled again and every fixture value must come back at its path.
+func as[E any](check func(t *testing.T, raw []byte, ev E)) func(*testing.T, []byte) {
+	return func(t *testing.T, raw []byte) {
+		t.Helper()
+		var ev E
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			t.Fatalf("json.Unmarshal into %T: %v", ev, err)
+		}
+		if lost := lostFields(t, raw, ev); len(lost) > 0 {
+			t.Errorf("%T loses fixture fields %q; fix the fixture's spelling, or if AWS really sends them, list them in knownDropped", ev, lost)
+		}
+		check(t, raw, ev)
+	}
+}
+
+// knownDropped are fields AWS sends that aws-lambda-go's types have no
+// place for. No handler needs them.
+var knownDropped = map[string]bool{
+	"requestContext.deploymentId": true,
+}
+
+// lostFields returns the paths of the fixture's values that do not survive
+// a round trip through ev's type. A null, false, 0, "" or empty value may
+// come back absent: it carries nothing a handler could read.
+func lostFields(t *testing.T, raw []byte, ev any) []string {
+	t.Helper()
+	out, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatalf("json.Marshal(%T): %v", ev, err)
+	}
+	var lost []string
+	compareJSON("", generic(t, raw), generic(t, out), &lost)
+	slices.Sort(lost)
+	return lost
+}
+
+func generic(t *testing.T, data []byte) any {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber() // compare numbers by their digits, not as float64
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("decode %s: %v", data, err)
+	}
+	return v
+}
+
+func compareJSON(path string, want, got any, lost *[]string) {
+	if knownDropped[path] {
+		return
+	}
+	switch w := want.(type) {
+	case map[string]any:
+		g, _ := got.(map[string]any)
+		for k, wv := range w {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			gv, ok := g[k]
+			if !ok {
+				if !isZero(wv) && !knownDropped[p] {
+					*lost = append(*lost, p)
+				}
+				continue
+			}
+			compareJSON(p, wv, gv, lost)
+		}
+	case []any:
+		g, _ := got.([]any)
+		if len(g) != len(w) {
+			*lost = append(*lost, fmt.Sprintf("%s (%d elements became %d)", path, len(w), len(g)))
+			return
+		}
+		for i := range w {
+			compareJSON(fmt.Sprintf("%s[%d]", path, i), w[i], g[i], lost)
+		}
+	default:
+		if !reflect.DeepEqual(want, got) && !(isZero(want) && isZero(got)) {
+			*lost = append(*lost, fmt.Sprintf("%s (%v became %v)", path, want, got))
+		}
+	}
+}
+
+func isZero(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case string:
+		return v == ""
+	case bool:
+		return !v
+	case json.Number:
+		f, err := v.Float64()
+		return err == nil && f == 0
+	case map[string]any:
+		return len(v) == 0
+	case []any:
+		return len(v) == 0
+	}
+	return false
+}
+
+// TestLostFieldsAreDetected proves the round-trip check can fail.
+func TestLostFieldsAreDetected(t *testing.T) {
+	raw, err := os.ReadFile("apigw-submit-order.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		old, new string
+		want     []string
+	}{
+		{"field the type lacks", `"resource": "/orders",`, `"resource": "/orders", "version": "1.0",`, []string{"version"}},
+		{"key in the wrong case", `"httpMethod": "POST",`, `"HttpMethod": "POST",`, []string{"HttpMethod"}},
+		{"nested field the type lacks", `"stage": "prod",`, `"stage": "prod", "stageName": "prod",`, []string{"requestContext.stageName"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if !bytes.Contains(raw, []byte(tt.old)) {
+				t.Fatalf("fixture no longer contains %s; update the test", tt.old)
+			}
+			mutated := bytes.Replace(raw, []byte(tt.old), []byte(tt.new), 1)
+			var req events.APIGatewayProxyRequest
+			if err := json.Unmarshal(mutated, &req); err != nil {
+				t.Fatalf("json.Unmarshal: %v", err)
+			}
+			if got := lostFields(t, mutated, req); !slices.Equal(got, tt.want) {
+				t.Errorf("lostFields() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// ---- API Gateway: the submission function ----
+
+// apiStore is a hand-written api.Store.
+type apiStore struct {
+	orders  map[string]order.Order
+	steps   map[string][]order.StepState
+	creates int
+	gets    []string
+}
+
+var _ api.Store = (*apiStore)(nil)
+
+func newAPIStore() *apiStore {
+	return &apiStore{orders: map[string]order.Order{}, steps: map[string][]order.StepState{}}
+}
+
+func (s *apiStore) CreateOrder(_ context.Context, o order.Order, steps []order.StepState) error {
+	s.creates++
+	if _, ok := s.orders[o.ID]; ok {
+		return order.ErrExists
+	}
+	s.orders[o.ID], s.steps[o.ID] = o, steps
+	return nil
+}
+
+func (s *apiStore) GetOrder(_ context.Context, id string) (order.Order, []order.StepState, error) {
+	s.gets = append(s.gets, id)
+	o, ok := s.orders[id]
+	if !ok {
+		return order.Order{}, nil, fmt.Errorf("order %s: %w", id, order.ErrNotFound)
+	}
+	return o, s.steps[id], nil
+}
+
+func requestTime(req events.APIGatewayProxyRequest) time.Time {
+	return time.UnixMilli(req.RequestContext.RequestTimeEpoch).UTC()
+}
+
+func fixedClock(t time.Time) func() time.Time { return func() time.Time { return t } }
+
+func checkSubmitAccepted(t *testing.T, _ []byte, req events.APIGatewayProxyRequest) {
+	store := newAPIStore()
+	svc := api.NewService(store, workflow, fixedClock(requestTime(req)), discard, metrics.Discard())
+	resp, err := svc.Handle(context.Background(), req)
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("Handle() = %d %s, %v; want 202", resp.StatusCode, resp.Body, err)
+	}
+	wantID := order.IDForKey(req.Headers["Idempotency-Key"])
+	var body struct{ OrderID string }
+	if err := json.Unmarshal([]byte(resp.Body), &body); err != nil || body.OrderID != wantID {
+		t.Errorf("response body %s (%v), want orderId %s derived from the Idempotency-Key", resp.Body, err, wantID)
+	}
+	if got := resp.Headers["Location"]; got != "/orders/"+wantID {
+		t.Errorf("Location = %q, want /orders/%s", got, wantID)
+	}
+	o, ok := store.orders[wantID]
+	if !ok || store.creates != 1 {
+		t.Fatalf("store got %d CreateOrder calls and orders %v, want order %s written once", store.creates, store.orders, wantID)
+	}
+	if o.Status != order.StatusPending || len(o.Lines) != 2 || !o.CreatedAt.Equal(requestTime(req)) {
+		t.Errorf("stored order %+v, want a Pending order of 2 lines created at %s", o, requestTime(req))
+	}
+	steps := store.steps[wantID]
+	if len(steps) != len(workflow.Steps) || steps[0].ProcessState != order.Pending || steps[1].ProcessState != order.NotStarted {
+		t.Errorf("stored steps %+v, want %d steps, the first Pending and the rest NotStarted", steps, len(workflow.Steps))
+	}
+}
+
+func checkSubmitRejected(t *testing.T, _ []byte, req events.APIGatewayProxyRequest) {
+	store := newAPIStore()
+	svc := api.NewService(store, workflow, fixedClock(requestTime(req)), discard, metrics.Discard())
+	resp, err := svc.Handle(context.Background(), req)
+	if err != nil || resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("Handle() = %d %s, %v; want 400", resp.StatusCode, resp.Body, err)
+	}
+	var body struct {
+		Error  string             `json:"error"`
+		Fields []order.FieldError `json:"fields"`
+	}
+	if err := json.Unmarshal([]byte(resp.Body), &body); err != nil {
+		t.Fatalf("response body %s: %v", resp.Body, err)
+	}
+	var fields []string
+	for _, f := range body.Fields {
+		fields = append(fields, f.Field)
+	}
+	if body.Error != "invalid_request" || !slices.Equal(fields, []string{"lines[0].quantity"}) {
+		t.Errorf("response body %s, want invalid_request naming only lines[0].quantity", resp.Body)
+	}
+	if store.creates != 0 {
+		t.Errorf("store got %d CreateOrder calls, want none for a rejected order", store.creates)
+	}
+}
+
+func checkGetOrder(t *testing.T, _ []byte, req events.APIGatewayProxyRequest) {
+	id := req.PathParameters["id"]
+	if !order.ValidID(id) {
+		t.Fatalf("pathParameters.id = %q, want a valid order id", id)
+	}
+	store := newAPIStore()
+	created := requestTime(req).Add(-2 * time.Second)
+	store.orders[id] = order.Order{ID: id, CustomerID: "cust-8431", Status: order.StatusProcessing,
+		Lines: []order.Line{{SKU: "BOOK-0451", Quantity: 2}}, CreatedAt: created, UpdatedAt: created}
+	store.steps[id] = workflow.NewStates(id, created)
+	svc := api.NewService(store, workflow, fixedClock(requestTime(req)), discard, metrics.Discard())
+	resp, err := svc.Handle(context.Background(), req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("Handle() = %d %s, %v; want 200", resp.StatusCode, resp.Body, err)
+	}
+	var view api.OrderView
+	if err := json.Unmarshal([]byte(resp.Body), &view); err != nil {
+		t.Fatalf("response body %s: %v", resp.Body, err)
+	}
+	if view.OrderID != id || view.Status != order.StatusProcessing || len(view.Steps) != len(workflow.Steps) {
+		t.Errorf("response %s, want order %s Processing with %d steps", resp.Body, id, len(workflow.Steps))
+	}
+	if !slices.Equal(store.gets, []string{id}) {
+		t.Errorf("store was asked for %q, want [%s]", store.gets, id)
+	}
+}
+
+// ---- DynamoDB stream and response queue: the Scheduler ----
+
+// schedulerStore is a hand-written scheduler.Store that records writes.
+type schedulerStore struct {
+	order       order.Order
+	claims      []claim
+	completions []dynamo.Completion
+	failures    []string
+}
+
+type claim struct {
+	orderID, step, owner string
+	completeBy           time.Time
+}
+
+var _ scheduler.Store = (*schedulerStore)(nil)
+
+func (s *schedulerStore) Order(_ context.Context, id string) (order.Order, error) {
+	if id != s.order.ID {
+		return order.Order{}, fmt.Errorf("order %s: %w", id, order.ErrNotFound)
+	}
+	return s.order, nil
+}
+
+func (s *schedulerStore) GetStep(_ context.Context, orderID, step string) (order.StepState, error) {
+	return order.StepState{}, fmt.Errorf("step %s of order %s: %w", step, orderID, order.ErrNotFound)
+}
+
+func (s *schedulerStore) ClaimStep(_ context.Context, orderID, step, owner string, completeBy, now time.Time) (order.StepState, error) {
+	s.claims = append(s.claims, claim{orderID, step, owner, completeBy})
+	def, _ := workflow.Step(step)
+	return order.StepState{OrderID: orderID, Step: step, Agent: def.Agent, ProcessState: order.Processing,
+		LockedBy: owner, CompleteBy: completeBy, Attempt: 1, UpdatedAt: now}, nil
+}
+
+func (s *schedulerStore) CompleteStep(_ context.Context, c dynamo.Completion, _ time.Time) error {
+	s.completions = append(s.completions, c)
+	return nil
+}
+
+func (s *schedulerStore) FailStep(_ context.Context, orderID, step string, _ int, _ string, _ time.Time) error {
+	s.failures = append(s.failures, orderID+"/"+step)
+	return nil
+}
+
+type sentRequest struct {
+	agent string
+	req   order.StepRequest
+}
+
+// requestQueues is a hand-written scheduler.RequestSender.
+type requestQueues struct{ sent []sentRequest }
+
+func (q *requestQueues) SendRequest(_ context.Context, agent string, req order.StepRequest) error {
+	q.sent = append(q.sent, sentRequest{agent, req})
+	return nil
+}
+
+// operators is a hand-written scheduler.Notifier.
+type operators struct{ alerts []order.AlertKind }
+
+func (o *operators) Notify(_ context.Context, _ order.StepState, kind order.AlertKind) error {
+	o.alerts = append(o.alerts, kind)
+	return nil
+}
+
+const schedulerID = "scheduler-fixture"
+
+func newScheduler(store *schedulerStore, now time.Time) (*scheduler.Service, *requestQueues, *operators) {
+	requests, ops := &requestQueues{}, &operators{}
+	return scheduler.New(scheduler.Config{
+		InstanceID: schedulerID, Store: store, Requests: requests, Notifier: ops,
+		Workflow: workflow, Now: fixedClock(now), Log: discard, Metrics: metrics.Discard(),
+	}), requests, ops
+}
+
+func checkStepBecamePending(t *testing.T, raw []byte, ev events.DynamoDBEvent) {
+	if len(ev.Records) != 1 {
+		t.Fatalf("got %d records, want 1", len(ev.Records))
+	}
+	rec := ev.Records[0]
+	if rec.EventName != string(events.DynamoDBOperationTypeModify) || rec.Change.StreamViewType != string(events.DynamoDBStreamViewTypeNewAndOldImages) {
+		t.Errorf("got %s with %s, want MODIFY with NEW_AND_OLD_IMAGES", rec.EventName, rec.Change.StreamViewType)
+	}
+	before, err := dynamo.StepFromStreamImage(rec.Change.OldImage)
+	if err != nil {
+		t.Fatalf("StepFromStreamImage(OldImage): %v", err)
+	}
+	after, err := dynamo.StepFromStreamImage(rec.Change.NewImage)
+	if err != nil {
+		t.Fatalf("StepFromStreamImage(NewImage): %v", err)
+	}
+	// reserve-inventory's reply was applied at UpdatedAt, which made
+	// charge-payment Pending, to be claimed within ClaimWithin.
+	appliedAt := time.Date(2025, 3, 14, 9, 26, 54, 369e6, time.UTC)
+	want := order.StepState{
+		OrderID: "QMVF4LBCLJ4PRZERCUY25DASBK", Step: order.StepChargePayment, Index: 1, Agent: order.AgentPayment,
+		ProcessState: order.Pending, CompleteBy: appliedAt.Add(workflow.ClaimWithin), Attempt: 0, UpdatedAt: appliedAt,
+	}
+	if !reflect.DeepEqual(after, want) {
+		t.Errorf("NewImage = %+v\nwant       %+v", after, want)
+	}
+	if before.ProcessState != order.NotStarted || !before.CompleteBy.IsZero() || before.Step != after.Step || before.OrderID != after.OrderID {
+		t.Errorf("OldImage = %+v, want the same step NotStarted without a deadline", before)
+	}
+	if rec.Change.Keys["OrderID"].String() != after.OrderID || rec.Change.Keys["Step"].String() != after.Step {
+		t.Errorf("Keys %v do not name the step of NewImage", rec.Change.Keys)
+	}
+
+	// The Scheduler claims the step and asks the payment agent.
+	now := rec.Change.ApproximateCreationDateTime.Add(250 * time.Millisecond)
+	store := &schedulerStore{order: order.Order{ID: after.OrderID, CustomerID: "cust-8431",
+		Lines: []order.Line{{SKU: "BOOK-0451", Quantity: 2}}}}
+	sched, requests, _ := newScheduler(store, now)
+	out, err := sched.Handle(context.Background(), raw)
+	if err != nil {
+		t.Fatalf("scheduler Handle() error = %v", err)
+	}
+	if resp, ok := out.(events.DynamoDBEventResponse); !ok || len(resp.BatchItemFailures) > 0 {
+		t.Errorf("scheduler Handle() = %#v, want a DynamoDBEventResponse without failures", out)
+	}
+	wantClaim := claim{after.OrderID, order.StepChargePayment, schedulerID, now.Add(order.DefaultTiming.Allowance)}
+	if !slices.Equal(store.claims, []claim{wantClaim}) {
+		t.Errorf("claims %+v, want [%+v]", store.claims, wantClaim)
+	}
+	if len(requests.sent) != 1 || requests.sent[0].agent != order.AgentPayment || requests.sent[0].req.Attempt != 1 {
+		t.Errorf("requests sent %+v, want attempt 1 to the payment agent", requests.sent)
+	}
+}
+
+func checkSchedulerReplies(t *testing.T, raw []byte, ev events.SQSEvent) {
+	checkDigests(t, ev)
+	var malformed []string
+	for _, msg := range ev.Records {
+		if !json.Valid([]byte(msg.Body)) {
+			malformed = append(malformed, msg.MessageId)
+		}
+	}
+	if len(ev.Records) != 2 || len(malformed) != 1 {
+		t.Fatalf("got %d records with %d malformed bodies, want 2 records, 1 malformed", len(ev.Records), len(malformed))
+	}
+
+	now := time.Date(2025, 3, 14, 9, 26, 54, 369e6, time.UTC)
+	store := &schedulerStore{}
+	sched, requests, ops := newScheduler(store, now)
+	out, err := sched.Handle(context.Background(), raw)
+	if err != nil {
+		t.Fatalf("scheduler Handle() error = %v", err)
+	}
+	resp, ok := out.(events.SQSEventResponse)
+	if !ok {
+		t.Fatalf("scheduler Handle() = %#v, want an SQSEventResponse", out)
+	}
+	want := []events.SQSBatchItemFailure{{ItemIdentifier: malformed[0]}}
+	if !slices.Equal(resp.BatchItemFailures, want) {
+		t.Errorf("BatchItemFailures = %+v, want only the malformed message %+v", resp.BatchItemFailures, want)
+	}
+	wantDone := dynamo.Completion{OrderID: "QMVF4LBCLJ4PRZERCUY25DASBK", Step: order.StepReserveInventory, Attempt: 1,
+		Next: order.StepChargePayment, NextClaimBy: now.Add(workflow.ClaimWithin)}
+	if !slices.Equal(store.completions, []dynamo.Completion{wantDone}) {
+		t.Errorf("completions %+v, want [%+v]", store.completions, wantDone)
+	}
+	if len(store.failures)+len(requests.sent)+len(ops.alerts) > 0 {
+		t.Errorf("got failures %v, requests %v, alerts %v; want none from a success reply", store.failures, requests.sent, ops.alerts)
+	}
+}
+
+// ---- Request queue: an agent ----
+
+// remoteService is a hand-written agent.Caller.
+type remoteService struct {
+	mu    sync.Mutex
+	calls []order.StepRequest
+}
+
+func (r *remoteService) Call(_ context.Context, _ string, req order.StepRequest) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, req)
+	return "ch_3fx8q2m7vk4npc9tz6wrj5hdya", nil
+}
+
+// responseQueue is a hand-written agent.Replier.
+type responseQueue struct {
+	mu      sync.Mutex
+	replies []order.StepReply
+}
+
+func (q *responseQueue) SendReply(_ context.Context, rep order.StepReply) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.replies = append(q.replies, rep)
+	return nil
+}
+
+func checkAgentRequest(t *testing.T, _ []byte, ev events.SQSEvent) {
+	checkDigests(t, ev)
+	if len(ev.Records) != 1 {
+		t.Fatalf("got %d records, want 1", len(ev.Records))
+	}
+	msg := ev.Records[0]
+	dec := json.NewDecoder(strings.NewReader(msg.Body))
+	dec.DisallowUnknownFields()
+	var req order.StepRequest
+	if err := dec.Decode(&req); err != nil {
+		t.Fatalf("body is not an order.StepRequest: %v", err)
+	}
+	def, ok := workflow.Step(req.Step)
+	switch {
+	case !order.ValidID(req.OrderID):
+		t.Errorf("orderId %q is not a valid order id", req.OrderID)
+	case !ok:
+		t.Errorf("step %q is not in the workflow", req.Step)
+	case !strings.HasSuffix(msg.EventSourceARN, "-"+def.Agent+"-requests"):
+		t.Errorf("request for step %s arrived on %s, want the %s agent's queue", req.Step, msg.EventSourceARN, def.Agent)
+	case req.Attempt < 1:
+		t.Errorf("attempt %d, want at least 1", req.Attempt)
+	case req.IdempotencyKey != order.IdempotencyKeyFor(req.OrderID, req.Step):
+		t.Errorf("idempotencyKey %q, want %q", req.IdempotencyKey, order.IdempotencyKeyFor(req.OrderID, req.Step))
+	}
+	if err := (order.Submission{CustomerID: req.CustomerID, Lines: req.Lines}).Validate(); err != nil {
+		t.Errorf("customer and lines are not a valid order: %v", err)
+	}
+	attrs := map[string]string{}
+	for k, v := range msg.MessageAttributes {
+		if v.StringValue != nil {
+			attrs[k] = *v.StringValue
+		}
+	}
+	wantAttrs := map[string]string{"orderId": req.OrderID, "step": req.Step, "attempt": strconv.Itoa(req.Attempt)}
+	if !reflect.DeepEqual(attrs, wantAttrs) {
+		t.Errorf("message attributes %v, want %v to match the body", attrs, wantAttrs)
+	}
+	sent := epochMillis(t, msg.Attributes["SentTimestamp"])
+	if want := sent.Add(order.DefaultTiming.Allowance); req.CompleteBy.Sub(want).Abs() > time.Second {
+		t.Errorf("completeBy %s, want about one allowance (%s) after it was sent at %s", req.CompleteBy, order.DefaultTiming.Allowance, sent)
+	}
+
+	// The agent calls the remote service and replies on the attempt.
+	remote, replies := &remoteService{}, &responseQueue{}
+	ag := agent.New(agent.Config{Name: def.Agent, Remote: remote, Replies: replies,
+		Now: fixedClock(epochMillis(t, msg.Attributes["ApproximateFirstReceiveTimestamp"])), Log: discard, Metrics: metrics.Discard()})
+	resp, err := ag.Handle(context.Background(), ev)
+	if err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("agent Handle() = %+v, %v; want no failures", resp, err)
+	}
+	if len(remote.calls) != 1 || remote.calls[0].IdempotencyKey != req.IdempotencyKey {
+		t.Errorf("remote calls %+v, want one with idempotency key %s", remote.calls, req.IdempotencyKey)
+	}
+	want := order.StepReply{OrderID: req.OrderID, Step: req.Step, Attempt: req.Attempt, Outcome: order.Succeeded, Reference: "ch_3fx8q2m7vk4npc9tz6wrj5hdya"}
+	if !slices.Equal(replies.replies, []order.StepReply{want}) {
+		t.Errorf("replies %+v, want [%+v]", replies.replies, want)
+	}
+}
+
+// checkDigests checks md5OfBody, so an edited body cannot pass for what SQS
+// delivered.
+func checkDigests(t *testing.T, ev events.SQSEvent) {
+	t.Helper()
+	for _, msg := range ev.Records {
+		sum := md5.Sum([]byte(msg.Body))
+		if got := hex.EncodeToString(sum[:]); got != msg.Md5OfBody {
+			t.Errorf("message %s: MD5 of body is %s, md5OfBody says %s", msg.MessageId, got, msg.Md5OfBody)
+		}
+	}
+}
+
+func epochMillis(t *testing.T, s string) time.Time {
+	t.Helper()
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatalf("timestamp %q: %v", s, err)
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+// ---- EventBridge schedule: the Supervisor ----
+
+func checkSupervisorSchedule(t *testing.T, _ []byte, ev events.EventBridgeEvent) {
+	// The Supervisor ignores the event's content; what matters is that the
+	// rule delivers a scheduled event, not some other detail type.
+	if ev.Source != "aws.events" || ev.DetailType != "Scheduled Event" || ev.Time.IsZero() {
+		t.Errorf("got source %q, detail-type %q, time %s; want a scheduled event from aws.events", ev.Source, ev.DetailType, ev.Time)
+	}
+	if len(ev.Resources) != 1 || !strings.Contains(ev.Resources[0], ":rule/") {
+		t.Errorf("resources %q, want the ARN of the schedule rule", ev.Resources)
+	}
+	if string(ev.Detail) != "{}" {
+		t.Errorf("detail %s, want {}", ev.Detail)
+	}
+}
