@@ -39,6 +39,14 @@ func respond(status int, header http.Header, body string) http.HandlerFunc {
 	}
 }
 
+// holdUntilClientGivesUp never answers. It reads the body first because
+// net/http notices a client hanging up only once the body is consumed;
+// until then ts.Close would wait for the handler forever.
+var holdUntilClientGivesUp = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	io.Copy(io.Discard, r.Body)
+	<-r.Context().Done()
+})
+
 func TestCallSendsTheContract(t *testing.T) {
 	tests := []struct {
 		service  string
@@ -192,18 +200,8 @@ func TestCallRefusesBadRequestsWithoutSending(t *testing.T) {
 }
 
 func TestCallEndedByContextIsTransient(t *testing.T) {
-	// The handler holds every request until the client gives up, or the
-	// test ends: the server may not notice a client that went away, and
-	// ts.Close waits for handlers.
-	release := make(chan struct{})
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
-	}))
+	ts := httptest.NewServer(holdUntilClientGivesUp)
 	defer ts.Close()
-	defer close(release)
 	client := remote.NewClient(ts.URL, ts.Client())
 
 	cancelled, cancel := context.WithCancel(t.Context())
@@ -247,15 +245,8 @@ func TestCallNetworkErrorIsTransient(t *testing.T) {
 }
 
 func TestCallHTTPClientTimeoutIsTransient(t *testing.T) {
-	release := make(chan struct{}) // see TestCallEndedByContextIsTransient
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
-	}))
+	ts := httptest.NewServer(holdUntilClientGivesUp)
 	defer ts.Close()
-	defer close(release)
 	hc := ts.Client()
 	hc.Timeout = 50 * time.Millisecond
 
