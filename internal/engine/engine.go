@@ -162,15 +162,15 @@ func (e *Engine) metrics(service string) *metrics.Recorder {
 // Run starts every component and blocks until ctx is cancelled or one of
 // them fails.
 func (e *Engine) Run(ctx context.Context) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var wg sync.WaitGroup
-	start := func(name string, run func(context.Context) error) {
-		wg.Go(func() {
-			if err := run(ctx); err != nil && ctx.Err() == nil {
-				cancel(fmt.Errorf("%s: %w", name, err))
-			}
-		})
+	// Build every component first, so a construction error leaves nothing
+	// running; then start them all.
+	type component struct {
+		name string
+		run  func(context.Context) error
+	}
+	var components []component
+	add := func(name string, run func(context.Context) error) {
+		components = append(components, component{name, run})
 	}
 	workflow := order.OrderWorkflow(e.cfg.Timing)
 	alerter := sns.NewAlerter(e.clients.SNS, e.Stack.AlertTopicARN)
@@ -184,10 +184,10 @@ func (e *Engine) Run(ctx context.Context) error {
 		}, e.cfg.Log.With("service", "apigateway")),
 		ReadHeaderTimeout: 5 * time.Second,
 	}
-	start("api", serve(apiServer, e.apiLn))
+	add("api", serve(apiServer, e.apiLn))
 	if e.Sim != nil {
 		simServer := &http.Server{Handler: e.Sim, ReadHeaderTimeout: 5 * time.Second}
-		start("simulator", serve(simServer, e.simLn))
+		add("simulator", serve(simServer, e.simLn))
 		defer e.Sim.Close()
 	}
 
@@ -205,14 +205,14 @@ func (e *Engine) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("stream poller: %w", err)
 		}
-		start("stream poller", stream.Run)
+		add("stream poller", stream.Run)
 		replies, err := localrun.NewSQSPoller(e.clients.SQS, localrun.SQSConfig{
 			QueueURL: e.Stack.ResponseQueue.URL, QueueARN: e.Stack.ResponseQueue.ARN, Timeout: resources.SchedulerTimeout,
 		}, sched.HandleReplies, e.cfg.Log.With("service", "responses"))
 		if err != nil {
 			return fmt.Errorf("response poller: %w", err)
 		}
-		start("response poller", replies.Run)
+		add("response poller", replies.Run)
 	}
 
 	// Agents: one per request queue, calling the remote services.
@@ -233,7 +233,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("%s poller: %w", name, err)
 		}
-		start(name+" poller", poller.Run)
+		add(name+" poller", poller.Run)
 	}
 
 	// The Supervisor, on a ticker as EventBridge would invoke it.
@@ -241,7 +241,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		Store: e.Store, Notifier: notifier, Publisher: alerter, Workflow: workflow,
 		Now: time.Now, Log: e.cfg.Log.With("service", "supervisor"), Metrics: e.metrics("supervisor"),
 	})
-	start("supervisor", func(ctx context.Context) error {
+	add("supervisor", func(ctx context.Context) error {
 		t := time.NewTicker(e.cfg.SupervisorEvery)
 		defer t.Stop()
 		for {
@@ -256,6 +256,16 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 	})
 
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	for _, c := range components {
+		wg.Go(func() {
+			if err := c.run(ctx); err != nil && ctx.Err() == nil {
+				cancel(fmt.Errorf("%s: %w", c.name, err))
+			}
+		})
+	}
 	e.cfg.Log.Info("orderly running", "api", e.URL(), "remote", e.remote, "stage", e.cfg.Stage)
 	<-ctx.Done()
 	shutdown, stop := context.WithTimeout(context.Background(), 5*time.Second)
