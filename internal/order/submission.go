@@ -24,7 +24,10 @@ const (
 	MaxIdempotencyKeyLen  = 255
 )
 
-var skuPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]*$`)
+// SKUPattern is the shape of a SKU; API Gateway's request model uses it too.
+const SKUPattern = `^[A-Za-z0-9][A-Za-z0-9._:-]*$`
+
+var skuPattern = regexp.MustCompile(SKUPattern)
 
 // Submission is the body of POST /orders.
 type Submission struct {

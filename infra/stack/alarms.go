@@ -1,0 +1,91 @@
+package stack
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/jsii-runtime-go"
+
+	"orderly/internal/metrics"
+)
+
+// newSchedule invokes the Supervisor on a fixed rate. Failed deliveries
+// are retried, then kept in a dead-letter queue (which alarms).
+func newSchedule(s *Stack) {
+	awsevents.NewRule(s.Stack, jsii.String("SupervisorSchedule"), &awsevents.RuleProps{
+		RuleName:    jsii.String("orderly-" + s.props.Stage + "-supervisor"),
+		Description: jsii.String("runs the orderly Supervisor"),
+		Schedule:    awsevents.Schedule_Rate(seconds(s.props.SupervisorRate)),
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(s.fns.supervisor, &awseventstargets.LambdaFunctionProps{
+			RetryAttempts:   jsii.Number(2),
+			MaxEventAge:     awscdk.Duration_Minutes(jsii.Number(5)),
+			DeadLetterQueue: s.msg.scheduleFailures,
+		})},
+	})
+}
+
+// Alarm thresholds.
+const (
+	// A request waits at most the claim window plus an allowance in a
+	// healthy system; five minutes of age means nobody is consuming.
+	oldestMessageSeconds = 300
+)
+
+// newAlarms wires every alarm to the alert topic: anything in a
+// dead-letter queue, messages waiting too long, function errors and
+// throttles, and orders entering Error.
+func newAlarms(s *Stack) {
+	action := awscloudwatchactions.NewSnsAction(s.msg.topic)
+	alarm := func(id, description string, metric awscloudwatch.IMetric, threshold float64) {
+		a := awscloudwatch.NewAlarm(s.Stack, jsii.String(id), &awscloudwatch.AlarmProps{
+			AlarmName:          jsii.String("orderly-" + s.props.Stage + "-" + id),
+			AlarmDescription:   jsii.String(description),
+			Metric:             metric,
+			Threshold:          jsii.Number(threshold),
+			EvaluationPeriods:  jsii.Number(1),
+			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+		})
+		a.AddAlarmAction(action)
+		a.AddOkAction(action)
+	}
+	minute := awscdk.Duration_Minutes(jsii.Number(1))
+	for _, q := range s.msg.deadLetters {
+		alarm(*q.Node().Id()+"NotEmpty", "messages in a dead-letter queue: something failed for good and needs an operator",
+			q.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Maximum")}), 1)
+	}
+	queues := []awssqs.Queue{s.msg.responses}
+	for _, agent := range s.agents() {
+		queues = append(queues, s.msg.requests[agent])
+	}
+	for _, q := range queues {
+		alarm(*q.Node().Id()+"OldestMessage", "messages wait too long: their consumer is failing, throttled or stopped",
+			q.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Maximum")}), oldestMessageSeconds)
+	}
+	for _, f := range s.fns.all {
+		id := title(f.name)
+		alarm(id+"Errors", "the "+f.name+" function fails",
+			f.fn.MetricErrors(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Sum")}), 1)
+		alarm(id+"Throttles", "the "+f.name+" function is throttled",
+			f.fn.MetricThrottles(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Sum")}), 1)
+	}
+	// Orders entering Error: the Scheduler (permanent faults) and the
+	// Supervisor (timeouts) emit OrdersFailed as Embedded Metric Format.
+	failed := func(service string) awscloudwatch.IMetric {
+		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+			Namespace: jsii.String(metrics.Namespace), MetricName: jsii.String(metrics.OrdersFailed),
+			DimensionsMap: &map[string]*string{"Service": jsii.String(service)},
+			Period:        minute, Statistic: jsii.String("Sum"),
+		})
+	}
+	alarm("OrdersFailed", "orders entered Error; each also sent an alert naming the order and step",
+		awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+			Expression:   jsii.String("FILL(scheduler, 0) + FILL(supervisor, 0)"),
+			UsingMetrics: &map[string]awscloudwatch.IMetric{"scheduler": failed("scheduler"), "supervisor": failed("supervisor")},
+			Period:       minute,
+			Label:        jsii.String("orders failed"),
+		}), 1)
+}

@@ -1,0 +1,106 @@
+package stack
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigateway"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/jsii-runtime-go"
+
+	"orderly/internal/order"
+)
+
+// newAPI builds the REST API: IAM (SigV4) authorization on every method,
+// the order body validated against a JSON Schema built from the same
+// limits the submission function enforces, stage throttling, access logs
+// and X-Ray tracing.
+func newAPI(s *Stack) awsapigateway.RestApi {
+	accessLogs := awslogs.NewLogGroup(s.Stack, jsii.String("ApiAccessLogs"), &awslogs.LogGroupProps{
+		Retention:     s.props.LogRetention,
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
+	api := awsapigateway.NewRestApi(s.Stack, jsii.String("Api"), &awsapigateway.RestApiProps{
+		RestApiName:   jsii.String("orderly-" + s.props.Stage),
+		Description:   jsii.String("orderly orders API"),
+		EndpointTypes: &[]awsapigateway.EndpointType{awsapigateway.EndpointType_REGIONAL},
+		// Execution logging needs the account's API Gateway logging role.
+		CloudWatchRole:              jsii.Bool(true),
+		CloudWatchRoleRemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+		DeployOptions: &awsapigateway.StageOptions{
+			StageName:            jsii.String(s.props.Stage),
+			ThrottlingRateLimit:  jsii.Number(s.props.APIRateLimit),
+			ThrottlingBurstLimit: jsii.Number(s.props.APIBurstLimit),
+			AccessLogDestination: awsapigateway.NewLogGroupLogDestination(accessLogs),
+			AccessLogFormat: awsapigateway.AccessLogFormat_JsonWithStandardFields(&awsapigateway.JsonWithStandardFieldProps{
+				Caller: jsii.Bool(true), HttpMethod: jsii.Bool(true), Ip: jsii.Bool(true), Protocol: jsii.Bool(true),
+				RequestTime: jsii.Bool(true), ResourcePath: jsii.Bool(true), ResponseLength: jsii.Bool(true),
+				Status: jsii.Bool(true), User: jsii.Bool(true),
+			}),
+			LoggingLevel:   awsapigateway.MethodLoggingLevel_ERROR,
+			MetricsEnabled: jsii.Bool(true),
+			TracingEnabled: jsii.Bool(true),
+		},
+		DefaultMethodOptions: &awsapigateway.MethodOptions{AuthorizationType: awsapigateway.AuthorizationType_IAM},
+	})
+
+	// One validator checks whatever a method declares: the body model of
+	// POST, the path parameter of GET.
+	validator := api.AddRequestValidator(jsii.String("Validator"), &awsapigateway.RequestValidatorOptions{
+		RequestValidatorName:      jsii.String("orderly-" + s.props.Stage),
+		ValidateRequestBody:       jsii.Bool(true),
+		ValidateRequestParameters: jsii.Bool(true),
+	})
+	model := api.AddModel(jsii.String("OrderModel"), &awsapigateway.ModelOptions{
+		ModelName:   jsii.String("Order"),
+		ContentType: jsii.String("application/json"),
+		Schema:      OrderSchema(),
+	})
+
+	integration := awsapigateway.NewLambdaIntegration(s.fns.submit, nil)
+	orders := api.Root().AddResource(jsii.String("orders"), nil)
+	orders.AddMethod(jsii.String("POST"), integration, &awsapigateway.MethodOptions{
+		RequestValidator: validator,
+		RequestModels:    &map[string]awsapigateway.IModel{"application/json": model},
+	})
+	orders.AddResource(jsii.String("{id}"), nil).AddMethod(jsii.String("GET"), integration, &awsapigateway.MethodOptions{
+		RequestValidator:  validator,
+		RequestParameters: &map[string]*bool{"method.request.path.id": jsii.Bool(true)},
+	})
+	return api
+}
+
+// OrderSchema is the POST /orders body as JSON Schema (draft 4, the
+// version API Gateway supports). API Gateway rejects a bad body before it
+// costs an invocation; the function checks again, and reports every
+// problem at once.
+func OrderSchema() *awsapigateway.JsonSchema {
+	str := func(minLen, maxLen float64) *awsapigateway.JsonSchema {
+		return &awsapigateway.JsonSchema{Type: awsapigateway.JsonSchemaType_STRING, MinLength: jsii.Number(minLen), MaxLength: jsii.Number(maxLen)}
+	}
+	sku := str(1, order.MaxSKULen)
+	sku.Pattern = jsii.String(order.SKUPattern)
+	return &awsapigateway.JsonSchema{
+		Schema:               awsapigateway.JsonSchemaVersion_DRAFT4,
+		Title:                jsii.String("Order"),
+		Type:                 awsapigateway.JsonSchemaType_OBJECT,
+		Required:             jsii.Strings("customerId", "lines"),
+		AdditionalProperties: jsii.Bool(false),
+		Properties: &map[string]*awsapigateway.JsonSchema{
+			"customerId":         str(1, order.MaxCustomerIDLen),
+			"notificationTarget": str(0, order.MaxNotificationTarget),
+			"lines": {
+				Type:     awsapigateway.JsonSchemaType_ARRAY,
+				MinItems: jsii.Number(1),
+				MaxItems: jsii.Number(order.MaxLines),
+				Items: &awsapigateway.JsonSchema{
+					Type:                 awsapigateway.JsonSchemaType_OBJECT,
+					Required:             jsii.Strings("sku", "quantity"),
+					AdditionalProperties: jsii.Bool(false),
+					Properties: &map[string]*awsapigateway.JsonSchema{
+						"sku":      sku,
+						"quantity": {Type: awsapigateway.JsonSchemaType_INTEGER, Minimum: jsii.Number(1), Maximum: jsii.Number(order.MaxQuantity)},
+					},
+				},
+			},
+		},
+	}
+}

@@ -1,0 +1,62 @@
+package stack
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/jsii-runtime-go"
+
+	"orderly/internal/resources"
+)
+
+// data holds the two tables.
+type data struct {
+	orders, state awsdynamodb.Table
+}
+
+func newData(s *Stack) *data {
+	return &data{
+		orders: table(s, "OrdersTable", s.cat.Orders),
+		state:  table(s, "StateTable", s.cat.State),
+	}
+}
+
+// table builds an on-demand, point-in-time-recoverable table from its
+// declaration. Tables are retained when the stack is deleted: orders are
+// business records, and losing them to a `cdk destroy` is never intended.
+func table(s *Stack, id string, t resources.Table) awsdynamodb.Table {
+	props := &awsdynamodb.TableProps{
+		TableName:    jsii.String(t.Name),
+		PartitionKey: attribute(t.PartitionKey),
+		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(true),
+		},
+		Encryption:         awsdynamodb.TableEncryption_AWS_MANAGED,
+		DeletionProtection: jsii.Bool(true),
+		RemovalPolicy:      awscdk.RemovalPolicy_RETAIN,
+	}
+	if t.SortKey != nil {
+		props.SortKey = attribute(*t.SortKey)
+	}
+	if t.Stream {
+		props.Stream = awsdynamodb.StreamViewType_NEW_AND_OLD_IMAGES
+	}
+	tbl := awsdynamodb.NewTable(s.Stack, jsii.String(id), props)
+	for _, ix := range t.Indexes {
+		tbl.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
+			IndexName:      jsii.String(ix.Name),
+			PartitionKey:   attribute(ix.PartitionKey),
+			SortKey:        attribute(ix.SortKey),
+			ProjectionType: awsdynamodb.ProjectionType_ALL,
+		})
+	}
+	return tbl
+}
+
+func attribute(k resources.Key) *awsdynamodb.Attribute {
+	typ := awsdynamodb.AttributeType_STRING
+	if k.Type == resources.Number {
+		typ = awsdynamodb.AttributeType_NUMBER
+	}
+	return &awsdynamodb.Attribute{Name: jsii.String(k.Name), Type: typ}
+}

@@ -1,0 +1,201 @@
+package stack
+
+import (
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/jsii-runtime-go"
+
+	"orderly/internal/config"
+	"orderly/internal/resources"
+)
+
+// functions holds the Lambda functions, keyed for alarms and tests.
+type functions struct {
+	submit, scheduler, supervisor awslambda.Function
+	agents                        map[string]awslambda.Function
+	// all lists every function with a short name, in a stable order.
+	all []named
+}
+
+type named struct {
+	name string
+	fn   awslambda.Function
+}
+
+// Event source settings.
+const (
+	// The stream is read in batches of up to 100 claims; a failing batch is
+	// split to isolate the bad record, retried, then sent to the
+	// stream-failures queue (the Supervisor also notices the step then).
+	streamBatchSize     = 100
+	streamRetryAttempts = 10
+	// Replies are small and quick to apply: full batches, and enough
+	// concurrency that replies never queue behind each other for long.
+	replyBatchSize      = 10
+	replyMaxConcurrency = 10
+	// Agents take up to 10 requests per invocation and work them in
+	// parallel, so each remote service sees at most
+	// 10 × AgentMaxConcurrency calls at once.
+	requestBatchSize = 10
+)
+
+func newFunctions(s *Stack) *functions {
+	f := &functions{agents: map[string]awslambda.Function{}}
+	d, m := s.data, s.msg
+	tables := map[string]*string{
+		resources.EnvOrdersTable: jsii.String(s.cat.Orders.Name),
+		resources.EnvStateTable:  jsii.String(s.cat.State.Name),
+	}
+	timing := map[string]*string{
+		config.EnvAllowance:        jsii.String(s.props.Timing.Allowance.String()),
+		config.EnvMaxAllowance:     jsii.String(s.props.Timing.MaxAllowance.String()),
+		config.EnvFailureThreshold: jsii.String(strconv.Itoa(s.props.Timing.FailureThreshold)),
+		config.EnvClaimWithin:      jsii.String(s.props.Timing.ClaimWithin.String()),
+	}
+
+	// Submission: writes orders and their steps, reads them back.
+	f.submit = f.lambda(s, "Submit", "submit", resources.SubmitTimeout, 256, merge(tables, timing))
+	allow(f.submit, d.orders.TableArn(), "dynamodb:PutItem", "dynamodb:GetItem")
+	allow(f.submit, d.state.TableArn(), "dynamodb:PutItem", "dynamodb:Query")
+
+	// Scheduler: claims from the stream, sends requests, applies replies.
+	env := merge(tables, timing, map[string]*string{resources.EnvAlertTopicARN: m.topic.TopicArn()})
+	for _, agent := range s.agents() {
+		env[resources.EnvRequestQueueURL(agent)] = m.requests[agent].QueueUrl()
+	}
+	f.scheduler = f.lambda(s, "Scheduler", "scheduler", resources.SchedulerTimeout, 256, env)
+	allow(f.scheduler, d.orders.TableArn(), "dynamodb:GetItem", "dynamodb:UpdateItem")
+	allow(f.scheduler, d.state.TableArn(), "dynamodb:GetItem", "dynamodb:UpdateItem")
+	for _, agent := range s.agents() {
+		allow(f.scheduler, m.requests[agent].QueueArn(), "sqs:SendMessage")
+	}
+	f.publishAlerts(s, f.scheduler)
+	f.scheduler.AddEventSource(awslambdaeventsources.NewDynamoEventSource(d.state, &awslambdaeventsources.DynamoEventSourceProps{
+		StartingPosition:        awslambda.StartingPosition_TRIM_HORIZON,
+		BatchSize:               jsii.Number(streamBatchSize),
+		BisectBatchOnError:      jsii.Bool(true),
+		RetryAttempts:           jsii.Number(streamRetryAttempts),
+		MaxRecordAge:            awscdk.Duration_Hours(jsii.Number(1)),
+		ReportBatchItemFailures: jsii.Bool(true),
+		OnFailure:               awslambdaeventsources.NewSqsDlq(m.streamFailures),
+		// Only a step that became Pending and unlocked invokes the
+		// Scheduler; every other change (claims, completions) is filtered
+		// out before it costs an invocation.
+		Filters: &[]*map[string]interface{}{awslambda.FilterCriteria_Filter(&map[string]interface{}{
+			"eventName": awslambda.FilterRule_Or(jsii.String("INSERT"), jsii.String("MODIFY")),
+			"dynamodb": map[string]interface{}{"NewImage": map[string]interface{}{
+				"ProcessState": map[string]interface{}{"S": awslambda.FilterRule_IsEqual(jsii.String("Pending"))},
+				"LockedBy":     map[string]interface{}{"S": awslambda.FilterRule_NotExists()},
+			}},
+		})},
+	}))
+	f.scheduler.AddEventSource(awslambdaeventsources.NewSqsEventSource(m.responses, &awslambdaeventsources.SqsEventSourceProps{
+		BatchSize:               jsii.Number(replyBatchSize),
+		MaxConcurrency:          jsii.Number(replyMaxConcurrency),
+		ReportBatchItemFailures: jsii.Bool(true),
+	}))
+
+	// Agents: no DynamoDB at all; their queue in, the response queue out.
+	for _, agent := range s.agents() {
+		fn := f.lambdaFrom(s, "Agent"+title(agent), agent+"-agent", "agent", resources.AgentTimeout, 256, map[string]*string{
+			"AGENT_NAME":                  jsii.String(agent),
+			"REMOTE_URL":                  jsii.String(s.props.RemoteURL),
+			resources.EnvResponseQueueURL: m.responses.QueueUrl(),
+		})
+		allow(fn, m.responses.QueueArn(), "sqs:SendMessage")
+		fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(m.requests[agent], &awslambdaeventsources.SqsEventSourceProps{
+			BatchSize:               jsii.Number(requestBatchSize),
+			MaxConcurrency:          jsii.Number(s.props.AgentMaxConcurrency),
+			ReportBatchItemFailures: jsii.Bool(true),
+		}))
+		f.agents[agent] = fn
+	}
+
+	// Supervisor: queries the due index, recovers with conditional writes.
+	// EventBridge invokes it asynchronously: a run that still fails after
+	// Lambda's own retries lands in the schedule-failures queue, which alarms.
+	f.supervisor = f.lambda(s, "Supervisor", "supervisor", resources.SupervisorTimeout, 256,
+		merge(tables, timing, map[string]*string{resources.EnvAlertTopicARN: m.topic.TopicArn()}),
+		func(p *awslambda.FunctionProps) { p.DeadLetterQueue = m.scheduleFailures })
+	allow(f.supervisor, jsii.String(*d.state.TableArn()+"/index/"+resources.DueIndexName), "dynamodb:Query")
+	allow(f.supervisor, d.state.TableArn(), "dynamodb:GetItem", "dynamodb:UpdateItem")
+	allow(f.supervisor, d.orders.TableArn(), "dynamodb:UpdateItem")
+	f.publishAlerts(s, f.supervisor)
+	return f
+}
+
+// lambda builds a function whose asset directory matches its name.
+func (f *functions) lambda(s *Stack, id, name string, timeout time.Duration, memory float64, env map[string]*string, opts ...func(*awslambda.FunctionProps)) awslambda.Function {
+	return f.lambdaFrom(s, id, name, name, timeout, memory, env, opts...)
+}
+
+// lambdaFrom builds a function from bin/<asset>/bootstrap with its own role
+// (no managed policies: log writing is granted on its own log group only)
+// and its own log group with a set retention.
+func (f *functions) lambdaFrom(s *Stack, id, name, asset string, timeout time.Duration, memory float64, env map[string]*string, opts ...func(*awslambda.FunctionProps)) awslambda.Function {
+	fullName := "orderly-" + s.props.Stage + "-" + name
+	role := awsiam.NewRole(s.Stack, jsii.String(id+"Role"), &awsiam.RoleProps{
+		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+		Description: jsii.String("orderly " + name + " function"),
+	})
+	logs := awslogs.NewLogGroup(s.Stack, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
+		LogGroupName:  jsii.String("/aws/lambda/" + fullName),
+		Retention:     s.props.LogRetention,
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
+	logs.Grant(role, jsii.String("logs:CreateLogStream"), jsii.String("logs:PutLogEvents"))
+	props := &awslambda.FunctionProps{
+		FunctionName:          jsii.String(fullName),
+		Description:           jsii.String("orderly " + name),
+		Runtime:               awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture:          awslambda.Architecture_ARM_64(),
+		Handler:               jsii.String("bootstrap"),
+		Code:                  awslambda.Code_FromAsset(jsii.String(filepath.Join(s.props.AssetsDir, asset)), nil),
+		Timeout:               seconds(timeout),
+		MemorySize:            jsii.Number(memory),
+		Role:                  role,
+		LogGroup:              logs,
+		LoggingFormat:         awslambda.LoggingFormat_JSON,
+		ApplicationLogLevelV2: awslambda.ApplicationLogLevel_INFO,
+		Tracing:               awslambda.Tracing_ACTIVE,
+		Environment:           &env,
+	}
+	for _, opt := range opts {
+		opt(props)
+	}
+	fn := awslambda.NewFunction(s.Stack, jsii.String(id), props)
+	f.all = append(f.all, named{name, fn})
+	return fn
+}
+
+// publishAlerts lets fn publish to the alert topic, which needs the topic's
+// key as well.
+func (f *functions) publishAlerts(s *Stack, fn awslambda.Function) {
+	allow(fn, s.msg.topic.TopicArn(), "sns:Publish")
+	allow(fn, s.msg.topicKey.KeyArn(), "kms:GenerateDataKey", "kms:Decrypt")
+}
+
+// allow adds one least-privilege statement: these actions on this resource.
+func allow(fn awslambda.Function, resource *string, actions ...string) {
+	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings(actions...),
+		Resources: &[]*string{resource},
+	}))
+}
+
+func merge(maps ...map[string]*string) map[string]*string {
+	out := map[string]*string{}
+	for _, m := range maps {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}

@@ -1,0 +1,197 @@
+// Package stack is orderly's CDK stack: every resource of the engine, built
+// from the single declaration in internal/resources, secure by default.
+package stack
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigateway"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"orderly/internal/order"
+	"orderly/internal/resources"
+)
+
+// Props tunes the stack; every field has a context key (see FromContext).
+type Props struct {
+	awscdk.StackProps
+	// Stage names the deployment: resources are named orderly-<stage>-….
+	Stage string
+	// AssetsDir holds one directory per function with its bootstrap binary
+	// (make build writes bin/<function>/bootstrap).
+	AssetsDir string
+	// RemoteURL is the base URL of the remote services the agents call.
+	RemoteURL string
+	// AlarmEmail, when set, subscribes that address to the alert topic.
+	AlarmEmail string
+	// SupervisorRate is how often EventBridge invokes the Supervisor.
+	SupervisorRate time.Duration
+	// LogRetention is how long function and access logs are kept.
+	LogRetention awslogs.RetentionDays
+	// API stage throttling: steady requests per second and burst.
+	APIRateLimit, APIBurstLimit float64
+	// AgentMaxConcurrency caps concurrent invocations per agent, which caps
+	// the load each remote service sees.
+	AgentMaxConcurrency float64
+	// Timing is the workflow timing passed to the functions.
+	Timing order.Timing
+}
+
+// Context keys and their defaults.
+const (
+	CtxStage               = "stage"
+	CtxRemoteURL           = "remoteUrl"
+	CtxAlarmEmail          = "alarmEmail"
+	CtxSupervisorRate      = "supervisorRateMinutes"
+	CtxLogRetentionDays    = "logRetentionDays"
+	CtxAPIRateLimit        = "apiRateLimit"
+	CtxAPIBurstLimit       = "apiBurstLimit"
+	CtxAgentMaxConcurrency = "agentMaxConcurrency"
+	CtxAssetsDir           = "assetsDir"
+)
+
+// FromContext reads Props from CDK context (cdk.json or -c key=value).
+func FromContext(scope constructs.Construct) (Props, error) {
+	node := scope.Node()
+	str := func(key, def string) string {
+		if v, ok := node.TryGetContext(jsii.String(key)).(string); ok && v != "" {
+			return v
+		}
+		return def
+	}
+	var errs []error
+	num := func(key string, def float64) float64 {
+		switch v := node.TryGetContext(jsii.String(key)).(type) {
+		case nil:
+			return def
+		case float64:
+			return v
+		case string: // -c key=value arrives as a string
+			if f, err := strconv.ParseFloat(v, 64); err == nil && f > 0 {
+				return f
+			}
+		}
+		errs = append(errs, fmt.Errorf("context %s=%v: want a positive number", key, node.TryGetContext(jsii.String(key))))
+		return def
+	}
+	p := Props{
+		Stage:               str(CtxStage, "dev"),
+		RemoteURL:           str(CtxRemoteURL, "https://remote.example.com"),
+		AlarmEmail:          str(CtxAlarmEmail, ""),
+		AssetsDir:           str(CtxAssetsDir, filepath.Join("..", "bin")),
+		SupervisorRate:      time.Duration(num(CtxSupervisorRate, 1)) * time.Minute,
+		LogRetention:        retention(num(CtxLogRetentionDays, 30)),
+		APIRateLimit:        num(CtxAPIRateLimit, 50),
+		APIBurstLimit:       num(CtxAPIBurstLimit, 100),
+		AgentMaxConcurrency: num(CtxAgentMaxConcurrency, 5),
+		Timing:              order.DefaultTiming,
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Props{}, err
+	}
+	return p, p.Validate()
+}
+
+// Validate checks the props against the limits AWS imposes.
+func (p Props) Validate() error {
+	switch {
+	case p.SupervisorRate < time.Minute:
+		return fmt.Errorf("supervisor rate %s: EventBridge schedules run at most once a minute", p.SupervisorRate)
+	case p.AgentMaxConcurrency < 2 || p.AgentMaxConcurrency > 1000:
+		return fmt.Errorf("agent max concurrency %v: Lambda allows 2 to 1000", p.AgentMaxConcurrency)
+	case p.Timing.MaxAllowance+10*time.Second > resources.AgentTimeout:
+		return fmt.Errorf("max allowance %s leaves the agents' %s timeout no margin", p.Timing.MaxAllowance, resources.AgentTimeout)
+	}
+	return p.Timing.Validate()
+}
+
+// retention maps days to the nearest allowed retention at or above it.
+func retention(days float64) awslogs.RetentionDays {
+	for _, r := range []struct {
+		days float64
+		rd   awslogs.RetentionDays
+	}{
+		{1, awslogs.RetentionDays_ONE_DAY}, {3, awslogs.RetentionDays_THREE_DAYS},
+		{5, awslogs.RetentionDays_FIVE_DAYS}, {7, awslogs.RetentionDays_ONE_WEEK},
+		{14, awslogs.RetentionDays_TWO_WEEKS}, {30, awslogs.RetentionDays_ONE_MONTH},
+		{60, awslogs.RetentionDays_TWO_MONTHS}, {90, awslogs.RetentionDays_THREE_MONTHS},
+		{180, awslogs.RetentionDays_SIX_MONTHS}, {365, awslogs.RetentionDays_ONE_YEAR},
+	} {
+		if days <= r.days {
+			return r.rd
+		}
+	}
+	return awslogs.RetentionDays_TEN_YEARS
+}
+
+// Stack is the deployed engine, with handles the tests and outputs use.
+type Stack struct {
+	awscdk.Stack
+	props Props
+	cat   resources.Catalog
+	data  *data
+	msg   *messaging
+	fns   *functions
+	api   awsapigateway.RestApi
+
+	suppressions []Suppression
+}
+
+// New builds the stack.
+func New(scope constructs.Construct, id string, props Props) (*Stack, error) {
+	if err := props.Validate(); err != nil {
+		return nil, err
+	}
+	sp := props.StackProps
+	if sp.Description == nil {
+		sp.Description = jsii.String("orderly " + props.Stage + ": order processing with the Scheduler Agent Supervisor pattern")
+	}
+	s := &Stack{
+		Stack: awscdk.NewStack(scope, jsii.String(id), &sp),
+		props: props,
+		cat:   resources.New(props.Stage, order.OrderWorkflow(props.Timing).Agents()),
+	}
+	awscdk.Tags_Of(s.Stack).Add(jsii.String("app"), jsii.String("orderly"), nil)
+	awscdk.Tags_Of(s.Stack).Add(jsii.String("stage"), jsii.String(props.Stage), nil)
+
+	s.data = newData(s)
+	s.msg = newMessaging(s)
+	s.fns = newFunctions(s)
+	s.api = newAPI(s)
+	newSchedule(s)
+	newAlarms(s)
+	suppress(s)
+
+	out := func(name, value, desc string) {
+		awscdk.NewCfnOutput(s.Stack, jsii.String(name), &awscdk.CfnOutputProps{Value: jsii.String(value), Description: jsii.String(desc)})
+	}
+	awscdk.NewCfnOutput(s.Stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: s.api.Url(), Description: jsii.String("base URL of the orders API (SigV4-signed requests)")})
+	awscdk.NewCfnOutput(s.Stack, jsii.String("AlertTopicArn"), &awscdk.CfnOutputProps{Value: s.msg.topic.TopicArn(), Description: jsii.String("operator alerts and alarms")})
+	out("OrdersTableName", s.cat.Orders.Name, "orders table")
+	out("StateTableName", s.cat.State.Name, "step state table")
+	out("ResponseQueueName", s.cat.ResponseQueue.Name, "agents' replies")
+	for _, agent := range s.agents() {
+		out("RequestQueueName"+title(agent), s.cat.RequestQueues[agent].Name, agent+" agent's requests")
+	}
+	return s, nil
+}
+
+func (s *Stack) agents() []string { return order.OrderWorkflow(s.props.Timing).Agents() }
+
+func title(s string) string {
+	if s == "" {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
+}
+
+func seconds(d time.Duration) awscdk.Duration {
+	return awscdk.Duration_Seconds(jsii.Number(d.Seconds()))
+}
