@@ -66,7 +66,7 @@ func newAlarms(s *Stack) {
 			q.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Maximum")}), oldestMessageSeconds)
 	}
 	for _, f := range s.fns.all {
-		id := title(f.name)
+		id := *f.fn.Node().Id()
 		alarm(id+"Errors", "the "+f.name+" function fails",
 			f.fn.MetricErrors(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Sum")}), 1)
 		alarm(id+"Throttles", "the "+f.name+" function is throttled",

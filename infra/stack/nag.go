@@ -24,7 +24,8 @@ func Check(scope constructs.Construct) {
 // unnoticed.
 const (
 	whyXRay = "X-Ray's PutTraceSegments and PutTelemetryRecords support no resource-level permissions; " +
-		"CDK adds them for active tracing, and dynamodb:ListStreams (added for the stream event source) has none either"
+		"CDK adds them for active tracing"
+	whyXRayAndStreams = whyXRay + "; dynamodb:ListStreams, added for the stream event source, has none either"
 	whySyncInvoked = "invoked synchronously (API Gateway or an event source mapping), so a Lambda DLQ for asynchronous " +
 		"invocations would never receive anything; failures stay in the source queue's DLQ or the stream-failures queue"
 	whySQSMapping = "SQS event source mappings take no on-failure destination; the queue's redrive policy " +
@@ -80,7 +81,11 @@ func suppress(s *Stack) {
 	}
 
 	for _, f := range s.fns.all {
-		add(f.fn.Role(), true, "AwsSolutions-IAM5", whyXRay, "Resource::*")
+		why := whyXRay
+		if f.fn == s.fns.scheduler {
+			why = whyXRayAndStreams
+		}
+		add(f.fn.Role(), true, "AwsSolutions-IAM5", why, "Resource::*")
 		if f.fn != s.fns.supervisor {
 			add(f.fn, false, "Serverless-LambdaDLQ", whySyncInvoked)
 		}

@@ -1,0 +1,440 @@
+package stack_test
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+
+	"orderly/infra/stack"
+	"orderly/internal/resources"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata from the synthesized stack")
+
+// synthesized is built once: synthesis starts a jsii runtime and takes
+// seconds, and every test reads the same template.
+var (
+	synthesized *stack.Stack
+	template    assertions.Template
+	resourcesOf map[string]map[string]any // logical id -> resource
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if _, err := os.Stat(filepath.Join("..", "..", "bin", "submit", "bootstrap")); err != nil {
+		fmt.Fprintln(os.Stderr, "infra tests need the function binaries: run `make build` first")
+		os.Exit(1)
+	}
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{stack.CtxAssetsDir: filepath.Join("..", "..", "bin")}})
+	props, err := stack.FromContext(app)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	synthesized, err = stack.New(app, "Orderly-test", props)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	stack.Check(app)
+	template = assertions.Template_FromStack(synthesized.Stack, nil)
+	raw, _ := json.Marshal(template.ToJSON())
+	var doc struct{ Resources map[string]map[string]any }
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	resourcesOf = doc.Resources
+	code := m.Run()
+	jsii.Close()
+	os.Exit(code)
+}
+
+func ofType(typ string) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for id, r := range resourcesOf {
+		if r["Type"] == typ {
+			out[id] = r
+		}
+	}
+	return out
+}
+
+func props(r map[string]any) map[string]any {
+	p, _ := r["Properties"].(map[string]any)
+	return p
+}
+
+func TestResourceCounts(t *testing.T) {
+	want := map[string]int{
+		"AWS::Lambda::Function":             6, // submit, scheduler, supervisor, three agents
+		"AWS::Lambda::EventSourceMapping":   5, // stream + replies to the scheduler, one queue per agent
+		"AWS::IAM::Role":                    7, // one per function, plus API Gateway's logging role
+		"AWS::Logs::LogGroup":               7, // one per function, plus API access logs
+		"AWS::DynamoDB::Table":              2,
+		"AWS::SQS::Queue":                   10, // 4 queues, their 4 DLQs, stream and schedule failures
+		"AWS::SQS::QueuePolicy":             10, // TLS-only, one per queue
+		"AWS::SNS::Topic":                   1,
+		"AWS::KMS::Key":                     1,
+		"AWS::ApiGateway::RestApi":          1,
+		"AWS::ApiGateway::Method":           2,
+		"AWS::ApiGateway::RequestValidator": 1,
+		"AWS::ApiGateway::Model":            1,
+		"AWS::Events::Rule":                 1,
+		// 6 DLQs + 4 queue ages + 6 functions × (errors, throttles) + failed orders
+		"AWS::CloudWatch::Alarm": 6 + 4 + 12 + 1,
+	}
+	for typ, n := range want {
+		template.ResourceCountIs(jsii.String(typ), jsii.Number(n))
+	}
+	t.Logf("%d resources in all", len(resourcesOf))
+}
+
+// logicalName strips CDK's 8-character hash from a logical id.
+var hashSuffix = regexp.MustCompile(`[0-9A-F]{8}$`)
+
+func logicalName(id string) string { return hashSuffix.ReplaceAllString(id, "") }
+
+// describe renders an IAM resource reference readably: the logical name
+// of what it points at, "*" for everything.
+func describe(v any) string {
+	switch r := v.(type) {
+	case string:
+		return r
+	case map[string]any:
+		if ga, ok := r["Fn::GetAtt"].([]any); ok {
+			name := logicalName(ga[0].(string))
+			if ga[1] == "Arn" {
+				return name
+			}
+			return name + "." + ga[1].(string)
+		}
+		if ref, ok := r["Ref"].(string); ok {
+			return logicalName(ref)
+		}
+		if join, ok := r["Fn::Join"].([]any); ok {
+			var parts []string
+			for _, p := range join[1].([]any) {
+				parts = append(parts, describe(p))
+			}
+			return strings.Join(parts, join[0].(string))
+		}
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func list(v any) []any {
+	if l, ok := v.([]any); ok {
+		return l
+	}
+	return []any{v}
+}
+
+// grants returns, per role, every "action on resource" its policies allow.
+func grants(t *testing.T) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, p := range ofType("AWS::IAM::Policy") {
+		pp := props(p)
+		for _, role := range list(pp["Roles"]) {
+			name := describe(role)
+			for _, st := range list(pp["PolicyDocument"].(map[string]any)["Statement"]) {
+				s := st.(map[string]any)
+				if s["Effect"] != "Allow" {
+					t.Errorf("role %s has a %v statement; the stack only allows", name, s["Effect"])
+				}
+				for _, a := range list(s["Action"]) {
+					for _, r := range list(s["Resource"]) {
+						out[name] = append(out[name], fmt.Sprintf("%s on %s", a, describe(r)))
+					}
+				}
+			}
+		}
+	}
+	for _, g := range out {
+		sort.Strings(g)
+	}
+	return out
+}
+
+func golden(t *testing.T, name string, got any) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	data, err := json.MarshalIndent(got, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = append(data, '\n')
+	if *update {
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read %s (run go test ./infra/stack -update to create it): %v", path, err)
+	}
+	if string(want) != string(data) {
+		t.Errorf("%s differs from the synthesized stack; review the change, then run go test ./infra/stack -update\n got: %s", path, data)
+	}
+}
+
+func TestIAMMatchesAllowList(t *testing.T) {
+	golden(t, "iam-allowlist.json", grants(t))
+}
+
+func TestIAMIsLeastPrivilege(t *testing.T) {
+	forbidden := regexp.MustCompile(`^(dynamodb:(Scan|DeleteItem|BatchWriteItem|\*)|[a-z0-9]+:\*|\*) `)
+	for role, gs := range grants(t) {
+		for _, g := range gs {
+			if forbidden.MatchString(g) {
+				t.Errorf("role %s may %s", role, g)
+			}
+			// Wildcard resources only where the action has no resource-level
+			// permissions (the nag suppressions give the reasons).
+			if strings.HasSuffix(g, " on *") && !strings.HasPrefix(g, "xray:") && g != "dynamodb:ListStreams on *" {
+				t.Errorf("role %s has a wildcard resource: %s", role, g)
+			}
+			if strings.HasPrefix(role, "Agent") && strings.HasPrefix(g, "dynamodb:") {
+				t.Errorf("agent role %s may touch DynamoDB: %s", role, g)
+			}
+		}
+	}
+	for id, r := range ofType("AWS::IAM::Role") {
+		if mp := props(r)["ManagedPolicyArns"]; mp != nil && !strings.HasPrefix(id, "ApiCloudWatchRole") {
+			t.Errorf("role %s has managed policies %v; function roles must not", id, mp)
+		}
+	}
+}
+
+func TestQueuesHaveRedriveAndTLSOnly(t *testing.T) {
+	queues := ofType("AWS::SQS::Queue")
+	secured := map[string]bool{}
+	for _, p := range ofType("AWS::SQS::QueuePolicy") {
+		pp := props(p)
+		for _, st := range list(pp["PolicyDocument"].(map[string]any)["Statement"]) {
+			s := st.(map[string]any)
+			cond, _ := json.Marshal(s["Condition"])
+			if s["Effect"] == "Deny" && strings.Contains(string(cond), `"aws:SecureTransport":"false"`) {
+				for _, q := range list(pp["Queues"]) {
+					secured[describe(q)] = true
+				}
+			}
+		}
+	}
+	for id, q := range queues {
+		name := logicalName(id)
+		if !secured[name] {
+			t.Errorf("queue %s has no TLS-only policy", name)
+		}
+		if props(q)["SqsManagedSseEnabled"] != true {
+			t.Errorf("queue %s is not encrypted", name)
+		}
+		redrive, hasRedrive := props(q)["RedrivePolicy"].(map[string]any)
+		isDLQ := strings.HasSuffix(name, "DLQ") || strings.HasSuffix(name, "Failures")
+		switch {
+		case isDLQ && hasRedrive:
+			t.Errorf("dead-letter queue %s has a redrive policy", name)
+		case !isDLQ && !hasRedrive:
+			t.Errorf("queue %s has no redrive policy", name)
+		case !isDLQ && redrive["maxReceiveCount"] != float64(resources.MaxReceiveCount):
+			t.Errorf("queue %s redrives after %v receives, want %d", name, redrive["maxReceiveCount"], resources.MaxReceiveCount)
+		}
+	}
+}
+
+func TestVisibilityTimeoutCoversConsumer(t *testing.T) {
+	functions := ofType("AWS::Lambda::Function")
+	queues := ofType("AWS::SQS::Queue")
+	mappings := 0
+	for _, m := range ofType("AWS::Lambda::EventSourceMapping") {
+		mp := props(m)
+		src := describe(mp["EventSourceArn"])
+		q, ok := queues[findID(queues, src)]
+		if !ok {
+			continue // the stream mapping
+		}
+		mappings++
+		fn := functions[findID(functions, describe(mp["FunctionName"]))]
+		timeout := props(fn)["Timeout"].(float64)
+		visibility := props(q)["VisibilityTimeout"].(float64)
+		if visibility < resources.VisibilityFactor*timeout {
+			t.Errorf("queue %s: visibility %vs is under %d× its consumer's %vs timeout", src, visibility, resources.VisibilityFactor, timeout)
+		}
+		if fr, _ := json.Marshal(mp["FunctionResponseTypes"]); string(fr) != `["ReportBatchItemFailures"]` {
+			t.Errorf("mapping of %s does not report batch item failures: %s", src, fr)
+		}
+		if mp["ScalingConfig"] == nil {
+			t.Errorf("mapping of %s has no maximum concurrency", src)
+		}
+	}
+	if mappings != 4 {
+		t.Errorf("checked %d SQS mappings, want 4", mappings)
+	}
+}
+
+func findID(rs map[string]map[string]any, name string) string {
+	for id := range rs {
+		if logicalName(id) == name {
+			return id
+		}
+	}
+	return ""
+}
+
+func TestStreamMappingIsFilteredAndHasAFailureDestination(t *testing.T) {
+	template.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), map[string]any{
+		"EventSourceArn":             map[string]any{"Fn::GetAtt": assertions.Match_ArrayWith(&[]any{"StreamArn"})},
+		"FunctionResponseTypes":      []any{"ReportBatchItemFailures"},
+		"BisectBatchOnFunctionError": true,
+		"DestinationConfig":          map[string]any{"OnFailure": map[string]any{"Destination": assertions.Match_AnyValue()}},
+		"FilterCriteria": map[string]any{"Filters": []any{map[string]any{
+			"Pattern": assertions.Match_SerializedJson(map[string]any{
+				"eventName": []any{"INSERT", "MODIFY"},
+				"dynamodb": map[string]any{"NewImage": map[string]any{
+					"ProcessState": map[string]any{"S": []any{"Pending"}},
+					"LockedBy":     map[string]any{"S": []any{map[string]any{"exists": false}}},
+				}},
+			}),
+		}}},
+	})
+}
+
+func TestTablesAreRecoverableAndRetained(t *testing.T) {
+	tables := ofType("AWS::DynamoDB::Table")
+	for id, tbl := range tables {
+		p := props(tbl)
+		if tbl["DeletionPolicy"] != "Retain" || tbl["UpdateReplacePolicy"] != "Retain" {
+			t.Errorf("table %s is not retained", id)
+		}
+		pitr, _ := p["PointInTimeRecoverySpecification"].(map[string]any)
+		if pitr["PointInTimeRecoveryEnabled"] != true || p["BillingMode"] != "PAY_PER_REQUEST" {
+			t.Errorf("table %s: PITR %v, billing %v; want PITR on demand", id, pitr, p["BillingMode"])
+		}
+	}
+	template.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), map[string]any{
+		"TableName":           resources.New("dev", nil).State.Name,
+		"StreamSpecification": map[string]any{"StreamViewType": "NEW_AND_OLD_IMAGES"},
+		"GlobalSecondaryIndexes": []any{map[string]any{
+			"IndexName": resources.DueIndexName,
+			"KeySchema": []any{
+				map[string]any{"AttributeName": resources.AttrDueShard, "KeyType": "HASH"},
+				map[string]any{"AttributeName": resources.AttrCompleteBy, "KeyType": "RANGE"},
+			},
+			"Projection": map[string]any{"ProjectionType": "ALL"},
+		}},
+	})
+}
+
+func TestFunctionsAreConfigured(t *testing.T) {
+	for id, fn := range ofType("AWS::Lambda::Function") {
+		p := props(fn)
+		checks := []struct {
+			what string
+			got  any
+			want any
+		}{
+			{"runtime", p["Runtime"], "provided.al2023"},
+			{"architecture", p["Architectures"], []any{"arm64"}},
+			{"handler", p["Handler"], "bootstrap"},
+			{"tracing", p["TracingConfig"], map[string]any{"Mode": "Active"}},
+			{"log format", p["LoggingConfig"].(map[string]any)["LogFormat"], "JSON"},
+		}
+		for _, c := range checks {
+			if fmt.Sprint(c.got) != fmt.Sprint(c.want) {
+				t.Errorf("function %s: %s is %v, want %v", id, c.what, c.got, c.want)
+			}
+		}
+		if p["Timeout"] == nil || p["MemorySize"] == nil {
+			t.Errorf("function %s has no explicit timeout or memory", id)
+		}
+	}
+	for id, lg := range ofType("AWS::Logs::LogGroup") {
+		if props(lg)["RetentionInDays"] == nil {
+			t.Errorf("log group %s keeps logs forever", id)
+		}
+	}
+}
+
+func TestEveryAPIMethodIsAuthorizedAndValidated(t *testing.T) {
+	methods := ofType("AWS::ApiGateway::Method")
+	for id, m := range methods {
+		p := props(m)
+		if p["AuthorizationType"] != "AWS_IAM" {
+			t.Errorf("method %s: authorization %v, want AWS_IAM", id, p["AuthorizationType"])
+		}
+		if p["RequestValidatorId"] == nil {
+			t.Errorf("method %s has no request validator", id)
+		}
+	}
+	template.HasResourceProperties(jsii.String("AWS::ApiGateway::Method"), map[string]any{
+		"HttpMethod":    "POST",
+		"RequestModels": map[string]any{"application/json": assertions.Match_AnyValue()},
+	})
+	template.HasResourceProperties(jsii.String("AWS::ApiGateway::Method"), map[string]any{
+		"HttpMethod":        "GET",
+		"RequestParameters": map[string]any{"method.request.path.id": true},
+	})
+	template.HasResourceProperties(jsii.String("AWS::ApiGateway::Stage"), map[string]any{
+		"AccessLogSetting": map[string]any{"DestinationArn": assertions.Match_AnyValue()},
+		"TracingEnabled":   true,
+		"MethodSettings": assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectLike(&map[string]any{
+			"ThrottlingRateLimit": 50, "ThrottlingBurstLimit": 100,
+		})}),
+	})
+	template.HasResourceProperties(jsii.String("AWS::ApiGateway::Model"), map[string]any{
+		"Schema": assertions.Match_ObjectLike(&map[string]any{
+			"additionalProperties": false,
+			"required":             []any{"customerId", "lines"},
+		}),
+	})
+}
+
+func TestAlarmsNotifyOperators(t *testing.T) {
+	topic := findID(ofType("AWS::SNS::Topic"), "AlertTopic")
+	alarms := ofType("AWS::CloudWatch::Alarm")
+	var names []string
+	for id, a := range alarms {
+		p := props(a)
+		actions, _ := json.Marshal(p["AlarmActions"])
+		if !strings.Contains(string(actions), `"Ref":"`+topic+`"`) {
+			t.Errorf("alarm %s does not notify the alert topic: %s", id, actions)
+		}
+		names = append(names, logicalName(id))
+	}
+	for _, want := range []string{"OrdersFailed", "SchedulerErrors", "SupervisorThrottles", "AgentPaymentErrors",
+		"StreamFailuresNotEmpty", "ScheduleFailuresNotEmpty", "ResponseQueueDLQNotEmpty", "RequestQueueShippingOldestMessage"} {
+		if !slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, want) }) {
+			t.Errorf("no %s alarm among %v", want, names)
+		}
+	}
+	template.HasResourceProperties(jsii.String("AWS::SNS::Topic"), map[string]any{"KmsMasterKeyId": assertions.Match_AnyValue()})
+	template.HasResourceProperties(jsii.String("AWS::Events::Rule"), map[string]any{
+		"ScheduleExpression": "rate(1 minute)",
+		"Targets": []any{assertions.Match_ObjectLike(&map[string]any{
+			"RetryPolicy":      map[string]any{"MaximumRetryAttempts": 2, "MaximumEventAgeInSeconds": 300},
+			"DeadLetterConfig": map[string]any{"Arn": assertions.Match_AnyValue()},
+		})},
+	})
+}
+
+func TestNoUnsuppressedNagErrors(t *testing.T) {
+	errs := assertions.Annotations_FromStack(synthesized.Stack).FindError(jsii.String("*"),
+		assertions.Match_StringLikeRegexp(jsii.String("(AwsSolutions|Serverless)-.*")))
+	for _, e := range *errs {
+		t.Errorf("cdk-nag: %s: %v", *e.Id, e.Entry.Data)
+	}
+	golden(t, "nag-suppressions.json", synthesized.Suppressions())
+}
