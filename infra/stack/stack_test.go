@@ -36,7 +36,19 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "infra tests need the function binaries: run `make build` first")
 		os.Exit(1)
 	}
-	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{stack.CtxAssetsDir: filepath.Join("..", "..", "bin")}})
+	// The context (and so the feature flags) of cdk.json, so the tests see
+	// the template `cdk synth` makes.
+	var cdkJSON struct{ Context map[string]any }
+	raw, err := os.ReadFile(filepath.Join("..", "cdk.json"))
+	if err == nil {
+		err = json.Unmarshal(raw, &cdkJSON)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "read infra/cdk.json:", err)
+		os.Exit(1)
+	}
+	cdkJSON.Context[stack.CtxAssetsDir] = filepath.Join("..", "..", "bin")
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &cdkJSON.Context})
 	props, err := stack.FromContext(app)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -49,7 +61,7 @@ func TestMain(m *testing.M) {
 	}
 	stack.Check(app)
 	template = assertions.Template_FromStack(synthesized.Stack, nil)
-	raw, _ := json.Marshal(template.ToJSON())
+	raw, _ = json.Marshal(template.ToJSON())
 	var doc struct{ Resources map[string]map[string]any }
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		fmt.Fprintln(os.Stderr, err)
