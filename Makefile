@@ -6,12 +6,15 @@ SHELL := /bin/bash
 EMULATORS      := localstack/emulators.sh
 WITH_EMULATORS := bash localstack/with-emulators.sh
 FUNCTIONS      := submit scheduler agent supervisor
+# The jsii runtime behind the CDK's Go bindings still runs on Node 20 but
+# prints a banner about its end of life on every synthesis.
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 # Integration tests need the emulators; -p 2 matches the machine's cores.
 GOTEST         := go test -count=1 -p 2
 
 .PHONY: help
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
 
 .PHONY: tools
 tools: ## install the pinned emulators and Go modules (idempotent)
@@ -24,12 +27,13 @@ run: tools ## run orderly locally on the emulators: API on 127.0.0.1:8080
 	eval "$$(bash $(EMULATORS) env)" && go run ./cmd/orderly-local
 
 .PHONY: test
-test: tools lint ## all tests, unit and integration, against the emulators
+test: tools infra-tools lint build ## all tests: unit, integration against the emulators, the CDK stack and cfn-lint
 	$(WITH_EMULATORS) env ORDERLY_INTEGRATION=1 $(GOTEST) ./...
+	$(MAKE) --no-print-directory cfn-lint
 
 .PHONY: lint
 lint: ## gofmt and go vet
-	@unformatted="$$(gofmt -l .)"; if [[ -n "$$unformatted" ]]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+	@unformatted="$$(gofmt -l $$(go list -f '{{.Dir}}' ./...))"; if [[ -n "$$unformatted" ]]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	go vet ./...
 
 .PHONY: bench
@@ -54,4 +58,129 @@ stop: ## stop the emulators
 
 .PHONY: clean
 clean: ## remove build output and emulator state (not the installed tools)
-	rm -rf bin .local
+	rm -rf bin .local infra/cdk.out
+
+# ------------------------------------------------------------ infrastructure ---
+# The CDK app lives in infra/ (`go run .`). Its tools are pinned:
+# infra/package-lock.json (CDK CLI, cdklocal) and infra/requirements.txt +
+# constraints.txt (cfn-lint, installed into the emulators' venv).
+#
+# CONTEXT passes context overrides to every cdk command, e.g.
+#   make synth CONTEXT="-c stage=prod -c alarmEmail=ops@example.com"
+# STACKS picks the stacks to deploy or destroy (default: all of them).
+CONTEXT            ?=
+STACKS             ?= --all
+REQUIRE_APPROVAL   ?= broadening
+CDK                := ./node_modules/.bin/cdk
+CDKLOCAL           := ./node_modules/.bin/cdklocal
+TOOLS_VENV         := .tools/venv
+CFN_LINT           := $(TOOLS_VENV)/bin/cfn-lint
+# W3005 (DependsOn already implied by GetAtt): CDK itself adds DependsOn on
+# every Lambda's role and policy, so it is noise in a synthesized template.
+CFN_LINT_FLAGS     ?= --ignore-checks W3005
+INFRA_NPM_STAMP    := infra/node_modules/.orderly-infra.stamp
+CFN_LINT_STAMP     := $(TOOLS_VENV)/.orderly-cfnlint.stamp
+SHA256             := $(shell command -v sha256sum >/dev/null 2>&1 && echo sha256sum || echo 'shasum -a 256')
+# synth needs no AWS account: default the region only if none is set, and
+# never wait on the EC2 metadata service while looking for credentials.
+SYNTH_ENV          := AWS_REGION="$${AWS_REGION:-$${AWS_DEFAULT_REGION:-us-east-1}}" \
+                      CDK_DEFAULT_REGION="$${CDK_DEFAULT_REGION:-$${AWS_REGION:-$${AWS_DEFAULT_REGION:-us-east-1}}}" \
+                      AWS_EC2_METADATA_DISABLED="$${AWS_EC2_METADATA_DISABLED:-true}"
+# cdklocal points the CLI at LocalStack itself (test credentials, us-east-1).
+# Endpoint variables left over from `emulators.sh env` would point it at
+# moto instead, so drop them.
+LOCAL_ENV          := env -u AWS_ENDPOINT_URL -u AWS_ENDPOINT_URL_S3 \
+                      -u AWS_ENDPOINT_URL_DYNAMODB -u AWS_ENDPOINT_URL_DYNAMODB_STREAMS
+LOCALSTACK_COMPOSE := localstack/docker-compose.yml
+LOCALSTACK_HEALTH  := http://127.0.0.1:4566/_localstack/health
+LOCALSTACK_TIMEOUT ?= 180
+# `docker compose` (v2 plugin) or a standalone docker-compose v2+.
+COMPOSE             = $(shell if docker compose version >/dev/null 2>&1; then echo 'docker compose'; \
+                        elif command -v docker-compose >/dev/null 2>&1; then echo docker-compose; fi)
+NEED_DOCKER        := if ! docker info >/dev/null 2>&1; then \
+                        echo "error: this target needs a Docker engine (docker info failed). CI has none and tests the Docker-free emulator path instead (make test)." >&2; exit 1; fi
+
+.PHONY: infra-tools
+infra-tools: ## install the pinned CDK CLI, cdklocal and cfn-lint (idempotent)
+	@want="$$( { cat infra/package.json infra/package-lock.json; node --version; } | $(SHA256) | cut -d' ' -f1 )"; \
+	if [[ -x infra/$(CDK) && -x infra/$(CDKLOCAL) && "$$(cat $(INFRA_NPM_STAMP) 2>/dev/null)" == "$$want" ]]; then \
+		echo "[infra] CDK CLI and cdklocal up to date (infra/node_modules)"; \
+	else \
+		echo "[infra] installing the CDK CLI and cdklocal with npm ci (pinned by infra/package-lock.json)"; \
+		(cd infra && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) && \
+		printf '%s\n' "$$want" > $(INFRA_NPM_STAMP); \
+	fi
+	@# The CLI ships Go template files; a go.mod makes node_modules a module
+	@# of its own, which ./... patterns skip.
+	@if [[ ! -f infra/node_modules/go.mod ]]; then printf 'module ignored\n' > infra/node_modules/go.mod; \
+	fi
+	@bash $(EMULATORS) install
+	@want="$$( { cat infra/requirements.txt infra/constraints.txt localstack/constraints.txt; \
+		$(TOOLS_VENV)/bin/python -c 'import sys; print(sys.version)'; } | $(SHA256) | cut -d' ' -f1 )"; \
+	if [[ -x $(CFN_LINT) && "$$(cat $(CFN_LINT_STAMP) 2>/dev/null)" == "$$want" ]]; then \
+		echo "[infra] cfn-lint up to date ($(TOOLS_VENV))"; \
+	else \
+		echo "[infra] installing cfn-lint into $(TOOLS_VENV) (pinned by infra/requirements.txt + constraints.txt)"; \
+		$(TOOLS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+			-r infra/requirements.txt -c localstack/constraints.txt -c infra/constraints.txt || { \
+			echo "error: infra/constraints.txt and localstack/constraints.txt disagree; both are installed into $(TOOLS_VENV)" >&2; exit 1; }; \
+		$(TOOLS_VENV)/bin/python -m pip check --disable-pip-version-check && \
+		printf '%s\n' "$$want" > $(CFN_LINT_STAMP); \
+	fi
+
+.PHONY: synth
+synth: build infra-tools ## synthesize the CDK app into infra/cdk.out (no AWS account needed)
+	rm -rf infra/cdk.out
+	cd infra && $(SYNTH_ENV) $(CDK) synth --quiet $(CONTEXT)
+
+.PHONY: cfn-lint
+cfn-lint: synth ## lint the synthesized CloudFormation templates with cfn-lint
+	$(CFN_LINT) $(CFN_LINT_FLAGS) -- infra/cdk.out/*.template.json
+
+.PHONY: deploy
+deploy: build infra-tools ## deploy to the configured AWS account (asks before IAM/security changes)
+	cd infra && $(CDK) deploy $(STACKS) --require-approval $(REQUIRE_APPROVAL) $(CONTEXT)
+
+.PHONY: destroy
+destroy: build infra-tools ## delete the deployed stack (tables are retained)
+	cd infra && $(CDK) destroy $(STACKS) --force $(CONTEXT)
+
+.PHONY: docker-check
+docker-check:
+	@$(NEED_DOCKER)
+
+.PHONY: localstack-up
+localstack-up: docker-check ## start LocalStack in Docker and wait until it is healthy
+	@compose='$(COMPOSE)'; \
+	if [[ -z "$$compose" ]]; then echo "error: needs Docker Compose v2 ('docker compose' or docker-compose)" >&2; exit 1; fi; \
+	$$compose -f $(LOCALSTACK_COMPOSE) up -d || exit 1; \
+	echo "[localstack] waiting for $(LOCALSTACK_HEALTH) (up to $(LOCALSTACK_TIMEOUT)s)"; \
+	deadline=$$(( $$(date +%s) + $(LOCALSTACK_TIMEOUT) )); \
+	until curl -fsS -o /dev/null -m 2 $(LOCALSTACK_HEALTH) 2>/dev/null; do \
+		if (( $$(date +%s) >= deadline )); then \
+			echo "error: LocalStack did not answer $(LOCALSTACK_HEALTH) within $(LOCALSTACK_TIMEOUT)s; its last log lines:" >&2; \
+			$$compose -f $(LOCALSTACK_COMPOSE) logs --tail 40 >&2; exit 1; \
+		fi; \
+		sleep 2; \
+	done; \
+	echo "[localstack] up on 127.0.0.1:4566"
+
+.PHONY: localstack-down
+localstack-down: docker-check ## stop LocalStack (its state is not persisted)
+	@compose='$(COMPOSE)'; \
+	if [[ -z "$$compose" ]]; then echo "error: needs Docker Compose v2 ('docker compose' or docker-compose)" >&2; exit 1; fi; \
+	$$compose -f $(LOCALSTACK_COMPOSE) down --remove-orphans
+
+.PHONY: deploy-local
+deploy-local: docker-check build infra-tools localstack-up ## deploy the stack to LocalStack in Docker (needs a Docker engine)
+	cd infra && $(LOCAL_ENV) $(CDKLOCAL) bootstrap $(CONTEXT)
+	cd infra && $(LOCAL_ENV) $(CDKLOCAL) deploy $(STACKS) --require-approval never $(CONTEXT)
+
+.PHONY: destroy-local
+destroy-local: docker-check build infra-tools ## delete the stack from LocalStack, then stop LocalStack
+	@if curl -fsS -o /dev/null -m 2 $(LOCALSTACK_HEALTH) 2>/dev/null; then \
+		cd infra && $(LOCAL_ENV) $(CDKLOCAL) destroy $(STACKS) --force $(CONTEXT); \
+	else \
+		echo "[localstack] not running: nothing to destroy"; \
+	fi
+	@$(MAKE) --no-print-directory localstack-down

@@ -21,11 +21,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "orderly infra:", err)
 		os.Exit(1)
 	}
-	// Account and region come from the CLI's environment at deploy time;
-	// synth needs neither, so it runs without credentials.
-	props.Env = &awscdk.Environment{
-		Account: jsii.String(os.Getenv("CDK_DEFAULT_ACCOUNT")),
-		Region:  jsii.String(os.Getenv("CDK_DEFAULT_REGION")),
+	// With credentials, the CLI names the account and region and the stack
+	// is bound to them; without, the stack stays environment-agnostic, so
+	// synth runs on a machine with no AWS account at all.
+	if account, region := os.Getenv("CDK_DEFAULT_ACCOUNT"), os.Getenv("CDK_DEFAULT_REGION"); account != "" && region != "" {
+		props.Env = &awscdk.Environment{Account: jsii.String(account), Region: jsii.String(region)}
 	}
 	if _, err := stack.New(app, "Orderly-"+props.Stage, props); err != nil {
 		fmt.Fprintln(os.Stderr, "orderly infra:", err)

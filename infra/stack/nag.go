@@ -26,7 +26,7 @@ const (
 	whyXRay = "X-Ray's PutTraceSegments and PutTelemetryRecords support no resource-level permissions; " +
 		"CDK adds them for active tracing"
 	whyXRayAndStreams = whyXRay + "; dynamodb:ListStreams, added for the stream event source, has none either"
-	whySyncInvoked = "invoked synchronously (API Gateway or an event source mapping), so a Lambda DLQ for asynchronous " +
+	whySyncInvoked    = "invoked synchronously (API Gateway or an event source mapping), so a Lambda DLQ for asynchronous " +
 		"invocations would never receive anything; failures stay in the source queue's DLQ or the stream-failures queue"
 	whySQSMapping = "SQS event source mappings take no on-failure destination; the queue's redrive policy " +
 		"moves a failing message to its dead-letter queue after 5 receives"
