@@ -28,8 +28,8 @@ run: tools ## run orderly locally on the emulators: API on 127.0.0.1:8080
 
 .PHONY: test
 test: tools infra-tools lint build ## all tests: unit, integration against the emulators, the CDK stack and cfn-lint
-	$(WITH_EMULATORS) env ORDERLY_INTEGRATION=1 $(GOTEST) ./...
 	$(MAKE) --no-print-directory cfn-lint
+	$(WITH_EMULATORS) env ORDERLY_INTEGRATION=1 $(GOTEST) ./...
 
 .PHONY: lint
 lint: ## gofmt and go vet

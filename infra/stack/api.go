@@ -55,6 +55,14 @@ func newAPI(s *Stack) awsapigateway.RestApi {
 		Schema:      OrderSchema(),
 	})
 
+	// A body the model rejects gets the same error shape the function uses,
+	// with API Gateway's account of what is wrong.
+	api.AddGatewayResponse(jsii.String("BadRequestBody"), &awsapigateway.GatewayResponseOptions{
+		Type: awsapigateway.ResponseType_BAD_REQUEST_BODY(),
+		Templates: &map[string]*string{"application/json": jsii.String(
+			`{"error":"invalid_request","message":"$util.escapeJavaScript($context.error.validationErrorString)"}`)},
+	})
+
 	integration := awsapigateway.NewLambdaIntegration(s.fns.submit, nil)
 	orders := api.Root().AddResource(jsii.String("orders"), nil)
 	orders.AddMethod(jsii.String("POST"), integration, &awsapigateway.MethodOptions{

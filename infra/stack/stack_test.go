@@ -103,6 +103,7 @@ func TestResourceCounts(t *testing.T) {
 		"AWS::ApiGateway::Method":           2,
 		"AWS::ApiGateway::RequestValidator": 1,
 		"AWS::ApiGateway::Model":            1,
+		"AWS::ApiGateway::GatewayResponse":  1,
 		"AWS::Events::Rule":                 1,
 		// 6 DLQs + 4 queue ages + 6 functions × (errors, throttles) + failed orders
 		"AWS::CloudWatch::Alarm": 6 + 4 + 12 + 1,
@@ -405,6 +406,10 @@ func TestEveryAPIMethodIsAuthorizedAndValidated(t *testing.T) {
 		"MethodSettings": assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectLike(&map[string]any{
 			"ThrottlingRateLimit": 50, "ThrottlingBurstLimit": 100,
 		})}),
+	})
+	template.HasResourceProperties(jsii.String("AWS::ApiGateway::GatewayResponse"), map[string]any{
+		"ResponseType":      "BAD_REQUEST_BODY",
+		"ResponseTemplates": map[string]any{"application/json": assertions.Match_StringLikeRegexp(jsii.String("invalid_request"))},
 	})
 	template.HasResourceProperties(jsii.String("AWS::ApiGateway::Model"), map[string]any{
 		"Schema": assertions.Match_ObjectLike(&map[string]any{
