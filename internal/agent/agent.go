@@ -22,6 +22,7 @@ import (
 	"orderly/internal/metrics"
 	"orderly/internal/order"
 	"orderly/internal/remote"
+	"orderly/internal/sqs"
 )
 
 // Caller calls the remote service.
@@ -120,8 +121,7 @@ func (s *Service) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 func (s *Service) handleMessage(ctx context.Context, msg events.SQSMessage) error {
 	req, err := decodeRequest(msg.Body)
 	if err != nil {
-		s.log.ErrorContext(ctx, "malformed request", "message_id", msg.MessageId,
-			"receive_count", msg.Attributes["ApproximateReceiveCount"], "body", excerpt(msg.Body), "error", err)
+		s.log.ErrorContext(ctx, "malformed request", append(sqs.Describe(msg), "error", err)...)
 		s.metrics.Count(metrics.PoisonMessages, 1, "source", s.name, "message_id", msg.MessageId)
 		return err
 	}
@@ -213,12 +213,4 @@ func decodeRequest(body string) (order.StepRequest, error) {
 		return req, errors.New("request has no idempotencyKey")
 	}
 	return req, nil
-}
-
-func excerpt(s string) string {
-	const limit = 512
-	if len(s) <= limit {
-		return s
-	}
-	return s[:limit] + "..."
 }

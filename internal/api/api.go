@@ -108,8 +108,8 @@ func (s *Service) submit(ctx context.Context, req events.APIGatewayProxyRequest)
 		}
 		body = decoded
 	}
-	key := header(req, "Idempotency-Key")
-	if _, present := lookupHeader(req, "Idempotency-Key"); present {
+	key, present := lookupHeader(req, "Idempotency-Key")
+	if present {
 		if err := order.ValidateIdempotencyKey(key); err != nil {
 			return events.APIGatewayProxyResponse{}, err
 		}

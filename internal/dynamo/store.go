@@ -5,9 +5,11 @@
 package dynamo
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -129,36 +131,41 @@ func (s *Store) Steps(ctx context.Context, orderID string) ([]order.StepState, e
 	if err != nil {
 		return nil, fmt.Errorf("build steps query: %w", err)
 	}
-	pages := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
+	steps, err := s.queryStates(ctx, &dynamodb.QueryInput{
 		TableName: aws.String(s.stateTable), ConsistentRead: aws.Bool(true),
 		KeyConditionExpression:    kc.KeyCondition(),
 		ExpressionAttributeNames:  kc.Names(),
 		ExpressionAttributeValues: kc.Values(),
-	})
+	}, 0)
+	if err != nil {
+		return nil, fmt.Errorf("steps of order %s: %w", orderID, err)
+	}
+	slices.SortFunc(steps, func(a, b order.StepState) int { return cmp.Compare(a.Index, b.Index) })
+	return steps, nil
+}
+
+// queryStates runs a state-table query page by page and decodes the
+// items; limit > 0 stops after that many.
+func (s *Store) queryStates(ctx context.Context, in *dynamodb.QueryInput, limit int) ([]order.StepState, error) {
+	pages := dynamodb.NewQueryPaginator(s.client, in)
 	var steps []order.StepState
-	for pages.HasMorePages() {
+	for pages.HasMorePages() && (limit <= 0 || len(steps) < limit) {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("query steps of order %s: %w", orderID, err)
+			return nil, fmt.Errorf("query: %w", err)
 		}
 		var recs []stateRecord
 		if err := attributevalue.UnmarshalListOfMaps(page.Items, &recs); err != nil {
-			return nil, fmt.Errorf("unmarshal steps of order %s: %w", orderID, err)
+			return nil, fmt.Errorf("unmarshal: %w", err)
 		}
 		for _, r := range recs {
 			steps = append(steps, r.step())
 		}
 	}
-	sortByIndex(steps)
-	return steps, nil
-}
-
-func sortByIndex(steps []order.StepState) {
-	for i := 1; i < len(steps); i++ {
-		for j := i; j > 0 && steps[j].Index < steps[j-1].Index; j-- {
-			steps[j], steps[j-1] = steps[j-1], steps[j]
-		}
+	if limit > 0 && len(steps) > limit {
+		steps = steps[:limit]
 	}
+	return steps, nil
 }
 
 // ClaimStep is the Scheduler's exclusive claim: one conditional UpdateItem

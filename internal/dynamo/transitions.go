@@ -174,29 +174,18 @@ func (s *Store) DueSteps(ctx context.Context, shard int, now time.Time, limit in
 	if err != nil {
 		return nil, fmt.Errorf("build due query: %w", err)
 	}
-	pages := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
+	steps, err := s.queryStates(ctx, &dynamodb.QueryInput{
 		TableName:                 aws.String(s.stateTable),
 		IndexName:                 aws.String(dueIndexName),
 		KeyConditionExpression:    expr.KeyCondition(),
 		ExpressionAttributeNames:  expr.Names(),
 		ExpressionAttributeValues: expr.Values(),
 		Limit:                     aws.Int32(int32(min(limit, 1000))),
-	})
-	var steps []order.StepState
-	for pages.HasMorePages() && len(steps) < limit {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("query due shard %d: %w", shard, err)
-		}
-		var recs []stateRecord
-		if err := attributevalue.UnmarshalListOfMaps(page.Items, &recs); err != nil {
-			return nil, fmt.Errorf("unmarshal due shard %d: %w", shard, err)
-		}
-		for _, r := range recs {
-			steps = append(steps, r.step())
-		}
+	}, limit)
+	if err != nil {
+		return nil, fmt.Errorf("due shard %d: %w", shard, err)
 	}
-	return steps[:min(len(steps), limit)], nil
+	return steps, nil
 }
 
 // GetStep returns one step's current state (strongly consistent).

@@ -80,18 +80,16 @@ type SQSHandler = func(context.Context, events.SQSEvent) (events.SQSEventRespons
 
 // Engine is a running orderly.
 type Engine struct {
-	cfg      Config
-	aws      aws.Config
-	Stack    provision.Stack
-	Store    *dynamo.Store
-	API      *api.Service
-	apiLn    net.Listener
-	simLn    net.Listener
-	Sim      *simulator.Server
-	remote   string
-	clients  provision.Clients
-	streams  *dynamodbstreams.Client
-	stopOnce sync.Once
+	cfg     Config
+	Stack   provision.Stack
+	Store   *dynamo.Store
+	API     *api.Service
+	apiLn   net.Listener
+	simLn   net.Listener
+	Sim     *simulator.Server
+	remote  string
+	clients provision.Clients
+	streams *dynamodbstreams.Client
 }
 
 // New provisions the resources and builds the engine without starting it.
@@ -105,7 +103,7 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 	if err := cfg.Timing.Validate(); err != nil {
 		return nil, fmt.Errorf("engine timing: %w", err)
 	}
-	e := &Engine{cfg: cfg, aws: awsCfg, clients: provision.Clients{
+	e := &Engine{cfg: cfg, clients: provision.Clients{
 		DynamoDB: dynamodb.NewFromConfig(awsCfg),
 		SQS:      awssqs.NewFromConfig(awsCfg),
 		SNS:      awssns.NewFromConfig(awsCfg),

@@ -19,6 +19,7 @@ import (
 	"orderly/internal/dynamo"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
+	"orderly/internal/sqs"
 )
 
 // Store is what the Scheduler needs of the state store.
@@ -190,8 +191,7 @@ func (s *Service) HandleReplies(ctx context.Context, ev events.SQSEvent) (events
 func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 	rep, err := decodeReply(msg.Body, s.workflow)
 	if err != nil {
-		s.log.ErrorContext(ctx, "malformed reply", "message_id", msg.MessageId,
-			"receive_count", msg.Attributes["ApproximateReceiveCount"], "body", excerpt(msg.Body), "error", err)
+		s.log.ErrorContext(ctx, "malformed reply", append(sqs.Describe(msg), "error", err)...)
 		s.metrics.Count(metrics.PoisonMessages, 1, "source", "responses", "message_id", msg.MessageId)
 		return err
 	}
@@ -265,13 +265,4 @@ func decodeReply(body string, w order.Workflow) (order.StepReply, error) {
 		return rep, fmt.Errorf("reply names unknown step %q", rep.Step)
 	}
 	return rep, nil
-}
-
-// excerpt keeps log records of poison messages short.
-func excerpt(s string) string {
-	const limit = 512
-	if len(s) <= limit {
-		return s
-	}
-	return s[:limit] + "..."
 }

@@ -10,12 +10,25 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"orderly/internal/order"
 )
+
+// Describe returns the log attributes that identify a message an SQS
+// handler received: its id, how often it was delivered, and the start of
+// its body, so a poison message can be found without logging it whole.
+func Describe(msg events.SQSMessage) []any {
+	const limit = 512
+	body := msg.Body
+	if len(body) > limit {
+		body = body[:limit] + "..."
+	}
+	return []any{"message_id", msg.MessageId, "receive_count", msg.Attributes["ApproximateReceiveCount"], "body", body}
+}
 
 // Client is the part of the SQS API this package uses.
 type Client interface {
