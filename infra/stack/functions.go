@@ -61,7 +61,7 @@ func newFunctions(s *Stack) *functions {
 	}
 
 	// Submission: writes orders and their steps, reads them back.
-	f.submit = f.lambda(s, "Submit", "submit", resources.SubmitTimeout, 256, merge(tables, timing))
+	f.submit = f.lambda(s, "Submit", "submit", resources.SubmitTimeout, resources.SubmitMemoryMB, merge(tables, timing))
 	allow(f.submit, d.orders.TableArn(), "dynamodb:PutItem", "dynamodb:GetItem")
 	allow(f.submit, d.state.TableArn(), "dynamodb:PutItem", "dynamodb:Query")
 
@@ -70,7 +70,7 @@ func newFunctions(s *Stack) *functions {
 	for _, agent := range s.agents() {
 		env[resources.EnvRequestQueueURL(agent)] = m.requests[agent].QueueUrl()
 	}
-	f.scheduler = f.lambda(s, "Scheduler", "scheduler", resources.SchedulerTimeout, 256, env)
+	f.scheduler = f.lambda(s, "Scheduler", "scheduler", resources.SchedulerTimeout, resources.SchedulerMemoryMB, env)
 	allow(f.scheduler, d.orders.TableArn(), "dynamodb:GetItem", "dynamodb:UpdateItem")
 	allow(f.scheduler, d.state.TableArn(), "dynamodb:GetItem", "dynamodb:UpdateItem")
 	for _, agent := range s.agents() {
@@ -104,7 +104,7 @@ func newFunctions(s *Stack) *functions {
 
 	// Agents: no DynamoDB at all; their queue in, the response queue out.
 	for _, agent := range s.agents() {
-		fn := f.lambdaFrom(s, "Agent"+title(agent), agent+"-agent", "agent", resources.AgentTimeout, 256, map[string]*string{
+		fn := f.lambdaFrom(s, "Agent"+title(agent), agent+"-agent", "agent", resources.AgentTimeout, resources.AgentMemoryMB, map[string]*string{
 			"AGENT_NAME":                  jsii.String(agent),
 			"REMOTE_URL":                  jsii.String(s.props.RemoteURL),
 			resources.EnvResponseQueueURL: m.responses.QueueUrl(),
@@ -121,7 +121,7 @@ func newFunctions(s *Stack) *functions {
 	// Supervisor: queries the due index, recovers with conditional writes.
 	// EventBridge invokes it asynchronously: a run that still fails after
 	// Lambda's own retries lands in the schedule-failures queue, which alarms.
-	f.supervisor = f.lambda(s, "Supervisor", "supervisor", resources.SupervisorTimeout, 256,
+	f.supervisor = f.lambda(s, "Supervisor", "supervisor", resources.SupervisorTimeout, resources.SupervisorMemoryMB,
 		merge(tables, timing, map[string]*string{resources.EnvAlertTopicARN: m.topic.TopicArn()}),
 		func(p *awslambda.FunctionProps) { p.DeadLetterQueue = m.scheduleFailures })
 	allow(f.supervisor, jsii.String(*d.state.TableArn()+"/index/"+resources.DueIndexName), "dynamodb:Query")

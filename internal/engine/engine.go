@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	awssns "github.com/aws/aws-sdk-go-v2/service/sns"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/middleware"
 
 	"orderly/internal/agent"
 	"orderly/internal/alerting"
@@ -73,6 +75,10 @@ type Config struct {
 	Log       *slog.Logger
 	// Metrics receives EMF lines; nil discards them.
 	Metrics *os.File
+	// APIOptions adds SDK middleware to the clients the functions use
+	// (not provisioning's, nor the local event sources'); the cost meter
+	// counts requests this way.
+	APIOptions []func(*middleware.Stack) error
 }
 
 // SQSHandler is the signature of an SQS-triggered function.
@@ -88,7 +94,8 @@ type Engine struct {
 	simLn   net.Listener
 	Sim     *simulator.Server
 	remote  string
-	clients provision.Clients
+	clients provision.Clients // provisioning and the local event sources
+	fns     provision.Clients // the functions
 	streams *dynamodbstreams.Client
 }
 
@@ -108,6 +115,13 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 		SQS:      awssqs.NewFromConfig(awsCfg),
 		SNS:      awssns.NewFromConfig(awsCfg),
 	}, streams: dynamodbstreams.NewFromConfig(awsCfg)}
+	fnCfg := awsCfg.Copy()
+	fnCfg.APIOptions = append(slices.Clone(fnCfg.APIOptions), cfg.APIOptions...)
+	e.fns = provision.Clients{
+		DynamoDB: dynamodb.NewFromConfig(fnCfg),
+		SQS:      awssqs.NewFromConfig(fnCfg),
+		SNS:      awssns.NewFromConfig(fnCfg),
+	}
 
 	workflow := order.OrderWorkflow(cfg.Timing)
 	catalog := resources.New(cfg.Stage, workflow.Agents())
@@ -123,7 +137,7 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("provision stage %s: %w", cfg.Stage, err)
 	}
 	e.Stack = stack
-	e.Store = dynamo.NewStore(e.clients.DynamoDB, catalog.Orders.Name, catalog.State.Name)
+	e.Store = dynamo.NewStore(e.fns.DynamoDB, catalog.Orders.Name, catalog.State.Name)
 	e.API = api.NewService(e.Store, workflow, time.Now, cfg.Log.With("service", "submit"), e.metrics("submit"))
 
 	if e.apiLn, err = net.Listen("tcp", cfg.APIAddr); err != nil {
@@ -171,7 +185,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		components = append(components, component{name, run})
 	}
 	workflow := order.OrderWorkflow(e.cfg.Timing)
-	alerter := sns.NewAlerter(e.clients.SNS, e.Stack.AlertTopicARN)
+	alerter := sns.NewAlerter(e.fns.SNS, e.Stack.AlertTopicARN)
 	notifier := alerting.NewNotifier(alerter, e.Store, time.Now)
 
 	// API Gateway in front of the submission function.
@@ -190,7 +204,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 
 	// Schedulers: each consumes the state stream and the response queue.
-	requests := sqs.NewRequests(e.clients.SQS, e.Stack.RequestQueueURLs())
+	requests := sqs.NewRequests(e.fns.SQS, e.Stack.RequestQueueURLs())
 	for i := range e.cfg.Schedulers {
 		id := fmt.Sprintf("scheduler-local-%d-%s", i, rand.Text()[:6])
 		sched := scheduler.New(scheduler.Config{
@@ -215,7 +229,7 @@ func (e *Engine) Run(ctx context.Context) error {
 
 	// Agents: one per request queue, calling the remote services.
 	caller := remote.NewClient(e.remote, &http.Client{})
-	replier := sqs.NewReplies(e.clients.SQS, e.Stack.ResponseQueue.URL)
+	replier := sqs.NewReplies(e.fns.SQS, e.Stack.ResponseQueue.URL)
 	for name, q := range e.Stack.RequestQueues {
 		ag := agent.New(agent.Config{
 			Name: name, Remote: caller, Replies: replier, Backoff: e.cfg.AgentBackoff,

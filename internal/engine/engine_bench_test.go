@@ -15,18 +15,21 @@ import (
 	"orderly/internal/order"
 )
 
-// ordersInFlight is how many orders BenchmarkOrderEndToEnd keeps in the
-// system at once.
-const ordersInFlight = 8
-
 // BenchmarkOrderEndToEnd measures orders from POST /orders to Processed
 // through every actor of one running engine: API, stream, Schedulers,
 // request queues, agents calling the simulator, response queue. ns/op is
-// wall time per order with ordersInFlight in flight. Latency is measured
+// wall time per order with the sub-benchmark's number of orders in flight:
+// one alone shows the critical path, eight show it under contention. Latency is measured
 // from just before the POST to the order item's UpdatedAt, which the
 // Scheduler sets in the same transaction that makes the order Processed,
 // so the polling interval does not blur it.
 func BenchmarkOrderEndToEnd(b *testing.B) {
+	for _, inFlight := range []int{1, 8} {
+		b.Run(fmt.Sprintf("in-flight-%d", inFlight), func(b *testing.B) { benchmarkOrders(b, inFlight) })
+	}
+}
+
+func benchmarkOrders(b *testing.B, ordersInFlight int) {
 	// The default timing: with several orders in flight on a loaded
 	// emulator, fast's one-second allowance would turn slowness into
 	// timeouts and retries and measure those instead.

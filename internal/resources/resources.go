@@ -33,11 +33,31 @@ type Key struct {
 	Type AttrType
 }
 
-// Index is a global secondary index projecting all attributes.
+// Projection is what a global secondary index copies from its table.
+type Projection string
+
+// Projections. KEYS_ONLY is cheapest: a write that changes no index key
+// writes nothing to the index.
+const (
+	ProjectAll      Projection = "ALL"
+	ProjectKeysOnly Projection = "KEYS_ONLY"
+)
+
+// Index is a global secondary index.
 type Index struct {
 	Name         string
 	PartitionKey Key
 	SortKey      Key
+	Projection   Projection
+}
+
+// StreamFilter selects the table changes that invoke the Scheduler: a
+// change whose new image has every Equals attribute at its string value and
+// none of the Absent attributes. The CDK stack turns it into the event
+// source mapping's filter; the local stream poller applies it the same way.
+type StreamFilter struct {
+	Equals map[string]string
+	Absent []string
 }
 
 // Table describes a DynamoDB table.
@@ -48,6 +68,8 @@ type Table struct {
 	Indexes      []Index
 	// Stream is true when the table streams new and old images.
 	Stream bool
+	// StreamFilter selects the changes that invoke the Scheduler.
+	StreamFilter StreamFilter
 }
 
 // Queue describes an SQS queue and its dead-letter queue.
@@ -72,6 +94,15 @@ const (
 	SchedulerTimeout  = 30 * time.Second
 	SupervisorTimeout = 60 * time.Second
 	AgentTimeout      = 150 * time.Second
+)
+
+// Function memory sizes in MB. Every function spends most of its time
+// waiting on the network, so the smallest size that starts quickly fits.
+const (
+	SubmitMemoryMB     = 256
+	SchedulerMemoryMB  = 256
+	AgentMemoryMB      = 256
+	SupervisorMemoryMB = 256
 )
 
 // Queue settings. AWS advises a visibility timeout of at least six times
@@ -129,8 +160,13 @@ func New(stage string, agents []string) Catalog {
 				Name:         DueIndexName,
 				PartitionKey: Key{AttrDueShard, String},
 				SortKey:      Key{AttrCompleteBy, Number},
+				Projection:   ProjectAll,
 			}},
 			Stream: true,
+			StreamFilter: StreamFilter{
+				Equals: map[string]string{"ProcessState": "Pending"},
+				Absent: []string{"LockedBy"},
+			},
 		},
 		RequestQueues: map[string]Queue{},
 		ResponseQueue: queue("responses", SchedulerTimeout),
@@ -156,4 +192,15 @@ const (
 // URL, e.g. REQUEST_QUEUE_URL_PAYMENT.
 func EnvRequestQueueURL(agent string) string {
 	return "REQUEST_QUEUE_URL_" + strings.ToUpper(agent)
+}
+
+// Tables lists the catalog's tables.
+func (c Catalog) Tables() []Table { return []Table{c.Orders, c.State} }
+
+// KeyNames lists the table's primary key attributes.
+func (t Table) KeyNames() []string {
+	if t.SortKey == nil {
+		return []string{t.PartitionKey.Name}
+	}
+	return []string{t.PartitionKey.Name, t.SortKey.Name}
 }

@@ -1,0 +1,49 @@
+// Command orderly-cost is `make cost`: it runs the engine on the emulators
+// with every AWS request of its functions metered, over the happy path and
+// each failure path, and prints the cost per order and per million orders
+// next to Step Functions, ending with one summary line for scripts.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+
+	"orderly/internal/cost"
+	"orderly/internal/order"
+)
+
+func main() {
+	orders := flag.Int("orders", 100, "orders per scenario")
+	concurrency := flag.Int("concurrency", 10, "orders in flight at once")
+	prices := flag.String("prices", "cost/prices.json", "price table file")
+	httpAPI := flag.Bool("http-api", false, "price the API as an HTTP API instead of REST")
+	flag.Parse()
+	if err := run(*orders, *concurrency, *prices, *httpAPI); err != nil {
+		fmt.Fprintln(os.Stderr, "orderly-cost:", err)
+		os.Exit(1)
+	}
+}
+
+func run(orders, concurrency int, pricesPath string, httpAPI bool) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	p, err := cost.LoadPrices(pricesPath)
+	if err != nil {
+		return err
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return fmt.Errorf("AWS configuration: %w", err)
+	}
+	results, err := cost.Run(ctx, awsCfg, cost.Options{Stage: "cost", Orders: orders, Concurrency: concurrency})
+	if err != nil {
+		return err
+	}
+	steps := len(order.OrderWorkflow(order.DefaultTiming).Steps)
+	return cost.Report(os.Stdout, results, p, steps, httpAPI)
+}

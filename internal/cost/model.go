@@ -1,0 +1,231 @@
+package cost
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+)
+
+// Prices is the price table file: dollars per million units, its date and
+// its source, and the assumptions the model cannot measure locally.
+type Prices struct {
+	Date              string `json:"date"`
+	Region            string `json:"region"`
+	Source            string `json:"source"`
+	DollarsPerMillion struct {
+		DynamoDBWrites           float64 `json:"dynamodbWriteRequestUnits"`
+		DynamoDBReads            float64 `json:"dynamodbReadRequestUnits"`
+		LambdaRequests           float64 `json:"lambdaRequests"`
+		LambdaGBSeconds          float64 `json:"lambdaArmGBSeconds"`
+		SQSRequests              float64 `json:"sqsRequests"`
+		RESTRequests             float64 `json:"apiGatewayRestRequests"`
+		HTTPRequests             float64 `json:"apiGatewayHttpRequests"`
+		SNSPublishes             float64 `json:"snsPublishes"`
+		StandardTransitions      float64 `json:"stepFunctionsStandardTransitions"`
+		ExpressRequests          float64 `json:"stepFunctionsExpressRequests"`
+		ExpressGBSeconds         float64 `json:"stepFunctionsExpressGBSeconds"`
+		XRayTraces               float64 `json:"xrayTracesRecorded"`
+	} `json:"dollarsPerMillion"`
+	DollarsPerGB struct {
+		LogsIngested float64 `json:"cloudwatchLogsIngested"`
+	} `json:"dollarsPerGB"`
+	Assumptions Assumptions `json:"assumptions"`
+}
+
+// Assumptions are the stated inputs the emulators cannot measure.
+type Assumptions struct {
+	Note string `json:"note"`
+	// RemoteCallMillis is a remote service's latency; agents (and Step
+	// Functions' task functions) are billed while they wait for it.
+	RemoteCallMillis float64 `json:"remoteCallMillis"`
+	// HandlerMillis is each function's own time per message.
+	HandlerMillis map[string]float64 `json:"handlerMillis"`
+	// ParallelBatchFactor is how much longer a full batch, worked in
+	// parallel, runs than one message.
+	ParallelBatchFactor               float64 `json:"parallelBatchFactor"`
+	PlatformLogBytesPerInvocation     float64 `json:"lambdaPlatformLogBytesPerInvocation"`
+	XRaySampledFraction               float64 `json:"xraySampledFraction"`
+	StandardTransitionsPerOrder       float64 `json:"stepFunctionsStandardTransitionsPerOrder"`
+	ExpressMemoryMB                   float64 `json:"stepFunctionsExpressMemoryMB"`
+}
+
+// LoadPrices reads a price table file.
+func LoadPrices(path string) (Prices, error) {
+	var p Prices
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return p, fmt.Errorf("read price table: %w", err)
+	}
+	if err := json.Unmarshal(data, &p); err != nil {
+		return p, fmt.Errorf("parse price table %s: %w", path, err)
+	}
+	if p.Date == "" || p.Source == "" {
+		return p, fmt.Errorf("price table %s: needs a date and a source", path)
+	}
+	return p, nil
+}
+
+// Load is how full Lambda's batches are: at low load every message is an
+// invocation of its own, at high load batches are full.
+type Load struct {
+	Name        string
+	SQSBatch    float64
+	StreamBatch float64
+}
+
+// The two loads every estimate is made at.
+var (
+	LowLoad  = Load{Name: "one message per batch", SQSBatch: 1, StreamBatch: 1}
+	HighLoad = Load{Name: "high load", SQSBatch: 10, StreamBatch: 100}
+)
+
+// PerOrder is measured usage divided by the number of orders.
+type PerOrder struct {
+	Orders      int
+	APIRequests float64
+	Calls       map[Op]float64
+	TableWrites float64
+	IndexWrites float64
+	Reads       float64
+	// Messages by destination, and stream records Lambda delivers.
+	RequestMessages   float64
+	ReplyMessages     float64
+	StreamInvocations float64
+	// LogBytes is what the functions logged, measured.
+	LogBytes float64
+}
+
+// Divide turns usage over orders into per-order figures.
+func Divide(u Usage, orders, apiRequests int, logBytes int64) PerOrder {
+	n := float64(max(orders, 1))
+	p := PerOrder{
+		Orders: orders, APIRequests: float64(apiRequests) / n, Calls: map[Op]float64{},
+		TableWrites: u.TableWrites / n, IndexWrites: u.IndexWrites / n, Reads: u.Reads / n,
+		RequestMessages: float64(u.RequestMessages) / n, ReplyMessages: float64(u.ReplyMessages) / n,
+		StreamInvocations: float64(u.StreamInvocations) / n, LogBytes: float64(logBytes) / n,
+	}
+	for op, c := range u.Calls {
+		if c > 0 {
+			p.Calls[op] = float64(c) / n
+		}
+	}
+	return p
+}
+
+// Line is one item of an estimate, per order.
+type Line struct {
+	Item     string
+	Quantity float64
+	Unit     string
+	// Dollars is per million orders.
+	Dollars float64
+}
+
+// Estimate is the cost of one order at one load, in dollars per million
+// orders.
+type Estimate struct {
+	Load  Load
+	Lines []Line
+	// Total covers the requests the issue's comparison counts: API,
+	// Lambda, SQS, DynamoDB, SNS. Observability (logs, traces) is apart.
+	Total         float64
+	Observability []Line
+}
+
+// Function memory sizes, in MB, as the stack deploys them.
+type Memory struct {
+	Submit, Scheduler, Agent float64
+}
+
+// Estimate prices per-order usage at a load with the given API type.
+func (p Prices) Estimate(u PerOrder, load Load, mem Memory, httpAPI bool) Estimate {
+	per := p.DollarsPerMillion
+	a := p.Assumptions
+	e := Estimate{Load: load}
+	add := func(item string, q float64, unit string, dollarsPerMillionUnits float64) {
+		d := q * dollarsPerMillionUnits
+		e.Lines = append(e.Lines, Line{item, q, unit, d})
+		e.Total += d
+	}
+	if httpAPI {
+		add("API Gateway (HTTP API)", u.APIRequests, "requests", per.HTTPRequests)
+	} else {
+		add("API Gateway (REST API)", u.APIRequests, "requests", per.RESTRequests)
+	}
+
+	agentInv := u.RequestMessages / load.SQSBatch
+	replyInv := u.ReplyMessages / load.SQSBatch
+	streamInv := u.StreamInvocations / load.StreamBatch
+	invocations := u.APIRequests + agentInv + replyInv + streamInv
+	add("Lambda invocations", invocations, "invocations", per.LambdaRequests)
+
+	// GB-seconds: a message's time, shared by a batch worked in parallel.
+	share := 1.0
+	if load.SQSBatch > 1 {
+		share = a.ParallelBatchFactor / load.SQSBatch
+	}
+	secs := func(ms float64) float64 { return ms / 1000 }
+	gbs := u.APIRequests*secs(a.HandlerMillis["submit"])*mem.Submit/1024 +
+		(u.ReplyMessages+u.StreamInvocations)*share*secs(a.HandlerMillis["scheduler"])*mem.Scheduler/1024 +
+		u.RequestMessages*share*secs(a.HandlerMillis["agent"]+a.RemoteCallMillis)*mem.Agent/1024
+	add("Lambda duration (arm64)", gbs, "GB-s", per.LambdaGBSeconds)
+
+	sends := u.Calls[Op{"SQS", "SendMessage"}] + u.Calls[Op{"SQS", "SendMessageBatch"}]
+	messages := u.RequestMessages + u.ReplyMessages
+	// Lambda's pollers receive and delete each batch with one request each.
+	sqsRequests := sends + 2*messages/load.SQSBatch
+	add("SQS requests", sqsRequests, "requests", per.SQSRequests)
+
+	add("DynamoDB writes (table)", u.TableWrites, "WRU", per.DynamoDBWrites)
+	add("DynamoDB writes (index)", u.IndexWrites, "WRU", per.DynamoDBWrites)
+	add("DynamoDB reads", u.Reads, "RRU", per.DynamoDBReads)
+	add("SNS publishes", u.Calls[Op{"SNS", "Publish"}], "publishes", per.SNSPublishes)
+
+	logGB := (u.LogBytes + invocations*a.PlatformLogBytesPerInvocation) / (1 << 30)
+	e.Observability = append(e.Observability,
+		Line{"CloudWatch Logs ingestion", logGB * (1 << 30), "bytes", logGB * p.DollarsPerGB.LogsIngested * 1e6},
+		Line{"X-Ray traces (sampled)", invocations * a.XRaySampledFraction, "traces", invocations * a.XRaySampledFraction * per.XRayTraces},
+	)
+	return e
+}
+
+// StepFunctions is the same workflow priced on Step Functions: an API
+// Gateway request starts an execution whose task states invoke one Lambda
+// function per step.
+type StepFunctions struct {
+	Standard, Express float64
+	// Lines explain the arithmetic.
+	StandardLines, ExpressLines []Line
+}
+
+// StepFunctionsEstimate prices a workflow of steps on Step Functions, per
+// million orders, with the same remote latency and handler assumptions.
+func (p Prices) StepFunctionsEstimate(steps int, mem Memory) StepFunctions {
+	per := p.DollarsPerMillion
+	a := p.Assumptions
+	task := (a.HandlerMillis["agent"] + a.RemoteCallMillis) / 1000
+	taskGBs := float64(steps) * task * mem.Agent / 1024
+	common := []Line{
+		{"API Gateway (REST API)", 1, "requests", per.RESTRequests},
+		{"Lambda invocations", float64(steps), "invocations", float64(steps) * per.LambdaRequests},
+		{"Lambda duration (arm64)", taskGBs, "GB-s", taskGBs * per.LambdaGBSeconds},
+	}
+	var sf StepFunctions
+	sf.StandardLines = append([]Line{{"state transitions", a.StandardTransitionsPerOrder, "transitions",
+		a.StandardTransitionsPerOrder * per.StandardTransitions}}, common...)
+	// Express bills its own duration in 100 ms steps at its memory size.
+	billed := math.Ceil(float64(steps)*task*10) / 10
+	expressGBs := billed * a.ExpressMemoryMB / 1024
+	sf.ExpressLines = append([]Line{
+		{"Express requests", 1, "executions", per.ExpressRequests},
+		{"Express duration", expressGBs, "GB-s", expressGBs * per.ExpressGBSeconds},
+	}, common...)
+	for _, l := range sf.StandardLines {
+		sf.Standard += l.Dollars
+	}
+	for _, l := range sf.ExpressLines {
+		sf.Express += l.Dollars
+	}
+	return sf
+}
