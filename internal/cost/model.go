@@ -14,18 +14,18 @@ type Prices struct {
 	Region            string `json:"region"`
 	Source            string `json:"source"`
 	DollarsPerMillion struct {
-		DynamoDBWrites           float64 `json:"dynamodbWriteRequestUnits"`
-		DynamoDBReads            float64 `json:"dynamodbReadRequestUnits"`
-		LambdaRequests           float64 `json:"lambdaRequests"`
-		LambdaGBSeconds          float64 `json:"lambdaArmGBSeconds"`
-		SQSRequests              float64 `json:"sqsRequests"`
-		RESTRequests             float64 `json:"apiGatewayRestRequests"`
-		HTTPRequests             float64 `json:"apiGatewayHttpRequests"`
-		SNSPublishes             float64 `json:"snsPublishes"`
-		StandardTransitions      float64 `json:"stepFunctionsStandardTransitions"`
-		ExpressRequests          float64 `json:"stepFunctionsExpressRequests"`
-		ExpressGBSeconds         float64 `json:"stepFunctionsExpressGBSeconds"`
-		XRayTraces               float64 `json:"xrayTracesRecorded"`
+		DynamoDBWrites      float64 `json:"dynamodbWriteRequestUnits"`
+		DynamoDBReads       float64 `json:"dynamodbReadRequestUnits"`
+		LambdaRequests      float64 `json:"lambdaRequests"`
+		LambdaGBSeconds     float64 `json:"lambdaArmGBSeconds"`
+		SQSRequests         float64 `json:"sqsRequests"`
+		RESTRequests        float64 `json:"apiGatewayRestRequests"`
+		HTTPRequests        float64 `json:"apiGatewayHttpRequests"`
+		SNSPublishes        float64 `json:"snsPublishes"`
+		StandardTransitions float64 `json:"stepFunctionsStandardTransitions"`
+		ExpressRequests     float64 `json:"stepFunctionsExpressRequests"`
+		ExpressGBSeconds    float64 `json:"stepFunctionsExpressGBSeconds"`
+		XRayTraces          float64 `json:"xrayTracesRecorded"`
 	} `json:"dollarsPerMillion"`
 	DollarsPerGB struct {
 		LogsIngested float64 `json:"cloudwatchLogsIngested"`
@@ -43,11 +43,11 @@ type Assumptions struct {
 	HandlerMillis map[string]float64 `json:"handlerMillis"`
 	// ParallelBatchFactor is how much longer a full batch, worked in
 	// parallel, runs than one message.
-	ParallelBatchFactor               float64 `json:"parallelBatchFactor"`
-	PlatformLogBytesPerInvocation     float64 `json:"lambdaPlatformLogBytesPerInvocation"`
-	XRaySampledFraction               float64 `json:"xraySampledFraction"`
-	StandardTransitionsPerOrder       float64 `json:"stepFunctionsStandardTransitionsPerOrder"`
-	ExpressMemoryMB                   float64 `json:"stepFunctionsExpressMemoryMB"`
+	ParallelBatchFactor           float64 `json:"parallelBatchFactor"`
+	PlatformLogBytesPerInvocation float64 `json:"lambdaPlatformLogBytesPerInvocation"`
+	XRaySampledFraction           float64 `json:"xraySampledFraction"`
+	StandardTransitionsPerOrder   float64 `json:"stepFunctionsStandardTransitionsPerOrder"`
+	ExpressMemoryMB               float64 `json:"stepFunctionsExpressMemoryMB"`
 }
 
 // LoadPrices reads a price table file.
