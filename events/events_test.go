@@ -49,7 +49,7 @@ func TestFixtures(t *testing.T) {
 		{"apigw-submit-order.json", as(checkSubmitAccepted)},
 		{"apigw-submit-invalid.json", as(checkSubmitRejected)},
 		{"apigw-get-order.json", as(checkGetOrder)},
-		{"dynamodb-stream-step-pending.json", as(checkStepBecamePending)},
+		{"dynamodb-stream-step-unclaimed.json", as(checkStepUnclaimed)},
 		{"sqs-agent-request.json", as(checkAgentRequest)},
 		{"sqs-scheduler-reply.json", as(checkSchedulerReplies)},
 		{"eventbridge-supervisor-schedule.json", as(checkSupervisorSchedule)},
@@ -238,13 +238,26 @@ func newAPIStore() *apiStore {
 	return &apiStore{orders: map[string]order.Order{}, steps: map[string][]order.StepState{}}
 }
 
-func (s *apiStore) CreateOrder(_ context.Context, o order.Order, steps []order.StepState) error {
+func (s *apiStore) CreateOrder(_ context.Context, o order.Order, steps []order.StepState) (order.Order, error) {
 	s.creates++
-	if _, ok := s.orders[o.ID]; ok {
-		return order.ErrExists
+	if existing, ok := s.orders[o.ID]; ok {
+		return existing, order.ErrExists
 	}
 	s.orders[o.ID], s.steps[o.ID] = o, steps
-	return nil
+	return o, nil
+}
+
+// sentRequests is a hand-written api.Dispatcher that records what it sends.
+type sentRequests []order.StepRequest
+
+func (r *sentRequests) Send(_ context.Context, o order.Order, st order.StepState) bool {
+	*r = append(*r, order.NewRequest(o, st))
+	return true
+}
+
+func newAPI(store api.Store, sent *sentRequests, now time.Time) *api.Service {
+	return api.NewService(api.Config{InstanceID: "submit-test", Store: store, Dispatcher: sent,
+		Workflow: workflow, Now: fixedClock(now), Log: discard, Metrics: metrics.Discard()})
 }
 
 func (s *apiStore) GetOrder(_ context.Context, id string) (order.Order, []order.StepState, error) {
@@ -264,7 +277,8 @@ func fixedClock(t time.Time) func() time.Time { return func() time.Time { return
 
 func checkSubmitAccepted(t *testing.T, _ []byte, req events.APIGatewayProxyRequest) {
 	store := newAPIStore()
-	svc := api.NewService(store, workflow, fixedClock(requestTime(req)), discard, metrics.Discard())
+	var sent sentRequests
+	svc := newAPI(store, &sent, requestTime(req))
 	resp, err := svc.Handle(context.Background(), req)
 	if err != nil || resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("Handle() = %d %s, %v; want 202", resp.StatusCode, resp.Body, err)
@@ -285,14 +299,19 @@ func checkSubmitAccepted(t *testing.T, _ []byte, req events.APIGatewayProxyReque
 		t.Errorf("stored order %+v, want a Pending order of 2 lines created at %s", o, requestTime(req))
 	}
 	steps := store.steps[wantID]
-	if len(steps) != len(workflow.Steps) || steps[0].ProcessState != order.Pending || steps[1].ProcessState != order.NotStarted {
-		t.Errorf("stored steps %+v, want %d steps, the first Pending and the rest NotStarted", steps, len(workflow.Steps))
+	if len(steps) != len(workflow.Steps) || steps[0].ProcessState != order.Processing || steps[0].LockedBy != "submit-test" ||
+		steps[1].ProcessState != order.NotStarted {
+		t.Errorf("stored steps %+v, want %d steps, the first claimed by the submission and the rest NotStarted", steps, len(workflow.Steps))
+	}
+	if len(sent) != 1 || sent[0].Step != workflow.Steps[0].Name || sent[0].Attempt != 1 || sent[0].OrderID != wantID {
+		t.Errorf("sent %+v, want the first step's request on attempt 1", sent)
 	}
 }
 
 func checkSubmitRejected(t *testing.T, _ []byte, req events.APIGatewayProxyRequest) {
 	store := newAPIStore()
-	svc := api.NewService(store, workflow, fixedClock(requestTime(req)), discard, metrics.Discard())
+	var sent sentRequests
+	svc := newAPI(store, &sent, requestTime(req))
 	resp, err := svc.Handle(context.Background(), req)
 	if err != nil || resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("Handle() = %d %s, %v; want 400", resp.StatusCode, resp.Body, err)
@@ -311,8 +330,8 @@ func checkSubmitRejected(t *testing.T, _ []byte, req events.APIGatewayProxyReque
 	if body.Error != "invalid_request" || !slices.Equal(fields, []string{"lines[0].quantity"}) {
 		t.Errorf("response body %s, want invalid_request naming only lines[0].quantity", resp.Body)
 	}
-	if store.creates != 0 {
-		t.Errorf("store got %d CreateOrder calls, want none for a rejected order", store.creates)
+	if store.creates != 0 || len(sent) != 0 {
+		t.Errorf("store got %d CreateOrder calls and %d requests went out, want none for a rejected order", store.creates, len(sent))
 	}
 }
 
@@ -325,8 +344,8 @@ func checkGetOrder(t *testing.T, _ []byte, req events.APIGatewayProxyRequest) {
 	created := requestTime(req).Add(-2 * time.Second)
 	store.orders[id] = order.Order{ID: id, CustomerID: "cust-8431", Status: order.StatusProcessing,
 		Lines: []order.Line{{SKU: "BOOK-0451", Quantity: 2}}, CreatedAt: created, UpdatedAt: created}
-	store.steps[id] = workflow.NewStates(id, created)
-	svc := api.NewService(store, workflow, fixedClock(requestTime(req)), discard, metrics.Discard())
+	store.steps[id] = workflow.NewStates(id, "submit-test", created)
+	svc := newAPI(store, new(sentRequests), requestTime(req))
 	resp, err := svc.Handle(context.Background(), req)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("Handle() = %d %s, %v; want 200", resp.StatusCode, resp.Body, err)
@@ -360,45 +379,32 @@ type claim struct {
 
 var _ scheduler.Store = (*schedulerStore)(nil)
 
-func (s *schedulerStore) Order(_ context.Context, id string) (order.Order, error) {
-	if id != s.order.ID {
-		return order.Order{}, fmt.Errorf("order %s: %w", id, order.ErrNotFound)
-	}
-	return s.order, nil
+func (s *schedulerStore) ClaimStep(_ context.Context, seen order.StepState, owner string, completeBy, now time.Time) (order.Order, order.StepState, error) {
+	s.claims = append(s.claims, claim{seen.OrderID, seen.Step, owner, completeBy})
+	st := seen
+	st.ProcessState, st.LockedBy, st.CompleteBy, st.Attempt, st.UpdatedAt = order.Processing, owner, completeBy, seen.Attempt+1, now
+	return s.order, st, nil
 }
 
-func (s *schedulerStore) GetStep(_ context.Context, orderID, step string) (order.StepState, error) {
-	return order.StepState{}, fmt.Errorf("step %s of order %s: %w", step, orderID, order.ErrNotFound)
-}
-
-func (s *schedulerStore) ClaimStep(_ context.Context, orderID, step, owner string, completeBy, now time.Time) (order.StepState, error) {
-	s.claims = append(s.claims, claim{orderID, step, owner, completeBy})
-	def, _ := workflow.Step(step)
-	return order.StepState{OrderID: orderID, Step: step, Agent: def.Agent, ProcessState: order.Processing,
-		LockedBy: owner, CompleteBy: completeBy, Attempt: 1, UpdatedAt: now}, nil
-}
-
-func (s *schedulerStore) CompleteStep(_ context.Context, c dynamo.Completion, _ time.Time) error {
+func (s *schedulerStore) CompleteStep(_ context.Context, c dynamo.Completion, now time.Time) (order.Order, order.StepState, error) {
 	s.completions = append(s.completions, c)
-	return nil
+	return s.order, order.StepState{OrderID: c.Step.OrderID, Step: c.Next.Name, Index: c.NextIndex, Agent: c.Next.Agent,
+		ProcessState: order.Processing, LockedBy: c.Owner, CompleteBy: c.NextCompleteBy, Attempt: 1, UpdatedAt: now}, nil
 }
 
-func (s *schedulerStore) FailStep(_ context.Context, orderID, step string, _ int, _ string, _ time.Time) error {
-	s.failures = append(s.failures, orderID+"/"+step)
-	return nil
+func (s *schedulerStore) LowerDue(context.Context, order.StepState) error { return nil }
+
+func (s *schedulerStore) FailStep(_ context.Context, st order.StepState, _ string, _ time.Time) (order.StepState, error) {
+	s.failures = append(s.failures, st.OrderID+"/"+st.Step)
+	return st, nil
 }
 
-type sentRequest struct {
-	agent string
-	req   order.StepRequest
-}
+// requestQueues is a hand-written scheduler.Dispatcher.
+type requestQueues struct{ sent []order.StepRequest }
 
-// requestQueues is a hand-written scheduler.RequestSender.
-type requestQueues struct{ sent []sentRequest }
-
-func (q *requestQueues) SendRequest(_ context.Context, agent string, req order.StepRequest) error {
-	q.sent = append(q.sent, sentRequest{agent, req})
-	return nil
+func (q *requestQueues) Send(_ context.Context, o order.Order, st order.StepState) bool {
+	q.sent = append(q.sent, order.NewRequest(o, st))
+	return true
 }
 
 // operators is a hand-written scheduler.Notifier.
@@ -414,12 +420,12 @@ const schedulerID = "scheduler-fixture"
 func newScheduler(store *schedulerStore, now time.Time) (*scheduler.Service, *requestQueues, *operators) {
 	requests, ops := &requestQueues{}, &operators{}
 	return scheduler.New(scheduler.Config{
-		InstanceID: schedulerID, Store: store, Requests: requests, Notifier: ops,
+		InstanceID: schedulerID, Store: store, Dispatcher: requests, Notifier: ops,
 		Workflow: workflow, Now: fixedClock(now), Log: discard, Metrics: metrics.Discard(),
 	}), requests, ops
 }
 
-func checkStepBecamePending(t *testing.T, raw []byte, ev events.DynamoDBEvent) {
+func checkStepUnclaimed(t *testing.T, raw []byte, ev events.DynamoDBEvent) {
 	if len(ev.Records) != 1 {
 		t.Fatalf("got %d records, want 1", len(ev.Records))
 	}
@@ -427,32 +433,31 @@ func checkStepBecamePending(t *testing.T, raw []byte, ev events.DynamoDBEvent) {
 	if rec.EventName != string(events.DynamoDBOperationTypeModify) || rec.Change.StreamViewType != string(events.DynamoDBStreamViewTypeNewAndOldImages) {
 		t.Errorf("got %s with %s, want MODIFY with NEW_AND_OLD_IMAGES", rec.EventName, rec.Change.StreamViewType)
 	}
-	before, err := dynamo.StepFromStreamImage(rec.Change.OldImage)
-	if err != nil {
-		t.Fatalf("StepFromStreamImage(OldImage): %v", err)
+	// The old image is the submission's claim: nothing to claim there.
+	if _, ok, err := dynamo.UnclaimedStep(rec.Change.OldImage); err != nil || ok {
+		t.Errorf("UnclaimedStep(OldImage) = %v, %v; want a claimed step, nothing to claim", ok, err)
 	}
-	after, err := dynamo.StepFromStreamImage(rec.Change.NewImage)
-	if err != nil {
-		t.Fatalf("StepFromStreamImage(NewImage): %v", err)
+	after, ok, err := dynamo.UnclaimedStep(rec.Change.NewImage)
+	if err != nil || !ok {
+		t.Fatalf("UnclaimedStep(NewImage) = %v, %v; want the step the Supervisor reset", ok, err)
 	}
-	// reserve-inventory's reply was applied at UpdatedAt, which made
-	// charge-payment Pending, to be claimed within ClaimWithin.
-	appliedAt := time.Date(2025, 3, 14, 9, 26, 54, 369e6, time.UTC)
+	// The Supervisor reset reserve-inventory after its first attempt timed
+	// out, to be claimed within ClaimWithin.
+	resetAt := time.Date(2025, 3, 14, 9, 26, 54, 369e6, time.UTC)
 	want := order.StepState{
-		OrderID: "QMVF4LBCLJ4PRZERCUY25DASBK", Step: order.StepChargePayment, Index: 1, Agent: order.AgentPayment,
-		ProcessState: order.Pending, CompleteBy: appliedAt.Add(workflow.ClaimWithin), Attempt: 0, UpdatedAt: appliedAt,
+		OrderID: "QMVF4LBCLJ4PRZERCUY25DASBK", Step: order.StepReserveInventory, Index: 0, Agent: order.AgentInventory,
+		ProcessState: order.Pending, CompleteBy: resetAt.Add(workflow.ClaimWithin), Attempt: 1, FailureCount: 1,
+		LastError: "attempt 1 timed out: no reply by 2025-03-14T09:26:53.118Z", DueAt: resetAt.Add(workflow.ClaimWithin), UpdatedAt: resetAt,
 	}
 	if !reflect.DeepEqual(after, want) {
 		t.Errorf("NewImage = %+v\nwant       %+v", after, want)
 	}
-	if before.ProcessState != order.NotStarted || !before.CompleteBy.IsZero() || before.Step != after.Step || before.OrderID != after.OrderID {
-		t.Errorf("OldImage = %+v, want the same step NotStarted without a deadline", before)
-	}
-	if rec.Change.Keys["OrderID"].String() != after.OrderID || rec.Change.Keys["Step"].String() != after.Step {
-		t.Errorf("Keys %v do not name the step of NewImage", rec.Change.Keys)
+	if rec.Change.Keys["OrderID"].String() != after.OrderID {
+		t.Errorf("Keys %v do not name the order of NewImage", rec.Change.Keys)
 	}
 
-	// The Scheduler claims the step and asks the payment agent.
+	// The Scheduler claims the step, with the doubled allowance of a
+	// retry, and asks the inventory agent.
 	now := rec.Change.ApproximateCreationDateTime.Add(250 * time.Millisecond)
 	store := &schedulerStore{order: order.Order{ID: after.OrderID, CustomerID: "cust-8431",
 		Lines: []order.Line{{SKU: "BOOK-0451", Quantity: 2}}}}
@@ -464,12 +469,12 @@ func checkStepBecamePending(t *testing.T, raw []byte, ev events.DynamoDBEvent) {
 	if resp, ok := out.(events.DynamoDBEventResponse); !ok || len(resp.BatchItemFailures) > 0 {
 		t.Errorf("scheduler Handle() = %#v, want a DynamoDBEventResponse without failures", out)
 	}
-	wantClaim := claim{after.OrderID, order.StepChargePayment, schedulerID, now.Add(order.DefaultTiming.Allowance)}
+	wantClaim := claim{after.OrderID, order.StepReserveInventory, schedulerID, now.Add(2 * order.DefaultTiming.Allowance)}
 	if !slices.Equal(store.claims, []claim{wantClaim}) {
 		t.Errorf("claims %+v, want [%+v]", store.claims, wantClaim)
 	}
-	if len(requests.sent) != 1 || requests.sent[0].agent != order.AgentPayment || requests.sent[0].req.Attempt != 1 {
-		t.Errorf("requests sent %+v, want attempt 1 to the payment agent", requests.sent)
+	if len(requests.sent) != 1 || requests.sent[0].Step != order.StepReserveInventory || requests.sent[0].Attempt != 2 {
+		t.Errorf("requests sent %+v, want attempt 2 of reserve-inventory", requests.sent)
 	}
 }
 
@@ -500,13 +505,19 @@ func checkSchedulerReplies(t *testing.T, raw []byte, ev events.SQSEvent) {
 	if !slices.Equal(resp.BatchItemFailures, want) {
 		t.Errorf("BatchItemFailures = %+v, want only the malformed message %+v", resp.BatchItemFailures, want)
 	}
-	wantDone := dynamo.Completion{OrderID: "QMVF4LBCLJ4PRZERCUY25DASBK", Step: order.StepReserveInventory, Attempt: 1,
-		Next: order.StepChargePayment, NextClaimBy: now.Add(workflow.ClaimWithin)}
-	if !slices.Equal(store.completions, []dynamo.Completion{wantDone}) {
+	next, _ := workflow.Step(order.StepChargePayment)
+	wantDone := dynamo.Completion{
+		Step:      order.StepState{OrderID: "QMVF4LBCLJ4PRZERCUY25DASBK", Step: order.StepReserveInventory, Index: 0, Attempt: 1},
+		Reference: "res_k7q2m9x4t3vbn8c5wz6hjp2rfd", Next: &next, NextIndex: 1, Owner: schedulerID, NextCompleteBy: now.Add(next.Allowance)}
+	if len(store.completions) != 1 || !reflect.DeepEqual(store.completions[0], wantDone) {
 		t.Errorf("completions %+v, want [%+v]", store.completions, wantDone)
 	}
-	if len(store.failures)+len(requests.sent)+len(ops.alerts) > 0 {
-		t.Errorf("got failures %v, requests %v, alerts %v; want none from a success reply", store.failures, requests.sent, ops.alerts)
+	// The next step is claimed in the same write and requested at once.
+	if len(requests.sent) != 1 || requests.sent[0].Step != order.StepChargePayment || requests.sent[0].Attempt != 1 {
+		t.Errorf("requests sent %+v, want attempt 1 of charge-payment", requests.sent)
+	}
+	if len(store.failures)+len(ops.alerts) > 0 {
+		t.Errorf("got failures %v, alerts %v; want none from a success reply", store.failures, ops.alerts)
 	}
 }
 

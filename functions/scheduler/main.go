@@ -1,11 +1,11 @@
-// Command scheduler is the Scheduler Lambda, invoked by the state table's
-// stream (to claim Pending steps) and by the response queue (to apply
-// agents' replies).
+// Command scheduler is the Scheduler Lambda, invoked by the response queue
+// (to apply agents' replies and claim each next step at once) and by the
+// orders table's stream (to claim steps that wait for a claim after a
+// retry or a released claim).
 package main
 
 import (
 	"context"
-	"crypto/rand"
 	"os"
 	"time"
 
@@ -16,6 +16,7 @@ import (
 
 	"orderly/internal/alerting"
 	"orderly/internal/config"
+	"orderly/internal/dispatch"
 	"orderly/internal/dynamo"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
@@ -29,30 +30,28 @@ func main() {
 	log := config.Logger("scheduler")
 	env := config.FromOS()
 	ordersTable := env.Required(resources.EnvOrdersTable)
-	stateTable := env.Required(resources.EnvStateTable)
 	topicARN := env.Required(resources.EnvAlertTopicARN)
 	workflow := order.OrderWorkflow(env.Timing())
-	queues := map[string]string{}
-	for _, agent := range workflow.Agents() {
-		queues[agent] = env.Required(resources.EnvRequestQueueURL(agent))
-	}
+	queues := env.RequestQueueURLs(workflow.Agents())
 	awsCfg, err := config.Load(context.Background(), env)
 	if err != nil {
 		log.Error("cannot start", "error", err)
 		os.Exit(1)
 	}
-	store := dynamo.NewStore(dynamodb.NewFromConfig(awsCfg), ordersTable, stateTable)
+	m := metrics.New(os.Stdout, "scheduler")
+	store := dynamo.NewStore(dynamodb.NewFromConfig(awsCfg), ordersTable)
 	alerter := sns.NewAlerter(awssns.NewFromConfig(awsCfg), topicARN)
+	requests := sqs.NewRequests(awssqs.NewFromConfig(awsCfg), queues)
 	svc := scheduler.New(scheduler.Config{
 		// One execution environment is one Scheduler instance.
-		InstanceID: os.Getenv("AWS_LAMBDA_LOG_STREAM_NAME") + "/" + rand.Text()[:8],
+		InstanceID: config.InstanceID("scheduler"),
 		Store:      store,
-		Requests:   sqs.NewRequests(awssqs.NewFromConfig(awsCfg), queues),
+		Dispatcher: dispatch.New(requests, store, workflow.ClaimWithin, time.Now, log, m),
 		Notifier:   alerting.NewNotifier(alerter, store, time.Now),
 		Workflow:   workflow,
 		Now:        time.Now,
 		Log:        log,
-		Metrics:    metrics.New(os.Stdout, "scheduler"),
+		Metrics:    m,
 	})
 	lambda.Start(svc.Handle)
 }

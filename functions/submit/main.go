@@ -1,5 +1,6 @@
 // Command submit is the submission Lambda behind API Gateway: POST /orders
-// and GET /orders/{id}.
+// stores an order with its first step claimed and sends that step's
+// request; GET /orders/{id} shows an order and its steps.
 package main
 
 import (
@@ -9,27 +10,41 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"orderly/internal/api"
 	"orderly/internal/config"
+	"orderly/internal/dispatch"
 	"orderly/internal/dynamo"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
 	"orderly/internal/resources"
+	"orderly/internal/sqs"
 )
 
 func main() {
 	log := config.Logger("submit")
 	env := config.FromOS()
 	ordersTable := env.Required(resources.EnvOrdersTable)
-	stateTable := env.Required(resources.EnvStateTable)
-	timing := env.Timing()
+	workflow := order.OrderWorkflow(env.Timing())
+	// Submission only ever sends the first step's request.
+	queues := env.RequestQueueURLs([]string{workflow.Steps[0].Agent})
 	awsCfg, err := config.Load(context.Background(), env)
 	if err != nil {
 		log.Error("cannot start", "error", err)
 		os.Exit(1)
 	}
-	store := dynamo.NewStore(dynamodb.NewFromConfig(awsCfg), ordersTable, stateTable)
-	svc := api.NewService(store, order.OrderWorkflow(timing), time.Now, log, metrics.New(os.Stdout, "submit"))
+	m := metrics.New(os.Stdout, "submit")
+	store := dynamo.NewStore(dynamodb.NewFromConfig(awsCfg), ordersTable)
+	requests := sqs.NewRequests(awssqs.NewFromConfig(awsCfg), queues)
+	svc := api.NewService(api.Config{
+		InstanceID: config.InstanceID("submit"),
+		Store:      store,
+		Dispatcher: dispatch.New(requests, store, workflow.ClaimWithin, time.Now, log, m),
+		Workflow:   workflow,
+		Now:        time.Now,
+		Log:        log,
+		Metrics:    m,
+	})
 	lambda.Start(svc.Handle)
 }

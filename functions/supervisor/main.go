@@ -25,7 +25,6 @@ func main() {
 	log := config.Logger("supervisor")
 	env := config.FromOS()
 	ordersTable := env.Required(resources.EnvOrdersTable)
-	stateTable := env.Required(resources.EnvStateTable)
 	topicARN := env.Required(resources.EnvAlertTopicARN)
 	timing := env.Timing()
 	awsCfg, err := config.Load(context.Background(), env)
@@ -33,7 +32,7 @@ func main() {
 		log.Error("cannot start", "error", err)
 		os.Exit(1)
 	}
-	store := dynamo.NewStore(dynamodb.NewFromConfig(awsCfg), ordersTable, stateTable)
+	store := dynamo.NewStore(dynamodb.NewFromConfig(awsCfg), ordersTable)
 	alerter := sns.NewAlerter(awssns.NewFromConfig(awsCfg), topicARN)
 	svc := supervisor.New(supervisor.Config{
 		Store:     store,

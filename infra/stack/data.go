@@ -8,16 +8,14 @@ import (
 	"orderly/internal/resources"
 )
 
-// data holds the two tables.
+// data holds the orders table: each order and its steps' states, its
+// stream and the due index.
 type data struct {
-	orders, state awsdynamodb.Table
+	orders awsdynamodb.Table
 }
 
 func newData(s *Stack) *data {
-	return &data{
-		orders: table(s, "OrdersTable", s.cat.Orders),
-		state:  table(s, "StateTable", s.cat.State),
-	}
+	return &data{orders: table(s, "OrdersTable", s.cat.Orders)}
 }
 
 // table builds an on-demand, point-in-time-recoverable table from its
@@ -47,10 +45,17 @@ func table(s *Stack, id string, t resources.Table) awsdynamodb.Table {
 			IndexName:      jsii.String(ix.Name),
 			PartitionKey:   attribute(ix.PartitionKey),
 			SortKey:        attribute(ix.SortKey),
-			ProjectionType: awsdynamodb.ProjectionType_ALL,
+			ProjectionType: projection(ix.Projection),
 		})
 	}
 	return tbl
+}
+
+func projection(p resources.Projection) awsdynamodb.ProjectionType {
+	if p == resources.ProjectKeysOnly {
+		return awsdynamodb.ProjectionType_KEYS_ONLY
+	}
+	return awsdynamodb.ProjectionType_ALL
 }
 
 func attribute(k resources.Key) *awsdynamodb.Attribute {

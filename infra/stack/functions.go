@@ -13,6 +13,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"orderly/internal/config"
+	"orderly/internal/order"
 	"orderly/internal/resources"
 )
 
@@ -29,29 +30,17 @@ type named struct {
 	fn   awslambda.Function
 }
 
-// Event source settings.
-const (
-	// The stream is read in batches of up to 100 claims; a failing batch is
-	// split to isolate the bad record, retried, then sent to the
-	// stream-failures queue (the Supervisor also notices the step then).
-	streamBatchSize     = 100
-	streamRetryAttempts = 10
-	// Replies are small and quick to apply: full batches, and enough
-	// concurrency that replies never queue behind each other for long.
-	replyBatchSize      = 10
-	replyMaxConcurrency = 10
-	// Agents take up to 10 requests per invocation and work them in
-	// parallel, so each remote service sees at most
-	// 10 × AgentMaxConcurrency calls at once.
-	requestBatchSize = 10
-)
+// A failing stream batch is split to isolate the bad record, retried,
+// then sent to the stream-failures queue (the Supervisor also notices the
+// step then). Batch sizes and parallelism are in internal/resources, which
+// the cost model reads too.
+const streamRetryAttempts = 10
 
 func newFunctions(s *Stack) *functions {
 	f := &functions{agents: map[string]awslambda.Function{}}
 	d, m := s.data, s.msg
 	tables := map[string]*string{
 		resources.EnvOrdersTable: jsii.String(s.cat.Orders.Name),
-		resources.EnvStateTable:  jsii.String(s.cat.State.Name),
 	}
 	timing := map[string]*string{
 		config.EnvAllowance:        jsii.String(s.props.Timing.Allowance.String()),
@@ -60,45 +49,49 @@ func newFunctions(s *Stack) *functions {
 		config.EnvClaimWithin:      jsii.String(s.props.Timing.ClaimWithin.String()),
 	}
 
-	// Submission: writes orders and their steps, reads them back.
-	f.submit = f.lambda(s, "Submit", "submit", resources.SubmitTimeout, resources.SubmitMemoryMB, merge(tables, timing))
-	allow(f.submit, d.orders.TableArn(), "dynamodb:PutItem", "dynamodb:GetItem")
-	allow(f.submit, d.state.TableArn(), "dynamodb:PutItem", "dynamodb:Query")
+	// Submission: stores each order with its first step claimed and sends
+	// that step's request; reads orders back. A request it cannot send is
+	// released (UpdateItem) for the Scheduler to claim through the stream.
+	first := order.OrderWorkflow(s.props.Timing).Steps[0].Agent
+	f.submit = f.lambda(s, "Submit", "submit", resources.SubmitTimeout, resources.SubmitMemoryMB, merge(tables, timing,
+		map[string]*string{resources.EnvRequestQueueURL(first): m.requests[first].QueueUrl()}))
+	allow(f.submit, d.orders.TableArn(), "dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem")
+	allow(f.submit, m.requests[first].QueueArn(), "sqs:SendMessage")
 
-	// Scheduler: claims from the stream, sends requests, applies replies.
+	// Scheduler: applies replies and claims each next step in one
+	// UpdateItem, claims re-announced steps from the stream, sends
+	// requests. It never reads an item: the write returns what it needs.
 	env := merge(tables, timing, map[string]*string{resources.EnvAlertTopicARN: m.topic.TopicArn()})
 	for _, agent := range s.agents() {
 		env[resources.EnvRequestQueueURL(agent)] = m.requests[agent].QueueUrl()
 	}
 	f.scheduler = f.lambda(s, "Scheduler", "scheduler", resources.SchedulerTimeout, resources.SchedulerMemoryMB, env)
-	allow(f.scheduler, d.orders.TableArn(), "dynamodb:GetItem", "dynamodb:UpdateItem")
-	allow(f.scheduler, d.state.TableArn(), "dynamodb:GetItem", "dynamodb:UpdateItem")
+	allow(f.scheduler, d.orders.TableArn(), "dynamodb:UpdateItem")
 	for _, agent := range s.agents() {
 		allow(f.scheduler, m.requests[agent].QueueArn(), "sqs:SendMessage")
 	}
 	f.publishAlerts(s, f.scheduler)
-	f.scheduler.AddEventSource(awslambdaeventsources.NewDynamoEventSource(d.state, &awslambdaeventsources.DynamoEventSourceProps{
+	f.scheduler.AddEventSource(awslambdaeventsources.NewDynamoEventSource(d.orders, &awslambdaeventsources.DynamoEventSourceProps{
 		StartingPosition:        awslambda.StartingPosition_TRIM_HORIZON,
-		BatchSize:               jsii.Number(streamBatchSize),
+		BatchSize:               jsii.Number(resources.StreamBatchSize),
+		ParallelizationFactor:   jsii.Number(resources.StreamParallelization),
 		BisectBatchOnError:      jsii.Bool(true),
 		RetryAttempts:           jsii.Number(streamRetryAttempts),
 		MaxRecordAge:            awscdk.Duration_Hours(jsii.Number(1)),
 		ReportBatchItemFailures: jsii.Bool(true),
 		OnFailure:               awslambdaeventsources.NewSqsDlq(m.streamFailures),
-		// Only a step that became Pending and unlocked invokes the
-		// Scheduler; every other change (claims, completions) is filtered
-		// out before it costs an invocation.
+		// Only an order whose active step waits for a claim invokes the
+		// Scheduler; every other change (submissions, completions that
+		// claim the next step themselves) is filtered out before it
+		// costs an invocation.
 		Filters: &[]*map[string]interface{}{awslambda.FilterCriteria_Filter(&map[string]interface{}{
 			"eventName": awslambda.FilterRule_Or(jsii.String("INSERT"), jsii.String("MODIFY")),
-			"dynamodb": map[string]interface{}{"NewImage": map[string]interface{}{
-				"ProcessState": map[string]interface{}{"S": awslambda.FilterRule_IsEqual(jsii.String("Pending"))},
-				"LockedBy":     map[string]interface{}{"S": awslambda.FilterRule_NotExists()},
-			}},
+			"dynamodb":  map[string]interface{}{"NewImage": present(s.cat.Orders.StreamFilter.Present)},
 		})},
 	}))
 	f.scheduler.AddEventSource(awslambdaeventsources.NewSqsEventSource(m.responses, &awslambdaeventsources.SqsEventSourceProps{
-		BatchSize:               jsii.Number(replyBatchSize),
-		MaxConcurrency:          jsii.Number(replyMaxConcurrency),
+		BatchSize:               jsii.Number(resources.ReplyBatchSize),
+		MaxConcurrency:          jsii.Number(s.props.ReplyMaxConcurrency),
 		ReportBatchItemFailures: jsii.Bool(true),
 	}))
 
@@ -111,7 +104,7 @@ func newFunctions(s *Stack) *functions {
 		})
 		allow(fn, m.responses.QueueArn(), "sqs:SendMessage")
 		fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(m.requests[agent], &awslambdaeventsources.SqsEventSourceProps{
-			BatchSize:               jsii.Number(requestBatchSize),
+			BatchSize:               jsii.Number(resources.RequestBatchSize),
 			MaxConcurrency:          jsii.Number(s.props.AgentMaxConcurrency),
 			ReportBatchItemFailures: jsii.Bool(true),
 		}))
@@ -124,9 +117,8 @@ func newFunctions(s *Stack) *functions {
 	f.supervisor = f.lambda(s, "Supervisor", "supervisor", resources.SupervisorTimeout, resources.SupervisorMemoryMB,
 		merge(tables, timing, map[string]*string{resources.EnvAlertTopicARN: m.topic.TopicArn()}),
 		func(p *awslambda.FunctionProps) { p.DeadLetterQueue = m.scheduleFailures })
-	allow(f.supervisor, jsii.String(*d.state.TableArn()+"/index/"+resources.DueIndexName), "dynamodb:Query")
-	allow(f.supervisor, d.state.TableArn(), "dynamodb:GetItem", "dynamodb:UpdateItem")
-	allow(f.supervisor, d.orders.TableArn(), "dynamodb:UpdateItem")
+	allow(f.supervisor, jsii.String(*d.orders.TableArn()+"/index/"+resources.DueIndexName), "dynamodb:Query")
+	allow(f.supervisor, d.orders.TableArn(), "dynamodb:BatchGetItem", "dynamodb:UpdateItem")
 	f.publishAlerts(s, f.supervisor)
 	return f
 }
@@ -188,6 +180,16 @@ func allow(fn awslambda.Function, resource *string, actions ...string) {
 		Actions:   jsii.Strings(actions...),
 		Resources: &[]*string{resource},
 	}))
+}
+
+// present is a filter pattern requiring every named string attribute.
+// Exists matches leaves only, so it goes under the attribute's type.
+func present(names []string) map[string]interface{} {
+	pattern := map[string]interface{}{}
+	for _, n := range names {
+		pattern[n] = map[string]interface{}{"S": awslambda.FilterRule_Exists()}
+	}
+	return pattern
 }
 
 func merge(maps ...map[string]*string) map[string]*string {

@@ -41,6 +41,9 @@ type Props struct {
 	// AgentMaxConcurrency caps concurrent invocations per agent, which caps
 	// the load each remote service sees.
 	AgentMaxConcurrency float64
+	// ReplyMaxConcurrency caps concurrent Scheduler invocations on the
+	// response queue, each applying up to 10 replies in parallel.
+	ReplyMaxConcurrency float64
 	// Timing is the workflow timing passed to the functions.
 	Timing order.Timing
 }
@@ -55,6 +58,7 @@ const (
 	CtxAPIRateLimit        = "apiRateLimit"
 	CtxAPIBurstLimit       = "apiBurstLimit"
 	CtxAgentMaxConcurrency = "agentMaxConcurrency"
+	CtxReplyMaxConcurrency = "replyMaxConcurrency"
 	CtxAssetsDir           = "assetsDir"
 )
 
@@ -92,6 +96,7 @@ func FromContext(scope constructs.Construct) (Props, error) {
 		APIRateLimit:        num(CtxAPIRateLimit, 50),
 		APIBurstLimit:       num(CtxAPIBurstLimit, 100),
 		AgentMaxConcurrency: num(CtxAgentMaxConcurrency, 5),
+		ReplyMaxConcurrency: num(CtxReplyMaxConcurrency, 10),
 		Timing:              order.DefaultTiming,
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -107,6 +112,8 @@ func (p Props) Validate() error {
 		return fmt.Errorf("supervisor rate %s: EventBridge schedules run at most once a minute", p.SupervisorRate)
 	case p.AgentMaxConcurrency < 2 || p.AgentMaxConcurrency > 1000:
 		return fmt.Errorf("agent max concurrency %v: Lambda allows 2 to 1000", p.AgentMaxConcurrency)
+	case p.ReplyMaxConcurrency < 2 || p.ReplyMaxConcurrency > 1000:
+		return fmt.Errorf("reply max concurrency %v: Lambda allows 2 to 1000", p.ReplyMaxConcurrency)
 	case p.Timing.MaxAllowance+10*time.Second > resources.AgentTimeout:
 		return fmt.Errorf("max allowance %s leaves the agents' %s timeout no margin", p.Timing.MaxAllowance, resources.AgentTimeout)
 	}
@@ -175,8 +182,7 @@ func New(scope constructs.Construct, id string, props Props) (*Stack, error) {
 	}
 	awscdk.NewCfnOutput(s.Stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: s.api.Url(), Description: jsii.String("base URL of the orders API (SigV4-signed requests)")})
 	awscdk.NewCfnOutput(s.Stack, jsii.String("AlertTopicArn"), &awscdk.CfnOutputProps{Value: s.msg.topic.TopicArn(), Description: jsii.String("operator alerts and alarms")})
-	out("OrdersTableName", s.cat.Orders.Name, "orders table")
-	out("StateTableName", s.cat.State.Name, "step state table")
+	out("OrdersTableName", s.cat.Orders.Name, "orders table: each order with its steps' states")
 	out("ResponseQueueName", s.cat.ResponseQueue.Name, "agents' replies")
 	for _, agent := range s.agents() {
 		out("RequestQueueName"+title(agent), s.cat.RequestQueues[agent].Name, agent+" agent's requests")

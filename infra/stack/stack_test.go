@@ -94,7 +94,7 @@ func TestResourceCounts(t *testing.T) {
 		"AWS::Lambda::EventSourceMapping":   5, // stream + replies to the scheduler, one queue per agent
 		"AWS::IAM::Role":                    7, // one per function, plus API Gateway's logging role
 		"AWS::Logs::LogGroup":               7, // one per function, plus API access logs
-		"AWS::DynamoDB::Table":              2,
+		"AWS::DynamoDB::Table":              1,
 		"AWS::SQS::Queue":                   10, // 4 queues, their 4 DLQs, stream and schedule failures
 		"AWS::SQS::QueuePolicy":             10, // TLS-only, one per queue
 		"AWS::SNS::Topic":                   1,
@@ -313,12 +313,13 @@ func TestStreamMappingIsFilteredAndHasAFailureDestination(t *testing.T) {
 		"FunctionResponseTypes":      []any{"ReportBatchItemFailures"},
 		"BisectBatchOnFunctionError": true,
 		"DestinationConfig":          map[string]any{"OnFailure": map[string]any{"Destination": assertions.Match_AnyValue()}},
+		"ParallelizationFactor":      resources.StreamParallelization,
+		// Only an order whose step waits for a claim invokes the Scheduler.
 		"FilterCriteria": map[string]any{"Filters": []any{map[string]any{
 			"Pattern": assertions.Match_SerializedJson(map[string]any{
 				"eventName": []any{"INSERT", "MODIFY"},
 				"dynamodb": map[string]any{"NewImage": map[string]any{
-					"ProcessState": map[string]any{"S": []any{"Pending"}},
-					"LockedBy":     map[string]any{"S": []any{map[string]any{"exists": false}}},
+					resources.AttrUnclaimed: map[string]any{"S": []any{map[string]any{"exists": true}}},
 				}},
 			}),
 		}}},
@@ -338,15 +339,15 @@ func TestTablesAreRecoverableAndRetained(t *testing.T) {
 		}
 	}
 	template.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), map[string]any{
-		"TableName":           resources.New("dev", nil).State.Name,
+		"TableName":           resources.New("dev", nil).Orders.Name,
 		"StreamSpecification": map[string]any{"StreamViewType": "NEW_AND_OLD_IMAGES"},
 		"GlobalSecondaryIndexes": []any{map[string]any{
 			"IndexName": resources.DueIndexName,
 			"KeySchema": []any{
 				map[string]any{"AttributeName": resources.AttrDueShard, "KeyType": "HASH"},
-				map[string]any{"AttributeName": resources.AttrCompleteBy, "KeyType": "RANGE"},
+				map[string]any{"AttributeName": resources.AttrDueAt, "KeyType": "RANGE"},
 			},
-			"Projection": map[string]any{"ProjectionType": "ALL"},
+			"Projection": map[string]any{"ProjectionType": "KEYS_ONLY"},
 		}},
 	})
 }

@@ -23,8 +23,13 @@ import (
 
 // Store is what the API needs of the state store.
 type Store interface {
-	CreateOrder(ctx context.Context, o order.Order, steps []order.StepState) error
+	CreateOrder(ctx context.Context, o order.Order, steps []order.StepState) (order.Order, error)
 	GetOrder(ctx context.Context, id string) (order.Order, []order.StepState, error)
+}
+
+// Dispatcher sends the first step's request, which submission claims.
+type Dispatcher interface {
+	Send(ctx context.Context, o order.Order, st order.StepState) bool
 }
 
 // Routes served, as API Gateway resource templates.
@@ -35,16 +40,30 @@ const (
 
 // Service handles API Gateway proxy requests.
 type Service struct {
-	store    Store
-	workflow order.Workflow
-	now      func() time.Time
-	log      *slog.Logger
-	metrics  *metrics.Recorder
+	id         string // LockedBy of the first steps this instance claims
+	store      Store
+	dispatcher Dispatcher
+	workflow   order.Workflow
+	now        func() time.Time
+	log        *slog.Logger
+	metrics    *metrics.Recorder
+}
+
+// Config wires the submission service.
+type Config struct {
+	InstanceID string
+	Store      Store
+	Dispatcher Dispatcher
+	Workflow   order.Workflow
+	Now        func() time.Time
+	Log        *slog.Logger
+	Metrics    *metrics.Recorder
 }
 
 // NewService returns the submission service.
-func NewService(store Store, workflow order.Workflow, now func() time.Time, log *slog.Logger, m *metrics.Recorder) *Service {
-	return &Service{store: store, workflow: workflow, now: now, log: log, metrics: m}
+func NewService(c Config) *Service {
+	return &Service{id: c.InstanceID, store: c.Store, dispatcher: c.Dispatcher, workflow: c.Workflow,
+		now: c.Now, log: c.Log, metrics: c.Metrics}
 }
 
 var (
@@ -119,7 +138,9 @@ func (s *Service) submit(ctx context.Context, req events.APIGatewayProxyRequest)
 		return events.APIGatewayProxyResponse{}, err
 	}
 
-	now := s.now().UTC()
+	// Times are stored to the millisecond; the request must carry the
+	// deadline exactly as stored.
+	now := s.now().UTC().Truncate(time.Millisecond)
 	o := order.Order{
 		ID: order.NewID(), CustomerID: sub.CustomerID, Lines: sub.Lines,
 		NotificationTarget: sub.NotificationTarget, Status: order.StatusPending,
@@ -128,25 +149,25 @@ func (s *Service) submit(ctx context.Context, req events.APIGatewayProxyRequest)
 	if key != "" {
 		o.ID = order.IDForKey(key)
 	}
-	err = s.store.CreateOrder(ctx, o, s.workflow.NewStates(o.ID, now))
+	steps := s.workflow.NewStates(o.ID, s.id, now)
+	existing, err := s.store.CreateOrder(ctx, o, steps)
 	if errors.Is(err, order.ErrExists) {
-		return s.replay(ctx, o)
+		return s.replay(ctx, o, existing)
 	}
 	if err != nil {
 		return events.APIGatewayProxyResponse{}, fmt.Errorf("submit order: %w", err)
 	}
 	s.log.InfoContext(ctx, "order accepted", "order_id", o.ID, "lines", len(o.Lines), "idempotency_key", key)
 	s.metrics.Count(metrics.OrdersSubmitted, 1, "order_id", o.ID)
+	// The order is stored with its first step claimed; whether or not the
+	// request goes out now, the order is safe and the answer is 202.
+	s.dispatcher.Send(ctx, o, steps[0])
 	return accepted(o, false), nil
 }
 
 // replay answers a submission whose Idempotency-Key was seen before: the
 // same body gets the original order back, a different body is a conflict.
-func (s *Service) replay(ctx context.Context, o order.Order) (events.APIGatewayProxyResponse, error) {
-	existing, _, err := s.store.GetOrder(ctx, o.ID)
-	if err != nil {
-		return events.APIGatewayProxyResponse{}, fmt.Errorf("read order %s for idempotent replay: %w", o.ID, err)
-	}
+func (s *Service) replay(ctx context.Context, o, existing order.Order) (events.APIGatewayProxyResponse, error) {
 	if existing.RequestHash != o.RequestHash {
 		return events.APIGatewayProxyResponse{}, fmt.Errorf(
 			"Idempotency-Key %q was already used for order %s with a different body: %w",

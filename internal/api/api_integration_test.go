@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"orderly/internal/api"
+	"orderly/internal/metrics"
 	"orderly/internal/order"
 	"orderly/internal/testenv"
 )
@@ -50,18 +51,15 @@ func orderID(t *testing.T, resp events.APIGatewayProxyResponse) string {
 	return out.OrderID
 }
 
-// items counts every item of both tables; only a test may Scan.
+// items counts the items of the orders table; only a test may Scan.
 func items(t *testing.T, w *testenv.World) int {
 	t.Helper()
-	n := 0
-	for _, table := range []string{w.Stack.Catalog.Orders.Name, w.Stack.Catalog.State.Name} {
-		out, err := w.Clients.DynamoDB.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
-		if err != nil {
-			t.Fatalf("scan %s: %v", table, err)
-		}
-		n += int(out.Count)
+	table := w.Stack.Catalog.Orders.Name
+	out, err := w.Clients.DynamoDB.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatalf("scan %s: %v", table, err)
 	}
-	return n
+	return int(out.Count)
 }
 
 const validBody = `{"customerId":"c-42","lines":[{"sku":"BOOK-1","quantity":2},{"sku":"PEN-9","quantity":1}]}`
@@ -73,8 +71,8 @@ func TestSubmitWritesOrderAndEveryStepAtomically(t *testing.T) {
 		t.Fatalf("got %d %s, want 202", resp.StatusCode, resp.Body)
 	}
 	id := orderID(t, resp)
-	if got := items(t, w); got != 1+len(w.Workflow.Steps) {
-		t.Errorf("got %d items, want the order and %d step states", got, len(w.Workflow.Steps))
+	if got := items(t, w); got != 1 {
+		t.Errorf("got %d items, want one: the order with its %d step states", got, len(w.Workflow.Steps))
 	}
 	g := get(t, w, id)
 	var view api.OrderView
@@ -84,14 +82,38 @@ func TestSubmitWritesOrderAndEveryStepAtomically(t *testing.T) {
 	if view.Status != order.StatusPending || view.CustomerID != "c-42" || len(view.Lines) != 2 || len(view.Steps) != 3 {
 		t.Fatalf("got %s, want a Pending order of c-42 with 2 lines and 3 steps", g.Body)
 	}
-	wantStates := []string{"Pending", "NotStarted", "NotStarted"}
+	// The submission claimed the first step and sent its request.
+	wantStates, wantAttempts := []string{"Processing", "NotStarted", "NotStarted"}, []int{1, 0, 0}
 	for i, st := range view.Steps {
-		if st.Step != w.Workflow.Steps[i].Name || st.State != wantStates[i] || st.Attempt != 0 || st.FailureCount != 0 {
-			t.Errorf("step %d: got %+v, want %s %s attempt 0", i, st, w.Workflow.Steps[i].Name, wantStates[i])
+		if st.Step != w.Workflow.Steps[i].Name || st.State != wantStates[i] || st.Attempt != wantAttempts[i] || st.FailureCount != 0 {
+			t.Errorf("step %d: got %+v, want %s %s attempt %d", i, st, w.Workflow.Steps[i].Name, wantStates[i], wantAttempts[i])
 		}
 	}
-	if view.Steps[0].CompleteBy == nil || view.Steps[1].CompleteBy != nil {
-		t.Errorf("got CompleteBy %v / %v, want a claim deadline on the first step only", view.Steps[0].CompleteBy, view.Steps[1].CompleteBy)
+	if view.Steps[0].CompleteBy == nil || view.Steps[0].LockedBy != "submit-test" || view.Steps[1].CompleteBy != nil {
+		t.Errorf("got first step locked by %q until %v, second until %v; want the first claimed by the submission only",
+			view.Steps[0].LockedBy, view.Steps[0].CompleteBy, view.Steps[1].CompleteBy)
+	}
+	reqs := w.Requests(t, w.Workflow.Steps[0].Agent)
+	if len(reqs) != 1 || reqs[0].OrderID != id || reqs[0].Attempt != 1 || !reqs[0].CompleteBy.Equal(*view.Steps[0].CompleteBy) {
+		t.Errorf("got requests %s, want the first step's on attempt 1 until %v", testenv.Describe(reqs), view.Steps[0].CompleteBy)
+	}
+}
+
+// An order is safe once it is stored: when its first request cannot be
+// sent, the answer is still 202 and the claim is released for the stream.
+func TestSubmitReleasesTheClaimWhenTheRequestIsNotSent(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	broken := api.NewService(api.Config{InstanceID: "submit-test", Store: w.Store, Dispatcher: w.BrokenDispatcher(),
+		Workflow: w.Workflow, Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard()})
+	resp, err := broken.Handle(context.Background(), events.APIGatewayProxyRequest{
+		HTTPMethod: http.MethodPost, Resource: api.ResourceOrders, Path: "/orders", Body: validBody})
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("got %d %s (%v), want 202", resp.StatusCode, resp.Body, err)
+	}
+	st := w.Step(t, orderID(t, resp), w.Workflow.Steps[0].Name)
+	if st.ProcessState != order.Pending || st.LockedBy != "" || st.FailureCount != 0 || !strings.Contains(st.LastError, "request not sent") {
+		t.Errorf("got %s locked by %q with %d failures and last error %q, want Pending, unlocked, no failure, the reason",
+			st.ProcessState, st.LockedBy, st.FailureCount, st.LastError)
 	}
 }
 
@@ -113,8 +135,11 @@ func TestIdempotencyKey(t *testing.T) {
 	if conflict.StatusCode != http.StatusConflict || !strings.Contains(conflict.Body, "idempotency_conflict") {
 		t.Errorf("conflict: got %d %s, want 409 idempotency_conflict", conflict.StatusCode, conflict.Body)
 	}
-	if got := items(t, w); got != 1+len(w.Workflow.Steps) {
-		t.Errorf("got %d items after replay and conflict, want exactly one order's worth", got)
+	if got := items(t, w); got != 1 {
+		t.Errorf("got %d items after replay and conflict, want exactly one order", got)
+	}
+	if reqs := w.Requests(t, w.Workflow.Steps[0].Agent); len(reqs) != 1 {
+		t.Errorf("got %d first-step requests after replay and conflict, want 1: %s", len(reqs), testenv.Describe(reqs))
 	}
 	// A different key is a different order.
 	other := post(t, w, validBody, map[string]string{"Idempotency-Key": "checkout-8b1c"})
@@ -165,8 +190,8 @@ func TestBadInputIsRejectedAndWritesNothing(t *testing.T) {
 			}
 		})
 	}
-	if got := items(t, w); got != 0 {
-		t.Errorf("got %d items written by rejected requests, want 0", got)
+	if got, reqs := items(t, w), w.Requests(t, w.Workflow.Steps[0].Agent); got != 0 || len(reqs) != 0 {
+		t.Errorf("got %d items written and %d requests sent by rejected requests, want none", got, len(reqs))
 	}
 	if ok := post(t, w, lines(100), nil); ok.StatusCode != http.StatusAccepted {
 		t.Errorf("100 lines: got %d %s, want 202 (the limit is inclusive)", ok.StatusCode, ok.Body)

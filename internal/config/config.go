@@ -5,6 +5,7 @@ package config
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
 	"orderly/internal/order"
+	"orderly/internal/resources"
 )
 
 // Variables that tune the workflow's timing, shared by the Scheduler, the
@@ -86,6 +88,22 @@ func (e *Env) Int(name string, def int) int {
 		return def
 	}
 	return n
+}
+
+// RequestQueueURLs reads the request queue URL of every agent, which the
+// functions that dispatch steps need.
+func (e *Env) RequestQueueURLs(agents []string) map[string]string {
+	urls := make(map[string]string, len(agents))
+	for _, agent := range agents {
+		urls[agent] = e.Required(resources.EnvRequestQueueURL(agent))
+	}
+	return urls
+}
+
+// InstanceID names one execution environment of a function: the LockedBy
+// value of the claims it makes.
+func InstanceID(function string) string {
+	return function + "/" + os.Getenv("AWS_LAMBDA_LOG_STREAM_NAME") + "/" + rand.Text()[:8]
 }
 
 // Timing reads the workflow timing, defaulting to order.DefaultTiming.

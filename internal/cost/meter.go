@@ -407,14 +407,8 @@ func passes(f resources.StreamFilter, image map[string]types.AttributeValue) boo
 	if image == nil {
 		return false
 	}
-	for name, want := range f.Equals {
-		s, ok := image[name].(*types.AttributeValueMemberS)
-		if !ok || s.Value != want {
-			return false
-		}
-	}
-	for _, name := range f.Absent {
-		if _, ok := image[name]; ok {
+	for _, name := range f.Present {
+		if _, ok := image[name]; !ok {
 			return false
 		}
 	}

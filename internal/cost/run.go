@@ -95,7 +95,7 @@ func Run(ctx context.Context, awsCfg aws.Config, opts Options) ([]Result, error)
 	}
 	meter.Watch(e.Stack.Catalog, e.Stack.ResponseQueue.URL)
 	// The run reads state through a store the meter does not see.
-	observer := dynamo.NewStore(plain, e.Stack.Catalog.Orders.Name, e.Stack.Catalog.State.Name)
+	observer := dynamo.NewStore(plain, e.Stack.Catalog.Orders.Name)
 
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)

@@ -1,6 +1,7 @@
 package dynamo
 
 import (
+	"fmt"
 	"hash/fnv"
 	"strconv"
 	"time"
@@ -9,84 +10,139 @@ import (
 	"orderly/internal/resources"
 )
 
-// orderRecord is an order as stored in the orders table.
+// orderRecord is one order as stored: the order itself and the state of
+// every step of its workflow, in one item. One item means submission is a
+// single conditional PutItem, every transition a single conditional
+// UpdateItem, and a read shows the order and its steps as of one moment.
+//
+// Attribute names are short because they count towards the item's size,
+// and so towards every write's cost.
 type orderRecord struct {
 	OrderID            string       `dynamodbav:"OrderID"`
 	CustomerID         string       `dynamodbav:"CustomerID"`
 	Lines              []order.Line `dynamodbav:"Lines"`
-	NotificationTarget string       `dynamodbav:"NotificationTarget,omitempty"`
+	NotificationTarget string       `dynamodbav:"Notify,omitempty"`
 	Status             string       `dynamodbav:"Status"`
-	RequestHash        string       `dynamodbav:"RequestHash"`
-	IdempotencyKey     string       `dynamodbav:"IdempotencyKey,omitempty"`
+	RequestHash        string       `dynamodbav:"ReqHash"`
+	IdempotencyKey     string       `dynamodbav:"IdemKey,omitempty"`
 	LastError          string       `dynamodbav:"LastError,omitempty"`
-	CreatedAt          time.Time    `dynamodbav:"CreatedAt"`
-	UpdatedAt          time.Time    `dynamodbav:"UpdatedAt"`
+	CreatedAt          int64        `dynamodbav:"Created"`
+	UpdatedAt          int64        `dynamodbav:"Updated"`
+	Steps              []stepRecord `dynamodbav:"Steps"`
+	// Active is the index of the step the workflow is on; absent once the
+	// order is Processed.
+	Active *int `dynamodbav:"Active,omitempty"`
+	// AlertPending is set with Error and cleared once operators were
+	// alerted: an outbox, so an alert survives a crash between the two.
+	AlertPending bool `dynamodbav:"AlertPending,omitempty"`
+	// Unclaimed names the active step while it is Pending and unlocked. It
+	// is what the stream filter matches, so only those changes invoke the
+	// Scheduler.
+	Unclaimed string `dynamodbav:"Unclaimed,omitempty"`
+	// DueShard and DueAt are the due index's keys, present while the
+	// Supervisor must watch the order. DueAt is never later than the
+	// active step's CompleteBy, so the Supervisor never looks too late; it
+	// may be earlier, and the Supervisor then moves it on.
+	DueShard string `dynamodbav:"DueShard,omitempty"`
+	DueAt    int64  `dynamodbav:"DueAt,omitempty"`
 }
 
-func newOrderRecord(o order.Order) orderRecord {
-	return orderRecord{
-		OrderID: o.ID, CustomerID: o.CustomerID, Lines: o.Lines,
-		NotificationTarget: o.NotificationTarget, Status: string(o.Status),
-		RequestHash: o.RequestHash, IdempotencyKey: o.IdempotencyKey,
-		LastError: o.LastError, CreatedAt: o.CreatedAt.UTC(), UpdatedAt: o.UpdatedAt.UTC(),
-	}
-}
-
-func (r orderRecord) order() order.Order {
-	return order.Order{
-		ID: r.OrderID, CustomerID: r.CustomerID, Lines: r.Lines,
-		NotificationTarget: r.NotificationTarget, Status: order.Status(r.Status),
-		RequestHash: r.RequestHash, IdempotencyKey: r.IdempotencyKey,
-		LastError: r.LastError, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-	}
-}
-
-// stateRecord is a step's state as stored in the state table. Times are
-// epoch milliseconds: CompleteBy is the due index's sort key and must
-// sort as a number.
-type stateRecord struct {
-	OrderID      string `dynamodbav:"OrderID"`
+// stepRecord is one step's state inside the order item.
+type stepRecord struct {
 	Step         string `dynamodbav:"Step"`
-	StepIndex    int    `dynamodbav:"StepIndex"`
 	Agent        string `dynamodbav:"Agent"`
-	ProcessState string `dynamodbav:"ProcessState"`
+	State        string `dynamodbav:"State"`
+	Attempt      int    `dynamodbav:"Attempt"`
+	FailureCount int    `dynamodbav:"Failures"`
+	Nudges       int    `dynamodbav:"Nudges"`
 	LockedBy     string `dynamodbav:"LockedBy,omitempty"`
 	CompleteBy   int64  `dynamodbav:"CompleteBy,omitempty"`
-	FailureCount int    `dynamodbav:"FailureCount"`
-	Attempt      int    `dynamodbav:"Attempt"`
-	Nudges       int    `dynamodbav:"Nudges"`
-	AlertPending bool   `dynamodbav:"AlertPending,omitempty"`
 	LastError    string `dynamodbav:"LastError,omitempty"`
-	DueShard     string `dynamodbav:"DueShard,omitempty"`
-	UpdatedAt    int64  `dynamodbav:"UpdatedAt"`
+	Reference    string `dynamodbav:"Ref,omitempty"`
+	UpdatedAt    int64  `dynamodbav:"Updated"`
 }
 
-func newStateRecord(s order.StepState, shards int) stateRecord {
-	r := stateRecord{
-		OrderID: s.OrderID, Step: s.Step, StepIndex: s.Index, Agent: s.Agent,
-		ProcessState: string(s.ProcessState), LockedBy: s.LockedBy,
-		CompleteBy: millis(s.CompleteBy), FailureCount: s.FailureCount,
-		Attempt: s.Attempt, Nudges: s.Nudges, AlertPending: s.AlertPending,
-		LastError: s.LastError, UpdatedAt: millis(s.UpdatedAt),
+// Attribute names used in expressions.
+const (
+	attrOrderID      = resources.AttrOrderID
+	attrDueShard     = resources.AttrDueShard
+	attrDueAt        = resources.AttrDueAt
+	attrUnclaimed    = resources.AttrUnclaimed
+	attrStatus       = "Status"
+	attrActive       = "Active"
+	attrAlertPending = "AlertPending"
+	attrLastError    = "LastError"
+	attrUpdated      = "Updated"
+	dueIndexName     = resources.DueIndexName
+)
+
+// stepAttr is the document path of one attribute of step i.
+func stepAttr(i int, name string) string { return fmt.Sprintf("Steps[%d].%s", i, name) }
+
+func newOrderRecord(o order.Order, steps []order.StepState, shards int) orderRecord {
+	r := orderRecord{
+		OrderID: o.ID, CustomerID: o.CustomerID, Lines: o.Lines,
+		NotificationTarget: o.NotificationTarget, Status: string(o.Status),
+		RequestHash: o.RequestHash, IdempotencyKey: o.IdempotencyKey, LastError: o.LastError,
+		CreatedAt: millis(o.CreatedAt), UpdatedAt: millis(o.UpdatedAt),
+		Steps: make([]stepRecord, len(steps)),
 	}
-	if watched(s) {
-		r.DueShard = shardOf(s.OrderID, s.Step, shards)
+	for i, st := range steps {
+		r.Steps[i] = stepRecord{
+			Step: st.Step, Agent: st.Agent, State: string(st.ProcessState), Attempt: st.Attempt,
+			FailureCount: st.FailureCount, Nudges: st.Nudges, LockedBy: st.LockedBy,
+			CompleteBy: millis(st.CompleteBy), LastError: st.LastError, Reference: st.Reference,
+			UpdatedAt: millis(st.UpdatedAt),
+		}
+		if watched(st) && r.Active == nil {
+			active := i
+			r.Active = &active
+			r.AlertPending = st.AlertPending
+			r.DueShard, r.DueAt = shardOf(o.ID, shards), millis(st.CompleteBy)
+			if st.ProcessState == order.Pending && st.LockedBy == "" {
+				r.Unclaimed = st.Step
+			}
+		}
 	}
 	return r
 }
 
-func (r stateRecord) step() order.StepState {
-	return order.StepState{
-		OrderID: r.OrderID, Step: r.Step, Index: r.StepIndex, Agent: r.Agent,
-		ProcessState: order.ProcessState(r.ProcessState), LockedBy: r.LockedBy,
-		CompleteBy: fromMillis(r.CompleteBy), FailureCount: r.FailureCount,
-		Attempt: r.Attempt, Nudges: r.Nudges, AlertPending: r.AlertPending,
-		LastError: r.LastError, UpdatedAt: fromMillis(r.UpdatedAt),
+// order returns the order and the states of its steps in workflow order.
+func (r orderRecord) order() (order.Order, []order.StepState) {
+	o := order.Order{
+		ID: r.OrderID, CustomerID: r.CustomerID, Lines: r.Lines,
+		NotificationTarget: r.NotificationTarget, Status: order.Status(r.Status),
+		RequestHash: r.RequestHash, IdempotencyKey: r.IdempotencyKey, LastError: r.LastError,
+		CreatedAt: fromMillis(r.CreatedAt), UpdatedAt: fromMillis(r.UpdatedAt),
 	}
+	steps := make([]order.StepState, len(r.Steps))
+	for i, s := range r.Steps {
+		steps[i] = order.StepState{
+			OrderID: r.OrderID, Step: s.Step, Index: i, Agent: s.Agent,
+			ProcessState: order.ProcessState(s.State), LockedBy: s.LockedBy,
+			CompleteBy: fromMillis(s.CompleteBy), FailureCount: s.FailureCount,
+			Attempt: s.Attempt, Nudges: s.Nudges, LastError: s.LastError,
+			Reference: s.Reference, UpdatedAt: fromMillis(s.UpdatedAt),
+		}
+		if r.Active != nil && *r.Active == i {
+			steps[i].AlertPending = r.AlertPending
+			steps[i].DueAt = fromMillis(r.DueAt)
+		}
+	}
+	return o, steps
 }
 
-// watched reports whether the Supervisor must keep an eye on the step,
-// which is what puts it into the sparse due index.
+// active returns the state of the step the workflow is on.
+func (r orderRecord) active() (order.StepState, bool) {
+	if r.Active == nil || *r.Active < 0 || *r.Active >= len(r.Steps) {
+		return order.StepState{}, false
+	}
+	_, steps := r.order()
+	return steps[*r.Active], true
+}
+
+// watched reports whether the Supervisor must keep an eye on a step, which
+// is what puts its order into the sparse due index.
 func watched(s order.StepState) bool {
 	switch s.ProcessState {
 	case order.Pending, order.Processing:
@@ -97,13 +153,11 @@ func watched(s order.StepState) bool {
 	return false
 }
 
-// shardOf spreads steps over the due index's partitions. The same step
-// always lands on the same shard.
-func shardOf(orderID, step string, shards int) string {
+// shardOf spreads orders over the due index's partitions. The same order
+// always lands on the same shard, so moving DueAt never moves the shard.
+func shardOf(orderID string, shards int) string {
 	h := fnv.New32a()
 	h.Write([]byte(orderID))
-	h.Write([]byte{0})
-	h.Write([]byte(step))
 	return strconv.Itoa(int(h.Sum32() % uint32(max(shards, 1))))
 }
 
@@ -120,12 +174,3 @@ func fromMillis(ms int64) time.Time {
 	}
 	return time.UnixMilli(ms).UTC()
 }
-
-// key attribute names, re-exported for brevity.
-const (
-	attrOrderID    = resources.AttrOrderID
-	attrStep       = resources.AttrStep
-	attrDueShard   = resources.AttrDueShard
-	attrCompleteBy = resources.AttrCompleteBy
-	dueIndexName   = resources.DueIndexName
-)

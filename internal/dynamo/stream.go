@@ -4,28 +4,36 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"orderly/internal/order"
 )
 
-// StepFromStreamImage decodes a state-table image from a DynamoDB stream
-// event, as Lambda delivers it.
-func StepFromStreamImage(image map[string]events.DynamoDBAttributeValue) (order.StepState, error) {
+// UnclaimedStep decodes an order image from a DynamoDB stream event, as
+// Lambda delivers it, and returns its active step if that step waits for a
+// Scheduler to claim it (Pending and unlocked). ok is false for every other
+// change.
+func UnclaimedStep(image map[string]events.DynamoDBAttributeValue) (st order.StepState, ok bool, err error) {
 	item := make(map[string]types.AttributeValue, len(image))
 	for k, v := range image {
 		av, err := fromEvent(v)
 		if err != nil {
-			return order.StepState{}, fmt.Errorf("attribute %s: %w", k, err)
+			return order.StepState{}, false, fmt.Errorf("attribute %s: %w", k, err)
 		}
 		item[k] = av
 	}
-	var rec stateRecord
-	if err := attributevalue.UnmarshalMap(item, &rec); err != nil {
-		return order.StepState{}, fmt.Errorf("unmarshal stream image: %w", err)
+	rec, err := unmarshal(item)
+	if err != nil {
+		return order.StepState{}, false, fmt.Errorf("stream image: %w", err)
 	}
-	return rec.step(), nil
+	if rec.Unclaimed == "" {
+		return order.StepState{}, false, nil
+	}
+	st, ok = rec.active()
+	if !ok || st.Step != rec.Unclaimed || st.ProcessState != order.Pending || st.LockedBy != "" {
+		return order.StepState{}, false, nil
+	}
+	return st, true, nil
 }
 
 // fromEvent converts Lambda's attribute value to the SDK's.

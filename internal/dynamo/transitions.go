@@ -2,206 +2,251 @@ package dynamo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"orderly/internal/order"
 )
 
-// Completion is a successful reply applied to the state store.
-type Completion struct {
-	OrderID string
-	Step    string
-	Attempt int
-	// Next is the step that becomes Pending, or "" when the order is done.
-	Next string
-	// NextClaimBy is when a Scheduler must have claimed Next.
-	NextClaimBy time.Time
+// on is the fence every transition is conditional on: the order is on step
+// i, step i is the named step, and it is in state on attempt.
+func on(st order.StepState, state order.ProcessState) expression.ConditionBuilder {
+	i := st.Index
+	return expression.Name(attrActive).Equal(expression.Value(i)).
+		And(expression.Name(stepAttr(i, "Step")).Equal(expression.Value(st.Step))).
+		And(expression.Name(stepAttr(i, "State")).Equal(expression.Value(state))).
+		And(expression.Name(stepAttr(i, "Attempt")).Equal(expression.Value(st.Attempt)))
 }
 
-// CompleteStep applies a success reply in one transaction: the step becomes
-// Processed only if it is still Processing on the reply's attempt (so stale
-// and duplicate replies change nothing), and either the next step becomes
-// Pending or the order becomes Processed. A stale reply returns
+// expired adds to a fence that the step's deadline has passed.
+func expired(st order.StepState, state order.ProcessState, now time.Time) expression.ConditionBuilder {
+	return on(st, state).And(expression.Name(stepAttr(st.Index, "CompleteBy")).LessThan(msValue(now)))
+}
+
+func touched(upd expression.UpdateBuilder, i int, now time.Time) expression.UpdateBuilder {
+	return upd.Set(expression.Name(stepAttr(i, "Updated")), msValue(now)).
+		Set(expression.Name(attrUpdated), msValue(now))
+}
+
+// transition runs one conditional UpdateItem and returns the order and the
+// state of step i as written.
+func (s *Store) transition(ctx context.Context, what string, st order.StepState, i int, cond expression.ConditionBuilder, upd expression.UpdateBuilder) (order.Order, order.StepState, error) {
+	rec, err := s.update(ctx, st.OrderID, cond, upd)
+	if err != nil {
+		return order.Order{}, order.StepState{}, fmt.Errorf("%s step %s of order %s on attempt %d: %w", what, st.Step, st.OrderID, st.Attempt, err)
+	}
+	o, steps := rec.order()
+	if i < 0 || i >= len(steps) {
+		return o, order.StepState{}, fmt.Errorf("%s step %s of order %s: the order has no step %d", what, st.Step, st.OrderID, i)
+	}
+	return o, steps[i], nil
+}
+
+// ClaimStep is the Scheduler's exclusive claim of a Pending, unlocked step
+// (seen, from the stream): it locks the step to owner, marks it Processing
+// until completeBy and increments the attempt. A lost race returns
+// order.ErrStale. The returned order carries what the agent's request needs.
+func (s *Store) ClaimStep(ctx context.Context, seen order.StepState, owner string, completeBy, now time.Time) (order.Order, order.StepState, error) {
+	i := seen.Index
+	cond := expression.Name(attrActive).Equal(expression.Value(i)).
+		And(expression.Name(stepAttr(i, "Step")).Equal(expression.Value(seen.Step))).
+		And(expression.Name(stepAttr(i, "State")).Equal(expression.Value(order.Pending))).
+		And(expression.AttributeNotExists(expression.Name(stepAttr(i, "LockedBy"))))
+	upd := claim(expression.UpdateBuilder{}, i, owner, completeBy).
+		Set(expression.Name(stepAttr(i, "Attempt")), expression.Name(stepAttr(i, "Attempt")).Plus(expression.Value(1))).
+		Remove(expression.Name(attrUnclaimed)).
+		// The claim's deadline becomes the Supervisor's: DueAt may
+		// never be later than the active step's CompleteBy.
+		Set(expression.Name(attrDueAt), msValue(completeBy))
+	return s.transition(ctx, "claim", seen, i, cond, touched(upd, i, now))
+}
+
+func claim(upd expression.UpdateBuilder, i int, owner string, completeBy time.Time) expression.UpdateBuilder {
+	return upd.Set(expression.Name(stepAttr(i, "State")), expression.Value(order.Processing)).
+		Set(expression.Name(stepAttr(i, "LockedBy")), expression.Value(owner)).
+		Set(expression.Name(stepAttr(i, "CompleteBy")), msValue(completeBy))
+}
+
+// Completion is a successful reply applied to the state store.
+type Completion struct {
+	// Step is the step that succeeded, as the reply names it (OrderID,
+	// Step, Index, Attempt).
+	Step      order.StepState
+	Reference string
+	// Next is the step to claim at once, or nil when the order is done.
+	Next *order.StepDef
+	// NextIndex is Next's position in the workflow.
+	NextIndex int
+	// Owner and NextCompleteBy are the claim of Next.
+	Owner          string
+	NextCompleteBy time.Time
+}
+
+// CompleteStep applies a success reply in one conditional UpdateItem: the
+// step becomes Processed only if it is still Processing on the reply's
+// attempt (so stale and duplicate replies change nothing), and in the same
+// write either the next step is claimed for c.Owner or the order becomes
+// Processed and leaves the due index. It returns the order and the claimed
+// next step, whose request the caller sends. A stale reply returns
 // order.ErrStale.
-func (s *Store) CompleteStep(ctx context.Context, c Completion, now time.Time) error {
-	done := expression.Set(expression.Name("ProcessState"), expression.Value(order.Processed)).
-		Remove(expression.Name("LockedBy")).
-		Remove(expression.Name(attrDueShard)).
-		Set(expression.Name("UpdatedAt"), expression.Value(millis(now)))
-	doneItem, err := s.stateUpdate(c.OrderID, c.Step, onAttempt(order.Processing, c.Attempt), done)
-	if err != nil {
-		return err
+func (s *Store) CompleteStep(ctx context.Context, c Completion, now time.Time) (order.Order, order.StepState, error) {
+	i := c.Step.Index
+	cond := on(c.Step, order.Processing)
+	upd := expression.Set(expression.Name(stepAttr(i, "State")), expression.Value(order.Processed)).
+		Remove(expression.Name(stepAttr(i, "LockedBy"))).
+		Remove(expression.Name(stepAttr(i, "CompleteBy")))
+	if c.Reference != "" {
+		upd = upd.Set(expression.Name(stepAttr(i, "Ref")), expression.Value(c.Reference))
 	}
-	items := []types.TransactWriteItem{doneItem}
+	upd = upd.Set(expression.Name(stepAttr(i, "Updated")), msValue(now)).
+		Set(expression.Name(attrUpdated), msValue(now))
+	if c.Next == nil {
+		upd = upd.Set(expression.Name(attrStatus), expression.Value(order.StatusProcessed)).
+			Remove(expression.Name(attrActive)).
+			Remove(expression.Name(attrDueShard)).
+			Remove(expression.Name(attrDueAt))
+		o, st, err := s.transition(ctx, "complete", c.Step, i, cond, upd)
+		return o, st, err
+	}
+	j := c.NextIndex
+	cond = cond.And(expression.Name(stepAttr(j, "Step")).Equal(expression.Value(c.Next.Name))).
+		And(expression.Name(stepAttr(j, "State")).Equal(expression.Value(order.NotStarted)))
+	upd = claim(upd, j, c.Owner, c.NextCompleteBy).
+		Set(expression.Name(stepAttr(j, "Attempt")), expression.Name(stepAttr(j, "Attempt")).Plus(expression.Value(1))).
+		Set(expression.Name(stepAttr(j, "Updated")), msValue(now)).
+		Set(expression.Name(attrActive), expression.Value(j)).
+		Set(expression.Name(attrStatus), expression.Value(order.StatusProcessing))
+	return s.transition(ctx, "complete", c.Step, j, cond, upd)
+}
 
-	status := order.StatusProcessed
-	if c.Next != "" {
-		status = order.StatusProcessing
-		notStarted := expression.Name("ProcessState").Equal(expression.Value(order.NotStarted))
-		pending := expression.Set(expression.Name("ProcessState"), expression.Value(order.Pending)).
-			Set(expression.Name(attrCompleteBy), expression.Value(millis(c.NextClaimBy))).
-			Set(expression.Name(attrDueShard), expression.Value(shardOf(c.OrderID, c.Next, s.shards))).
-			Set(expression.Name("UpdatedAt"), expression.Value(millis(now)))
-		nextItem, err := s.stateUpdate(c.OrderID, c.Next, notStarted, pending)
-		if err != nil {
-			return err
-		}
-		items = append(items, nextItem)
-	}
-	orderItem, err := s.orderStatusUpdate(c.OrderID, status, "", now)
-	if err != nil {
-		return err
-	}
-	items = append(items, orderItem)
-
-	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-	if conditionFailed(err, 0) {
-		return fmt.Errorf("complete step %s of order %s on attempt %d: %w", c.Step, c.OrderID, c.Attempt, order.ErrStale)
+// LowerDue brings the order's DueAt down to the claimed step st's
+// CompleteBy. CompleteStep leaves DueAt where submission put it, which
+// costs no index write; DueAt then lags the deadlines, which the
+// Supervisor handles. It can only end up later than the new deadline after
+// a retry with a longer allowance, and then the caller lowers it.
+func (s *Store) LowerDue(ctx context.Context, st order.StepState) error {
+	cond := expression.Name(attrDueAt).GreaterThan(msValue(st.CompleteBy))
+	_, err := s.update(ctx, st.OrderID, cond, expression.Set(expression.Name(attrDueAt), msValue(st.CompleteBy)))
+	if errors.Is(err, order.ErrStale) {
+		return nil // already lower, or the order moved on
 	}
 	if err != nil {
-		return fmt.Errorf("complete step %s of order %s on attempt %d: %w", c.Step, c.OrderID, c.Attempt, err)
+		return fmt.Errorf("lower the due time of order %s: %w", st.OrderID, err)
 	}
 	return nil
 }
 
+// ReleaseClaim undoes a claim whose request could not be sent: the step
+// becomes Pending and unclaimed again, to be claimed by claimBy, without
+// counting a failure, since no agent ever saw it. The change invokes a
+// Scheduler through the stream at once. Only the claim's owner, on the same
+// attempt, can release it.
+func (s *Store) ReleaseClaim(ctx context.Context, st order.StepState, claimBy time.Time, reason string, now time.Time) (order.StepState, error) {
+	i := st.Index
+	cond := on(st, order.Processing).And(expression.Name(stepAttr(i, "LockedBy")).Equal(expression.Value(st.LockedBy)))
+	upd := pending(expression.UpdateBuilder{}, st, claimBy).
+		Set(expression.Name(stepAttr(i, "LastError")), expression.Value(reason))
+	_, out, err := s.transition(ctx, "release", st, i, cond, touched(upd, i, now))
+	return out, err
+}
+
+// pending makes step st Pending and unclaimed, to be claimed by claimBy,
+// which is also when the Supervisor looks again.
+func pending(upd expression.UpdateBuilder, st order.StepState, claimBy time.Time) expression.UpdateBuilder {
+	i := st.Index
+	return upd.Set(expression.Name(stepAttr(i, "State")), expression.Value(order.Pending)).
+		Remove(expression.Name(stepAttr(i, "LockedBy"))).
+		Set(expression.Name(stepAttr(i, "CompleteBy")), msValue(claimBy)).
+		Set(expression.Name(attrUnclaimed), expression.Value(st.Step)).
+		Set(expression.Name(attrDueAt), msValue(claimBy))
+}
+
 // FailStep applies an agent's permanent-failure reply: the step and the
-// order become Error, if the step is still Processing on that attempt. The
-// step keeps AlertPending (and its place in the due index) until
-// ClearAlert, so the operator alert survives a crash right after this
-// write.
-func (s *Store) FailStep(ctx context.Context, orderID, step string, attempt int, reason string, now time.Time) error {
-	return s.fail(ctx, orderID, step, onAttempt(order.Processing, attempt), false, reason, now)
+// order become Error, if the step is still Processing on that attempt.
+// AlertPending keeps the order in the due index until ClearAlert, so the
+// operator alert survives a crash right after this write. It returns the
+// failed step as stored.
+func (s *Store) FailStep(ctx context.Context, st order.StepState, reason string, now time.Time) (order.StepState, error) {
+	return s.fail(ctx, st, on(st, order.Processing), false, reason, now)
 }
 
 // FailTimedOutStep is the Supervisor's last recovery: a step that has timed
 // out FailureThreshold times becomes Error together with its order. Like
 // RetryStep it only succeeds on the same attempt after the deadline.
-func (s *Store) FailTimedOutStep(ctx context.Context, st order.StepState, reason string, now time.Time) error {
-	return s.fail(ctx, st.OrderID, st.Step, expiredOnAttempt(order.Processing, st.Attempt, now), true, reason, now)
+func (s *Store) FailTimedOutStep(ctx context.Context, st order.StepState, reason string, now time.Time) (order.StepState, error) {
+	return s.fail(ctx, st, expired(st, order.Processing, now), true, reason, now)
 }
 
-func (s *Store) fail(ctx context.Context, orderID, step string, cond expression.ConditionBuilder, countFailure bool, reason string, now time.Time) error {
-	upd := expression.Set(expression.Name("ProcessState"), expression.Value(order.Error)).
-		Remove(expression.Name("LockedBy")).
-		Set(expression.Name("AlertPending"), expression.Value(true)).
-		Set(expression.Name(attrDueShard), expression.Value(shardOf(orderID, step, s.shards))).
-		Set(expression.Name(attrCompleteBy), expression.Value(millis(now))).
-		Set(expression.Name("LastError"), expression.Value(reason)).
-		Set(expression.Name("UpdatedAt"), expression.Value(millis(now)))
+func (s *Store) fail(ctx context.Context, st order.StepState, cond expression.ConditionBuilder, countFailure bool, reason string, now time.Time) (order.StepState, error) {
+	i := st.Index
+	upd := expression.Set(expression.Name(stepAttr(i, "State")), expression.Value(order.Error)).
+		Remove(expression.Name(stepAttr(i, "LockedBy"))).
+		Set(expression.Name(stepAttr(i, "LastError")), expression.Value(reason)).
+		Set(expression.Name(attrStatus), expression.Value(order.StatusError)).
+		Set(expression.Name(attrLastError), expression.Value(fmt.Sprintf("step %s: %s", st.Step, reason))).
+		// DueAt stays: it is no later than the step's deadline, so a lost
+		// alert is re-sent by then at the latest, with no index write now.
+		Set(expression.Name(attrAlertPending), expression.Value(true))
 	if countFailure {
-		upd = upd.Set(expression.Name("FailureCount"), expression.Name("FailureCount").Plus(expression.Value(1)))
+		upd = upd.Set(expression.Name(stepAttr(i, "Failures")), expression.Name(stepAttr(i, "Failures")).Plus(expression.Value(1)))
 	}
-	stepItem, err := s.stateUpdate(orderID, step, cond, upd)
+	_, out, err := s.transition(ctx, "fail", st, i, cond, touched(upd, i, now))
+	return out, err
+}
+
+// RetryStep is the Supervisor's reset of a timed-out step: one conditional
+// write that succeeds only if the step is still Processing on the same
+// attempt and its deadline has passed. It unlocks the step, counts the
+// failure and makes it Pending again, to be claimed by claimBy.
+func (s *Store) RetryStep(ctx context.Context, st order.StepState, claimBy time.Time, reason string, now time.Time) (order.StepState, error) {
+	i := st.Index
+	upd := pending(expression.UpdateBuilder{}, st, claimBy).
+		Set(expression.Name(stepAttr(i, "Failures")), expression.Name(stepAttr(i, "Failures")).Plus(expression.Value(1))).
+		Set(expression.Name(stepAttr(i, "LastError")), expression.Value(reason))
+	_, out, err := s.transition(ctx, "retry", st, i, expired(st, order.Processing, now), touched(upd, i, now))
+	return out, err
+}
+
+// NudgeStep re-announces a Pending step that nobody claimed by its
+// deadline. Setting Unclaimed again makes a stream record that passes the
+// filter, which invokes a Scheduler again.
+func (s *Store) NudgeStep(ctx context.Context, st order.StepState, claimBy time.Time, now time.Time) (order.StepState, error) {
+	i := st.Index
+	cond := expired(st, order.Pending, now).And(expression.AttributeNotExists(expression.Name(stepAttr(i, "LockedBy"))))
+	upd := pending(expression.UpdateBuilder{}, st, claimBy).
+		Set(expression.Name(stepAttr(i, "Nudges")), expression.Name(stepAttr(i, "Nudges")).Plus(expression.Value(1)))
+	_, out, err := s.transition(ctx, "nudge", st, i, cond, touched(upd, i, now))
+	return out, err
+}
+
+// ClearAlert records that operators were alerted about a failed step, which
+// takes the order out of the due index.
+func (s *Store) ClearAlert(ctx context.Context, st order.StepState, now time.Time) error {
+	cond := on(st, order.Error).And(expression.Name(attrAlertPending).Equal(expression.Value(true)))
+	upd := expression.Remove(expression.Name(attrAlertPending)).
+		Remove(expression.Name(attrDueShard)).
+		Remove(expression.Name(attrDueAt)).
+		Set(expression.Name(attrUpdated), msValue(now))
+	_, err := s.update(ctx, st.OrderID, cond, upd)
 	if err != nil {
-		return err
-	}
-	orderItem, err := s.orderStatusUpdate(orderID, order.StatusError, fmt.Sprintf("step %s: %s", step, reason), now)
-	if err != nil {
-		return err
-	}
-	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
-		TransactItems: []types.TransactWriteItem{stepItem, orderItem},
-	})
-	if conditionFailed(err, 0) {
-		return fmt.Errorf("fail step %s of order %s: %w", step, orderID, order.ErrStale)
-	}
-	if err != nil {
-		return fmt.Errorf("fail step %s of order %s: %w", step, orderID, err)
+		return fmt.Errorf("clear alert of step %s of order %s: %w", st.Step, st.OrderID, err)
 	}
 	return nil
 }
 
-func onAttempt(state order.ProcessState, attempt int) expression.ConditionBuilder {
-	return expression.Name("ProcessState").Equal(expression.Value(state)).
-		And(expression.Name("Attempt").Equal(expression.Value(attempt)))
-}
-
-func (s *Store) stateUpdate(orderID, step string, cond expression.ConditionBuilder, upd expression.UpdateBuilder) (types.TransactWriteItem, error) {
-	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
+// Reschedule moves the Supervisor's next look at an order to dueAt, when
+// it found the active step still inside its window (DueAt lags behind
+// deadlines on the happy path, to save index writes). It only applies while
+// the step is as the Supervisor saw it.
+func (s *Store) Reschedule(ctx context.Context, st order.StepState, dueAt time.Time) error {
+	cond := on(st, st.ProcessState).
+		And(expression.Name(stepAttr(st.Index, "CompleteBy")).Equal(msValue(st.CompleteBy)))
+	_, err := s.update(ctx, st.OrderID, cond, expression.Set(expression.Name(attrDueAt), msValue(dueAt)))
 	if err != nil {
-		return types.TransactWriteItem{}, fmt.Errorf("build update of step %s of order %s: %w", step, orderID, err)
+		return fmt.Errorf("reschedule order %s: %w", st.OrderID, err)
 	}
-	return types.TransactWriteItem{Update: &types.Update{
-		TableName:                 aws.String(s.stateTable),
-		Key:                       stepKey(orderID, step),
-		ConditionExpression:       expr.Condition(),
-		UpdateExpression:          expr.Update(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
-		// On a lost condition the caller learns why without a second read.
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}}, nil
-}
-
-func (s *Store) orderStatusUpdate(orderID string, status order.Status, lastError string, now time.Time) (types.TransactWriteItem, error) {
-	upd := expression.Set(expression.Name("Status"), expression.Value(status)).
-		Set(expression.Name("UpdatedAt"), expression.Value(now.UTC()))
-	if lastError != "" {
-		upd = upd.Set(expression.Name("LastError"), expression.Value(lastError))
-	}
-	expr, err := expression.NewBuilder().
-		WithCondition(expression.AttributeExists(expression.Name(attrOrderID))).
-		WithUpdate(upd).Build()
-	if err != nil {
-		return types.TransactWriteItem{}, fmt.Errorf("build status update of order %s: %w", orderID, err)
-	}
-	return types.TransactWriteItem{Update: &types.Update{
-		TableName:                 aws.String(s.ordersTable),
-		Key:                       orderKey(orderID),
-		ConditionExpression:       expr.Condition(),
-		UpdateExpression:          expr.Update(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
-	}}, nil
-}
-
-// DueSteps returns up to limit steps of one due-index shard whose deadline
-// is at or before now: expired Processing steps, unclaimed Pending steps and
-// failed steps whose alert is not sent yet. It is a Query on the sparse
-// index, never a Scan. The index is eventually consistent, so callers
-// re-check every step with a conditional write.
-func (s *Store) DueSteps(ctx context.Context, shard int, now time.Time, limit int) ([]order.StepState, error) {
-	kc := expression.Key(attrDueShard).Equal(expression.Value(fmt.Sprint(shard))).
-		And(expression.Key(attrCompleteBy).LessThanEqual(expression.Value(millis(now))))
-	expr, err := expression.NewBuilder().WithKeyCondition(kc).Build()
-	if err != nil {
-		return nil, fmt.Errorf("build due query: %w", err)
-	}
-	steps, err := s.queryStates(ctx, &dynamodb.QueryInput{
-		TableName:                 aws.String(s.stateTable),
-		IndexName:                 aws.String(dueIndexName),
-		KeyConditionExpression:    expr.KeyCondition(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
-		Limit:                     aws.Int32(int32(min(limit, 1000))),
-	}, limit)
-	if err != nil {
-		return nil, fmt.Errorf("due shard %d: %w", shard, err)
-	}
-	return steps, nil
-}
-
-// GetStep returns one step's current state (strongly consistent).
-func (s *Store) GetStep(ctx context.Context, orderID, step string) (order.StepState, error) {
-	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(s.stateTable), Key: stepKey(orderID, step), ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		return order.StepState{}, fmt.Errorf("get step %s of order %s: %w", step, orderID, err)
-	}
-	if out.Item == nil {
-		return order.StepState{}, fmt.Errorf("step %s of order %s: %w", step, orderID, order.ErrNotFound)
-	}
-	var rec stateRecord
-	if err := attributevalue.UnmarshalMap(out.Item, &rec); err != nil {
-		return order.StepState{}, fmt.Errorf("unmarshal step %s of order %s: %w", step, orderID, err)
-	}
-	return rec.step(), nil
+	return nil
 }

@@ -30,6 +30,7 @@ import (
 	"orderly/internal/agent"
 	"orderly/internal/alerting"
 	"orderly/internal/api"
+	"orderly/internal/dispatch"
 	"orderly/internal/dynamo"
 	"orderly/internal/localrun"
 	"orderly/internal/metrics"
@@ -137,8 +138,12 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("provision stage %s: %w", cfg.Stage, err)
 	}
 	e.Stack = stack
-	e.Store = dynamo.NewStore(e.fns.DynamoDB, catalog.Orders.Name, catalog.State.Name)
-	e.API = api.NewService(e.Store, workflow, time.Now, cfg.Log.With("service", "submit"), e.metrics("submit"))
+	e.Store = dynamo.NewStore(e.fns.DynamoDB, catalog.Orders.Name)
+	e.API = api.NewService(api.Config{
+		InstanceID: "submit-local-" + rand.Text()[:6], Store: e.Store,
+		Dispatcher: e.dispatcher("submit"), Workflow: workflow, Now: time.Now,
+		Log: cfg.Log.With("service", "submit"), Metrics: e.metrics("submit"),
+	})
 
 	if e.apiLn, err = net.Listen("tcp", cfg.APIAddr); err != nil {
 		return nil, fmt.Errorf("listen for the API on %s: %w", cfg.APIAddr, err)
@@ -163,6 +168,13 @@ func (e *Engine) RemoteURL() string { return e.remote }
 
 // Clients returns the SDK clients the engine uses.
 func (e *Engine) Clients() provision.Clients { return e.clients }
+
+// dispatcher sends claimed steps' requests on behalf of a function.
+func (e *Engine) dispatcher(service string) *dispatch.Dispatcher {
+	requests := sqs.NewRequests(e.fns.SQS, e.Stack.RequestQueueURLs())
+	return dispatch.New(requests, e.Store, e.cfg.Timing.ClaimWithin, time.Now,
+		e.cfg.Log.With("service", service), e.metrics(service))
+}
 
 func (e *Engine) metrics(service string) *metrics.Recorder {
 	if e.cfg.Metrics == nil {
@@ -203,16 +215,16 @@ func (e *Engine) Run(ctx context.Context) error {
 		defer e.Sim.Close()
 	}
 
-	// Schedulers: each consumes the state stream and the response queue.
-	requests := sqs.NewRequests(e.fns.SQS, e.Stack.RequestQueueURLs())
+	// Schedulers: each consumes the orders table's stream and the
+	// response queue.
 	for i := range e.cfg.Schedulers {
 		id := fmt.Sprintf("scheduler-local-%d-%s", i, rand.Text()[:6])
 		sched := scheduler.New(scheduler.Config{
-			InstanceID: id, Store: e.Store, Requests: requests, Notifier: notifier,
+			InstanceID: id, Store: e.Store, Dispatcher: e.dispatcher("scheduler"), Notifier: notifier,
 			Workflow: workflow, Now: time.Now, Log: e.cfg.Log.With("service", "scheduler"), Metrics: e.metrics("scheduler"),
 		})
 		stream, err := localrun.NewStreamPoller(e.streams, localrun.StreamConfig{
-			StreamARN: e.Stack.StateStreamARN, Timeout: resources.SchedulerTimeout,
+			StreamARN: e.Stack.StreamARN, Timeout: resources.SchedulerTimeout,
 		}, sched.HandleStream, e.cfg.Log.With("service", "stream", "scheduler", id))
 		if err != nil {
 			return fmt.Errorf("stream poller: %w", err)

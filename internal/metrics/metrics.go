@@ -20,6 +20,7 @@ const (
 	OrdersFailed    = "OrdersFailed"
 	StepsClaimed    = "StepsClaimed"
 	ClaimsLost      = "ClaimsLost"
+	ClaimsReleased  = "ClaimsReleased"
 	StepsCompleted  = "StepsCompleted"
 	StaleReplies    = "StaleReplies"
 	StepsRetried    = "StepsRetried"

@@ -16,6 +16,15 @@ type StepRequest struct {
 	Lines          []Line `json:"lines"`
 }
 
+// NewRequest is the request for a claimed step of an order.
+func NewRequest(o Order, st StepState) StepRequest {
+	return StepRequest{
+		OrderID: o.ID, Step: st.Step, Attempt: st.Attempt, CompleteBy: st.CompleteBy,
+		IdempotencyKey: IdempotencyKeyFor(o.ID, st.Step),
+		CustomerID:     o.CustomerID, Lines: o.Lines,
+	}
+}
+
 // IdempotencyKeyFor returns the stable key for a step of an order.
 func IdempotencyKeyFor(orderID, step string) string { return orderID + "/" + step }
 

@@ -100,7 +100,13 @@ type StepState struct {
 	// were alerted, so an alert is never lost between two writes.
 	AlertPending bool
 	LastError    string
-	UpdatedAt    time.Time
+	// Reference is the remote service's id for the work a Processed step
+	// did (a reservation, charge or shipment).
+	Reference string
+	// DueAt is when the Supervisor next looks at the order, set only on
+	// the active step. It is never later than CompleteBy.
+	DueAt     time.Time
+	UpdatedAt time.Time
 }
 
 // Expired reports whether the step's current deadline has passed.

@@ -110,14 +110,23 @@ func (w Workflow) Step(name string) (StepDef, bool) {
 	return StepDef{}, false
 }
 
-// Next returns the step after the named one; ok is false after the last.
-func (w Workflow) Next(name string) (next StepDef, ok bool) {
+// Index returns the named step's position in the workflow.
+func (w Workflow) Index(name string) (int, bool) {
 	for i, d := range w.Steps {
-		if d.Name == name && i+1 < len(w.Steps) {
-			return w.Steps[i+1], true
+		if d.Name == name {
+			return i, true
 		}
 	}
-	return StepDef{}, false
+	return 0, false
+}
+
+// Next returns the step after the named one; ok is false after the last.
+func (w Workflow) Next(name string) (next StepDef, ok bool) {
+	i, found := w.Index(name)
+	if !found || i+1 >= len(w.Steps) {
+		return StepDef{}, false
+	}
+	return w.Steps[i+1], true
 }
 
 // Agents lists the distinct agents the workflow uses, in step order.
@@ -134,8 +143,9 @@ func (w Workflow) Agents() []string {
 }
 
 // NewStates returns the state records of a freshly submitted order: the
-// first step Pending, to be claimed within ClaimWithin, the rest NotStarted.
-func (w Workflow) NewStates(orderID string, now time.Time) []StepState {
+// first step already claimed by owner (the submission sends its request
+// itself, saving a claim write and a stream hop), the rest NotStarted.
+func (w Workflow) NewStates(orderID, owner string, now time.Time) []StepState {
 	states := make([]StepState, len(w.Steps))
 	for i, d := range w.Steps {
 		states[i] = StepState{
@@ -144,8 +154,9 @@ func (w Workflow) NewStates(orderID string, now time.Time) []StepState {
 		}
 	}
 	if len(states) > 0 {
-		states[0].ProcessState = Pending
-		states[0].CompleteBy = now.Add(w.ClaimWithin)
+		first := &states[0]
+		first.ProcessState, first.LockedBy, first.Attempt = Processing, owner, 1
+		first.CompleteBy = now.Add(w.Steps[0].AllowanceFor(0))
 	}
 	return states
 }

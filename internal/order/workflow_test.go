@@ -126,10 +126,11 @@ func TestWorkflowNewStates(t *testing.T) {
 	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	w := order.OrderWorkflow(order.DefaultTiming)
 	id := order.IDForKey("k")
-	got := w.NewStates(id, now)
+	got := w.NewStates(id, "submit-1", now)
 	want := []order.StepState{
 		{OrderID: id, Step: order.StepReserveInventory, Index: 0, Agent: order.AgentInventory,
-			ProcessState: order.Pending, CompleteBy: now.Add(order.DefaultTiming.ClaimWithin), UpdatedAt: now},
+			ProcessState: order.Processing, LockedBy: "submit-1", Attempt: 1,
+			CompleteBy: now.Add(order.DefaultTiming.Allowance), UpdatedAt: now},
 		{OrderID: id, Step: order.StepChargePayment, Index: 1, Agent: order.AgentPayment,
 			ProcessState: order.NotStarted, UpdatedAt: now},
 		{OrderID: id, Step: order.StepArrangeShipping, Index: 2, Agent: order.AgentShipping,
@@ -147,7 +148,7 @@ func TestWorkflowNewStates(t *testing.T) {
 		t.Errorf("NotStarted state %+v reports Expired, want a zero CompleteBy never to expire", got[1])
 	}
 
-	if got := (order.Workflow{ClaimWithin: time.Minute}).NewStates(id, now); len(got) != 0 {
+	if got := (order.Workflow{ClaimWithin: time.Minute}).NewStates(id, "submit-1", now); len(got) != 0 {
 		t.Errorf("NewStates() of an empty workflow = %+v, want none", got)
 	}
 }

@@ -30,18 +30,18 @@ type Queue struct {
 
 // Stack is what provisioning created: what functions need to be told.
 type Stack struct {
-	Catalog        resources.Catalog
-	StateStreamARN string
-	RequestQueues  map[string]Queue // by agent
-	ResponseQueue  Queue
-	AlertTopicARN  string
+	Catalog resources.Catalog
+	// StreamARN is the orders table's stream, which invokes the Scheduler.
+	StreamARN     string
+	RequestQueues map[string]Queue // by agent
+	ResponseQueue Queue
+	AlertTopicARN string
 }
 
 // Env returns the environment variables the functions read.
 func (s Stack) Env() map[string]string {
 	env := map[string]string{
 		resources.EnvOrdersTable:      s.Catalog.Orders.Name,
-		resources.EnvStateTable:       s.Catalog.State.Name,
 		resources.EnvResponseQueueURL: s.ResponseQueue.URL,
 		resources.EnvAlertTopicARN:    s.AlertTopicARN,
 	}
@@ -70,14 +70,11 @@ type Clients struct {
 // Create provisions every resource of the catalog.
 func Create(ctx context.Context, c Clients, cat resources.Catalog) (Stack, error) {
 	st := Stack{Catalog: cat, RequestQueues: map[string]Queue{}}
-	if _, err := createTable(ctx, c.DynamoDB, cat.Orders); err != nil {
-		return st, err
-	}
-	arn, err := createTable(ctx, c.DynamoDB, cat.State)
+	arn, err := createTable(ctx, c.DynamoDB, cat.Orders)
 	if err != nil {
 		return st, err
 	}
-	st.StateStreamARN = arn
+	st.StreamARN = arn
 	for agent, q := range cat.RequestQueues {
 		pq, err := createQueue(ctx, c.SQS, q)
 		if err != nil {
@@ -99,7 +96,7 @@ func Create(ctx context.Context, c Clients, cat resources.Catalog) (Stack, error
 // Delete removes every resource of the catalog; tests use it to clean up.
 func Delete(ctx context.Context, c Clients, st Stack) error {
 	var errs []error
-	for _, t := range []string{st.Catalog.Orders.Name, st.Catalog.State.Name} {
+	for _, t := range []string{st.Catalog.Orders.Name} {
 		_, err := c.DynamoDB.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(t)})
 		var nf *dbtypes.ResourceNotFoundException
 		if err != nil && !errors.As(err, &nf) {

@@ -12,10 +12,12 @@ import (
 // Attribute names that appear in key schemas and indexes. The dynamo
 // adapter writes items with these names.
 const (
-	AttrOrderID    = "OrderID"
-	AttrStep       = "Step"
-	AttrDueShard   = "DueShard"
-	AttrCompleteBy = "CompleteBy"
+	AttrOrderID  = "OrderID"
+	AttrDueShard = "DueShard"
+	AttrDueAt    = "DueAt"
+	// AttrUnclaimed is present while the active step waits for a
+	// Scheduler's claim; the stream filter selects on it.
+	AttrUnclaimed = "Unclaimed"
 )
 
 // AttrType is a DynamoDB key attribute type.
@@ -51,13 +53,11 @@ type Index struct {
 	Projection   Projection
 }
 
-// StreamFilter selects the table changes that invoke the Scheduler: a
-// change whose new image has every Equals attribute at its string value and
-// none of the Absent attributes. The CDK stack turns it into the event
-// source mapping's filter; the local stream poller applies it the same way.
+// StreamFilter selects the table changes that invoke the Scheduler: an
+// insert or modify whose new image has every Present attribute. The CDK
+// stack turns it into the event source mapping's filter.
 type StreamFilter struct {
-	Equals map[string]string
-	Absent []string
+	Present []string
 }
 
 // Table describes a DynamoDB table.
@@ -96,6 +96,23 @@ const (
 	AgentTimeout      = 150 * time.Second
 )
 
+// Event source settings, for the CDK stack and the cost model.
+const (
+	// StreamBatchSize records per Scheduler invocation from the stream;
+	// the Scheduler claims records of different orders in parallel.
+	StreamBatchSize = 100
+	// StreamParallelization is the stream mapping's ParallelizationFactor:
+	// concurrent batches per stream shard (records of one order stay in
+	// order). Only re-announced steps pass the filter, so 2 leaves room.
+	StreamParallelization = 2
+	// ReplyBatchSize replies per Scheduler invocation, applied in parallel.
+	ReplyBatchSize = 10
+	// RequestBatchSize requests per agent invocation, worked in parallel,
+	// so each remote service sees at most RequestBatchSize × the agent's
+	// maximum concurrency calls at once.
+	RequestBatchSize = 10
+)
+
 // Function memory sizes in MB. Every function spends most of its time
 // waiting on the network, so the smallest size that starts quickly fits.
 const (
@@ -115,20 +132,24 @@ const (
 	DeadLetterSuffix = "-dlq"
 )
 
-// DueIndex is the sparse GSI the Supervisor queries. Only steps that need
-// watching carry DueShard (Pending, Processing, or Error with an unsent
-// alert); CompleteBy orders them by deadline. Spreading them over
-// DueShards partitions keeps one partition from running hot.
+// DueIndex is the sparse GSI the Supervisor queries. Only orders that need
+// watching carry DueShard (in flight, or in Error with an unsent alert);
+// DueAt orders them by when to look. The index projects keys only, and on
+// the happy path its keys are written twice per order: when the order is
+// submitted and when it is done.
+//
+// DueShards spreads the index over partitions, each of which takes up to
+// 1,000 writes a second: 16 shards carry 8,000 orders a second.
 const (
 	DueIndexName = "due-by-deadline"
-	DueShards    = 8
+	DueShards    = 16
 )
 
 // Catalog is the full set of resources of one deployment stage.
 type Catalog struct {
-	Stage         string
+	Stage string
+	// Orders holds each order and the state of its steps, in one item.
 	Orders        Table
-	State         Table
 	RequestQueues map[string]Queue // by agent name
 	ResponseQueue Queue
 	AlertTopic    string
@@ -151,22 +172,14 @@ func New(stage string, agents []string) Catalog {
 		Orders: Table{
 			Name:         name("orders"),
 			PartitionKey: Key{AttrOrderID, String},
-		},
-		State: Table{
-			Name:         name("state"),
-			PartitionKey: Key{AttrOrderID, String},
-			SortKey:      &Key{AttrStep, String},
 			Indexes: []Index{{
 				Name:         DueIndexName,
 				PartitionKey: Key{AttrDueShard, String},
-				SortKey:      Key{AttrCompleteBy, Number},
-				Projection:   ProjectAll,
+				SortKey:      Key{AttrDueAt, Number},
+				Projection:   ProjectKeysOnly,
 			}},
-			Stream: true,
-			StreamFilter: StreamFilter{
-				Equals: map[string]string{"ProcessState": "Pending"},
-				Absent: []string{"LockedBy"},
-			},
+			Stream:       true,
+			StreamFilter: StreamFilter{Present: []string{AttrUnclaimed}},
 		},
 		RequestQueues: map[string]Queue{},
 		ResponseQueue: queue("responses", SchedulerTimeout),
@@ -183,7 +196,6 @@ func New(stage string, agents []string) Catalog {
 // from what it provisioned.
 const (
 	EnvOrdersTable      = "ORDERS_TABLE"
-	EnvStateTable       = "STATE_TABLE"
 	EnvResponseQueueURL = "RESPONSE_QUEUE_URL"
 	EnvAlertTopicARN    = "ALERT_TOPIC_ARN"
 )
@@ -195,7 +207,7 @@ func EnvRequestQueueURL(agent string) string {
 }
 
 // Tables lists the catalog's tables.
-func (c Catalog) Tables() []Table { return []Table{c.Orders, c.State} }
+func (c Catalog) Tables() []Table { return []Table{c.Orders} }
 
 // KeyNames lists the table's primary key attributes.
 func (t Table) KeyNames() []string {

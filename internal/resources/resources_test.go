@@ -33,12 +33,17 @@ func TestCatalog(t *testing.T) {
 	if d := order.DefaultTiming; resources.AgentTimeout <= d.MaxAllowance {
 		t.Errorf("agent timeout %s does not cover the largest allowance %s", resources.AgentTimeout, d.MaxAllowance)
 	}
-	ix := c.State.Indexes
-	if len(ix) != 1 || ix[0].PartitionKey.Name != resources.AttrDueShard || ix[0].SortKey != (resources.Key{Name: resources.AttrCompleteBy, Type: resources.Number}) {
-		t.Errorf("got state indexes %+v, want the sparse due index on DueShard, CompleteBy (number)", ix)
+	ix := c.Orders.Indexes
+	if len(ix) != 1 || ix[0].PartitionKey.Name != resources.AttrDueShard ||
+		ix[0].SortKey != (resources.Key{Name: resources.AttrDueAt, Type: resources.Number}) ||
+		ix[0].Projection != resources.ProjectKeysOnly {
+		t.Errorf("got indexes %+v, want the sparse, keys-only due index on DueShard, DueAt (number)", ix)
 	}
-	if !c.State.Stream || c.Orders.Stream {
-		t.Errorf("got streams state=%v orders=%v, want only the state table streamed", c.State.Stream, c.Orders.Stream)
+	if !c.Orders.Stream || len(c.Orders.StreamFilter.Present) == 0 {
+		t.Errorf("got stream %v with filter %+v, want the orders table streamed and filtered", c.Orders.Stream, c.Orders.StreamFilter)
+	}
+	if got := c.Tables(); len(got) != 1 || got[0].Name != c.Orders.Name {
+		t.Errorf("got tables %+v, want the orders table alone", got)
 	}
 	if got := resources.EnvRequestQueueURL("payment"); got != "REQUEST_QUEUE_URL_PAYMENT" {
 		t.Errorf("got %s", got)

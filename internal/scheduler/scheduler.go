@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -19,21 +20,21 @@ import (
 	"orderly/internal/dynamo"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
+	"orderly/internal/resources"
 	"orderly/internal/sqs"
 )
 
 // Store is what the Scheduler needs of the state store.
 type Store interface {
-	Order(ctx context.Context, id string) (order.Order, error)
-	GetStep(ctx context.Context, orderID, step string) (order.StepState, error)
-	ClaimStep(ctx context.Context, orderID, step, owner string, completeBy, now time.Time) (order.StepState, error)
-	CompleteStep(ctx context.Context, c dynamo.Completion, now time.Time) error
-	FailStep(ctx context.Context, orderID, step string, attempt int, reason string, now time.Time) error
+	ClaimStep(ctx context.Context, seen order.StepState, owner string, completeBy, now time.Time) (order.Order, order.StepState, error)
+	CompleteStep(ctx context.Context, c dynamo.Completion, now time.Time) (order.Order, order.StepState, error)
+	LowerDue(ctx context.Context, st order.StepState) error
+	FailStep(ctx context.Context, st order.StepState, reason string, now time.Time) (order.StepState, error)
 }
 
-// RequestSender sends step requests to agents.
-type RequestSender interface {
-	SendRequest(ctx context.Context, agent string, req order.StepRequest) error
+// Dispatcher sends a claimed step's request to its agent.
+type Dispatcher interface {
+	Send(ctx context.Context, o order.Order, st order.StepState) bool
 }
 
 // Notifier alerts operators about a failed step.
@@ -41,23 +42,29 @@ type Notifier interface {
 	Notify(ctx context.Context, st order.StepState, kind order.AlertKind) error
 }
 
+// maxParallel bounds how many orders one invocation works on at once.
+// Records and replies of different orders are independent; each costs a
+// few network round trips, so working them one by one would cap a stream
+// shard or a reply batch at a few hundred a second.
+const maxParallel = 10
+
 // Service is one Scheduler instance.
 type Service struct {
-	id       string // LockedBy value of this instance
-	store    Store
-	requests RequestSender
-	notifier Notifier
-	workflow order.Workflow
-	now      func() time.Time
-	log      *slog.Logger
-	metrics  *metrics.Recorder
+	id         string // LockedBy value of this instance
+	store      Store
+	dispatcher Dispatcher
+	notifier   Notifier
+	workflow   order.Workflow
+	now        func() time.Time
+	log        *slog.Logger
+	metrics    *metrics.Recorder
 }
 
 // Config wires a Scheduler.
 type Config struct {
 	InstanceID string
 	Store      Store
-	Requests   RequestSender
+	Dispatcher Dispatcher
 	Notifier   Notifier
 	Workflow   order.Workflow
 	Now        func() time.Time
@@ -67,7 +74,7 @@ type Config struct {
 
 // New returns a Scheduler.
 func New(c Config) *Service {
-	return &Service{id: c.InstanceID, store: c.Store, requests: c.Requests, notifier: c.Notifier,
+	return &Service{id: c.InstanceID, store: c.Store, dispatcher: c.Dispatcher, notifier: c.Notifier,
 		workflow: c.Workflow, now: c.Now, log: c.Log.With("scheduler", c.InstanceID), metrics: c.Metrics}
 }
 
@@ -103,54 +110,78 @@ func (s *Service) Handle(ctx context.Context, raw json.RawMessage) (any, error) 
 	}
 }
 
-// HandleStream claims every step the batch shows becoming Pending. Records
-// are processed in order; a record that fails for an unexpected reason is
-// reported, and Lambda retries from it.
+// HandleStream claims every step the batch shows waiting for a claim. The
+// stream filter lets only such changes through in AWS; anything else is
+// skipped here too. Records of one order are handled in order, different
+// orders in parallel. When a record fails for an unexpected reason, the
+// earliest such record is reported and Lambda retries from it; claims are
+// conditional, so records handled twice change nothing.
 func (s *Service) HandleStream(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-	for _, rec := range ev.Records {
-		if rec.EventName == string(events.DynamoDBOperationTypeRemove) {
-			continue
+	groups := map[string][]int{}
+	var keys []string
+	for i, rec := range ev.Records {
+		key := rec.Change.Keys[resources.AttrOrderID].String()
+		if key == "" {
+			key = rec.EventID // unreadable: a group of its own
 		}
-		st, err := dynamo.StepFromStreamImage(rec.Change.NewImage)
-		if err != nil {
-			// An image we cannot read will not get better by retrying;
-			// the Supervisor notices the step if it stays Pending.
-			s.log.ErrorContext(ctx, "unreadable stream record skipped", "event_id", rec.EventID,
-				"sequence_number", rec.Change.SequenceNumber, "error", err)
-			s.metrics.Count(metrics.PoisonMessages, 1, "source", "stream")
-			continue
+		if _, seen := groups[key]; !seen {
+			keys = append(keys, key)
 		}
-		if st.ProcessState != order.Pending || st.LockedBy != "" {
-			continue
+		groups[key] = append(groups[key], i)
+	}
+	failed := make([]bool, len(ev.Records))
+	parallel(keys, func(key string) {
+		for _, i := range groups[key] {
+			if err := s.claimRecord(ctx, ev.Records[i]); err != nil {
+				failed[i] = true
+				return // later records of this order wait for the retry
+			}
 		}
-		if err := s.dispatch(ctx, st); err != nil {
-			s.log.ErrorContext(ctx, "claim failed; record will be retried", "order_id", st.OrderID,
-				"step", st.Step, "sequence_number", rec.Change.SequenceNumber, "error", err)
+	})
+	for i, f := range failed {
+		if f {
 			return events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{
-				{ItemIdentifier: rec.Change.SequenceNumber},
+				{ItemIdentifier: ev.Records[i].Change.SequenceNumber},
 			}}, nil
 		}
 	}
 	return events.DynamoDBEventResponse{}, nil
 }
 
-// dispatch claims a Pending step and sends its request. Losing the claim to
-// another Scheduler is a normal outcome. If the request cannot be sent after
-// a won claim, the step stays Processing until CompleteBy and the
-// Supervisor retries it: that is the pattern's recovery for a Scheduler
-// that dies between its two actions.
-func (s *Service) dispatch(ctx context.Context, seen order.StepState) error {
+func (s *Service) claimRecord(ctx context.Context, rec events.DynamoDBEventRecord) error {
+	if rec.EventName == string(events.DynamoDBOperationTypeRemove) {
+		return nil
+	}
+	st, ok, err := dynamo.UnclaimedStep(rec.Change.NewImage)
+	if err != nil {
+		// An image we cannot read will not get better by retrying;
+		// the Supervisor notices the step if it stays Pending.
+		s.log.ErrorContext(ctx, "unreadable stream record skipped", "event_id", rec.EventID,
+			"sequence_number", rec.Change.SequenceNumber, "error", err)
+		s.metrics.Count(metrics.PoisonMessages, 1, "source", "stream")
+		return nil
+	}
+	if !ok {
+		return nil
+	}
+	if err := s.claim(ctx, st); err != nil {
+		s.log.ErrorContext(ctx, "claim failed; record will be retried", "order_id", st.OrderID,
+			"step", st.Step, "sequence_number", rec.Change.SequenceNumber, "error", err)
+		return err
+	}
+	return nil
+}
+
+// claim claims a Pending step and sends its request. Losing the claim to
+// another Scheduler is a normal outcome.
+func (s *Service) claim(ctx context.Context, seen order.StepState) error {
 	def, ok := s.workflow.Step(seen.Step)
 	if !ok {
 		s.log.ErrorContext(ctx, "pending step is not in the workflow", "order_id", seen.OrderID, "step", seen.Step)
 		return nil
 	}
-	o, err := s.store.Order(ctx, seen.OrderID)
-	if err != nil {
-		return fmt.Errorf("read order for step %s: %w", seen.Step, err)
-	}
 	now := s.now()
-	st, err := s.store.ClaimStep(ctx, seen.OrderID, seen.Step, s.id, now.Add(def.AllowanceFor(seen.FailureCount)), now)
+	o, st, err := s.store.ClaimStep(ctx, seen, s.id, now.Add(def.AllowanceFor(seen.FailureCount)), now)
 	if errors.Is(err, order.ErrStale) {
 		s.log.DebugContext(ctx, "claim lost to another scheduler", "order_id", seen.OrderID, "step", seen.Step)
 		s.metrics.Count(metrics.ClaimsLost, 1)
@@ -159,19 +190,8 @@ func (s *Service) dispatch(ctx context.Context, seen order.StepState) error {
 	if err != nil {
 		return err
 	}
-	log := s.log.With("order_id", st.OrderID, "step", st.Step, "attempt", st.Attempt)
 	s.metrics.Count(metrics.StepsClaimed, 1, "order_id", st.OrderID, "step", st.Step)
-	req := order.StepRequest{
-		OrderID: st.OrderID, Step: st.Step, Attempt: st.Attempt, CompleteBy: st.CompleteBy,
-		IdempotencyKey: order.IdempotencyKeyFor(st.OrderID, st.Step),
-		CustomerID:     o.CustomerID, Lines: o.Lines,
-	}
-	if err := s.requests.SendRequest(ctx, def.Agent, req); err != nil {
-		log.ErrorContext(ctx, "request not sent; the Supervisor retries the step after complete_by",
-			"complete_by", st.CompleteBy, "error", err)
-		return nil
-	}
-	log.InfoContext(ctx, "step claimed and requested", "agent", def.Agent, "complete_by", st.CompleteBy)
+	s.dispatcher.Send(ctx, o, st)
 	return nil
 }
 
@@ -179,13 +199,32 @@ func (s *Service) dispatch(ctx context.Context, seen order.StepState) error {
 // batch item failure, so after the queue's maxReceiveCount it lands in the
 // dead-letter queue, where an alarm fires; its batch-mates are unaffected.
 func (s *Service) HandleReplies(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	var resp events.SQSEventResponse
-	for _, msg := range ev.Records {
+	var (
+		mu   sync.Mutex
+		resp events.SQSEventResponse
+	)
+	parallel(ev.Records, func(msg events.SQSMessage) {
 		if err := s.applyReply(ctx, msg); err != nil {
+			mu.Lock()
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: msg.MessageId})
+			mu.Unlock()
 		}
-	}
+	})
 	return resp, nil
+}
+
+// parallel calls fn for every item, at most maxParallel at once.
+func parallel[T any](items []T, fn func(T)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, maxParallel)
+	for _, it := range items {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			fn(it)
+		})
+	}
+	wg.Wait()
 }
 
 func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
@@ -196,17 +235,20 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 		return err
 	}
 	log := s.log.With("order_id", rep.OrderID, "step", rep.Step, "attempt", rep.Attempt, "outcome", rep.Outcome)
+	index, _ := s.workflow.Index(rep.Step) // decodeReply checked the step
+	replied := order.StepState{OrderID: rep.OrderID, Step: rep.Step, Index: index, Attempt: rep.Attempt}
 	now := s.now()
 	switch rep.Outcome {
 	case order.Succeeded:
-		next, more := s.workflow.Next(rep.Step)
-		c := dynamo.Completion{OrderID: rep.OrderID, Step: rep.Step, Attempt: rep.Attempt}
-		if more {
-			c.Next, c.NextClaimBy = next.Name, now.Add(s.workflow.ClaimWithin)
-		}
-		err = s.store.CompleteStep(ctx, c, now)
+		err = s.complete(ctx, log, replied, rep.Reference, now)
 	case order.Failed:
-		err = s.store.FailStep(ctx, rep.OrderID, rep.Step, rep.Attempt, rep.Reason, now)
+		var failed order.StepState
+		failed, err = s.store.FailStep(ctx, replied, rep.Reason, now)
+		if err == nil {
+			log.WarnContext(ctx, "step failed permanently; order is in Error", "reason", rep.Reason)
+			s.metrics.Count(metrics.OrdersFailed, 1, "order_id", rep.OrderID, "step", rep.Step)
+			s.alert(ctx, log, failed)
+		}
 	}
 	if errors.Is(err, order.ErrStale) {
 		log.InfoContext(ctx, "stale or duplicate reply dropped", "message_id", msg.MessageId)
@@ -217,35 +259,50 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 		log.ErrorContext(ctx, "reply not applied; it will be redelivered", "message_id", msg.MessageId, "error", err)
 		return err
 	}
+	return nil
+}
 
-	if rep.Outcome == order.Failed {
-		log.WarnContext(ctx, "step failed permanently; order is in Error", "reason", rep.Reason)
-		s.metrics.Count(metrics.OrdersFailed, 1, "order_id", rep.OrderID, "step", rep.Step)
-		s.alert(ctx, log, rep)
+// complete applies a success: the step becomes Processed and, in the same
+// write, the next step is claimed by this Scheduler, whose request goes
+// out at once. No stream hop and no second write stand between two steps.
+func (s *Service) complete(ctx context.Context, log *slog.Logger, done order.StepState, reference string, now time.Time) error {
+	c := dynamo.Completion{Step: done, Reference: reference}
+	next, more := s.workflow.Next(done.Step)
+	if more {
+		c.Next, c.NextIndex, c.Owner = &next, done.Index+1, s.id
+		c.NextCompleteBy = now.Add(next.AllowanceFor(0))
+	}
+	o, claimed, err := s.store.CompleteStep(ctx, c, now)
+	if err != nil {
+		return err
+	}
+	s.metrics.Count(metrics.StepsCompleted, 1, "order_id", done.OrderID, "step", done.Step)
+	if !more {
+		log.InfoContext(ctx, "order processed", "reference", reference)
+		s.metrics.Count(metrics.OrdersProcessed, 1, "order_id", done.OrderID)
 		return nil
 	}
-	s.metrics.Count(metrics.StepsCompleted, 1, "order_id", rep.OrderID, "step", rep.Step)
-	if _, more := s.workflow.Next(rep.Step); !more {
-		log.InfoContext(ctx, "order processed", "reference", rep.Reference)
-		s.metrics.Count(metrics.OrdersProcessed, 1, "order_id", rep.OrderID)
-	} else {
-		log.InfoContext(ctx, "step processed", "reference", rep.Reference)
+	log.InfoContext(ctx, "step processed", "reference", reference)
+	s.metrics.Count(metrics.StepsClaimed, 1, "order_id", claimed.OrderID, "step", claimed.Step)
+	if claimed.DueAt.After(claimed.CompleteBy) {
+		if err := s.store.LowerDue(ctx, claimed); err != nil {
+			// The step is safe: the Supervisor still looks at DueAt,
+			// only later than the new deadline.
+			log.WarnContext(ctx, "supervisor deadline not lowered", "error", err)
+		}
 	}
+	s.dispatcher.Send(ctx, o, claimed)
 	return nil
 }
 
 // alert tells operators right away. The failure is already recorded with
-// AlertPending, so if this fails the next Supervisor run sends it.
-func (s *Service) alert(ctx context.Context, log *slog.Logger, rep order.StepReply) {
-	st, err := s.store.GetStep(ctx, rep.OrderID, rep.Step)
-	if err == nil {
-		err = s.notifier.Notify(ctx, st, order.AlertStepFailed)
-	}
-	if err != nil {
+// AlertPending, so if this fails the Supervisor sends it later.
+func (s *Service) alert(ctx context.Context, log *slog.Logger, failed order.StepState) {
+	if err := s.notifier.Notify(ctx, failed, order.AlertStepFailed); err != nil {
 		log.WarnContext(ctx, "alert deferred to the Supervisor", "error", err)
 		return
 	}
-	s.metrics.Count(metrics.AlertsSent, 1, "order_id", rep.OrderID, "step", rep.Step)
+	s.metrics.Count(metrics.AlertsSent, 1, "order_id", failed.OrderID, "step", failed.Step)
 }
 
 func decodeReply(body string, w order.Workflow) (order.StepReply, error) {

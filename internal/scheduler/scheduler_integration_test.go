@@ -4,22 +4,42 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"orderly/internal/order"
+	"orderly/internal/scheduler"
 	"orderly/internal/testenv"
 )
 
-var timing = order.Timing{Allowance: 10 * time.Second, MaxAllowance: 40 * time.Second, FailureThreshold: 2, ClaimWithin: 5 * time.Second}
+var timing = order.Timing{Allowance: 10 * time.Second, MaxAllowance: 40 * time.Second, FailureThreshold: 3, ClaimWithin: 5 * time.Second}
 
 var someOrder = order.Submission{CustomerID: "c-1", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 2}}}
+
+// timeOut lets the first step's attempt expire and has the Supervisor
+// reset it to Pending, waiting for a Scheduler's claim.
+func timeOut(t *testing.T, w *testenv.World, id string) {
+	t.Helper()
+	w.Requests(t, order.AgentInventory) // the submission's request is lost
+	st := w.Step(t, id, order.StepReserveInventory)
+	w.Clock.Advance(st.CompleteBy.Sub(w.Clock.Now()) + time.Millisecond)
+	if r, err := w.Supervisor().Run(context.Background()); err != nil || r.Retried != 1 {
+		t.Fatalf("supervisor: report %+v, error %v; want one retry", r, err)
+	}
+	if st := w.Step(t, id, order.StepReserveInventory); st.ProcessState != order.Pending || st.LockedBy != "" {
+		t.Fatalf("after the retry: got %s locked by %q, want Pending and unlocked", st.ProcessState, st.LockedBy)
+	}
+}
 
 func TestRacingSchedulersClaimOnce(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
 	id := w.Submit(t, someOrder)
-	ev := w.StreamEvent(t, id, order.StepReserveInventory)
+	timeOut(t, w, id)
+	ev := w.StreamEvent(t, id)
 
 	const racers = 8
 	ids := make([]string, racers)
@@ -41,35 +61,65 @@ func TestRacingSchedulersClaimOnce(t *testing.T) {
 		t.Fatalf("got %d requests sent, want exactly 1: %s", len(reqs), testenv.Describe(reqs))
 	}
 	st := w.Step(t, id, order.StepReserveInventory)
-	if st.ProcessState != order.Processing || st.Attempt != 1 || !slices.Contains(ids, st.LockedBy) {
-		t.Errorf("got step %s attempt %d locked by %q, want Processing attempt 1 locked by one racer", st.ProcessState, st.Attempt, st.LockedBy)
+	if st.ProcessState != order.Processing || st.Attempt != 2 || !slices.Contains(ids, st.LockedBy) {
+		t.Errorf("got step %s attempt %d locked by %q, want Processing attempt 2 locked by one racer", st.ProcessState, st.Attempt, st.LockedBy)
 	}
-	want := w.Clock.Now().Add(timing.Allowance)
-	if !st.CompleteBy.Equal(want.Truncate(time.Millisecond)) || !reqs[0].CompleteBy.Equal(st.CompleteBy) {
-		t.Errorf("got CompleteBy %s in store and %s in request, want %s", st.CompleteBy, reqs[0].CompleteBy, want)
+	// After one timeout the allowance doubles.
+	want := w.Clock.Now().Add(2 * timing.Allowance).Truncate(time.Millisecond)
+	if !st.CompleteBy.Equal(want) || !reqs[0].CompleteBy.Equal(st.CompleteBy) || !st.DueAt.Equal(st.CompleteBy) {
+		t.Errorf("got CompleteBy %s in store, %s in request, DueAt %s; want %s for all", st.CompleteBy, reqs[0].CompleteBy, st.DueAt, want)
 	}
-	if reqs[0].IdempotencyKey != order.IdempotencyKeyFor(id, order.StepReserveInventory) || reqs[0].Attempt != 1 {
-		t.Errorf("got request %+v, want stable idempotency key and attempt 1", reqs[0])
+	if reqs[0].IdempotencyKey != order.IdempotencyKeyFor(id, order.StepReserveInventory) || reqs[0].Attempt != 2 {
+		t.Errorf("got request %+v, want stable idempotency key and attempt 2", reqs[0])
+	}
+	if reqs[0].CustomerID != someOrder.CustomerID || !slices.Equal(reqs[0].Lines, someOrder.Lines) {
+		t.Errorf("got request %+v, want the order's customer and lines, read from the stream image", reqs[0])
+	}
+}
+
+func TestSuccessClaimsTheNextStepInTheSameWrite(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	s := w.Scheduler("s1")
+	id := w.Submit(t, someOrder)
+	first := w.Requests(t, order.AgentInventory)
+	if len(first) != 1 || first[0].Attempt != 1 {
+		t.Fatalf("got first requests %s, want the submission's one on attempt 1", testenv.Describe(first))
+	}
+	mustApplyReplies(t, s, order.StepReply{OrderID: id, Step: order.StepReserveInventory, Attempt: 1,
+		Outcome: order.Succeeded, Reference: "res-1"})
+
+	done, next := w.Step(t, id, order.StepReserveInventory), w.Step(t, id, order.StepChargePayment)
+	if done.ProcessState != order.Processed || done.Reference != "res-1" || done.LockedBy != "" {
+		t.Errorf("got done step %s ref %q locked by %q, want Processed with the reference, unlocked", done.ProcessState, done.Reference, done.LockedBy)
+	}
+	if next.ProcessState != order.Processing || next.Attempt != 1 || next.LockedBy != "s1" {
+		t.Errorf("got next step %s attempt %d locked by %q, want Processing attempt 1 locked by s1", next.ProcessState, next.Attempt, next.LockedBy)
+	}
+	reqs := w.Requests(t, order.AgentPayment)
+	if len(reqs) != 1 || reqs[0].Attempt != 1 || !reqs[0].CompleteBy.Equal(next.CompleteBy) {
+		t.Fatalf("got payment requests %s, want one on attempt 1 until %s", testenv.Describe(reqs), next.CompleteBy)
+	}
+	// The completion's stream record waits for no claim: a Scheduler
+	// given it does nothing.
+	mustHandleStream(t, w.Scheduler("s2"), w.StreamEvent(t, id))
+	if again := w.Requests(t, order.AgentPayment); len(again) != 0 {
+		t.Errorf("a completion's stream record sent %d more requests, want none", len(again))
 	}
 }
 
 func TestStaleAndDuplicateRepliesAreIgnored(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
-	ctx := context.Background()
 	s := w.Scheduler("s1")
 	id := w.Submit(t, someOrder)
 	step := order.StepReserveInventory
 
 	// Attempt 1 times out; the Supervisor resets it; attempt 2 is claimed.
-	mustHandleStream(t, s, w, id, step)
-	w.Clock.Advance(timing.Allowance + time.Millisecond)
-	if r, err := w.Supervisor().Run(ctx); err != nil || r.Retried != 1 {
-		t.Fatalf("supervisor: report %+v, error %v; want one retry", r, err)
-	}
-	mustHandleStream(t, s, w, id, step)
+	timeOut(t, w, id)
+	mustHandleStream(t, s, w.StreamEvent(t, id))
 	if st := w.Step(t, id, step); st.Attempt != 2 || st.ProcessState != order.Processing {
 		t.Fatalf("got attempt %d %s, want attempt 2 Processing", st.Attempt, st.ProcessState)
 	}
+	w.Requests(t, order.AgentInventory)
 
 	reply := func(attempt int) order.StepReply {
 		return order.StepReply{OrderID: id, Step: step, Attempt: attempt, Outcome: order.Succeeded, Reference: fmt.Sprint("ref-", attempt)}
@@ -83,19 +133,51 @@ func TestStaleAndDuplicateRepliesAreIgnored(t *testing.T) {
 		t.Fatalf("after stale reply: next step is %s, want NotStarted", next.ProcessState)
 	}
 
-	mustApplyReplies(t, s, reply(2))
-	// A duplicate delivery of the same reply changes nothing.
+	// The same reply delivered to two Schedulers at once, then again:
+	// the workflow advances exactly once and one request goes out.
+	var wg sync.WaitGroup
+	for _, sched := range []*scheduler.Service{s, w.Scheduler("s2")} {
+		wg.Go(func() { mustApplyReplies(t, sched, reply(2)) })
+	}
+	wg.Wait()
 	mustApplyReplies(t, s, reply(2))
 	done, next := w.Step(t, id, step), w.Step(t, id, order.StepChargePayment)
-	if done.ProcessState != order.Processed || done.LockedBy != "" {
-		t.Errorf("got step %s locked by %q, want Processed and unlocked", done.ProcessState, done.LockedBy)
+	if done.ProcessState != order.Processed || done.Reference != "ref-2" {
+		t.Errorf("got step %s ref %q, want Processed with attempt 2's reference", done.ProcessState, done.Reference)
 	}
-	if next.ProcessState != order.Pending || next.Attempt != 0 {
-		t.Errorf("got next step %s attempt %d, want Pending attempt 0 (advanced exactly once)", next.ProcessState, next.Attempt)
+	if next.ProcessState != order.Processing || next.Attempt != 1 {
+		t.Errorf("got next step %s attempt %d, want Processing attempt 1 (advanced exactly once)", next.ProcessState, next.Attempt)
 	}
-	o, err := w.Store.Order(ctx, id)
+	if reqs := w.Requests(t, order.AgentPayment); len(reqs) != 1 {
+		t.Errorf("got %d payment requests, want exactly 1: %s", len(reqs), testenv.Describe(reqs))
+	}
+	o, err := w.Store.Order(context.Background(), id)
 	if err != nil || o.Status != order.StatusProcessing {
 		t.Errorf("got order status %s (error %v), want Processing", o.Status, err)
+	}
+}
+
+func TestUnsentRequestReleasesTheClaim(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	id := w.Submit(t, someOrder)
+	w.Requests(t, order.AgentInventory)
+	broken := w.Scheduler("broken", func(c *scheduler.Config) { c.Dispatcher = w.BrokenDispatcher() })
+	mustApplyReplies(t, broken, order.StepReply{OrderID: id, Step: order.StepReserveInventory, Attempt: 1, Outcome: order.Succeeded})
+
+	next := w.Step(t, id, order.StepChargePayment)
+	if next.ProcessState != order.Pending || next.LockedBy != "" || next.FailureCount != 0 ||
+		!strings.Contains(next.LastError, "request not sent") {
+		t.Fatalf("got next step %s locked by %q, %d failures, last error %q; want Pending, unlocked, no failure counted, the reason kept",
+			next.ProcessState, next.LockedBy, next.FailureCount, next.LastError)
+	}
+	if !next.CompleteBy.Equal(w.Clock.Now().Add(timing.ClaimWithin).Truncate(time.Millisecond)) || !next.DueAt.Equal(next.CompleteBy) {
+		t.Errorf("got CompleteBy %s, DueAt %s; want both the claim window's end", next.CompleteBy, next.DueAt)
+	}
+	// The release is a stream record that invokes a Scheduler at once.
+	mustHandleStream(t, w.Scheduler("s1"), w.StreamEvent(t, id))
+	reqs := w.Requests(t, order.AgentPayment)
+	if len(reqs) != 1 || reqs[0].Attempt != 2 {
+		t.Fatalf("got payment requests %s, want one on attempt 2", testenv.Describe(reqs))
 	}
 }
 
@@ -103,8 +185,6 @@ func TestMalformedReplyDoesNotBlockItsBatch(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
 	s := w.Scheduler("s1")
 	a, b := w.Submit(t, someOrder), w.Submit(t, someOrder)
-	mustHandleStream(t, s, w, a, order.StepReserveInventory)
-	mustHandleStream(t, s, w, b, order.StepReserveInventory)
 
 	ok := func(id string) order.StepReply {
 		return order.StepReply{OrderID: id, Step: order.StepReserveInventory, Attempt: 1, Outcome: order.Succeeded}
@@ -119,6 +199,7 @@ func TestMalformedReplyDoesNotBlockItsBatch(t *testing.T) {
 	for _, f := range resp.BatchItemFailures {
 		failed = append(failed, f.ItemIdentifier)
 	}
+	slices.Sort(failed) // replies of a batch are applied in parallel
 	if want := []string{"msg-1", "msg-2", "msg-4"}; !slices.Equal(failed, want) {
 		t.Errorf("got batch item failures %v, want %v (only the malformed ones)", failed, want)
 	}
@@ -133,13 +214,13 @@ func TestPermanentFaultFailsOrderAndAlertsOperators(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
 	s := w.Scheduler("s1")
 	id := w.Submit(t, someOrder)
-	mustHandleStream(t, s, w, id, order.StepReserveInventory)
 	mustApplyReplies(t, s, order.StepReply{OrderID: id, Step: order.StepReserveInventory, Attempt: 1,
 		Outcome: order.Failed, Reason: "sku out of stock"})
 
 	st := w.Step(t, id, order.StepReserveInventory)
-	if st.ProcessState != order.Error || st.LastError != "sku out of stock" || st.AlertPending {
-		t.Errorf("got step %s, last error %q, alert pending %v; want Error with the reason and the alert sent", st.ProcessState, st.LastError, st.AlertPending)
+	if st.ProcessState != order.Error || st.LastError != "sku out of stock" || st.AlertPending || !st.DueAt.IsZero() {
+		t.Errorf("got step %s, last error %q, alert pending %v, due %s; want Error with the reason, the alert sent, out of the due index",
+			st.ProcessState, st.LastError, st.AlertPending, st.DueAt)
 	}
 	o, err := w.Store.Order(context.Background(), id)
 	if err != nil || o.Status != order.StatusError {
@@ -159,7 +240,6 @@ func TestRepliesDriveAnOrderToProcessed(t *testing.T) {
 	s := w.Scheduler("s1")
 	id := w.Submit(t, someOrder)
 	for _, def := range w.Workflow.Steps {
-		mustHandleStream(t, s, w, id, def.Name)
 		reqs := w.Requests(t, def.Agent)
 		if len(reqs) != 1 || reqs[0].Step != def.Name {
 			t.Fatalf("step %s: got requests %s, want one to agent %s", def.Name, testenv.Describe(reqs), def.Agent)
@@ -171,25 +251,22 @@ func TestRepliesDriveAnOrderToProcessed(t *testing.T) {
 		t.Fatalf("got order status %s (error %v), want Processed", o.Status, err)
 	}
 	for _, st := range steps {
-		if st.ProcessState != order.Processed || st.Attempt != 1 || st.FailureCount != 0 {
-			t.Errorf("step %s: got %s attempt %d failures %d, want Processed on attempt 1", st.Step, st.ProcessState, st.Attempt, st.FailureCount)
+		if st.ProcessState != order.Processed || st.Attempt != 1 || st.FailureCount != 0 || !st.DueAt.IsZero() {
+			t.Errorf("step %s: got %s attempt %d failures %d due %s, want Processed on attempt 1, out of the due index",
+				st.Step, st.ProcessState, st.Attempt, st.FailureCount, st.DueAt)
 		}
 	}
 }
 
-func mustHandleStream(t *testing.T, s interface {
-	HandleStream(context.Context, streamEvent) (streamResponse, error)
-}, w *testenv.World, orderID, step string) {
+func mustHandleStream(t *testing.T, s *scheduler.Service, ev events.DynamoDBEvent) {
 	t.Helper()
-	resp, err := s.HandleStream(context.Background(), w.StreamEvent(t, orderID, step))
+	resp, err := s.HandleStream(context.Background(), ev)
 	if err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("HandleStream: response %+v, error %v", resp, err)
 	}
 }
 
-func mustApplyReplies(t *testing.T, s interface {
-	HandleReplies(context.Context, replyEvent) (replyResponse, error)
-}, replies ...order.StepReply) {
+func mustApplyReplies(t *testing.T, s *scheduler.Service, replies ...order.StepReply) {
 	t.Helper()
 	bodies := make([]any, len(replies))
 	for i, r := range replies {
@@ -197,6 +274,6 @@ func mustApplyReplies(t *testing.T, s interface {
 	}
 	resp, err := s.HandleReplies(context.Background(), testenv.ReplyEvent(bodies...))
 	if err != nil || len(resp.BatchItemFailures) > 0 {
-		t.Fatalf("HandleReplies: response %+v, error %v", resp, err)
+		t.Errorf("HandleReplies: response %+v, error %v", resp, err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"orderly/internal/dynamo"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
 )
@@ -24,11 +25,11 @@ import (
 // Store is what the Supervisor needs of the state store.
 type Store interface {
 	Shards() int
-	DueSteps(ctx context.Context, shard int, now time.Time, limit int) ([]order.StepState, error)
+	DueSteps(ctx context.Context, shard int, now time.Time, limit int, after dynamo.Cursor) ([]order.StepState, dynamo.Cursor, error)
 	RetryStep(ctx context.Context, st order.StepState, claimBy time.Time, reason string, now time.Time) (order.StepState, error)
-	FailTimedOutStep(ctx context.Context, st order.StepState, reason string, now time.Time) error
+	FailTimedOutStep(ctx context.Context, st order.StepState, reason string, now time.Time) (order.StepState, error)
 	NudgeStep(ctx context.Context, st order.StepState, claimBy time.Time, now time.Time) (order.StepState, error)
-	GetStep(ctx context.Context, orderID, step string) (order.StepState, error)
+	Reschedule(ctx context.Context, st order.StepState, dueAt time.Time) error
 }
 
 // Notifier alerts operators about a failed step and clears its alert flag.
@@ -41,9 +42,18 @@ type Publisher interface {
 	Alert(ctx context.Context, a order.Alert) error
 }
 
-// PerShardLimit bounds the steps one run handles per shard, so one run
-// stays well inside the function timeout; the rest wait for the next run.
-const PerShardLimit = 200
+// Drain settings. A run reads each shard a page at a time and works a
+// page's steps in parallel, until the shard is drained or the run is close
+// to its function timeout; whatever is left waits for the next run.
+const (
+	PageSize = 200
+	// perShardParallel steps of each shard are worked at once, so a run
+	// makes up to Shards × perShardParallel conditional writes at a time.
+	perShardParallel = 8
+	// stopBefore is how long before the invocation's deadline a run stops
+	// starting new pages.
+	stopBefore = 10 * time.Second
+)
 
 // Service is one Supervisor.
 type Service struct {
@@ -54,6 +64,7 @@ type Service struct {
 	now       func() time.Time
 	log       *slog.Logger
 	metrics   *metrics.Recorder
+	pageSize  int
 }
 
 // Config wires a Supervisor.
@@ -65,12 +76,18 @@ type Config struct {
 	Now       func() time.Time
 	Log       *slog.Logger
 	Metrics   *metrics.Recorder
+	// PageSize is how many due orders of a shard are read at once; zero
+	// means PageSize.
+	PageSize int
 }
 
 // New returns a Supervisor.
 func New(c Config) *Service {
+	if c.PageSize <= 0 {
+		c.PageSize = PageSize
+	}
 	return &Service{store: c.Store, notifier: c.Notifier, publisher: c.Publisher,
-		workflow: c.Workflow, now: c.Now, log: c.Log, metrics: c.Metrics}
+		workflow: c.Workflow, now: c.Now, log: c.Log, metrics: c.Metrics, pageSize: c.PageSize}
 }
 
 // Report counts what one run did.
@@ -80,6 +97,9 @@ type Report struct {
 	Failed   int `json:"failed"`
 	Nudged   int `json:"nudged"`
 	Alerted  int `json:"alerted"`
+	// Rescheduled counts orders looked at early: their step was still
+	// inside its window, so only DueAt moved.
+	Rescheduled int `json:"rescheduled"`
 	// Lost counts recoveries another actor made first: a reply that arrived,
 	// a Scheduler's claim, or another Supervisor's write.
 	Lost int `json:"lost"`
@@ -91,6 +111,7 @@ func (r *Report) add(o Report) {
 	r.Failed += o.Failed
 	r.Nudged += o.Nudged
 	r.Alerted += o.Alerted
+	r.Rescheduled += o.Rescheduled
 	r.Lost += o.Lost
 }
 
@@ -130,19 +151,45 @@ func (s *Service) Run(ctx context.Context) (Report, error) {
 }
 
 func (s *Service) runShard(ctx context.Context, shard int, now time.Time) (Report, error) {
-	var r Report
-	steps, err := s.store.DueSteps(ctx, shard, now, PerShardLimit)
-	if err != nil {
-		return r, fmt.Errorf("shard %d: %w", shard, err)
-	}
-	var errs []error
-	for _, st := range steps {
-		r.Examined++
-		if err := s.recover(ctx, st, now, &r); err != nil {
-			errs = append(errs, err)
+	var (
+		mu   sync.Mutex
+		r    Report
+		errs []error
+		page dynamo.Cursor
+	)
+	for {
+		steps, next, err := s.store.DueSteps(ctx, shard, now, s.pageSize, page)
+		if err != nil {
+			return r, errors.Join(append(errs, fmt.Errorf("shard %d: %w", shard, err))...)
+		}
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, perShardParallel)
+		for _, st := range steps {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				var one Report
+				err := s.recover(ctx, st, now, &one)
+				mu.Lock()
+				defer mu.Unlock()
+				one.Examined++
+				r.add(one)
+				if err != nil {
+					errs = append(errs, err)
+				}
+			})
+		}
+		wg.Wait()
+		page = next
+		if page == nil || nearDeadline(ctx) {
+			return r, errors.Join(errs...)
 		}
 	}
-	return r, errors.Join(errs...)
+}
+
+func nearDeadline(ctx context.Context) bool {
+	deadline, ok := ctx.Deadline()
+	return ctx.Err() != nil || (ok && time.Until(deadline) < stopBefore)
 }
 
 func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time, r *Report) error {
@@ -152,7 +199,14 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 	var err error
 	switch rec.Action {
 	case order.Leave:
-		return nil
+		// DueAt lags the deadline (completions leave it alone to save
+		// index writes): look again when the step is really due.
+		if st.CompleteBy.After(st.DueAt) {
+			err = s.store.Reschedule(ctx, st, st.CompleteBy)
+			if err == nil {
+				r.Rescheduled++
+			}
+		}
 	case order.Retry:
 		_, err = s.store.RetryStep(ctx, st, rec.CompleteBy, rec.Reason, now)
 		if err == nil {
@@ -161,15 +215,16 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 			s.metrics.Count(metrics.StepsRetried, 1, "order_id", st.OrderID, "step", st.Step)
 		}
 	case order.Fail:
-		err = s.store.FailTimedOutStep(ctx, st, rec.Reason, now)
+		var failed order.StepState
+		failed, err = s.store.FailTimedOutStep(ctx, st, rec.Reason, now)
 		if err == nil {
 			r.Failed++
 			log.ErrorContext(ctx, "step failed after repeated timeouts; order is in Error", "reason", rec.Reason)
 			s.metrics.Count(metrics.OrdersFailed, 1, "order_id", st.OrderID, "step", st.Step)
-			err = s.sendAlert(ctx, st.OrderID, st.Step, order.AlertStepTimedOut, r)
+			err = s.sendAlert(ctx, failed, order.AlertStepTimedOut, r)
 		}
 	case order.SendAlert:
-		err = s.sendAlert(ctx, st.OrderID, st.Step, "", r)
+		err = s.sendAlert(ctx, st, kindOf(st, s.workflow), r)
 	case order.Nudge:
 		_, err = s.store.NudgeStep(ctx, st, rec.CompleteBy, now)
 		if err == nil {
@@ -200,24 +255,14 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 	return nil
 }
 
-// sendAlert reads the failed step as stored (with its final failure count
-// and reason) and alerts operators. kind "" derives the kind from the step.
-func (s *Service) sendAlert(ctx context.Context, orderID, step string, kind order.AlertKind, r *Report) error {
-	st, err := s.store.GetStep(ctx, orderID, step)
-	if err != nil {
-		return err
-	}
-	if st.ProcessState != order.Error || !st.AlertPending {
-		return nil // another Supervisor or the Scheduler sent it
-	}
-	if kind == "" {
-		kind = kindOf(st, s.workflow)
-	}
+// sendAlert alerts operators about a failed step as stored, with its final
+// failure count and reason, and clears its alert flag.
+func (s *Service) sendAlert(ctx context.Context, st order.StepState, kind order.AlertKind, r *Report) error {
 	if err := s.notifier.Notify(ctx, st, kind); err != nil {
 		return err
 	}
 	r.Alerted++
-	s.metrics.Count(metrics.AlertsSent, 1, "order_id", orderID, "step", step)
+	s.metrics.Count(metrics.AlertsSent, 1, "order_id", st.OrderID, "step", st.Step)
 	return nil
 }
 

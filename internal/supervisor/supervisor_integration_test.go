@@ -17,9 +17,10 @@ var someOrder = order.Submission{CustomerID: "c-1", Lines: []order.Line{{SKU: "B
 
 const first = order.StepReserveInventory
 
+// claim has a Scheduler claim the first step from its stream record.
 func claim(t *testing.T, w *testenv.World, id string) order.StepState {
 	t.Helper()
-	resp, err := w.Scheduler("s1").HandleStream(context.Background(), w.StreamEvent(t, id, first))
+	resp, err := w.Scheduler("s1").HandleStream(context.Background(), w.StreamEvent(t, id))
 	if err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("HandleStream: %+v, %v", resp, err)
 	}
@@ -28,6 +29,13 @@ func claim(t *testing.T, w *testenv.World, id string) order.StepState {
 		t.Fatalf("got %s after claim, want Processing", st.ProcessState)
 	}
 	return st
+}
+
+// expire moves the clock just past the first step's deadline.
+func expire(t *testing.T, w *testenv.World, id string) {
+	t.Helper()
+	st := w.Step(t, id, first)
+	w.Clock.Advance(st.CompleteBy.Sub(w.Clock.Now()) + time.Millisecond)
 }
 
 func run(t *testing.T, w *testenv.World) supervisor.Report {
@@ -41,11 +49,10 @@ func run(t *testing.T, w *testenv.World) supervisor.Report {
 
 func TestRepeatedTimeoutsFailTheOrderAndAlert(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
-	id := w.Submit(t, someOrder)
+	id := w.Submit(t, someOrder) // submission claims attempt 1
 
 	// Attempt 1 times out: reset to Pending, unlocked, one failure counted.
-	claim(t, w, id)
-	w.Clock.Advance(timing.Allowance + time.Millisecond)
+	expire(t, w, id)
 	if r := run(t, w); r.Retried != 1 || r.Failed != 0 {
 		t.Fatalf("first timeout: report %+v, want one retry", r)
 	}
@@ -81,6 +88,7 @@ func TestRepeatedTimeoutsFailTheOrderAndAlert(t *testing.T) {
 		t.Errorf("got alert %s, want StepTimedOut for %s with 2 failures and a reason", testenv.Describe(alert), first)
 	}
 	// Nothing is left for the next run to do.
+	w.Clock.Advance(time.Hour)
 	if r := run(t, w); r.Examined != 0 {
 		t.Errorf("after failure: next run examined %d steps, want 0", r.Examined)
 	}
@@ -89,7 +97,7 @@ func TestRepeatedTimeoutsFailTheOrderAndAlert(t *testing.T) {
 func TestStepInsideItsWindowIsNeverFailed(t *testing.T) {
 	w := testenv.NewWorld(t, order.Timing{Allowance: 10 * time.Second, MaxAllowance: 10 * time.Second, FailureThreshold: 1, ClaimWithin: 5 * time.Second})
 	id := w.Submit(t, someOrder)
-	st := claim(t, w, id)
+	st := w.Step(t, id, first)
 	w.Clock.Advance(st.CompleteBy.Sub(w.Clock.Now())) // exactly at CompleteBy: not yet expired
 	if r := run(t, w); r.Failed != 0 || r.Retried != 0 {
 		t.Fatalf("at CompleteBy: report %+v, want nothing done", r)
@@ -102,9 +110,6 @@ func TestStepInsideItsWindowIsNeverFailed(t *testing.T) {
 func TestRacingSupervisorsRecoverOnce(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
 	ids := []string{w.Submit(t, someOrder), w.Submit(t, someOrder), w.Submit(t, someOrder)}
-	for _, id := range ids {
-		claim(t, w, id)
-	}
 	w.Clock.Advance(timing.Allowance + time.Millisecond)
 
 	const racers = 4
@@ -135,9 +140,78 @@ func TestRacingSupervisorsRecoverOnce(t *testing.T) {
 	}
 }
 
+// A run drains a shard page by page, not just its first page.
+func TestRunDrainsEveryPage(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	const orders = 7
+	for range orders {
+		w.Submit(t, someOrder)
+	}
+	w.Clock.Advance(timing.Allowance + time.Millisecond)
+	r, err := w.Supervisor(func(c *supervisor.Config) { c.PageSize = 1 }).Run(context.Background())
+	if err != nil || r.Retried != orders {
+		t.Fatalf("report %+v, error %v; want all %d orders retried in one run of one-order pages", r, err, orders)
+	}
+}
+
+// Completions leave DueAt alone, so it lags a later step's deadline; the
+// Supervisor then moves it on without touching the step.
+func TestLaggingDueAtIsMovedOn(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	s := w.Scheduler("s1")
+	ctx := context.Background()
+	id := w.Submit(t, someOrder)
+	submittedDue := w.Step(t, id, first).DueAt
+	w.Clock.Advance(timing.Allowance / 2)
+	reply := testenv.ReplyEvent(order.StepReply{OrderID: id, Step: first, Attempt: 1, Outcome: order.Succeeded})
+	if resp, err := s.HandleReplies(ctx, reply); err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("reply: %+v, %v", resp, err)
+	}
+	next := w.Step(t, id, order.StepChargePayment)
+	if !next.DueAt.Equal(submittedDue) || !next.CompleteBy.After(next.DueAt) {
+		t.Fatalf("got DueAt %s and CompleteBy %s, want DueAt left at submission's %s, before CompleteBy", next.DueAt, next.CompleteBy, submittedDue)
+	}
+
+	w.Clock.Advance(submittedDue.Sub(w.Clock.Now()) + time.Millisecond)
+	if r := run(t, w); r.Rescheduled != 1 || r.Retried+r.Failed+r.Nudged != 0 {
+		t.Fatalf("report %+v, want the order rescheduled and nothing else", r)
+	}
+	moved := w.Step(t, id, order.StepChargePayment)
+	if moved.ProcessState != order.Processing || moved.Attempt != 1 || !moved.DueAt.Equal(moved.CompleteBy) {
+		t.Fatalf("got %s attempt %d due %s, want Processing attempt 1 due at its CompleteBy %s", moved.ProcessState, moved.Attempt, moved.DueAt, moved.CompleteBy)
+	}
+	w.Clock.Advance(moved.CompleteBy.Sub(w.Clock.Now()) + time.Millisecond)
+	if r := run(t, w); r.Retried != 1 {
+		t.Fatalf("report %+v, want the timed-out step retried at its deadline", r)
+	}
+}
+
+// After a retry with a doubled allowance DueAt is later than the next
+// step's deadline; the completion lowers it, so no timeout is seen late.
+func TestDueAtIsLoweredAfterALongRetry(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	id := w.Submit(t, someOrder)
+	expire(t, w, id)
+	run(t, w)
+	long := claim(t, w, id) // attempt 2: twice the allowance
+	if !long.DueAt.Equal(long.CompleteBy) {
+		t.Fatalf("got DueAt %s, want the claim's CompleteBy %s", long.DueAt, long.CompleteBy)
+	}
+	reply := testenv.ReplyEvent(order.StepReply{OrderID: id, Step: first, Attempt: 2, Outcome: order.Succeeded})
+	if resp, err := w.Scheduler("s1").HandleReplies(context.Background(), reply); err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("reply: %+v, %v", resp, err)
+	}
+	next := w.Step(t, id, order.StepChargePayment)
+	if !next.CompleteBy.Before(long.CompleteBy) || !next.DueAt.Equal(next.CompleteBy) {
+		t.Fatalf("got next CompleteBy %s and DueAt %s, want DueAt lowered to CompleteBy (before %s)", next.CompleteBy, next.DueAt, long.CompleteBy)
+	}
+}
+
 func TestUnclaimedPendingStepIsNudgedThenReported(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
-	id := w.Submit(t, someOrder) // no Scheduler ever sees it
+	id := w.Submit(t, someOrder)
+	expire(t, w, id)
+	run(t, w) // Pending now, and no Scheduler ever sees it
 
 	if r := run(t, w); r.Nudged != 0 {
 		t.Fatalf("within the claim window: report %+v, want nothing done", r)
@@ -157,45 +231,53 @@ func TestUnclaimedPendingStepIsNudgedThenReported(t *testing.T) {
 	if alert.Kind != order.AlertStepUnclaimed || alert.Step != first {
 		t.Errorf("got alert %s, want StepUnclaimed", testenv.Describe(alert))
 	}
-	// A nudge is a write, so the stream announces the step again and a
-	// Scheduler claims it.
+	// A nudge is a write that keeps the step marked unclaimed, so the
+	// stream announces it again and a Scheduler claims it.
 	claim(t, w, id)
 }
 
 func TestSchedulerCrashAfterClaimIsRecovered(t *testing.T) {
-	w := testenv.NewWorld(t, timing)
+	patient := timing
+	patient.FailureThreshold = 3
+	w := testenv.NewWorld(t, patient)
 	id := w.Submit(t, someOrder)
+	w.Requests(t, order.AgentInventory) // lost with the crashed submission
+	expire(t, w, id)
+	run(t, w)
+	// A Scheduler claimed the step again and died before sending the request.
 	now := w.Clock.Now()
-	// The Scheduler claimed the step and died before sending the request.
-	if _, err := w.Store.ClaimStep(context.Background(), id, first, "crashed", now.Add(timing.Allowance), now); err != nil {
+	seen := w.Step(t, id, first)
+	if _, _, err := w.Store.ClaimStep(context.Background(), seen, "crashed", now.Add(timing.Allowance), now); err != nil {
 		t.Fatalf("claim: %v", err)
 	}
-	w.Clock.Advance(timing.Allowance + time.Millisecond)
+	expire(t, w, id)
 	if r := run(t, w); r.Retried != 1 {
 		t.Fatalf("report %+v, want one retry", r)
 	}
 	claim(t, w, id)
 	reqs := w.Requests(t, order.AgentInventory)
-	if len(reqs) != 1 || reqs[0].Attempt != 2 {
-		t.Fatalf("got requests %s, want one for attempt 2", testenv.Describe(reqs))
+	if len(reqs) != 1 || reqs[0].Attempt != 3 {
+		t.Fatalf("got requests %s, want one for attempt 3", testenv.Describe(reqs))
 	}
 }
 
 func TestAlertLostInACrashIsResent(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
 	id := w.Submit(t, someOrder)
-	claim(t, w, id)
 	// The failure was recorded, then the Scheduler died before alerting.
-	if err := w.Store.FailStep(context.Background(), id, first, 1, "card declined", w.Clock.Now()); err != nil {
+	if _, err := w.Store.FailStep(context.Background(), w.Step(t, id, first), "card declined", w.Clock.Now()); err != nil {
 		t.Fatalf("fail step: %v", err)
 	}
+	// The order stays due at the step's deadline, which is when the
+	// Supervisor looks at it at the latest.
+	expire(t, w, id)
 	if r := run(t, w); r.Alerted != 1 {
 		t.Fatalf("report %+v, want the pending alert sent", r)
 	}
 	if a := w.Alerts.Await(t, id, 10*time.Second); a.Kind != order.AlertStepFailed || a.Reason != "card declined" {
 		t.Errorf("got alert %s, want StepFailed with the reason", testenv.Describe(a))
 	}
-	if st := w.Step(t, id, first); st.AlertPending {
-		t.Errorf("alert still pending after it was sent")
+	if st := w.Step(t, id, first); st.AlertPending || !st.DueAt.IsZero() {
+		t.Errorf("alert pending %v, due %s after it was sent; want neither", st.AlertPending, st.DueAt)
 	}
 }

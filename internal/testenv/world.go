@@ -13,10 +13,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"orderly/internal/alerting"
 	"orderly/internal/api"
+	"orderly/internal/dispatch"
 	"orderly/internal/dynamo"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
@@ -62,14 +65,17 @@ func NewWorld(t testing.TB, timing order.Timing) *World {
 	stack, clients := Provision(t, cfg, resources.New(Stage(t), wf.Agents()))
 	w := &World{
 		Stack: stack, Clients: clients, Workflow: wf,
-		Store: dynamo.NewStore(clients.DynamoDB, stack.Catalog.Orders.Name, stack.Catalog.State.Name),
+		Store: dynamo.NewStore(clients.DynamoDB, stack.Catalog.Orders.Name),
 		Clock: &Clock{now: time.Now().UTC()},
 		Log:   slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	if testing.Verbose() {
 		w.Log = slog.New(slog.NewTextHandler(testWriter{t}, nil))
 	}
-	w.API = api.NewService(w.Store, wf, w.Clock.Now, w.Log, metrics.Discard())
+	w.API = api.NewService(api.Config{
+		InstanceID: "submit-test", Store: w.Store, Dispatcher: w.Dispatcher(), Workflow: wf,
+		Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard(),
+	})
 	w.Alerts = SubscribeAlerts(t, clients, stack.AlertTopicARN)
 	return w
 }
@@ -95,24 +101,45 @@ func (w *World) Submit(t testing.TB, sub order.Submission) string {
 	return out.OrderID
 }
 
-// Scheduler returns a Scheduler instance with the given id.
-func (w *World) Scheduler(id string) *scheduler.Service {
-	alerter := sns.NewAlerter(w.Clients.SNS, w.Stack.AlertTopicARN)
-	return scheduler.New(scheduler.Config{
-		InstanceID: id, Store: w.Store,
-		Requests: sqs.NewRequests(w.Clients.SQS, w.Stack.RequestQueueURLs()),
-		Notifier: alerting.NewNotifier(alerter, w.Store, w.Clock.Now),
-		Workflow: w.Workflow, Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard(),
-	})
+// Dispatcher returns the dispatcher the World's actors send requests with.
+func (w *World) Dispatcher() *dispatch.Dispatcher {
+	return dispatch.New(sqs.NewRequests(w.Clients.SQS, w.Stack.RequestQueueURLs()), w.Store,
+		w.Workflow.ClaimWithin, w.Clock.Now, w.Log, metrics.Discard())
 }
 
-// Supervisor returns a Supervisor.
-func (w *World) Supervisor() *supervisor.Service {
+// BrokenDispatcher is a dispatcher whose every send fails, the way an SQS
+// outage would: its sender knows no queue.
+func (w *World) BrokenDispatcher() *dispatch.Dispatcher {
+	return dispatch.New(sqs.NewRequests(w.Clients.SQS, nil), w.Store,
+		w.Workflow.ClaimWithin, w.Clock.Now, w.Log, metrics.Discard())
+}
+
+// Scheduler returns a Scheduler instance with the given id; tweaks adjust
+// its configuration.
+func (w *World) Scheduler(id string, tweaks ...func(*scheduler.Config)) *scheduler.Service {
 	alerter := sns.NewAlerter(w.Clients.SNS, w.Stack.AlertTopicARN)
-	return supervisor.New(supervisor.Config{
+	cfg := scheduler.Config{
+		InstanceID: id, Store: w.Store, Dispatcher: w.Dispatcher(),
+		Notifier: alerting.NewNotifier(alerter, w.Store, w.Clock.Now),
+		Workflow: w.Workflow, Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard(),
+	}
+	for _, tweak := range tweaks {
+		tweak(&cfg)
+	}
+	return scheduler.New(cfg)
+}
+
+// Supervisor returns a Supervisor; tweaks adjust its configuration.
+func (w *World) Supervisor(tweaks ...func(*supervisor.Config)) *supervisor.Service {
+	alerter := sns.NewAlerter(w.Clients.SNS, w.Stack.AlertTopicARN)
+	cfg := supervisor.Config{
 		Store: w.Store, Notifier: alerting.NewNotifier(alerter, w.Store, w.Clock.Now), Publisher: alerter,
 		Workflow: w.Workflow, Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard(),
-	})
+	}
+	for _, tweak := range tweaks {
+		tweak(&cfg)
+	}
+	return supervisor.New(cfg)
 }
 
 // Step returns a step's current state.
@@ -125,32 +152,62 @@ func (w *World) Step(t testing.TB, orderID, step string) order.StepState {
 	return st
 }
 
-// StreamEvent is the stream record Lambda would deliver for the step's
-// current state, with the attributes the Scheduler reads.
-func (w *World) StreamEvent(t testing.TB, orderID, step string) events.DynamoDBEvent {
+// StreamEvent is the stream record Lambda would deliver for the order's
+// current item.
+func (w *World) StreamEvent(t testing.TB, orderID string) events.DynamoDBEvent {
 	t.Helper()
-	st := w.Step(t, orderID, step)
-	image := map[string]events.DynamoDBAttributeValue{
-		resources.AttrOrderID: events.NewStringAttribute(st.OrderID),
-		resources.AttrStep:    events.NewStringAttribute(st.Step),
-		"StepIndex":           events.NewNumberAttribute(strconv.Itoa(st.Index)),
-		"Agent":               events.NewStringAttribute(st.Agent),
-		"ProcessState":        events.NewStringAttribute(string(st.ProcessState)),
-		"FailureCount":        events.NewNumberAttribute(strconv.Itoa(st.FailureCount)),
-		"Attempt":             events.NewNumberAttribute(strconv.Itoa(st.Attempt)),
-		"Nudges":              events.NewNumberAttribute(strconv.Itoa(st.Nudges)),
-		"UpdatedAt":           events.NewNumberAttribute(strconv.FormatInt(st.UpdatedAt.UnixMilli(), 10)),
-	}
-	if !st.CompleteBy.IsZero() {
-		image[resources.AttrCompleteBy] = events.NewNumberAttribute(strconv.FormatInt(st.CompleteBy.UnixMilli(), 10))
-	}
-	if st.LockedBy != "" {
-		image["LockedBy"] = events.NewStringAttribute(st.LockedBy)
+	out, err := w.Clients.DynamoDB.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String(w.Stack.Catalog.Orders.Name), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{resources.AttrOrderID: &types.AttributeValueMemberS{Value: orderID}},
+	})
+	if err != nil || out.Item == nil {
+		t.Fatalf("read order %s for its stream record: %v", orderID, err)
 	}
 	return events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{{
-		EventName: "MODIFY", EventSource: "aws:dynamodb",
-		Change: events.DynamoDBStreamRecord{NewImage: image, SequenceNumber: strconv.FormatInt(time.Now().UnixNano(), 10)},
+		EventName: "MODIFY", EventSource: "aws:dynamodb", EventID: "ev-" + orderID,
+		Change: events.DynamoDBStreamRecord{
+			Keys:           map[string]events.DynamoDBAttributeValue{resources.AttrOrderID: events.NewStringAttribute(orderID)},
+			NewImage:       StreamImage(out.Item),
+			SequenceNumber: strconv.FormatInt(time.Now().UnixNano(), 10),
+		},
 	}}}
+}
+
+// StreamImage converts an item to the form Lambda's stream events carry.
+func StreamImage(item map[string]types.AttributeValue) map[string]events.DynamoDBAttributeValue {
+	image := make(map[string]events.DynamoDBAttributeValue, len(item))
+	for k, v := range item {
+		image[k] = streamValue(v)
+	}
+	return image
+}
+
+func streamValue(v types.AttributeValue) events.DynamoDBAttributeValue {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return events.NewStringAttribute(v.Value)
+	case *types.AttributeValueMemberN:
+		return events.NewNumberAttribute(v.Value)
+	case *types.AttributeValueMemberBOOL:
+		return events.NewBooleanAttribute(v.Value)
+	case *types.AttributeValueMemberB:
+		return events.NewBinaryAttribute(v.Value)
+	case *types.AttributeValueMemberNULL:
+		return events.NewNullAttribute()
+	case *types.AttributeValueMemberL:
+		list := make([]events.DynamoDBAttributeValue, len(v.Value))
+		for i, e := range v.Value {
+			list[i] = streamValue(e)
+		}
+		return events.NewListAttribute(list)
+	case *types.AttributeValueMemberM:
+		return events.NewMapAttribute(StreamImage(v.Value))
+	case *types.AttributeValueMemberSS:
+		return events.NewStringSetAttribute(v.Value)
+	case *types.AttributeValueMemberNS:
+		return events.NewNumberSetAttribute(v.Value)
+	}
+	return events.NewNullAttribute()
 }
 
 // Requests drains an agent's request queue and returns what was there.

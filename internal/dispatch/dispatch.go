@@ -1,0 +1,65 @@
+// Package dispatch sends the request of a step that was just claimed to
+// its agent. Submission, the Scheduler's stream handler and its reply
+// handler all claim steps and send their requests this way. When the send
+// fails the claim is released at once, so the stream re-announces the step
+// and no attempt or allowance is spent on a request no agent ever saw.
+package dispatch
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"orderly/internal/metrics"
+	"orderly/internal/order"
+)
+
+// Sender sends step requests to agents.
+type Sender interface {
+	SendRequest(ctx context.Context, agent string, req order.StepRequest) error
+}
+
+// Releaser gives a claim back when its request could not be sent.
+type Releaser interface {
+	ReleaseClaim(ctx context.Context, st order.StepState, claimBy time.Time, reason string, now time.Time) (order.StepState, error)
+}
+
+// Dispatcher sends claimed steps' requests.
+type Dispatcher struct {
+	sender      Sender
+	releaser    Releaser
+	claimWithin time.Duration
+	now         func() time.Time
+	log         *slog.Logger
+	metrics     *metrics.Recorder
+}
+
+// New returns a dispatcher. claimWithin is how long a released step may
+// wait for a Scheduler before the Supervisor re-announces it.
+func New(s Sender, r Releaser, claimWithin time.Duration, now func() time.Time, log *slog.Logger, m *metrics.Recorder) *Dispatcher {
+	return &Dispatcher{sender: s, releaser: r, claimWithin: claimWithin, now: now, log: log, metrics: m}
+}
+
+// Send sends the request of step st of order o, which the caller has just
+// claimed. It reports whether the request went out. When it did not, the
+// step is safe all the same: released to Pending (a Scheduler claims it
+// again through the stream), or, if even that write failed, left
+// Processing until its CompleteBy, when the Supervisor retries it.
+func (d *Dispatcher) Send(ctx context.Context, o order.Order, st order.StepState) bool {
+	log := d.log.With("order_id", st.OrderID, "step", st.Step, "attempt", st.Attempt)
+	err := d.sender.SendRequest(ctx, st.Agent, order.NewRequest(o, st))
+	if err == nil {
+		log.InfoContext(ctx, "step claimed and requested", "agent", st.Agent, "complete_by", st.CompleteBy)
+		return true
+	}
+	now := d.now()
+	reason := "request not sent: " + err.Error()
+	if _, rerr := d.releaser.ReleaseClaim(ctx, st, now.Add(d.claimWithin), reason, now); rerr != nil {
+		log.ErrorContext(ctx, "request not sent and claim not released; the Supervisor retries the step after complete_by",
+			"complete_by", st.CompleteBy, "error", err, "release_error", rerr)
+		return false
+	}
+	log.WarnContext(ctx, "request not sent; claim released for a Scheduler to claim again", "error", err)
+	d.metrics.Count(metrics.ClaimsReleased, 1, "order_id", st.OrderID, "step", st.Step)
+	return false
+}

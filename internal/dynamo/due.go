@@ -1,0 +1,103 @@
+package dynamo
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"orderly/internal/order"
+)
+
+// batchGetLimit is BatchGetItem's most keys per request.
+const batchGetLimit = 100
+
+// Cursor is where a DueSteps page ended; nil when there is nothing more.
+type Cursor map[string]types.AttributeValue
+
+// DueSteps returns the active steps of up to limit orders of one due-index
+// shard whose DueAt is at or before now, starting after cursor: expired
+// Processing steps, unclaimed Pending steps, failed steps whose alert is
+// not sent yet, and steps whose DueAt merely lags their deadline. It
+// Queries the sparse, keys-only index (never a Scan) and reads the orders
+// themselves with strongly consistent BatchGetItem calls, because the
+// index is eventually consistent; callers still fence every write on the
+// attempt. The returned cursor continues the same query.
+func (s *Store) DueSteps(ctx context.Context, shard int, now time.Time, limit int, after Cursor) ([]order.StepState, Cursor, error) {
+	kc := expression.Key(attrDueShard).Equal(expression.Value(fmt.Sprint(shard))).
+		And(expression.Key(attrDueAt).LessThanEqual(expression.Value(millis(now))))
+	expr, err := expression.NewBuilder().WithKeyCondition(kc).Build()
+	if err != nil {
+		return nil, nil, fmt.Errorf("build due query: %w", err)
+	}
+	page, err := s.client.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		IndexName:                 aws.String(dueIndexName),
+		KeyConditionExpression:    expr.KeyCondition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+		ExclusiveStartKey:         after,
+		Limit:                     aws.Int32(int32(min(max(limit, 1), 1000))),
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("due shard %d: query: %w", shard, err)
+	}
+	keys := make([]map[string]types.AttributeValue, 0, len(page.Items))
+	for _, it := range page.Items {
+		keys = append(keys, map[string]types.AttributeValue{attrOrderID: it[attrOrderID]})
+	}
+
+	var steps []order.StepState
+	for start := 0; start < len(keys); start += batchGetLimit {
+		items, err := s.batchGet(ctx, keys[start:min(start+batchGetLimit, len(keys))])
+		if err != nil {
+			return nil, nil, fmt.Errorf("due shard %d: %w", shard, err)
+		}
+		for _, item := range items {
+			rec, err := unmarshal(item)
+			if err != nil {
+				return nil, nil, fmt.Errorf("due shard %d: %w", shard, err)
+			}
+			if st, ok := rec.active(); ok {
+				steps = append(steps, st)
+			}
+		}
+	}
+	return steps, page.LastEvaluatedKey, nil
+}
+
+// batchGet reads the items with strongly consistent reads, asking again
+// for any keys DynamoDB left unprocessed.
+func (s *Store) batchGet(ctx context.Context, keys []map[string]types.AttributeValue) ([]map[string]types.AttributeValue, error) {
+	var items []map[string]types.AttributeValue
+	request := map[string]types.KeysAndAttributes{s.table: {Keys: keys, ConsistentRead: aws.Bool(true)}}
+	for attempt := 0; len(request) > 0; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(time.Duration(min(attempt, 10)) * 50 * time.Millisecond):
+			}
+		}
+		out, err := s.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: request})
+		if err != nil {
+			return nil, fmt.Errorf("batch get %d orders: %w", len(keys), err)
+		}
+		items = append(items, out.Responses[s.table]...)
+		request = out.UnprocessedKeys
+	}
+	return items, nil
+}
+
+func unmarshal(item map[string]types.AttributeValue) (orderRecord, error) {
+	var rec orderRecord
+	if err := attributevalue.UnmarshalMap(item, &rec); err != nil {
+		return orderRecord{}, fmt.Errorf("unmarshal order item: %w", err)
+	}
+	return rec, nil
+}
