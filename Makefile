@@ -16,10 +16,17 @@ GOTEST         := go test -count=1 -p 2
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
 
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK        := .tools/bin/staticcheck
+
 .PHONY: tools
-tools: ## install the pinned emulators and Go modules (idempotent)
+tools: ## install the pinned emulators, Go modules and staticcheck (idempotent)
 	bash $(EMULATORS) install
 	go mod download
+	@if [[ "$$($(STATICCHECK) -version 2>/dev/null)" != *"$(STATICCHECK_VERSION:v%=%)"* ]]; then \
+		echo "[tools] installing staticcheck $(STATICCHECK_VERSION) into .tools/bin"; \
+		GOBIN="$$PWD/.tools/bin" go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION); \
+	fi
 
 .PHONY: run
 run: tools ## run orderly locally on the emulators: API on 127.0.0.1:8080
@@ -32,13 +39,21 @@ test: tools infra-tools lint build ## all tests: unit, integration against the e
 	$(WITH_EMULATORS) env ORDERLY_INTEGRATION=1 $(GOTEST) ./...
 
 .PHONY: lint
-lint: ## gofmt and go vet
+lint: tools ## gofmt, go vet, staticcheck, and go mod tidy leaving go.mod as it is
 	@unformatted="$$(gofmt -l $$(go list -f '{{.Dir}}' ./...))"; if [[ -n "$$unformatted" ]]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	go vet ./...
+	$(STATICCHECK) ./...
+	@go mod tidy -diff >/dev/null || { echo "go.mod or go.sum is not tidy: run go mod tidy"; exit 1; }
 
 .PHONY: bench
-bench: tools ## benchmarks against the emulators
-	$(WITH_EMULATORS) env ORDERLY_INTEGRATION=1 go test -run '^$$' -bench . -benchtime 3s ./...
+bench: tools ## benchmarks against the emulators (the engine's: 300 orders; the bursts: 1,000)
+	$(WITH_EMULATORS) env ORDERLY_INTEGRATION=1 go test -run '^$$' -bench . -benchtime 3s $$(go list ./... | grep -v /internal/engine)
+	$(WITH_EMULATORS) env ORDERLY_INTEGRATION=1 go test -run '^$$' -bench OrderEndToEnd -benchtime 300x ./internal/engine
+	$(WITH_EMULATORS) env ORDERLY_INTEGRATION=1 go test -run '^$$' -bench 'Burst|EmulatorCeiling' -benchtime 1000x -timeout 30m ./internal/engine
+
+.PHONY: cost
+cost: tools ## measure the cost per order on the emulators and price it (ORDERS=100 per scenario)
+	$(WITH_EMULATORS) go run ./cmd/orderly-cost -orders $(or $(ORDERS),100)
 
 .PHONY: build
 build: ## build the Lambda functions: bin/<function>/bootstrap (linux/arm64)

@@ -313,6 +313,7 @@ export AWS_ACCESS_KEY_ID=test
 export AWS_SECRET_ACCESS_KEY=test
 export AWS_REGION=us-east-1
 export AWS_DEFAULT_REGION=us-east-1
+export ORDERLY_EMULATOR_RUN_DIR=$RUN_DIR
 EOF
 }
 

@@ -452,6 +452,7 @@ func TestNoUnsuppressedNagErrors(t *testing.T) {
 	errs := assertions.Annotations_FromStack(synthesized.Stack).FindError(jsii.String("*"),
 		assertions.Match_StringLikeRegexp(jsii.String("(AwsSolutions|Serverless)-.*")))
 	for _, e := range *errs {
+		//lint:ignore SA1019 the assertions package still returns this type; its replacement has no Go binding yet
 		t.Errorf("cdk-nag: %s: %v", *e.Id, e.Entry.Data)
 	}
 	golden(t, "nag-suppressions.json", synthesized.Suppressions())

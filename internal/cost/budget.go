@@ -1,0 +1,94 @@
+package cost
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strings"
+)
+
+// Budget is the most each scenario may cost per order: requests by
+// operation, capacity units, messages, and dollars per million orders at
+// both loads. It is checked in (cost/budget.json) and tested in make test,
+// so a change that makes an order dearer fails until the budget is raised
+// on purpose.
+type Budget struct {
+	Note      string                    `json:"note"`
+	Scenarios map[string]ScenarioBudget `json:"scenarios"`
+}
+
+// ScenarioBudget is one scenario's allowance per order.
+type ScenarioBudget struct {
+	Calls             map[string]float64 `json:"calls"`
+	TableWrites       float64            `json:"tableWriteUnits"`
+	IndexWrites       float64            `json:"indexWriteUnits"`
+	Reads             float64            `json:"readUnits"`
+	Messages          float64            `json:"sqsMessages"`
+	StreamInvocations float64            `json:"streamInvocations"`
+	HighLoadDollars   float64            `json:"dollarsPerMillionHighLoad"`
+	LowLoadDollars    float64            `json:"dollarsPerMillionLowLoad"`
+}
+
+// LoadBudget reads a budget file.
+func LoadBudget(path string) (Budget, error) {
+	var b Budget
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return b, fmt.Errorf("read cost budget: %w", err)
+	}
+	if err := json.Unmarshal(data, &b); err != nil {
+		return b, fmt.Errorf("parse cost budget %s: %w", path, err)
+	}
+	return b, nil
+}
+
+// Measured is what a scenario's per-order usage comes to, in the budget's
+// terms.
+func Measured(u PerOrder, p Prices) ScenarioBudget {
+	calls := map[string]float64{}
+	for op, n := range u.Calls {
+		calls[op.String()] = round(n)
+	}
+	return ScenarioBudget{
+		Calls: calls, TableWrites: round(u.TableWrites), IndexWrites: round(u.IndexWrites), Reads: round(u.Reads),
+		Messages: round(u.RequestMessages + u.ReplyMessages), StreamInvocations: round(u.StreamInvocations),
+		HighLoadDollars: round(p.Estimate(u, HighLoad, DeployedMemory, false).Total),
+		LowLoadDollars:  round(p.Estimate(u, LowLoad, DeployedMemory, false).Total),
+	}
+}
+
+func round(f float64) float64 { return math.Round(f*100) / 100 }
+
+// Over lists every way measured exceeds the budget; empty when within it.
+func (b ScenarioBudget) Over(measured ScenarioBudget) []string {
+	var over []string
+	check := func(what string, got, limit float64) {
+		if got > limit+1e-9 {
+			over = append(over, fmt.Sprintf("%s: %.2f per order, budget %.2f", what, got, limit))
+		}
+	}
+	names := make([]string, 0, len(measured.Calls))
+	for name := range measured.Calls {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		check(name+" requests", measured.Calls[name], b.Calls[name])
+	}
+	check("table write units", measured.TableWrites, b.TableWrites)
+	check("index write units", measured.IndexWrites, b.IndexWrites)
+	check("read units", measured.Reads, b.Reads)
+	check("SQS messages", measured.Messages, b.Messages)
+	check("stream invocations", measured.StreamInvocations, b.StreamInvocations)
+	check("$ per million at high load", measured.HighLoadDollars, b.HighLoadDollars)
+	check("$ per million at one message per batch", measured.LowLoadDollars, b.LowLoadDollars)
+	return over
+}
+
+// String renders a scenario budget for a failure message.
+func (b ScenarioBudget) String() string {
+	data, _ := json.MarshalIndent(b, "", "  ")
+	return strings.TrimSpace(string(data))
+}
