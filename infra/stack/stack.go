@@ -96,7 +96,7 @@ func FromContext(scope constructs.Construct) (Props, error) {
 		APIRateLimit:        num(CtxAPIRateLimit, 50),
 		APIBurstLimit:       num(CtxAPIBurstLimit, 100),
 		AgentMaxConcurrency: num(CtxAgentMaxConcurrency, 5),
-		ReplyMaxConcurrency: num(CtxReplyMaxConcurrency, 10),
+		ReplyMaxConcurrency: num(CtxReplyMaxConcurrency, 20),
 		Timing:              order.DefaultTiming,
 	}
 	if err := errors.Join(errs...); err != nil {
