@@ -1,6 +1,7 @@
 // Package api is the submission function: POST /orders writes an order and
-// its workflow state in one transaction, GET /orders/{id} shows an order and
-// every step's state. It speaks API Gateway REST (v1) proxy events.
+// its workflow state in one conditional write and sends the first step's
+// request; GET /orders/{id} shows an order and every step's state. It
+// speaks API Gateway REST (v1) proxy events.
 package api
 
 import (

@@ -21,7 +21,7 @@ import (
 // wall time per order with the sub-benchmark's number of orders in flight:
 // one alone shows the critical path, eight show it under contention. Latency is measured
 // from just before the POST to the order item's UpdatedAt, which the
-// Scheduler sets in the same transaction that makes the order Processed,
+// Scheduler sets in the same write that makes the order Processed,
 // so the polling interval does not blur it.
 func BenchmarkOrderEndToEnd(b *testing.B) {
 	for _, inFlight := range []int{1, 8} {

@@ -1,9 +1,11 @@
-// Package scheduler is the pattern's Scheduler. It is invoked by the state
-// table's stream, where it claims each step that became Pending and sends
-// the request to the step's agent, and by the response queue, where it
-// applies agents' replies: success moves the workflow on, a permanent fault
-// fails the order and alerts operators. Every write is conditional on the
-// step's attempt, so lost races, stale and duplicate replies change nothing.
+// Package scheduler is the pattern's Scheduler. It is invoked by the
+// response queue, where it applies agents' replies: a success completes the
+// step and, in the same write, claims the next one, whose request it sends
+// at once; a permanent fault fails the order and alerts operators. It is
+// also invoked by the orders table's stream, filtered to steps that wait
+// for a claim (after a Supervisor retry or a released claim), which it
+// claims and requests. Every write is conditional on the step's attempt, so
+// lost races, stale and duplicate replies change nothing.
 package scheduler
 
 import (

@@ -1,10 +1,12 @@
 // Package supervisor is the pattern's Supervisor. Run on a schedule, it
-// queries the sparse due index for steps whose deadline passed, and for each
-// makes one conditional write on the step's current attempt: retry a
-// timed-out step, fail it at its threshold (alerting operators), re-announce
-// a Pending step nobody claimed, or send an alert a crash left unsent.
-// Several Supervisors may run at once; the conditional writes make sure only
-// one recovers each step, so no leader election is needed.
+// queries the sparse due index for orders whose DueAt passed, page by page
+// until every shard is drained, and for each makes one conditional write on
+// the active step's current attempt: retry a timed-out step, fail it at its
+// threshold (alerting operators), re-announce a Pending step nobody
+// claimed, send an alert a crash left unsent, or move DueAt on to a step
+// still inside its window. Several Supervisors may run at once; the
+// conditional writes make sure only one recovers each step, so no leader
+// election is needed.
 package supervisor
 
 import (
