@@ -201,7 +201,9 @@ type StepView struct {
 	CompleteBy   *time.Time `json:"completeBy,omitempty"`
 	LockedBy     string     `json:"lockedBy,omitempty"`
 	LastError    string     `json:"lastError,omitempty"`
-	UpdatedAt    time.Time  `json:"updatedAt"`
+	// Reference is the remote service's id for the work a step did.
+	Reference string    `json:"reference,omitempty"`
+	UpdatedAt time.Time `json:"updatedAt"`
 }
 
 // OrderView is the body of GET /orders/{id}.
@@ -233,7 +235,8 @@ func (s *Service) get(ctx context.Context, id string) (events.APIGatewayProxyRes
 	for i, st := range steps {
 		v := StepView{
 			Step: st.Step, Agent: st.Agent, State: string(st.ProcessState), Attempt: st.Attempt,
-			FailureCount: st.FailureCount, LockedBy: st.LockedBy, LastError: st.LastError, UpdatedAt: st.UpdatedAt,
+			FailureCount: st.FailureCount, LockedBy: st.LockedBy, LastError: st.LastError,
+			Reference: st.Reference, UpdatedAt: st.UpdatedAt,
 		}
 		if !st.CompleteBy.IsZero() {
 			v.CompleteBy = &st.CompleteBy

@@ -140,8 +140,9 @@ func TestOrderTravelsEveryActorToProcessed(t *testing.T) {
 		t.Fatalf("got %s, want Processed: %s", v.Status, testenv.Describe(v))
 	}
 	for _, s := range v.Steps {
-		if s.State != string(order.Processed) || s.Attempt != 1 || s.FailureCount != 0 || s.LockedBy != "" {
-			t.Errorf("step %s: got %s attempt %d failures %d locked by %q, want Processed on attempt 1, unlocked", s.Step, s.State, s.Attempt, s.FailureCount, s.LockedBy)
+		if s.State != string(order.Processed) || s.Attempt != 1 || s.FailureCount != 0 || s.LockedBy != "" || s.Reference == "" {
+			t.Errorf("step %s: got %s attempt %d failures %d locked by %q reference %q, want Processed on attempt 1, unlocked, with the remote reference",
+				s.Step, s.State, s.Attempt, s.FailureCount, s.LockedBy, s.Reference)
 		}
 	}
 	for _, svc := range []string{"inventory", "payment", "shipping"} {
