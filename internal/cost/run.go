@@ -48,6 +48,8 @@ type Options struct {
 	Orders      int
 	Concurrency int
 	Scenarios   []Scenario
+	// Timing is the workflow's; zero means DefaultTiming.
+	Timing order.Timing
 	// Log receives the engine's own log lines (nil discards them).
 	Log io.Writer
 }
@@ -63,16 +65,20 @@ type Result struct {
 	Elapsed     time.Duration
 }
 
-// timing is short enough that the hang scenario's timeout and retry take
-// seconds, and long enough that a loaded machine does not time out healthy
-// steps, which would add retries the path does not have.
-var timing = order.Timing{Allowance: 4 * time.Second, MaxAllowance: 8 * time.Second, FailureThreshold: 3, ClaimWithin: 6 * time.Second}
+// DefaultTiming is short enough that the hang scenario's timeout and retry
+// take seconds, and long enough that no healthy order on a loaded machine
+// outlives its first deadline: the Supervisor would then read it and move
+// its DueAt on, requests the path does not make in AWS.
+var DefaultTiming = order.Timing{Allowance: 10 * time.Second, MaxAllowance: 20 * time.Second, FailureThreshold: 3, ClaimWithin: 10 * time.Second}
 
 // Run starts an engine whose functions' clients carry a Meter, drives each
 // scenario's orders to their end, and returns what each cost.
 func Run(ctx context.Context, awsCfg aws.Config, opts Options) ([]Result, error) {
 	if opts.Scenarios == nil {
 		opts.Scenarios = Scenarios
+	}
+	if opts.Timing == (order.Timing{}) {
+		opts.Timing = DefaultTiming
 	}
 	opts.Orders = max(opts.Orders, 1)
 	opts.Concurrency = max(opts.Concurrency, 1)
@@ -81,11 +87,11 @@ func Run(ctx context.Context, awsCfg aws.Config, opts Options) ([]Result, error)
 	logs := &logCounter{}
 	e, err := engine.New(ctx, awsCfg, engine.Config{
 		Stage: opts.Stage, APIAddr: "127.0.0.1:0", SimulatorAddr: "127.0.0.1:0",
-		Timing: timing, SupervisorEvery: 500 * time.Millisecond,
+		Timing: opts.Timing, SupervisorEvery: 500 * time.Millisecond,
 		// One Scheduler: in AWS one event source mapping delivers each
 		// stream record once; two local ones would double the claims.
 		Schedulers:      1,
-		QueueVisibility: 20 * time.Second,
+		QueueVisibility: opts.Timing.MaxAllowance + 10*time.Second,
 		AgentBackoff:    agent.Backoff{Base: 20 * time.Millisecond, Cap: 200 * time.Millisecond},
 		Log:             slog.New(newFunctionLogs(logs, opts.Log)),
 		APIOptions:      []func(*middleware.Stack) error{meter.AddTo},
