@@ -250,9 +250,8 @@ func (s *apiStore) CreateOrder(_ context.Context, o order.Order, steps []order.S
 // sentRequests is a hand-written api.Dispatcher that records what it sends.
 type sentRequests []order.StepRequest
 
-func (r *sentRequests) Send(_ context.Context, o order.Order, st order.StepState) bool {
+func (r *sentRequests) Send(_ context.Context, o order.Order, st order.StepState) {
 	*r = append(*r, order.NewRequest(o, st))
-	return true
 }
 
 func newAPI(store api.Store, sent *sentRequests, now time.Time) *api.Service {
@@ -402,9 +401,8 @@ func (s *schedulerStore) FailStep(_ context.Context, st order.StepState, _ strin
 // requestQueues is a hand-written scheduler.Dispatcher.
 type requestQueues struct{ sent []order.StepRequest }
 
-func (q *requestQueues) Send(_ context.Context, o order.Order, st order.StepState) bool {
+func (q *requestQueues) Send(_ context.Context, o order.Order, st order.StepState) {
 	q.sent = append(q.sent, order.NewRequest(o, st))
-	return true
 }
 
 // operators is a hand-written scheduler.Notifier.

@@ -30,7 +30,7 @@ type Store interface {
 
 // Dispatcher sends the first step's request, which submission claims.
 type Dispatcher interface {
-	Send(ctx context.Context, o order.Order, st order.StepState) bool
+	Send(ctx context.Context, o order.Order, st order.StepState)
 }
 
 // Routes served, as API Gateway resource templates.

@@ -227,7 +227,9 @@ func (m *Meter) record(ctx context.Context, op Op, params, result any, callErr e
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.usage.Calls[op]++
+	if q, ok := params.(*dynamodb.QueryInput); !ok || q.IndexName == nil {
+		m.usage.Calls[op]++ // the Supervisor's index queries are counted apart
+	}
 	switch in := params.(type) {
 	case *sqs.SendMessageInput:
 		if callErr == nil {
@@ -260,7 +262,6 @@ func (m *Meter) record(ctx context.Context, op Op, params, result any, callErr e
 			if in.IndexName != nil {
 				m.usage.IndexQueries++
 				m.usage.IndexQueryReads += units
-				m.usage.Calls[op]--
 			} else {
 				m.usage.Reads += units
 			}

@@ -41,25 +41,24 @@ func New(s Sender, r Releaser, claimWithin time.Duration, now func() time.Time, 
 }
 
 // Send sends the request of step st of order o, which the caller has just
-// claimed. It reports whether the request went out. When it did not, the
-// step is safe all the same: released to Pending (a Scheduler claims it
-// again through the stream), or, if even that write failed, left
-// Processing until its CompleteBy, when the Supervisor retries it.
-func (d *Dispatcher) Send(ctx context.Context, o order.Order, st order.StepState) bool {
+// claimed. When the request does not go out the step is safe all the same:
+// released to Pending (a Scheduler claims it again through the stream),
+// or, if even that write failed, left Processing until its CompleteBy,
+// when the Supervisor retries it. Either way the caller has nothing to do.
+func (d *Dispatcher) Send(ctx context.Context, o order.Order, st order.StepState) {
 	log := d.log.With("order_id", st.OrderID, "step", st.Step, "attempt", st.Attempt)
 	err := d.sender.SendRequest(ctx, st.Agent, order.NewRequest(o, st))
 	if err == nil {
 		log.InfoContext(ctx, "step claimed and requested", "agent", st.Agent, "complete_by", st.CompleteBy)
-		return true
+		return
 	}
 	now := d.now()
 	reason := "request not sent: " + err.Error()
 	if _, rerr := d.releaser.ReleaseClaim(ctx, st, now.Add(d.claimWithin), reason, now); rerr != nil {
 		log.ErrorContext(ctx, "request not sent and claim not released; the Supervisor retries the step after complete_by",
 			"complete_by", st.CompleteBy, "error", err, "release_error", rerr)
-		return false
+		return
 	}
 	log.WarnContext(ctx, "request not sent; claim released for a Scheduler to claim again", "error", err)
 	d.metrics.Count(metrics.ClaimsReleased, 1, "order_id", st.OrderID, "step", st.Step)
-	return false
 }

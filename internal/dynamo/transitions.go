@@ -108,8 +108,7 @@ func (s *Store) CompleteStep(ctx context.Context, c Completion, now time.Time) (
 			Remove(expression.Name(attrActive)).
 			Remove(expression.Name(attrDueShard)).
 			Remove(expression.Name(attrDueAt))
-		o, st, err := s.transition(ctx, "complete", c.Step, i, cond, upd)
-		return o, st, err
+		return s.transition(ctx, "complete", c.Step, i, cond, upd)
 	}
 	j := c.NextIndex
 	cond = cond.And(expression.Name(stepAttr(j, "Step")).Equal(expression.Value(c.Next.Name))).

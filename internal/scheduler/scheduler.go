@@ -36,7 +36,7 @@ type Store interface {
 
 // Dispatcher sends a claimed step's request to its agent.
 type Dispatcher interface {
-	Send(ctx context.Context, o order.Order, st order.StepState) bool
+	Send(ctx context.Context, o order.Order, st order.StepState)
 }
 
 // Notifier alerts operators about a failed step.
@@ -122,9 +122,9 @@ func (s *Service) HandleStream(ctx context.Context, ev events.DynamoDBEvent) (ev
 	groups := map[string][]int{}
 	var keys []string
 	for i, rec := range ev.Records {
-		key := rec.Change.Keys[resources.AttrOrderID].String()
-		if key == "" {
-			key = rec.EventID // unreadable: a group of its own
+		key := rec.EventID // a record without a readable key is a group of its own
+		if k, ok := rec.Change.Keys[resources.AttrOrderID]; ok && k.DataType() == events.DataTypeString {
+			key = k.String()
 		}
 		if _, seen := groups[key]; !seen {
 			keys = append(keys, key)

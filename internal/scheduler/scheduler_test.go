@@ -60,7 +60,7 @@ func (s *claimLog) FailStep(context.Context, order.StepState, string, time.Time)
 
 type nowhere struct{}
 
-func (nowhere) Send(context.Context, order.Order, order.StepState) bool { return true }
+func (nowhere) Send(context.Context, order.Order, order.StepState) {}
 func (nowhere) Notify(context.Context, order.StepState, order.AlertKind) error {
 	return nil
 }
@@ -143,5 +143,28 @@ func TestHandleStreamKeepsEachOrdersRecordsInOrder(t *testing.T) {
 				t.Errorf("at most %d claims were in flight together, want different orders worked in parallel", store.most)
 			}
 		})
+	}
+}
+
+// A record without a key and with an image that is no order is skipped, as
+// a poison record, and its batch-mates are claimed.
+func TestHandleStreamSkipsUnreadableRecords(t *testing.T) {
+	a := order.IDForKey("a")
+	ev := streamBatch(t, [2]string{a, "1"})
+	poison := events.DynamoDBEventRecord{EventID: "poison", EventName: "MODIFY", Change: events.DynamoDBStreamRecord{
+		SequenceNumber: "p",
+		NewImage:       map[string]events.DynamoDBAttributeValue{"Steps": events.NewStringAttribute("not a list")},
+	}}
+	ev.Records = append([]events.DynamoDBEventRecord{poison}, ev.Records...)
+	store := &claimLog{}
+	s := scheduler.New(scheduler.Config{InstanceID: "s1", Store: store, Dispatcher: nowhere{}, Notifier: nowhere{},
+		Workflow: order.OrderWorkflow(order.DefaultTiming), Now: time.Now,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: metrics.Discard()})
+	resp, err := s.HandleStream(context.Background(), ev)
+	if err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("HandleStream() = %+v, %v; want the poison record skipped without failing the batch", resp, err)
+	}
+	if len(store.claims) != 1 || store.claims[0] != a+"/1" {
+		t.Errorf("claims %v, want only order a's", store.claims)
 	}
 }
