@@ -86,6 +86,13 @@ func OrderSchema() *awsapigateway.JsonSchema {
 	}
 	sku := str(1, order.MaxSKULen)
 	sku.Pattern = jsii.String(order.SKUPattern)
+	// Text fields refuse the characters the function refuses: the same
+	// rule, rendered as a pattern (order.TextPattern).
+	text := func(minLen, maxLen float64) *awsapigateway.JsonSchema {
+		s := str(minLen, maxLen)
+		s.Pattern = jsii.String(order.TextPattern())
+		return s
+	}
 	return &awsapigateway.JsonSchema{
 		Schema:               awsapigateway.JsonSchemaVersion_DRAFT4,
 		Title:                jsii.String("Order"),
@@ -93,8 +100,8 @@ func OrderSchema() *awsapigateway.JsonSchema {
 		Required:             jsii.Strings("customerId", "lines"),
 		AdditionalProperties: jsii.Bool(false),
 		Properties: &map[string]*awsapigateway.JsonSchema{
-			"customerId":         str(1, order.MaxCustomerIDLen),
-			"notificationTarget": str(0, order.MaxNotificationTarget),
+			"customerId":         text(1, order.MaxCustomerIDLen),
+			"notificationTarget": text(0, order.MaxNotificationTarget),
 			"lines": {
 				Type:     awsapigateway.JsonSchemaType_ARRAY,
 				MinItems: jsii.Number(1),

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"orderly/infra/stack"
+	"orderly/internal/order"
 	"orderly/internal/resources"
 )
 
@@ -416,6 +417,11 @@ func TestEveryAPIMethodIsAuthorizedAndValidated(t *testing.T) {
 		"Schema": assertions.Match_ObjectLike(&map[string]any{
 			"additionalProperties": false,
 			"required":             []any{"customerId", "lines"},
+			// The function's own character rule, as a pattern.
+			"properties": assertions.Match_ObjectLike(&map[string]any{
+				"customerId":         assertions.Match_ObjectLike(&map[string]any{"pattern": order.TextPattern()}),
+				"notificationTarget": assertions.Match_ObjectLike(&map[string]any{"pattern": order.TextPattern()}),
+			}),
 		}),
 	})
 }

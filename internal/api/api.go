@@ -106,7 +106,7 @@ func (s *Service) Handle(ctx context.Context, req events.APIGatewayProxyRequest)
 	case resource == ResourceOrders || resource == ResourceOrder:
 		err = fmt.Errorf("%s %s: %w", req.HTTPMethod, resource, errMethod)
 	default:
-		err = fmt.Errorf("%s %s: %w", req.HTTPMethod, req.Path, errNoRoute)
+		err = fmt.Errorf("no route for %s %s: %w", req.HTTPMethod, excerpt(req.Path), errNoRoute)
 	}
 	if err != nil {
 		return s.errorResponse(ctx, req, err)
@@ -115,10 +115,8 @@ func (s *Service) Handle(ctx context.Context, req events.APIGatewayProxyRequest)
 }
 
 func (s *Service) submit(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
-	if ct := header(req, "Content-Type"); ct != "" {
-		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-			return events.APIGatewayProxyResponse{}, fmt.Errorf("content type %q, want application/json: %w", ct, errUnsupportedMedia)
-		}
+	if err := checkContentType(header(req, "Content-Type")); err != nil {
+		return events.APIGatewayProxyResponse{}, err
 	}
 	body := []byte(req.Body)
 	if req.IsBase64Encoded {
@@ -128,8 +126,14 @@ func (s *Service) submit(ctx context.Context, req events.APIGatewayProxyRequest)
 		}
 		body = decoded
 	}
-	key, present := lookupHeader(req, "Idempotency-Key")
-	if present {
+	keys := headerValues(req, "Idempotency-Key")
+	if len(keys) > 1 {
+		return events.APIGatewayProxyResponse{}, &order.ValidationError{Fields: []order.FieldError{{
+			Field: "Idempotency-Key", Problem: fmt.Sprintf("was sent %d times; send it once", len(keys))}}}
+	}
+	var key string
+	if len(keys) == 1 {
+		key = keys[0]
 		if err := order.ValidateIdempotencyKey(key); err != nil {
 			return events.APIGatewayProxyResponse{}, err
 		}
@@ -221,7 +225,8 @@ type OrderView struct {
 
 func (s *Service) get(ctx context.Context, id string) (events.APIGatewayProxyResponse, error) {
 	if !order.ValidID(id) {
-		return events.APIGatewayProxyResponse{}, fmt.Errorf("order %q: %w", id, order.ErrNotFound)
+		// Not echoed: an id can be of any length and hold anything.
+		return events.APIGatewayProxyResponse{}, fmt.Errorf("no order has that id: %w", order.ErrNotFound)
 	}
 	o, steps, err := s.store.GetOrder(ctx, id)
 	if err != nil {
@@ -270,6 +275,15 @@ func (s *Service) errorResponse(ctx context.Context, req events.APIGatewayProxyR
 	return events.APIGatewayProxyResponse{}, err
 }
 
+// excerpt keeps at most 64 bytes of what a client sent, for messages.
+func excerpt(s string) string {
+	const limit = 64
+	if len(s) <= limit {
+		return s
+	}
+	return strings.ToValidUTF8(s[:limit], "") + "…"
+}
+
 func jsonResponse(status int, body any) events.APIGatewayProxyResponse {
 	data, err := json.Marshal(body)
 	if err != nil { // the views are plain structs; this cannot happen
@@ -309,21 +323,47 @@ func orderIDOf(req events.APIGatewayProxyRequest) string {
 	return strings.TrimPrefix(strings.TrimSuffix(req.Path, "/"), ResourceOrders+"/")
 }
 
-func lookupHeader(req events.APIGatewayProxyRequest, name string) (string, bool) {
+// checkContentType accepts JSON in UTF-8, the only body the API reads; a
+// missing type is refused too, rather than guessed.
+func checkContentType(ct string) error {
+	if ct == "" {
+		return fmt.Errorf("no Content-Type; send application/json: %w", errUnsupportedMedia)
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return fmt.Errorf("content type %q, want application/json: %w", ct, errUnsupportedMedia)
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return fmt.Errorf("charset %q: send the body in UTF-8: %w", cs, errUnsupportedMedia)
+	}
+	return nil
+}
+
+// headerValues returns every value a header was sent with, in any case of
+// its name. API Gateway keeps all of them in MultiValueHeaders and only
+// the last in Headers.
+func headerValues(req events.APIGatewayProxyRequest, name string) []string {
+	var values []string
+	for k, vs := range req.MultiValueHeaders {
+		if strings.EqualFold(k, name) {
+			values = append(values, vs...)
+		}
+	}
+	if len(values) > 0 {
+		return values
+	}
 	for k, v := range req.Headers {
 		if strings.EqualFold(k, name) {
-			return v, true
+			values = append(values, v)
 		}
 	}
-	for k, vs := range req.MultiValueHeaders {
-		if strings.EqualFold(k, name) && len(vs) > 0 {
-			return vs[len(vs)-1], true
-		}
-	}
-	return "", false
+	return values
 }
 
 func header(req events.APIGatewayProxyRequest, name string) string {
-	v, _ := lookupHeader(req, name)
-	return v
+	values := headerValues(req, name)
+	if len(values) == 0 {
+		return ""
+	}
+	return values[len(values)-1]
 }

@@ -14,9 +14,9 @@ import (
 
 const benchOrderBody = `{"customerId":"c-bench","lines":[{"sku":"BOOK-1","quantity":2},{"sku":"PEN-9","quantity":1}]}`
 
-// BenchmarkSubmit measures one POST /orders through the handler into
-// DynamoDB: validation plus the TransactWriteItems of the order and its
-// three step states.
+// BenchmarkSubmit measures one POST /orders through the handler: strict
+// parsing, the PutItem of the order with its three step states, and the
+// SendMessage of the first step's request.
 func BenchmarkSubmit(b *testing.B) {
 	w := testenv.NewWorld(b, order.DefaultTiming)
 	ctx := context.Background()

@@ -20,10 +20,30 @@ import (
 
 var timing = order.Timing{Allowance: 10 * time.Second, MaxAllowance: 40 * time.Second, FailureThreshold: 2, ClaimWithin: 5 * time.Second}
 
+// post sends a POST /orders as API Gateway would, with
+// Content-Type: application/json unless headers name a Content-Type ("" to
+// send none). A header given as "a\x00b" is sent twice, once with each value.
 func post(t *testing.T, w *testenv.World, body string, headers map[string]string) events.APIGatewayProxyResponse {
 	t.Helper()
+	single, multi := map[string]string{"Content-Type": "application/json"}, map[string][]string{}
+	for k, v := range headers {
+		if strings.EqualFold(k, "Content-Type") {
+			delete(single, "Content-Type")
+			if v == "" {
+				continue
+			}
+		}
+		values := strings.Split(v, "\x00")
+		single[k], multi[k] = values[len(values)-1], values
+	}
+	for k, v := range single {
+		if multi[k] == nil {
+			multi[k] = []string{v}
+		}
+	}
 	resp, err := w.API.Handle(context.Background(), events.APIGatewayProxyRequest{
-		HTTPMethod: http.MethodPost, Resource: api.ResourceOrders, Path: "/orders", Body: body, Headers: headers,
+		HTTPMethod: http.MethodPost, Resource: api.ResourceOrders, Path: "/orders", Body: body,
+		Headers: single, MultiValueHeaders: multi,
 	})
 	if err != nil {
 		t.Fatalf("POST /orders: %v", err)
@@ -106,7 +126,8 @@ func TestSubmitReleasesTheClaimWhenTheRequestIsNotSent(t *testing.T) {
 	broken := api.NewService(api.Config{InstanceID: "submit-test", Store: w.Store, Dispatcher: w.BrokenDispatcher(),
 		Workflow: w.Workflow, Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard()})
 	resp, err := broken.Handle(context.Background(), events.APIGatewayProxyRequest{
-		HTTPMethod: http.MethodPost, Resource: api.ResourceOrders, Path: "/orders", Body: validBody})
+		HTTPMethod: http.MethodPost, Resource: api.ResourceOrders, Path: "/orders", Body: validBody,
+		Headers: map[string]string{"Content-Type": "application/json"}})
 	if err != nil || resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("got %d %s (%v), want 202", resp.StatusCode, resp.Body, err)
 	}
@@ -178,6 +199,15 @@ func TestBadInputIsRejectedAndWritesNothing(t *testing.T) {
 		{"over 64 KiB", `{"customerId":"` + strings.Repeat("x", 70<<10) + `"}`, nil, 413, "too_large"},
 		{"not JSON content type", `customerId=c`, map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, 415, "application/json"},
 		{"bad idempotency key", `{"customerId":"c","lines":[{"sku":"A","quantity":1}]}`, map[string]string{"Idempotency-Key": "has space"}, 400, "Idempotency-Key"},
+		{"two idempotency keys", `{"customerId":"c","lines":[{"sku":"A","quantity":1}]}`, map[string]string{"Idempotency-Key": "k-1\x00k-2"}, 400, "once"},
+		{"no content type", `{"customerId":"c","lines":[{"sku":"A","quantity":1}]}`, map[string]string{"Content-Type": ""}, 415, "unsupported_media_type"},
+		{"latin-1 charset", `{"customerId":"c","lines":[{"sku":"A","quantity":1}]}`, map[string]string{"Content-Type": "application/json; charset=latin-1"}, 415, "UTF-8"},
+		{"duplicate key", `{"customerId":"c","customerId":"d","lines":[{"sku":"A","quantity":1}]}`, nil, 400, "more than once"},
+		{"field name in another case", `{"customerId":"c","CUSTOMERID":"d","lines":[{"sku":"A","quantity":1}]}`, nil, 400, "CUSTOMERID"},
+		{"invalid UTF-8", "{\"customerId\":\"c\xff\",\"lines\":[{\"sku\":\"A\",\"quantity\":1}]}", nil, 400, "UTF-8"},
+		{"lone surrogate", `{"customerId":"c\ud800","lines":[{"sku":"A","quantity":1}]}`, nil, 400, "U+FFFD"},
+		{"right-to-left override", `{"customerId":"c\u202e","lines":[{"sku":"A","quantity":1}]}`, nil, 400, "U+202E"},
+		{"NUL in notificationTarget", `{"customerId":"c","lines":[{"sku":"A","quantity":1}],"notificationTarget":"a\u0000"}`, nil, 400, "U+0000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -200,9 +230,14 @@ func TestBadInputIsRejectedAndWritesNothing(t *testing.T) {
 
 func TestGetUnknownOrder(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
-	for _, id := range []string{order.NewID(), "not-an-id", "../etc"} {
-		if resp := get(t, w, id); resp.StatusCode != http.StatusNotFound || !strings.Contains(resp.Body, "not_found") {
-			t.Errorf("GET %q: got %d %s, want 404 not_found", id, resp.StatusCode, resp.Body)
+	long := strings.Repeat("A", 10_000)
+	for _, id := range []string{order.NewID(), "not-an-id", "../etc", long} {
+		resp := get(t, w, id)
+		if resp.StatusCode != http.StatusNotFound || !strings.Contains(resp.Body, "not_found") {
+			t.Errorf("GET %.40q: got %d %.200s, want 404 not_found", id, resp.StatusCode, resp.Body)
+		}
+		if len(resp.Body) > 200 {
+			t.Errorf("GET %.40q: a %d-byte answer, want a short one that does not echo the id", id, len(resp.Body))
 		}
 	}
 }

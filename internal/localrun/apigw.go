@@ -180,7 +180,7 @@ func (gw *apiGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if res == nil {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no route"})
+		writeJSON(w, http.StatusNotFound, apiError{"no_route", "no route matches this path"})
 		return
 	}
 	if !res.methods[r.Method] && !res.methods["ANY"] {
@@ -190,14 +190,14 @@ func (gw *apiGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		slices.Sort(allowed)
 		w.Header().Set("Allow", strings.Join(allowed, ", "))
-		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "method not allowed"})
+		writeJSON(w, http.StatusMethodNotAllowed, apiError{"method_not_allowed", "this resource does not take that method; see the Allow header"})
 		return
 	}
 
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBody))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": "request body exceeds 10 MiB"})
+			writeJSON(w, http.StatusRequestEntityTooLarge, apiError{"too_large", "the request body exceeds 10 MiB"})
 			return
 		}
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "reading request body: " + err.Error()})
@@ -319,6 +319,14 @@ func writeProxyResponse(w http.ResponseWriter, resp events.APIGatewayProxyRespon
 	w.WriteHeader(resp.StatusCode)
 	_, _ = w.Write(body) // The client hung up; there is nobody left to tell.
 	return nil
+}
+
+// apiError is the API's error shape ({"error": code, "message": text}),
+// which the gateway's own answers use too. Messages never echo the
+// request, whose path may be of any length.
+type apiError struct {
+	Code    string `json:"error"`
+	Message string `json:"message"`
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

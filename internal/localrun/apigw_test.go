@@ -73,6 +73,13 @@ func newRequest(t *testing.T, method, url string, body io.Reader) *http.Request 
 	return req
 }
 
+// The gateway's own answers use the API's error shape and codes, and never
+// echo the path.
+const (
+	noRoute    = `{"error":"no_route","message":"no route matches this path"}`
+	notAllowed = `{"error":"method_not_allowed","message":"this resource does not take that method; see the Allow header"}`
+)
+
 func TestAPIGatewayRouting(t *testing.T) {
 	srv := newTestGateway(t, echoRequest)
 	tests := []struct {
@@ -92,12 +99,13 @@ func TestAPIGatewayRouting(t *testing.T) {
 		{method: "GET", path: "/orders/a%2Fb", wantStatus: 200, wantResource: "/orders/{id}", wantParams: map[string]string{"id": "a/b"}},
 		{method: "GET", path: "/orders/o1/steps/pay", wantStatus: 200, wantResource: "/orders/{id}/steps/{step}", wantParams: map[string]string{"id": "o1", "step": "pay"}},
 		{method: "DELETE", path: "/files/a/b/c.txt", wantStatus: 200, wantResource: "/files/{path+}", wantParams: map[string]string{"path": "a/b/c.txt"}},
-		{method: "GET", path: "/files", wantStatus: 404, wantBody: `{"error":"no route"}`},
-		{method: "GET", path: "/nope", wantStatus: 404, wantBody: `{"error":"no route"}`},
-		{method: "GET", path: "/orders/abc/extra", wantStatus: 404, wantBody: `{"error":"no route"}`},
-		{method: "GET", path: "/orders/", wantStatus: 404, wantBody: `{"error":"no route"}`},
-		{method: "DELETE", path: "/orders", wantStatus: 405, wantBody: `{"error":"method not allowed"}`, wantAllow: "GET, POST"},
-		{method: "PUT", path: "/orders/abc", wantStatus: 405, wantBody: `{"error":"method not allowed"}`, wantAllow: "GET"},
+		{method: "GET", path: "/files", wantStatus: 404, wantBody: noRoute},
+		{method: "GET", path: "/nope", wantStatus: 404, wantBody: noRoute},
+		{method: "GET", path: "/orders/abc/extra", wantStatus: 404, wantBody: noRoute},
+		{method: "GET", path: "/orders/", wantStatus: 404, wantBody: noRoute},
+		{method: "GET", path: "/nope/" + strings.Repeat("x", 5000), wantStatus: 404, wantBody: noRoute},
+		{method: "DELETE", path: "/orders", wantStatus: 405, wantBody: notAllowed, wantAllow: "GET, POST"},
+		{method: "PUT", path: "/orders/abc", wantStatus: 405, wantBody: notAllowed, wantAllow: "GET"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
@@ -267,6 +275,9 @@ func TestAPIGatewayBodyLimit(t *testing.T) {
 		resp, body := do(t, newRequest(t, "POST", srv.URL+"/orders", bytes.NewReader(bytes.Repeat([]byte("a"), tt.size))))
 		if resp.StatusCode != tt.wantStatus || calls.Load() != tt.wantCalls {
 			t.Errorf("body of %d bytes: status %d, handler calls %d (body %.100s), want %d and %d", tt.size, resp.StatusCode, calls.Load(), body, tt.wantStatus, tt.wantCalls)
+		}
+		if tt.wantStatus == 413 && !bytes.Contains(body, []byte(`"error":"too_large"`)) {
+			t.Errorf("413 body %s, want the too_large code", body)
 		}
 	}
 }

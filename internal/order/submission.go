@@ -10,7 +10,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
-	"unicode"
+	"unicode/utf8"
 )
 
 // Limits on a submission.
@@ -61,12 +61,24 @@ func (e *ValidationError) Error() string {
 // Unwrap makes errors.Is(err, ErrInvalid) true.
 func (e *ValidationError) Unwrap() error { return ErrInvalid }
 
-// ParseSubmission decodes and validates a POST /orders body. It rejects
-// unknown fields, trailing data, bodies over MaxBodyBytes and any rule the
-// fields break, and reports every problem at once.
+// ParseSubmission decodes and validates a POST /orders body strictly: it
+// rejects invalid UTF-8, repeated keys, field names that are not exactly
+// the schema's (case included), unknown fields, trailing data, bodies over
+// MaxBodyBytes, unprocessable characters and any rule the fields break, and
+// reports every problem at once.
 func ParseSubmission(body []byte) (Submission, error) {
 	if len(body) > MaxBodyBytes {
 		return Submission{}, fmt.Errorf("body is %d bytes, the limit is %d: %w", len(body), MaxBodyBytes, ErrTooLarge)
+	}
+	if !utf8.Valid(body) {
+		return Submission{}, &ValidationError{Fields: []FieldError{{Field: "body", Problem: "is not valid UTF-8"}}}
+	}
+	problems, err := checkShape(body, submissionShape)
+	if err != nil {
+		return Submission{}, &ValidationError{Fields: []FieldError{{Field: "body", Problem: describeJSONError(err)}}}
+	}
+	if len(problems) > 0 {
+		return Submission{}, &ValidationError{Fields: problems}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -118,13 +130,13 @@ func (s Submission) Validate() error {
 	add := func(field, format string, args ...any) {
 		errs = append(errs, FieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
 	}
-	switch {
+	switch n := utf8.RuneCountInString(s.CustomerID); {
 	case strings.TrimSpace(s.CustomerID) == "":
 		add("customerId", "is required")
-	case len(s.CustomerID) > MaxCustomerIDLen:
-		add("customerId", "is %d characters, the limit is %d", len(s.CustomerID), MaxCustomerIDLen)
-	case strings.IndexFunc(s.CustomerID, unicode.IsControl) >= 0:
-		add("customerId", "must not contain control characters")
+	case n > MaxCustomerIDLen:
+		add("customerId", "is %d characters, the limit is %d", n, MaxCustomerIDLen)
+	case textProblem(s.CustomerID) != "":
+		add("customerId", "%s", textProblem(s.CustomerID))
 	}
 	switch {
 	case len(s.Lines) == 0:
@@ -153,8 +165,11 @@ func (s Submission) Validate() error {
 			}
 		}
 	}
-	if len(s.NotificationTarget) > MaxNotificationTarget {
-		add("notificationTarget", "is %d characters, the limit is %d", len(s.NotificationTarget), MaxNotificationTarget)
+	switch n := utf8.RuneCountInString(s.NotificationTarget); {
+	case n > MaxNotificationTarget:
+		add("notificationTarget", "is %d characters, the limit is %d", n, MaxNotificationTarget)
+	case textProblem(s.NotificationTarget) != "":
+		add("notificationTarget", "%s", textProblem(s.NotificationTarget))
 	}
 	if len(errs) > 0 {
 		return &ValidationError{Fields: errs}

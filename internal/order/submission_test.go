@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -77,8 +78,8 @@ func TestParseSubmissionRejects(t *testing.T) {
 		{"quantity 1.5", submissionBody("c-1", `{"sku":"A","quantity":1.5}`), []string{"body"}, "integer"},
 		{"quantity as string", submissionBody("c-1", `{"sku":"A","quantity":"3"}`), []string{"body"}, "integer"},
 		{"lines not an array", `{"customerId":"c-1","lines":{"sku":"A"}}`, []string{"body"}, "array"},
-		{"unknown top-level field", `{"customerId":"c-1","lines":[` + valid + `],"discount":50}`, []string{"body"}, "discount"},
-		{"unknown line field", submissionBody("c-1", `{"sku":"A","quantity":1,"price":3}`), []string{"body"}, "price"},
+		{"unknown top-level field", `{"customerId":"c-1","lines":[` + valid + `],"discount":50}`, []string{"discount"}, "unknown field"},
+		{"unknown line field", submissionBody("c-1", `{"sku":"A","quantity":1,"price":3}`), []string{"lines[0].price"}, "unknown field"},
 		{"second object after the first", submissionBody("c-1", valid) + submissionBody("c-2", valid), []string{"body"}, "after"},
 		{"garbage after the object", submissionBody("c-1", valid) + ` x`, []string{"body"}, "after"},
 		{"empty body", ``, []string{"body"}, "empty"},
@@ -292,5 +293,80 @@ func TestValidateIdempotencyKey(t *testing.T) {
 				t.Errorf("ValidateIdempotencyKey(%q) fields = %q, want [Idempotency-Key]", tt.key, got)
 			}
 		})
+	}
+}
+
+// TestParseSubmissionIsStrict covers what a lenient JSON decoder lets
+// through: every case must be rejected, naming the field or the body.
+func TestParseSubmissionIsStrict(t *testing.T) {
+	valid := line("ABC-1", 2)
+	tests := []struct {
+		name      string
+		body      string
+		wantField string
+		// wantProblem is a fragment of that field's problem.
+		wantProblem string
+	}{
+		{"duplicate key", `{"customerId":"a","customerId":"b","lines":[` + valid + `]}`, "customerId", "more than once"},
+		{"duplicate key in a line", `{"customerId":"a","lines":[{"sku":"A","sku":"B","quantity":1}]}`, "lines[0].sku", "more than once"},
+		{"field name in another case", `{"customerId":"a","CUSTOMERID":"b","lines":[` + valid + `]}`, "CUSTOMERID", "unknown field"},
+		{"line field in another case", `{"customerId":"a","lines":[{"SKU":"A","quantity":1}]}`, "lines[0].SKU", "unknown field"},
+		{"invalid UTF-8", "{\"customerId\":\"a\xff\",\"lines\":[" + valid + "]}", "body", "UTF-8"},
+		{"lone surrogate", `{"customerId":"a\ud800b","lines":[` + valid + `]}`, "customerId", "U+FFFD"},
+		{"noncharacter U+FFFE", submissionBody("a\ufffeb", valid), "customerId", "U+FFFE"},
+		{"noncharacter U+FFFF", submissionBody("a\uffffb", valid), "customerId", "U+FFFF"},
+		{"right-to-left override", submissionBody("abc\u202edef", valid), "customerId", "U+202E"},
+		{"zero-width space", submissionBody("ab\u200bc", valid), "customerId", "U+200B"},
+		{"NUL in notificationTarget", `{"customerId":"a","lines":[` + valid + `],"notificationTarget":"q\u0000x"}`, "notificationTarget", "U+0000"},
+		{"newline in notificationTarget", `{"customerId":"a","lines":[` + valid + `],"notificationTarget":"q\nx"}`, "notificationTarget", "U+000A"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := order.ParseSubmission([]byte(tt.body))
+			if !errors.Is(err, order.ErrInvalid) {
+				t.Fatalf("ParseSubmission(%q) error = %v, want ErrInvalid", tt.body, err)
+			}
+			var ve *order.ValidationError
+			errors.As(err, &ve)
+			i := slices.IndexFunc(ve.Fields, func(f order.FieldError) bool { return f.Field == tt.wantField })
+			if i < 0 || !strings.Contains(ve.Fields[i].Problem, tt.wantProblem) {
+				t.Errorf("got problems %+v, want %s mentioning %q", ve.Fields, tt.wantField, tt.wantProblem)
+			}
+		})
+	}
+}
+
+// Unicode letters are fine in names and targets; only the invisible and
+// the broken are refused.
+func TestParseSubmissionAcceptsUnicodeText(t *testing.T) {
+	body := `{"customerId":"Zoë Ångström 東京","lines":[{"sku":"A-1","quantity":1}],"notificationTarget":"https://example.com/hooks/zoë"}`
+	s, err := order.ParseSubmission([]byte(body))
+	if err != nil || s.CustomerID != "Zoë Ångström 東京" {
+		t.Fatalf("ParseSubmission() = %+v, %v; want it accepted", s, err)
+	}
+	// 128 characters is the limit, however many bytes they take.
+	long := strings.Repeat("é", order.MaxCustomerIDLen)
+	if _, err := order.ParseSubmission([]byte(submissionBody(long, line("A", 1)))); err != nil {
+		t.Errorf("a customerId of %d two-byte characters: %v, want it accepted", order.MaxCustomerIDLen, err)
+	}
+}
+
+// TestTextPatternMatchesTheFunction checks, character by character over
+// the Basic Multilingual Plane, that API Gateway's pattern and the
+// function's rule agree: one schema, two places.
+func TestTextPatternMatchesTheFunction(t *testing.T) {
+	// Go's regexp spells \uXXXX as \x{XXXX}.
+	re := regexp.MustCompile(regexp.MustCompile(`\\u([0-9A-F]{4})`).ReplaceAllString(order.TextPattern(), `\x{$1}`))
+	for r := rune(0); r <= 0xFFFF; r++ {
+		if r >= 0xD800 && r <= 0xDFFF {
+			continue // surrogates are not characters in Go strings
+		}
+		s := "a" + string(r) + "b"
+		if got, want := re.MatchString(s), !order.Unprocessable(r); got != want {
+			t.Fatalf("U+%04X: pattern accepts %v, function accepts %v", r, got, want)
+		}
+	}
+	if len(order.TextPattern()) > 2000 {
+		t.Errorf("pattern is %d bytes; keep it readable", len(order.TextPattern()))
 	}
 }

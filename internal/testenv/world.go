@@ -90,6 +90,7 @@ func (w *World) Submit(t testing.TB, sub order.Submission) string {
 	body, _ := json.Marshal(sub)
 	resp, err := w.API.Handle(context.Background(), events.APIGatewayProxyRequest{
 		HTTPMethod: http.MethodPost, Resource: api.ResourceOrders, Path: "/orders", Body: string(body),
+		Headers: map[string]string{"Content-Type": "application/json"},
 	})
 	if err != nil || resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("submit: status %d, error %v, body %s", resp.StatusCode, err, resp.Body)
