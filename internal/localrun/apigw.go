@@ -200,7 +200,7 @@ func (gw *apiGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusRequestEntityTooLarge, apiError{"too_large", "the request body exceeds 10 MiB"})
 			return
 		}
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "reading request body: " + err.Error()})
+		writeJSON(w, http.StatusBadRequest, apiError{"invalid_request", "could not read the request body"})
 		return
 	}
 
