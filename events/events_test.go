@@ -282,10 +282,19 @@ func checkSubmitAccepted(t *testing.T, _ []byte, req events.APIGatewayProxyReque
 	if err != nil || resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("Handle() = %d %s, %v; want 202", resp.StatusCode, resp.Body, err)
 	}
-	wantID := order.IDForKey(req.Headers["Idempotency-Key"])
+	// The signed caller's role id, without its session.
+	const caller = "AROAQXJ4CHECKOUTWEB01"
+	if !strings.HasPrefix(req.RequestContext.Identity.Caller, caller+":") {
+		t.Fatalf("identity.caller = %q, want the fixture's role session", req.RequestContext.Identity.Caller)
+	}
+	var sub order.Submission
+	if err := json.Unmarshal([]byte(req.Body), &sub); err != nil {
+		t.Fatal(err)
+	}
+	wantID := order.IDForKey(caller, sub.CustomerID, req.Headers["Idempotency-Key"])
 	var body struct{ OrderID string }
 	if err := json.Unmarshal([]byte(resp.Body), &body); err != nil || body.OrderID != wantID {
-		t.Errorf("response body %s (%v), want orderId %s derived from the Idempotency-Key", resp.Body, err, wantID)
+		t.Errorf("response body %s (%v), want orderId %s derived from the caller, customer and Idempotency-Key", resp.Body, err, wantID)
 	}
 	if got := resp.Headers["Location"]; got != "/orders/"+wantID {
 		t.Errorf("Location = %q, want /orders/%s", got, wantID)
@@ -294,8 +303,8 @@ func checkSubmitAccepted(t *testing.T, _ []byte, req events.APIGatewayProxyReque
 	if !ok || store.creates != 1 {
 		t.Fatalf("store got %d CreateOrder calls and orders %v, want order %s written once", store.creates, store.orders, wantID)
 	}
-	if o.Status != order.StatusPending || len(o.Lines) != 2 || !o.CreatedAt.Equal(requestTime(req)) {
-		t.Errorf("stored order %+v, want a Pending order of 2 lines created at %s", o, requestTime(req))
+	if o.Status != order.StatusPending || len(o.Lines) != 2 || !o.CreatedAt.Equal(requestTime(req)) || o.Caller != caller {
+		t.Errorf("stored order %+v, want a Pending order of 2 lines created at %s by %s", o, requestTime(req), caller)
 	}
 	steps := store.steps[wantID]
 	if len(steps) != len(workflow.Steps) || steps[0].ProcessState != order.Processing || steps[0].LockedBy != "submit-test" ||
@@ -341,7 +350,7 @@ func checkGetOrder(t *testing.T, _ []byte, req events.APIGatewayProxyRequest) {
 	}
 	store := newAPIStore()
 	created := requestTime(req).Add(-2 * time.Second)
-	store.orders[id] = order.Order{ID: id, CustomerID: "cust-8431", Status: order.StatusProcessing,
+	store.orders[id] = order.Order{ID: id, CustomerID: "cust-8431", Status: order.StatusProcessing, Caller: "AROAQXJ4CHECKOUTWEB01",
 		Lines: []order.Line{{SKU: "BOOK-0451", Quantity: 2}}, CreatedAt: created, UpdatedAt: created}
 	store.steps[id] = workflow.NewStates(id, "submit-test", created)
 	svc := newAPI(store, new(sentRequests), requestTime(req))

@@ -1,8 +1,11 @@
 package stack
 
 import (
+	"strings"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigateway"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/jsii-runtime-go"
 
@@ -69,9 +72,34 @@ func newAPI(s *Stack) awsapigateway.RestApi {
 		RequestValidator: validator,
 		RequestModels:    &map[string]awsapigateway.IModel{"application/json": model},
 	})
-	orders.AddResource(jsii.String("{id}"), nil).AddMethod(jsii.String("GET"), integration, &awsapigateway.MethodOptions{
+	getByID := &awsapigateway.MethodOptions{
 		RequestValidator:  validator,
 		RequestParameters: &map[string]*bool{"method.request.path.id": jsii.Bool(true)},
+	}
+	orders.AddResource(jsii.String("{id}"), nil).AddMethod(jsii.String("GET"), integration, getByID)
+	// Operators read any caller's order here; a caller reads only its own
+	// on /orders/{id}. IAM tells them apart: see the two policies below.
+	api.Root().AddResource(jsii.String("ops"), nil).AddResource(jsii.String("orders"), nil).
+		AddResource(jsii.String("{id}"), nil).AddMethod(jsii.String("GET"), integration, getByID)
+
+	invoke := func(paths ...string) awsiam.PolicyDocument {
+		arns := make([]*string, len(paths))
+		for i, p := range paths {
+			arns[i] = api.ArnForExecuteApi(jsii.String(strings.Fields(p)[0]), jsii.String(strings.Fields(p)[1]), api.DeploymentStage().StageName())
+		}
+		return awsiam.NewPolicyDocument(&awsiam.PolicyDocumentProps{Statements: &[]awsiam.PolicyStatement{
+			awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{Actions: jsii.Strings("execute-api:Invoke"), Resources: &arns}),
+		}})
+	}
+	s.clientPolicy = awsiam.NewManagedPolicy(s.Stack, jsii.String("ClientPolicy"), &awsiam.ManagedPolicyProps{
+		ManagedPolicyName: jsii.String("orderly-" + s.props.Stage + "-client"),
+		Description:       jsii.String("submit orders and read the caller's own orders"),
+		Document:          invoke("POST /orders", "GET /orders/*"),
+	})
+	s.operatorPolicy = awsiam.NewManagedPolicy(s.Stack, jsii.String("OperatorPolicy"), &awsiam.ManagedPolicyProps{
+		ManagedPolicyName: jsii.String("orderly-" + s.props.Stage + "-operator"),
+		Description:       jsii.String("read any caller's order"),
+		Document:          invoke("GET /ops/orders/*"),
 	})
 	return api
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigateway"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -148,6 +149,9 @@ type Stack struct {
 	msg   *messaging
 	fns   *functions
 	api   awsapigateway.RestApi
+	// clientPolicy and operatorPolicy grant what callers and operators may
+	// invoke; attach them to the roles that use the API.
+	clientPolicy, operatorPolicy awsiam.ManagedPolicy
 
 	suppressions []Suppression
 }
@@ -181,6 +185,8 @@ func New(scope constructs.Construct, id string, props Props) (*Stack, error) {
 		awscdk.NewCfnOutput(s.Stack, jsii.String(name), &awscdk.CfnOutputProps{Value: jsii.String(value), Description: jsii.String(desc)})
 	}
 	awscdk.NewCfnOutput(s.Stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: s.api.Url(), Description: jsii.String("base URL of the orders API (SigV4-signed requests)")})
+	awscdk.NewCfnOutput(s.Stack, jsii.String("ClientPolicyArn"), &awscdk.CfnOutputProps{Value: s.clientPolicy.ManagedPolicyArn(), Description: jsii.String("attach to roles that submit and read their own orders")})
+	awscdk.NewCfnOutput(s.Stack, jsii.String("OperatorPolicyArn"), &awscdk.CfnOutputProps{Value: s.operatorPolicy.ManagedPolicyArn(), Description: jsii.String("attach to operators' roles: read any order on /ops/orders/{id}")})
 	awscdk.NewCfnOutput(s.Stack, jsii.String("AlertTopicArn"), &awscdk.CfnOutputProps{Value: s.msg.topic.TopicArn(), Description: jsii.String("operator alerts and alarms")})
 	out("OrdersTableName", s.cat.Orders.Name, "orders table: each order with its steps' states")
 	out("ResponseQueueName", s.cat.ResponseQueue.Name, "agents' replies")

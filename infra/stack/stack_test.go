@@ -101,7 +101,8 @@ func TestResourceCounts(t *testing.T) {
 		"AWS::SNS::Topic":                   1,
 		"AWS::KMS::Key":                     1,
 		"AWS::ApiGateway::RestApi":          1,
-		"AWS::ApiGateway::Method":           2,
+		"AWS::ApiGateway::Method":           3, // POST /orders, GET /orders/{id}, GET /ops/orders/{id}
+		"AWS::IAM::ManagedPolicy":           2, // the client and operator policies
 		"AWS::ApiGateway::RequestValidator": 1,
 		"AWS::ApiGateway::Model":            1,
 		"AWS::ApiGateway::GatewayResponse":  1,
@@ -462,4 +463,43 @@ func TestNoUnsuppressedNagErrors(t *testing.T) {
 		t.Errorf("cdk-nag: %s: %v", *e.Id, e.Entry.Data)
 	}
 	golden(t, "nag-suppressions.json", synthesized.Suppressions())
+}
+
+// Callers and operators are told apart by IAM: the client policy reaches
+// the caller's own routes only, the operator policy only the operator route.
+func TestClientAndOperatorPolicies(t *testing.T) {
+	policies := ofType("AWS::IAM::ManagedPolicy")
+	doc := func(name string) string {
+		id := findID(policies, name)
+		if id == "" {
+			t.Fatalf("no %s among %v", name, keys(policies))
+		}
+		data, _ := json.Marshal(props(policies[id])["PolicyDocument"])
+		return string(data)
+	}
+	client, operator := doc("ClientPolicy"), doc("OperatorPolicy")
+	for _, c := range []struct {
+		policy, doc, route string
+		want               bool
+	}{
+		{"client", client, `/POST/orders"`, true},
+		{"client", client, `/GET/orders/*"`, true},
+		{"client", client, `/GET/ops/orders/*"`, false},
+		{"operator", operator, `/GET/ops/orders/*"`, true},
+		{"operator", operator, `/POST/orders"`, false},
+		{"operator", operator, `/GET/orders/*"`, false},
+	} {
+		if got := strings.Contains(c.doc, c.route); got != c.want {
+			t.Errorf("%s policy grants %s: %v, want %v (%s)", c.policy, c.route, got, c.want, c.doc)
+		}
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }

@@ -180,7 +180,7 @@ func newAgent(c agent.Caller, r agent.Replier, now func() time.Time) *agent.Serv
 }
 
 func request(key string, completeBy time.Time) order.StepRequest {
-	id := order.IDForKey(key)
+	id := order.IDForKey("caller", "cust-1", key)
 	return order.StepRequest{
 		OrderID: id, Step: order.StepChargePayment, Attempt: 2, CompleteBy: completeBy,
 		IdempotencyKey: order.IdempotencyKeyFor(id, order.StepChargePayment),

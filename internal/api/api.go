@@ -37,6 +37,9 @@ type Dispatcher interface {
 const (
 	ResourceOrders = "/orders"
 	ResourceOrder  = "/orders/{id}"
+	// ResourceOperatorOrder shows any caller's order. In AWS a separate
+	// IAM permission guards it, so only operators can reach it.
+	ResourceOperatorOrder = "/ops/orders/{id}"
 )
 
 // Service handles API Gateway proxy requests.
@@ -68,6 +71,7 @@ func NewService(c Config) *Service {
 }
 
 var (
+	errNoCaller         = errors.New("no authenticated caller")
 	errUnsupportedMedia = errors.New("unsupported media type")
 	errNoRoute          = errors.New("no such route")
 	errMethod           = errors.New("method not allowed")
@@ -82,6 +86,7 @@ var statusOf = []struct {
 }{
 	{order.ErrInvalid, http.StatusBadRequest, "invalid_request"},
 	{order.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large"},
+	{errNoCaller, http.StatusForbidden, "forbidden"},
 	{errUnsupportedMedia, http.StatusUnsupportedMediaType, "unsupported_media_type"},
 	{order.ErrNotFound, http.StatusNotFound, "not_found"},
 	{errNoRoute, http.StatusNotFound, "no_route"},
@@ -102,8 +107,10 @@ func (s *Service) Handle(ctx context.Context, req events.APIGatewayProxyRequest)
 	case resource == ResourceOrders && req.HTTPMethod == http.MethodPost:
 		resp, err = s.submit(ctx, req)
 	case resource == ResourceOrder && req.HTTPMethod == http.MethodGet:
-		resp, err = s.get(ctx, orderIDOf(req))
-	case resource == ResourceOrders || resource == ResourceOrder:
+		resp, err = s.get(ctx, req, false)
+	case resource == ResourceOperatorOrder && req.HTTPMethod == http.MethodGet:
+		resp, err = s.get(ctx, req, true)
+	case resource == ResourceOrders || resource == ResourceOrder || resource == ResourceOperatorOrder:
 		err = fmt.Errorf("%s %s: %w", req.HTTPMethod, resource, errMethod)
 	default:
 		err = fmt.Errorf("no route for %s %s: %w", req.HTTPMethod, excerpt(req.Path), errNoRoute)
@@ -115,6 +122,10 @@ func (s *Service) Handle(ctx context.Context, req events.APIGatewayProxyRequest)
 }
 
 func (s *Service) submit(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	caller, err := callerOf(req)
+	if err != nil {
+		return events.APIGatewayProxyResponse{}, err
+	}
 	if err := checkContentType(header(req, "Content-Type")); err != nil {
 		return events.APIGatewayProxyResponse{}, err
 	}
@@ -149,10 +160,10 @@ func (s *Service) submit(ctx context.Context, req events.APIGatewayProxyRequest)
 	o := order.Order{
 		ID: order.NewID(), CustomerID: sub.CustomerID, Lines: sub.Lines,
 		NotificationTarget: sub.NotificationTarget, Status: order.StatusPending,
-		RequestHash: sub.Hash(), IdempotencyKey: key, CreatedAt: now, UpdatedAt: now,
+		RequestHash: sub.Hash(), IdempotencyKey: key, Caller: caller, CreatedAt: now, UpdatedAt: now,
 	}
 	if key != "" {
-		o.ID = order.IDForKey(key)
+		o.ID = order.IDForKey(caller, sub.CustomerID, key)
 	}
 	steps := s.workflow.NewStates(o.ID, s.id, now)
 	existing, err := s.store.CreateOrder(ctx, o, steps)
@@ -173,10 +184,12 @@ func (s *Service) submit(ctx context.Context, req events.APIGatewayProxyRequest)
 // replay answers a submission whose Idempotency-Key was seen before: the
 // same body gets the original order back, a different body is a conflict.
 func (s *Service) replay(ctx context.Context, o, existing order.Order) (events.APIGatewayProxyResponse, error) {
-	if existing.RequestHash != o.RequestHash {
+	if existing.RequestHash != o.RequestHash || existing.Caller != o.Caller {
+		// The message names no order: the key is the caller's own, and the
+		// order it made is theirs to look up.
 		return events.APIGatewayProxyResponse{}, fmt.Errorf(
-			"Idempotency-Key %q was already used for order %s with a different body: %w",
-			o.IdempotencyKey, o.ID, order.ErrConflict)
+			"Idempotency-Key %q was already used for this customer with a different body: %w",
+			excerpt(o.IdempotencyKey), order.ErrConflict)
 	}
 	s.log.InfoContext(ctx, "idempotent replay", "order_id", o.ID, "idempotency_key", o.IdempotencyKey)
 	return accepted(existing, true), nil
@@ -223,12 +236,23 @@ type OrderView struct {
 	Steps              []StepView   `json:"steps"`
 }
 
-func (s *Service) get(ctx context.Context, id string) (events.APIGatewayProxyResponse, error) {
+// get shows an order to the caller that submitted it, or, on the
+// operator route, to anyone API Gateway let through. Someone else's order
+// is not found, exactly like an order that does not exist.
+func (s *Service) get(ctx context.Context, req events.APIGatewayProxyRequest, operator bool) (events.APIGatewayProxyResponse, error) {
+	caller, err := callerOf(req)
+	if err != nil {
+		return events.APIGatewayProxyResponse{}, err
+	}
+	id := orderIDOf(req)
+	notFound := fmt.Errorf("no order has that id: %w", order.ErrNotFound) // the id is not echoed: it can be anything
 	if !order.ValidID(id) {
-		// Not echoed: an id can be of any length and hold anything.
-		return events.APIGatewayProxyResponse{}, fmt.Errorf("no order has that id: %w", order.ErrNotFound)
+		return events.APIGatewayProxyResponse{}, notFound
 	}
 	o, steps, err := s.store.GetOrder(ctx, id)
+	if errors.Is(err, order.ErrNotFound) || (err == nil && !operator && o.Caller != caller) {
+		return events.APIGatewayProxyResponse{}, notFound
+	}
 	if err != nil {
 		return events.APIGatewayProxyResponse{}, err
 	}
@@ -298,20 +322,27 @@ func jsonResponse(status int, body any) events.APIGatewayProxyResponse {
 }
 
 func allowed(path string) string {
-	if resourceOf(path) == ResourceOrder {
-		return http.MethodGet
+	if resourceOf(path) == ResourceOrders {
+		return http.MethodPost
 	}
-	return http.MethodPost
+	return http.MethodGet
 }
+
+const opsPrefix = "/ops"
 
 // resourceOf maps a path to its resource template when the event lacks one.
 func resourceOf(path string) string {
 	path = strings.TrimSuffix(path, "/")
+	prefix, tmpl := "", ResourceOrder
+	if strings.HasPrefix(path, opsPrefix+ResourceOrders+"/") {
+		prefix, tmpl = opsPrefix, ResourceOperatorOrder
+	}
+	rest, isOrder := strings.CutPrefix(path, prefix+ResourceOrders+"/")
 	switch {
 	case path == ResourceOrders:
 		return ResourceOrders
-	case strings.HasPrefix(path, ResourceOrders+"/") && !strings.Contains(path[len(ResourceOrders)+1:], "/"):
-		return ResourceOrder
+	case isOrder && rest != "" && !strings.Contains(rest, "/"):
+		return tmpl
 	}
 	return ""
 }
@@ -320,7 +351,20 @@ func orderIDOf(req events.APIGatewayProxyRequest) string {
 	if id, ok := req.PathParameters["id"]; ok {
 		return id
 	}
-	return strings.TrimPrefix(strings.TrimSuffix(req.Path, "/"), ResourceOrders+"/")
+	path := strings.TrimPrefix(strings.TrimSuffix(req.Path, "/"), opsPrefix)
+	return strings.TrimPrefix(path, ResourceOrders+"/")
+}
+
+// callerOf names the authenticated principal. With IAM authorization API
+// Gateway puts it in requestContext.identity.caller: "AROA…:session" for a
+// role, "AIDA…" for a user. The session part is dropped, so a role whose
+// session is renewed stays the same caller.
+func callerOf(req events.APIGatewayProxyRequest) (string, error) {
+	id, _, _ := strings.Cut(req.RequestContext.Identity.Caller, ":")
+	if id == "" {
+		return "", fmt.Errorf("the request has no caller identity; sign it with SigV4: %w", errNoCaller)
+	}
+	return id, nil
 }
 
 // checkContentType accepts JSON in UTF-8, the only body the API reads; a

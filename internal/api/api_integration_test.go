@@ -25,6 +25,11 @@ var timing = order.Timing{Allowance: 10 * time.Second, MaxAllowance: 40 * time.S
 // send none). A header given as "a\x00b" is sent twice, once with each value.
 func post(t *testing.T, w *testenv.World, body string, headers map[string]string) events.APIGatewayProxyResponse {
 	t.Helper()
+	return postAs(t, w, testenv.Caller, body, headers)
+}
+
+func postAs(t *testing.T, w *testenv.World, caller, body string, headers map[string]string) events.APIGatewayProxyResponse {
+	t.Helper()
 	single, multi := map[string]string{"Content-Type": "application/json"}, map[string][]string{}
 	for k, v := range headers {
 		if strings.EqualFold(k, "Content-Type") {
@@ -43,7 +48,7 @@ func post(t *testing.T, w *testenv.World, body string, headers map[string]string
 	}
 	resp, err := w.API.Handle(context.Background(), events.APIGatewayProxyRequest{
 		HTTPMethod: http.MethodPost, Resource: api.ResourceOrders, Path: "/orders", Body: body,
-		Headers: single, MultiValueHeaders: multi,
+		Headers: single, MultiValueHeaders: multi, RequestContext: testenv.As(caller),
 	})
 	if err != nil {
 		t.Fatalf("POST /orders: %v", err)
@@ -53,8 +58,15 @@ func post(t *testing.T, w *testenv.World, body string, headers map[string]string
 
 func get(t *testing.T, w *testenv.World, id string) events.APIGatewayProxyResponse {
 	t.Helper()
+	return getAs(t, w, testenv.Caller, api.ResourceOrder, id)
+}
+
+func getAs(t *testing.T, w *testenv.World, caller, resource, id string) events.APIGatewayProxyResponse {
+	t.Helper()
+	path := strings.Replace(resource, "{id}", id, 1)
 	resp, err := w.API.Handle(context.Background(), events.APIGatewayProxyRequest{
-		HTTPMethod: http.MethodGet, Resource: api.ResourceOrder, Path: "/orders/" + id, PathParameters: map[string]string{"id": id},
+		HTTPMethod: http.MethodGet, Resource: resource, Path: path, PathParameters: map[string]string{"id": id},
+		RequestContext: testenv.As(caller),
 	})
 	if err != nil {
 		t.Fatalf("GET /orders/%s: %v", id, err)
@@ -127,7 +139,7 @@ func TestSubmitReleasesTheClaimWhenTheRequestIsNotSent(t *testing.T) {
 		Workflow: w.Workflow, Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard()})
 	resp, err := broken.Handle(context.Background(), events.APIGatewayProxyRequest{
 		HTTPMethod: http.MethodPost, Resource: api.ResourceOrders, Path: "/orders", Body: validBody,
-		Headers: map[string]string{"Content-Type": "application/json"}})
+		Headers: map[string]string{"Content-Type": "application/json"}, RequestContext: testenv.As(testenv.Caller)})
 	if err != nil || resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("got %d %s (%v), want 202", resp.StatusCode, resp.Body, err)
 	}
@@ -166,6 +178,55 @@ func TestIdempotencyKey(t *testing.T) {
 	other := post(t, w, validBody, map[string]string{"Idempotency-Key": "checkout-8b1c"})
 	if other.StatusCode != http.StatusAccepted || orderID(t, other) == orderID(t, first) {
 		t.Errorf("other key: got %d %s, want a new order", other.StatusCode, other.Body)
+	}
+}
+
+// Finding 2 of the reliability review: keys were global, so another
+// caller could never place an order with the same key, and the 409 named
+// the first caller's order, which anyone could then read.
+func TestIdempotencyKeysAndOrdersBelongToTheirCaller(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	const alice, bob = "AROAALICE000000000001:checkout", "AROABOB00000000000001:checkout"
+	key := map[string]string{"Idempotency-Key": "checkout-1"}
+
+	first := postAs(t, w, alice, validBody, key)
+	if first.StatusCode != http.StatusAccepted {
+		t.Fatalf("alice: got %d %s, want 202", first.StatusCode, first.Body)
+	}
+	aliceOrder := orderID(t, first)
+	// A new session of the same role is the same caller: a replay.
+	again := postAs(t, w, "AROAALICE000000000001:checkout-renewed", validBody, key)
+	if orderID(t, again) != aliceOrder || again.Headers["Idempotent-Replayed"] != "true" {
+		t.Errorf("alice's renewed session: got %d %s, want a replay of %s", again.StatusCode, again.Body, aliceOrder)
+	}
+	other := postAs(t, w, bob, validBody, key)
+	if other.StatusCode != http.StatusAccepted || orderID(t, other) == aliceOrder {
+		t.Errorf("bob with alice's key: got %d %s, want an order of his own", other.StatusCode, other.Body)
+	}
+	conflict := postAs(t, w, alice, `{"customerId":"c-42","lines":[{"sku":"BOOK-1","quantity":9}]}`, key)
+	if conflict.StatusCode != http.StatusConflict || strings.Contains(conflict.Body, aliceOrder) {
+		t.Errorf("alice's conflict: got %d %s, want 409 naming no order", conflict.StatusCode, conflict.Body)
+	}
+
+	tests := []struct {
+		name, caller, resource string
+		want                   int
+	}{
+		{"the caller reads its order", alice, api.ResourceOrder, http.StatusOK},
+		{"another caller cannot, as if it did not exist", bob, api.ResourceOrder, http.StatusNotFound},
+		{"an operator reads any order on the operator route", bob, api.ResourceOperatorOrder, http.StatusOK},
+		{"no caller identity", "", api.ResourceOrder, http.StatusForbidden},
+	}
+	for _, tt := range tests {
+		if resp := getAs(t, w, tt.caller, tt.resource, aliceOrder); resp.StatusCode != tt.want {
+			t.Errorf("%s: got %d %s, want %d", tt.name, resp.StatusCode, resp.Body, tt.want)
+		}
+	}
+	if resp := postAs(t, w, "", validBody, nil); resp.StatusCode != http.StatusForbidden || !strings.Contains(resp.Body, "forbidden") {
+		t.Errorf("unsigned POST: got %d %s, want 403 forbidden", resp.StatusCode, resp.Body)
+	}
+	if got := items(t, w); got != 2 {
+		t.Errorf("got %d orders stored, want alice's and bob's", got)
 	}
 }
 

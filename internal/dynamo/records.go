@@ -25,6 +25,7 @@ type orderRecord struct {
 	Status             string       `dynamodbav:"Status"`
 	RequestHash        string       `dynamodbav:"ReqHash"`
 	IdempotencyKey     string       `dynamodbav:"IdemKey,omitempty"`
+	Caller             string       `dynamodbav:"Caller"`
 	LastError          string       `dynamodbav:"LastError,omitempty"`
 	CreatedAt          int64        `dynamodbav:"Created"`
 	UpdatedAt          int64        `dynamodbav:"Updated"`
@@ -83,7 +84,7 @@ func newOrderRecord(o order.Order, steps []order.StepState, shards int) orderRec
 	r := orderRecord{
 		OrderID: o.ID, CustomerID: o.CustomerID, Lines: o.Lines,
 		NotificationTarget: o.NotificationTarget, Status: string(o.Status),
-		RequestHash: o.RequestHash, IdempotencyKey: o.IdempotencyKey, LastError: o.LastError,
+		RequestHash: o.RequestHash, IdempotencyKey: o.IdempotencyKey, Caller: o.Caller, LastError: o.LastError,
 		CreatedAt: millis(o.CreatedAt), UpdatedAt: millis(o.UpdatedAt),
 		Steps: make([]stepRecord, len(steps)),
 	}
@@ -112,7 +113,7 @@ func (r orderRecord) order() (order.Order, []order.StepState) {
 	o := order.Order{
 		ID: r.OrderID, CustomerID: r.CustomerID, Lines: r.Lines,
 		NotificationTarget: r.NotificationTarget, Status: order.Status(r.Status),
-		RequestHash: r.RequestHash, IdempotencyKey: r.IdempotencyKey, LastError: r.LastError,
+		RequestHash: r.RequestHash, IdempotencyKey: r.IdempotencyKey, Caller: r.Caller, LastError: r.LastError,
 		CreatedAt: fromMillis(r.CreatedAt), UpdatedAt: fromMillis(r.UpdatedAt),
 	}
 	steps := make([]order.StepState, len(r.Steps))

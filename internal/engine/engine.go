@@ -205,6 +205,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		Handler: localrun.NewAPIGateway(e.API.Handle, []localrun.Route{
 			{Method: http.MethodPost, Resource: api.ResourceOrders},
 			{Method: http.MethodGet, Resource: api.ResourceOrder},
+			{Method: http.MethodGet, Resource: api.ResourceOperatorOrder},
 		}, e.cfg.Log.With("service", "apigateway")),
 		ReadHeaderTimeout: 5 * time.Second,
 	}

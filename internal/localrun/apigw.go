@@ -20,6 +20,11 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 )
 
+// LocalCaller is the principal the local gateway gives every request, as
+// requestContext.identity.caller: there is no IAM locally, so all of `make
+// run` is one caller.
+const LocalCaller = "LOCAL:make-run"
+
 // MaxRequestBody is API Gateway's payload limit for REST APIs.
 const MaxRequestBody = 10 << 20
 
@@ -258,6 +263,8 @@ func (gw *apiGateway) proxyRequest(r *http.Request, template string, params map[
 			Identity: events.APIGatewayRequestIdentity{
 				SourceIP:  sourceIP,
 				UserAgent: r.UserAgent(),
+				Caller:    LocalCaller,
+				User:      LocalCaller,
 			},
 		},
 	}

@@ -14,12 +14,19 @@ var idPattern = regexp.MustCompile(`^[A-Z2-7]{26}$`)
 // NewID returns a random order id.
 func NewID() string { return rand.Text() }
 
-// IDForKey derives the order id from an Idempotency-Key, so that every
+// IDForKey derives the order id from an Idempotency-Key as the caller (the
+// authenticated principal) sent it for a customer, so that every
 // submission with the same key targets the same order item and DynamoDB's
-// attribute_not_exists condition does the de-duplication.
-func IDForKey(key string) string {
-	sum := sha256.Sum256([]byte("orderly/idempotency-key/" + key))
-	return base32.StdEncoding.EncodeToString(sum[:])[:26]
+// attribute_not_exists condition does the de-duplication. Keys are scoped:
+// another caller, or the same caller for another customer, using the same
+// key gets an order of its own.
+func IDForKey(caller, customerID, key string) string {
+	h := sha256.New()
+	for _, part := range []string{"orderly/idempotency-key/v2", caller, customerID, key} {
+		h.Write([]byte(part))
+		h.Write([]byte{0}) // parts cannot run into each other
+	}
+	return base32.StdEncoding.EncodeToString(h.Sum(nil))[:26]
 }
 
 // ValidID reports whether s has the shape of an order id.

@@ -8,20 +8,27 @@ import (
 )
 
 func TestIDForKey(t *testing.T) {
-	keys := []string{"a", "b", "0b6a3c0e-4f1e-4c8e-9a43-0d8c5b7e2f11", strings.Repeat("k", order.MaxIdempotencyKeyLen)}
-	seen := map[string]string{}
-	for _, key := range keys {
-		got := order.IDForKey(key)
-		if again := order.IDForKey(key); again != got {
-			t.Errorf("IDForKey(%q) = %q then %q, want the same id every time", key, got, again)
+	// Every triple is a different scope, so every id must differ; the
+	// last two would collide if the parts were simply concatenated.
+	scopes := [][3]string{
+		{"AROA1", "c-1", "a"}, {"AROA1", "c-1", "b"}, {"AROA1", "c-1", "0b6a3c0e-4f1e-4c8e-9a43-0d8c5b7e2f11"},
+		{"AROA1", "c-1", strings.Repeat("k", order.MaxIdempotencyKeyLen)},
+		{"AROA2", "c-1", "a"}, {"AROA1", "c-2", "a"},
+		{"AROA1", "c-1a", "b"}, {"AROA1", "c-1", "ab"},
+	}
+	seen := map[string][3]string{}
+	for _, sc := range scopes {
+		got := order.IDForKey(sc[0], sc[1], sc[2])
+		if again := order.IDForKey(sc[0], sc[1], sc[2]); again != got {
+			t.Errorf("IDForKey(%q) = %q then %q, want the same id every time", sc, got, again)
 		}
 		if !order.ValidID(got) {
-			t.Errorf("ValidID(IDForKey(%q) = %q) = false, want true", key, got)
+			t.Errorf("ValidID(IDForKey(%q) = %q) = false, want true", sc, got)
 		}
 		if other, dup := seen[got]; dup {
-			t.Errorf("IDForKey(%q) = IDForKey(%q) = %q, want different keys to give different ids", key, other, got)
+			t.Errorf("IDForKey(%q) = IDForKey(%q) = %q, want every scope its own id", sc, other, got)
 		}
-		seen[got] = key
+		seen[got] = sc
 	}
 }
 
@@ -40,7 +47,7 @@ func TestNewID(t *testing.T) {
 }
 
 func TestValidID(t *testing.T) {
-	good := order.IDForKey("some key")
+	good := order.IDForKey("caller", "c-1", "some key")
 	tests := []struct {
 		name string
 		id   string

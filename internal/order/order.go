@@ -70,9 +70,13 @@ type Order struct {
 	// the same Idempotency-Key can be told apart from a conflicting one.
 	RequestHash    string
 	IdempotencyKey string
-	LastError      string
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// Caller is the authenticated principal that submitted the order; only
+	// it (and operators) may read the order, and its Idempotency-Keys are
+	// its own.
+	Caller    string
+	LastError string
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // StepState is the state record of one step of one order.

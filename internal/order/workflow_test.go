@@ -125,7 +125,7 @@ func TestWorkflowAgents(t *testing.T) {
 func TestWorkflowNewStates(t *testing.T) {
 	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	w := order.OrderWorkflow(order.DefaultTiming)
-	id := order.IDForKey("k")
+	id := order.IDForKey("caller", "c-1", "k")
 	got := w.NewStates(id, "submit-1", now)
 	want := []order.StepState{
 		{OrderID: id, Step: order.StepReserveInventory, Index: 0, Agent: order.AgentInventory,

@@ -84,13 +84,22 @@ type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
 
+// Caller is the principal the World's requests come from, as API Gateway
+// names an IAM role's session in requestContext.identity.caller.
+const Caller = "AROATESTCALLER0000001:orderly-tests"
+
+// As is the request context of a request signed by caller.
+func As(caller string) events.APIGatewayProxyRequestContext {
+	return events.APIGatewayProxyRequestContext{Identity: events.APIGatewayRequestIdentity{Caller: caller, User: caller}}
+}
+
 // Submit posts an order through the API handler and returns its id.
 func (w *World) Submit(t testing.TB, sub order.Submission) string {
 	t.Helper()
 	body, _ := json.Marshal(sub)
 	resp, err := w.API.Handle(context.Background(), events.APIGatewayProxyRequest{
 		HTTPMethod: http.MethodPost, Resource: api.ResourceOrders, Path: "/orders", Body: string(body),
-		Headers: map[string]string{"Content-Type": "application/json"},
+		Headers: map[string]string{"Content-Type": "application/json"}, RequestContext: As(Caller),
 	})
 	if err != nil || resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("submit: status %d, error %v, body %s", resp.StatusCode, err, resp.Body)
