@@ -146,10 +146,13 @@ func transportError(ctx context.Context, op string, err error) error {
 }
 
 // transientStatus reports whether a failed status is worth retrying.
-// 501 Not Implemented is a 5xx that no retry fixes.
+// 409 is how services following the IETF Idempotency-Key draft say that a
+// request with the same key is still in flight (after an attempt this
+// agent gave up on, say): it ends when that request does. 501 Not
+// Implemented is a 5xx that no retry fixes.
 func transientStatus(code int) bool {
 	switch code {
-	case http.StatusRequestTimeout, http.StatusTooManyRequests:
+	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooManyRequests:
 		return true
 	case http.StatusNotImplemented:
 		return false

@@ -132,7 +132,10 @@ func TestCallClassifiesResponses(t *testing.T) {
 			wantMsg: "payment: POST /payment/charges: status 422: card declined: permanent fault"},
 		{name: "400", status: 400, body: `{"error":"bad"}`, wantKind: remote.ErrPermanent, wantMsg: "status 400: bad"},
 		{name: "404", status: 404, wantKind: remote.ErrPermanent, wantMsg: "status 404: Not Found"},
-		{name: "409", status: 409, wantKind: remote.ErrPermanent, wantMsg: "status 409"},
+		// The IETF Idempotency-Key draft answers 409 while a request with
+		// the same key is still in flight, as after an abandoned attempt.
+		{name: "409 key in flight", status: 409, body: `{"error":"a request with this key is in progress"}`,
+			wantKind: remote.ErrTransient, wantMsg: "status 409: a request with this key is in progress"},
 		{name: "501", status: 501, wantKind: remote.ErrPermanent, wantMsg: "status 501"},
 		{name: "unfollowed redirect", status: 302, wantKind: remote.ErrPermanent, wantMsg: "status 302"},
 	}

@@ -16,8 +16,8 @@
 // does no new work and answers 200 with the same id and the header
 // Idempotent-Replayed: true, whatever the test value. Failures carry
 // {"error":"..."}: 503 transient fault, 422 permanent fault, 400 missing or
-// invalid Idempotency-Key or body, 409 Idempotency-Key reused with a
-// different body, 404 unknown path, 405 not POST, 413 body over 64 KiB,
+// invalid Idempotency-Key or body, 422 Idempotency-Key reused with a
+// different body (as the IETF Idempotency-Key draft has it), 404 unknown path, 405 not POST, 413 body over 64 KiB,
 // 415 not JSON.
 //
 // # Test values

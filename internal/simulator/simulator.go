@@ -228,7 +228,9 @@ func (s *Server) serve(r *http.Request) (call, reply) {
 
 	switch {
 	case conflict:
-		return c, fail(http.StatusConflict, "Idempotency-Key %q was first used with a different request", key)
+		// 422, as the IETF Idempotency-Key draft has it: 409 there means
+		// "the same key is still in flight", which is worth retrying.
+		return c, fail(http.StatusUnprocessableEntity, "Idempotency-Key %q was first used with a different request", key)
 	case reference != "":
 		return c, replayed(reference)
 	case !m.affects(c.n):

@@ -310,8 +310,8 @@ func TestKeyReusedForDifferentWorkIsRefused(t *testing.T) {
 	other := first
 	other.Lines = []order.Line{{SKU: "GADGET-9", Quantity: 1}}
 	_, err = client.Call(t.Context(), "payment", other)
-	if !errors.Is(err, remote.ErrPermanent) || !strings.Contains(err.Error(), "status 409") {
-		t.Errorf("same key, different lines: error %v, want a permanent 409", err)
+	if !errors.Is(err, remote.ErrPermanent) || !strings.Contains(err.Error(), "status 422") {
+		t.Errorf("same key, different lines: error %v, want a permanent 422", err)
 	}
 	// The original work is still there.
 	if again, err := client.Call(t.Context(), "payment", first); err != nil || again != ref {
