@@ -47,13 +47,18 @@ func (s *Store) transition(ctx context.Context, what string, st order.StepState,
 
 // ClaimStep is the Scheduler's exclusive claim of a Pending, unlocked step
 // (seen, from the stream): it locks the step to owner, marks it Processing
-// until completeBy and increments the attempt. A lost race returns
-// order.ErrStale. The returned order carries what the agent's request needs.
+// until completeBy and increments the attempt. The caller derives
+// completeBy from seen's failure count, so the claim only holds while the
+// stored count is the same: a stale image (a redelivered old record)
+// claims nothing, and the record of the latest change claims instead. A
+// lost race or a stale image returns order.ErrStale. The returned order
+// carries what the agent's request needs.
 func (s *Store) ClaimStep(ctx context.Context, seen order.StepState, owner string, completeBy, now time.Time) (order.Order, order.StepState, error) {
 	i := seen.Index
 	cond := expression.Name(attrActive).Equal(expression.Value(i)).
 		And(expression.Name(stepAttr(i, "Step")).Equal(expression.Value(seen.Step))).
 		And(expression.Name(stepAttr(i, "State")).Equal(expression.Value(order.Pending))).
+		And(expression.Name(stepAttr(i, "Failures")).Equal(expression.Value(seen.FailureCount))).
 		And(expression.AttributeNotExists(expression.Name(stepAttr(i, "LockedBy"))))
 	upd := claim(expression.UpdateBuilder{}, i, owner, completeBy).
 		Set(expression.Name(stepAttr(i, "Attempt")), expression.Name(stepAttr(i, "Attempt")).Plus(expression.Value(1))).

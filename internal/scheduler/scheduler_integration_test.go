@@ -277,3 +277,37 @@ func mustApplyReplies(t *testing.T, s *scheduler.Service, replies ...order.StepR
 		t.Errorf("HandleReplies: response %+v, error %v", resp, err)
 	}
 }
+
+// Finding 9 of the reliability review: a claim took its allowance from the
+// stream image's failure count, so a redelivered old record shortened the
+// retry's window. Now an image whose count is stale claims nothing; the
+// record of the latest reset claims with the right allowance.
+func TestStaleStreamImageClaimsNothing(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	s := w.Scheduler("s1")
+	id := w.Submit(t, someOrder)
+	timeOut(t, w, id) // Pending after 1 failure
+	stale := w.StreamEvent(t, id)
+	mustHandleStream(t, s, stale)
+	w.Requests(t, order.AgentInventory)
+	// Attempt 2 times out too: Pending after 2 failures.
+	st := w.Step(t, id, order.StepReserveInventory)
+	w.Clock.Advance(st.CompleteBy.Sub(w.Clock.Now()) + time.Millisecond)
+	if r, err := w.Supervisor().Run(context.Background()); err != nil || r.Retried != 1 {
+		t.Fatalf("supervisor: report %+v, error %v; want one retry", r, err)
+	}
+	fresh := w.StreamEvent(t, id)
+
+	mustHandleStream(t, s, stale) // redelivered
+	if got := w.Step(t, id, order.StepReserveInventory); got.ProcessState != order.Pending {
+		t.Fatalf("the stale record claimed the step: %s attempt %d until %s", got.ProcessState, got.Attempt, got.CompleteBy)
+	}
+	mustHandleStream(t, s, fresh)
+	got := w.Step(t, id, order.StepReserveInventory)
+	def, _ := w.Workflow.Step(order.StepReserveInventory)
+	want := w.Clock.Now().Add(def.AllowanceFor(2)).Truncate(time.Millisecond)
+	if got.ProcessState != order.Processing || got.Attempt != 3 || !got.CompleteBy.Equal(want) {
+		t.Errorf("got %s attempt %d until %s, want Processing attempt 3 until %s (the allowance after 2 failures)",
+			got.ProcessState, got.Attempt, got.CompleteBy, want)
+	}
+}
