@@ -196,8 +196,9 @@ func nearDeadline(ctx context.Context) bool {
 
 func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time, r *Report) error {
 	rec := s.workflow.Assess(st, now)
+	// failure_count is logged with each outcome, as stored after the write.
 	log := s.log.With("order_id", st.OrderID, "step", st.Step, "attempt", st.Attempt,
-		"failure_count", st.FailureCount, "action", rec.Action.String())
+		"action", rec.Action.String())
 	var err error
 	switch rec.Action {
 	case order.Leave:
@@ -210,10 +211,11 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 			}
 		}
 	case order.Retry:
-		_, err = s.store.RetryStep(ctx, st, rec.CompleteBy, rec.Reason, now)
+		var retried order.StepState
+		retried, err = s.store.RetryStep(ctx, st, rec.CompleteBy, rec.Reason, now)
 		if err == nil {
 			r.Retried++
-			log.WarnContext(ctx, "timed-out step reset to Pending", "reason", rec.Reason)
+			log.WarnContext(ctx, "timed-out step reset to Pending", "reason", rec.Reason, "failure_count", retried.FailureCount)
 			s.metrics.Count(metrics.StepsRetried, 1, "order_id", st.OrderID, "step", st.Step)
 		}
 	case order.Fail:
@@ -221,7 +223,8 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 		failed, err = s.store.FailTimedOutStep(ctx, st, rec.Reason, now)
 		if err == nil {
 			r.Failed++
-			log.ErrorContext(ctx, "step failed after repeated timeouts; order is in Error", "reason", rec.Reason)
+			log.ErrorContext(ctx, "step failed after repeated timeouts; order is in Error", "reason", rec.Reason,
+				"failure_count", failed.FailureCount)
 			s.metrics.Count(metrics.OrdersFailed, 1, "order_id", st.OrderID, "step", st.Step)
 			err = s.sendAlert(ctx, failed, order.AlertStepTimedOut, r)
 		}
@@ -231,7 +234,8 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 		_, err = s.store.NudgeStep(ctx, st, rec.CompleteBy, now)
 		if err == nil {
 			r.Nudged++
-			log.WarnContext(ctx, "unclaimed pending step re-announced", "reason", rec.Reason, "nudges", st.Nudges+1)
+			log.WarnContext(ctx, "unclaimed pending step re-announced", "reason", rec.Reason, "nudges", st.Nudges+1,
+				"failure_count", st.FailureCount)
 			s.metrics.Count(metrics.StepsNudged, 1, "order_id", st.OrderID, "step", st.Step)
 			if rec.AlertOperators {
 				err = s.publisher.Alert(ctx, order.Alert{
@@ -247,11 +251,11 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 	}
 	if errors.Is(err, order.ErrStale) {
 		r.Lost++
-		log.InfoContext(ctx, "recovery not needed any more; another actor moved the step on")
+		log.InfoContext(ctx, "recovery not needed any more; another actor moved the step on", "failure_count", st.FailureCount)
 		return nil
 	}
 	if err != nil {
-		log.ErrorContext(ctx, "recovery failed; next run retries", "error", err)
+		log.ErrorContext(ctx, "recovery failed; next run retries", "error", err, "failure_count", st.FailureCount)
 		return fmt.Errorf("%s step %s of order %s: %w", rec.Action, st.Step, st.OrderID, err)
 	}
 	return nil

@@ -1,7 +1,11 @@
 package supervisor_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -279,5 +283,36 @@ func TestAlertLostInACrashIsResent(t *testing.T) {
 	}
 	if st := w.Step(t, id, first); st.AlertPending || !st.DueAt.IsZero() {
 		t.Errorf("alert pending %v, due %s after it was sent; want neither", st.AlertPending, st.DueAt)
+	}
+}
+
+// Finding 12 of the reliability review: the Supervisor logged the failure
+// count from before its own write, one lower than the stored value.
+func TestRetryLogsTheStoredFailureCount(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	id := w.Submit(t, someOrder)
+	expire(t, w, id)
+	var logs bytes.Buffer
+	sup := w.Supervisor(func(c *supervisor.Config) { c.Log = slog.New(slog.NewJSONHandler(&logs, nil)) })
+	if r, err := sup.Run(context.Background()); err != nil || r.Retried != 1 {
+		t.Fatalf("report %+v, error %v; want one retry", r, err)
+	}
+	stored := w.Step(t, id, first).FailureCount
+	found := false
+	for line := range strings.Lines(logs.String()) {
+		var rec struct {
+			Msg          string `json:"msg"`
+			FailureCount *int   `json:"failure_count"`
+		}
+		if json.Unmarshal([]byte(line), &rec) != nil || rec.Msg != "timed-out step reset to Pending" {
+			continue
+		}
+		found = true
+		if rec.FailureCount == nil || *rec.FailureCount != stored {
+			t.Errorf("logged %s, want failure_count %d as stored", strings.TrimSpace(line), stored)
+		}
+	}
+	if !found {
+		t.Fatalf("no retry logged: %s", logs.String())
 	}
 }
