@@ -175,6 +175,11 @@ func (p *SQSPoller) deliver(ctx context.Context, messages []types.Message) {
 	}
 	invokeCtx, cancel := context.WithTimeout(ctx, p.timeout)
 	resp, requestID, err := invoke(invokeCtx, p.log, p.handler, event)
+	if err == nil && errors.Is(invokeCtx.Err(), context.DeadlineExceeded) {
+		// Lambda ends a function at its timeout: whatever it would have
+		// returned is lost, and the whole batch comes back.
+		err = fmt.Errorf("handler ran past its %s timeout", p.timeout)
+	}
 	cancel()
 	log := p.log.With("request_id", requestID, "batch_size", len(messages))
 	if err != nil {

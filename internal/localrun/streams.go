@@ -42,9 +42,11 @@ type StreamConfig struct {
 	// and are created just before the poller. Shards that appear later are
 	// read from their start.
 	StartingPosition types.ShardIteratorType
-	// MaxRetryAttempts bounds the retries of a failing batch, after which
-	// its records are logged at ERROR and skipped, like Lambda's on-failure
-	// destination. Zero means 10; negative means retry forever.
+	// MaxRetryAttempts bounds the retries of a failing batch. Then, like
+	// Lambda with BisectBatchOnFunctionError and an on-failure destination,
+	// a batch that failed as a whole is split in two and retried, until
+	// the record that fails stands alone; that record alone is logged at
+	// ERROR and skipped. Zero means 10; negative means retry forever.
 	MaxRetryAttempts int
 	// DiscoveryInterval is how often DescribeStream looks for new shards;
 	// zero means 1s.
@@ -256,6 +258,16 @@ type shardReader struct {
 	// attempts how many times a batch starting there has failed.
 	retrySeq string
 	attempts int
+	// limit, when set, is the size of a batch split to find the record
+	// that fails it (Lambda's BisectBatchOnFunctionError).
+	limit int32
+}
+
+func (r *shardReader) batchLimit() *int32 {
+	if r.limit > 0 {
+		return &r.limit
+	}
+	return &r.poller.batchSize
 }
 
 func (r *shardReader) run(ctx context.Context) {
@@ -263,7 +275,7 @@ func (r *shardReader) run(ctx context.Context) {
 	iterator, ok := r.iterator(ctx, r.start, "")
 	failures := 0
 	for ok && ctx.Err() == nil {
-		out, err := p.client.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: &iterator, Limit: &p.batchSize})
+		out, err := p.client.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: &iterator, Limit: r.batchLimit()})
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -380,7 +392,7 @@ func (r *shardReader) deliver(ctx context.Context, records []types.Record) (retr
 	}
 	if failedAt < 0 {
 		r.checkpoint = seqs[len(seqs)-1]
-		r.retrySeq, r.attempts = "", 0
+		r.retrySeq, r.attempts, r.limit = "", 0, 0
 		return ""
 	}
 	if failedAt > 0 {
@@ -394,18 +406,22 @@ func (r *shardReader) deliver(ctx context.Context, records []types.Record) (retr
 	}
 	r.attempts++
 	if p.maxRetryAttempts >= 0 && r.attempts > p.maxRetryAttempts {
-		skipped := records[failedAt:]
-		keys := make([]string, len(skipped))
-		for i, rec := range skipped {
-			keys[i] = recordKeysJSON(rec)
+		// Like Lambda with BisectBatchOnFunctionError: a batch that fails
+		// as a whole is split until the record that fails it stands
+		// alone; only that record is given up, and the rest go on.
+		if rest := len(records) - failedAt; err != nil && rest > 1 {
+			r.limit, r.attempts = int32((rest+1)/2), 0
+			log.WarnContext(ctx, "batch failed too often; splitting it to find the record that fails it",
+				"sequence_number", failedSeq, "batch_size", r.limit)
+			return failedSeq
 		}
-		log.ErrorContext(ctx, "batch failed too often; skipping its records",
-			"attempt", r.attempts,
-			"first_sequence_number", failedSeq,
-			"last_sequence_number", seqs[len(seqs)-1],
-			"keys", keys)
-		r.checkpoint = seqs[len(seqs)-1]
-		r.retrySeq, r.attempts = "", 0
+		log.ErrorContext(ctx, "record failed too often; skipping it",
+			"attempt", r.attempts, "sequence_number", failedSeq, "keys", recordKeysJSON(records[failedAt]))
+		r.checkpoint = failedSeq
+		r.retrySeq, r.attempts, r.limit = "", 0, 0
+		if failedAt+1 < len(records) {
+			return seqs[failedAt+1] // the rest of the batch goes on
+		}
 		return ""
 	}
 	log.WarnContext(ctx, "retrying batch from the first failed record", "sequence_number", failedSeq, "attempt", r.attempts)
@@ -423,6 +439,11 @@ func (r *shardReader) invoke(ctx context.Context, records []types.Record, seqs [
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	resp, requestID, err := invoke(ctx, r.log, p.handler, event)
+	if err == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		// Lambda ends a function at its timeout: what it returns late is
+		// lost, and the whole batch is retried.
+		err = fmt.Errorf("handler ran past its %s timeout", p.timeout)
+	}
 	if err != nil {
 		return 0, requestID, err
 	}

@@ -304,13 +304,23 @@ func TestStreamPollerRetries(t *testing.T) {
 			batchSize: 10,
 		},
 		{
-			name:            "records skipped after max retries",
+			// Finding 11 of the reliability review: the poller used to
+			// skip the whole rest of the batch; Lambda bisects it and
+			// gives up the failing record alone.
+			name:            "a failing batch is split until the bad record is skipped alone",
 			seqs:            []int{1, 2, 3, 4},
 			batchSize:       3,
 			maxRetries:      2,
 			alwaysFailFirst: 1,
-			want:            [][]int{{1, 2, 3}, {1, 2, 3}, {1, 2, 3}, {4}},
-			wantIterators:   []string{"s TRIM_HORIZON ", "s AT_SEQUENCE_NUMBER 1", "s AT_SEQUENCE_NUMBER 1"},
+			want:            [][]int{{1, 2, 3}, {1, 2, 3}, {1, 2, 3}, {1, 2}, {1, 2}, {1, 2}, {1}, {1}, {1}, {2, 3, 4}},
+		},
+		{
+			name:       "a record a batch item failure names is skipped alone",
+			seqs:       []int{1, 2, 3},
+			batchSize:  3,
+			maxRetries: 1,
+			outcomes:   []outcome{{resp: failSeq(2)}, {resp: failSeq(2)}},
+			want:       [][]int{{1, 2, 3}, {2, 3}, {3}},
 		},
 	}
 	for _, tt := range tests {
