@@ -42,7 +42,9 @@ func run(log *slog.Logger) error {
 		// Locally a failed message should come back soon, but not while an
 		// agent may still be working on it.
 		QueueVisibility: env.Duration("QUEUE_VISIBILITY", timing.MaxAllowance+30*time.Second),
-		Log:             log,
+		// Stream checkpoints: a restart resumes the stream, not replays it.
+		StateDir: env.String("ORDERLY_STATE_DIR", ".local/state"),
+		Log:      log,
 	}
 	// EMF metric lines matter in CloudWatch; locally they would drown the
 	// logs, so they are printed only on request.

@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -76,6 +77,10 @@ type Config struct {
 	Log       *slog.Logger
 	// Metrics receives EMF lines; nil discards them.
 	Metrics *os.File
+	// StateDir, when set, is where the local stream pollers keep their
+	// checkpoints, so a restarted engine resumes the stream where it
+	// stopped instead of replaying it from the oldest record.
+	StateDir string
 	// APIOptions adds SDK middleware to the clients the functions use
 	// (not provisioning's, nor the local event sources'); the cost meter
 	// counts requests this way.
@@ -224,9 +229,17 @@ func (e *Engine) Run(ctx context.Context) error {
 			InstanceID: id, Store: e.Store, Dispatcher: e.dispatcher("scheduler"), Notifier: notifier,
 			Workflow: workflow, Now: time.Now, Log: e.cfg.Log.With("service", "scheduler"), Metrics: e.metrics("scheduler"),
 		})
-		stream, err := localrun.NewStreamPoller(e.streams, localrun.StreamConfig{
-			StreamARN: e.Stack.StreamARN, Timeout: resources.SchedulerTimeout,
-		}, sched.HandleStream, e.cfg.Log.With("service", "stream", "scheduler", id))
+		streamCfg := localrun.StreamConfig{StreamARN: e.Stack.StreamARN, Timeout: resources.SchedulerTimeout}
+		if e.cfg.StateDir != "" {
+			path := filepath.Join(e.cfg.StateDir, fmt.Sprintf("%s-scheduler-%d-stream.json", e.cfg.Stage, i))
+			checkpoints, err := localrun.NewFileCheckpoints(path, e.Stack.StreamARN)
+			if err != nil {
+				return fmt.Errorf("stream checkpoints: %w", err)
+			}
+			streamCfg.Checkpoints = checkpoints
+		}
+		stream, err := localrun.NewStreamPoller(e.streams, streamCfg, sched.HandleStream,
+			e.cfg.Log.With("service", "stream", "scheduler", id))
 		if err != nil {
 			return fmt.Errorf("stream poller: %w", err)
 		}

@@ -55,6 +55,10 @@ type StreamConfig struct {
 	// 30s. The handler's context is cancelled then, but the poller still
 	// waits for it to return.
 	Timeout time.Duration
+	// Checkpoints, when set, keeps where each shard was left, so that a
+	// restarted poller resumes there; StartingPosition then applies only
+	// to shards without a checkpoint.
+	Checkpoints Checkpoints
 }
 
 // StreamPoller is a local stand-in for Lambda's DynamoDB Streams event
@@ -72,6 +76,7 @@ type StreamPoller struct {
 	maxRetryAttempts  int
 	discoveryInterval time.Duration
 	timeout           time.Duration
+	checkpoints       Checkpoints
 	log               *slog.Logger
 }
 
@@ -118,6 +123,7 @@ func NewStreamPoller(client StreamsClient, cfg StreamConfig, handler func(contex
 		maxRetryAttempts:  cfg.MaxRetryAttempts,
 		discoveryInterval: cfg.DiscoveryInterval,
 		timeout:           cfg.Timeout,
+		checkpoints:       cfg.Checkpoints,
 		log:               log.With("stream_arn", cfg.StreamARN),
 	}, nil
 }
@@ -165,6 +171,9 @@ func (p *StreamPoller) Run(ctx context.Context) error {
 				start = s.startAt
 			}
 			reader := &shardReader{poller: p, shardID: id, start: start, log: p.log.With("shard_id", id)}
+			if p.checkpoints != nil {
+				reader.checkpoint, _ = p.checkpoints.Load(id)
+			}
 			wg.Go(func() {
 				reader.run(ctx)
 				select {
@@ -194,7 +203,15 @@ func (p *StreamPoller) Run(ctx context.Context) error {
 			}
 			s := &shard{parentID: aws.ToString(d.ParentShardId)}
 			closed := d.SequenceNumberRange != nil && d.SequenceNumberRange.EndingSequenceNumber != nil
+			seq, finished := "", false
+			if p.checkpoints != nil {
+				seq, finished = p.checkpoints.Load(id)
+			}
 			switch {
+			case finished:
+				s.state = shardDone // read to its end before a restart
+			case seq != "":
+				// resumes after its checkpoint, whatever StartingPosition says
 			case first && p.startingPosition == types.ShardIteratorTypeLatest && closed:
 				// Nothing new can ever arrive in a closed shard.
 				s.state = shardDone
@@ -272,7 +289,10 @@ func (r *shardReader) batchLimit() *int32 {
 
 func (r *shardReader) run(ctx context.Context) {
 	p := r.poller
-	iterator, ok := r.iterator(ctx, r.start, "")
+	iterator, ok := r.resume(ctx, r.start)
+	if r.checkpoint != "" {
+		r.log.InfoContext(ctx, "resuming after the checkpoint", "checkpoint", r.checkpoint)
+	}
 	failures := 0
 	for ok && ctx.Err() == nil {
 		out, err := p.client.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: &iterator, Limit: r.batchLimit()})
@@ -319,12 +339,24 @@ func (r *shardReader) run(ctx context.Context) {
 		}
 		if out.NextShardIterator == nil {
 			r.log.InfoContext(ctx, "shard closed and fully read", "checkpoint", r.checkpoint)
+			r.save(ctx, true)
 			return
 		}
 		iterator = *out.NextShardIterator
 		if len(out.Records) == 0 {
 			sleep(ctx, p.pollInterval)
 		}
+	}
+}
+
+// save keeps the checkpoint, if the poller keeps checkpoints. A checkpoint
+// that cannot be written only means replaying more after a restart.
+func (r *shardReader) save(ctx context.Context, finished bool) {
+	if r.poller.checkpoints == nil || (r.checkpoint == "" && !finished) {
+		return
+	}
+	if err := r.poller.checkpoints.Save(r.shardID, r.checkpoint, finished); err != nil {
+		r.log.WarnContext(ctx, "checkpoint not saved; a restart replays from the previous one", "error", err)
 	}
 }
 
@@ -393,10 +425,12 @@ func (r *shardReader) deliver(ctx context.Context, records []types.Record) (retr
 	if failedAt < 0 {
 		r.checkpoint = seqs[len(seqs)-1]
 		r.retrySeq, r.attempts, r.limit = "", 0, 0
+		r.save(ctx, false)
 		return ""
 	}
 	if failedAt > 0 {
 		r.checkpoint = seqs[failedAt-1]
+		r.save(ctx, false)
 	}
 	failedSeq := seqs[failedAt]
 	if failedSeq != r.retrySeq {
@@ -419,6 +453,7 @@ func (r *shardReader) deliver(ctx context.Context, records []types.Record) (retr
 			"attempt", r.attempts, "sequence_number", failedSeq, "keys", recordKeysJSON(records[failedAt]))
 		r.checkpoint = failedSeq
 		r.retrySeq, r.attempts, r.limit = "", 0, 0
+		r.save(ctx, false)
 		if failedAt+1 < len(records) {
 			return seqs[failedAt+1] // the rest of the batch goes on
 		}
