@@ -417,8 +417,8 @@ func (q *requestQueues) Send(_ context.Context, o order.Order, st order.StepStat
 // operators is a hand-written scheduler.Notifier.
 type operators struct{ alerts []order.AlertKind }
 
-func (o *operators) Notify(_ context.Context, _ order.StepState, kind order.AlertKind) error {
-	o.alerts = append(o.alerts, kind)
+func (o *operators) Notify(_ context.Context, st order.StepState) error {
+	o.alerts = append(o.alerts, st.AlertKind)
 	return nil
 }
 

@@ -35,13 +35,12 @@ func main() {
 	store := dynamo.NewStore(dynamodb.NewFromConfig(awsCfg), ordersTable)
 	alerter := sns.NewAlerter(awssns.NewFromConfig(awsCfg), topicARN)
 	svc := supervisor.New(supervisor.Config{
-		Store:     store,
-		Notifier:  alerting.NewNotifier(alerter, store, time.Now),
-		Publisher: alerter,
-		Workflow:  order.OrderWorkflow(timing),
-		Now:       time.Now,
-		Log:       log,
-		Metrics:   metrics.New(os.Stdout, "supervisor"),
+		Store:    store,
+		Notifier: alerting.NewNotifier(alerter, store, time.Now),
+		Workflow: order.OrderWorkflow(timing),
+		Now:      time.Now,
+		Log:      log,
+		Metrics:  metrics.New(os.Stdout, "supervisor"),
 	})
 	lambda.Start(svc.Handle)
 }

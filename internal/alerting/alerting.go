@@ -35,13 +35,13 @@ func NewNotifier(p Publisher, s Store, now func() time.Time) *Notifier {
 	return &Notifier{publisher: p, store: s, now: now}
 }
 
-// Notify alerts operators about a step in Error with AlertPending set and
-// then clears the flag. Publishing twice (after a crash between the two
-// writes) is possible; losing the alert is not.
-func (n *Notifier) Notify(ctx context.Context, st order.StepState, kind order.AlertKind) error {
+// Notify publishes the alert a step records (AlertPending, of AlertKind)
+// and then clears the flag. Publishing twice (after a crash between the
+// two writes) is possible; losing the alert is not.
+func (n *Notifier) Notify(ctx context.Context, st order.StepState) error {
 	now := n.now()
 	err := n.publisher.Alert(ctx, order.Alert{
-		Kind: kind, OrderID: st.OrderID, Step: st.Step, Attempt: st.Attempt,
+		Kind: st.AlertKind, OrderID: st.OrderID, Step: st.Step, Attempt: st.Attempt,
 		FailureCount: st.FailureCount, Reason: st.LastError, At: now.UTC(),
 	})
 	if err != nil {

@@ -41,7 +41,7 @@ func TestNotify(t *testing.T) {
 	now := time.Date(2025, 3, 1, 13, 0, 0, 0, time.FixedZone("CET", 3600))
 	st := order.StepState{
 		OrderID: order.IDForKey("caller", "c-1", "k"), Step: order.StepChargePayment, Index: 1, Agent: order.AgentPayment,
-		ProcessState: order.Error, AlertPending: true, Attempt: 3, FailureCount: 2,
+		ProcessState: order.Error, AlertPending: true, AlertKind: order.AlertStepTimedOut, Attempt: 3, FailureCount: 2,
 		LastError: "payment: status 402: card declined",
 	}
 	publishErr := errors.New("sns: Publish: throttled")
@@ -65,7 +65,7 @@ func TestNotify(t *testing.T) {
 			store := &fakeStore{err: tt.clearErr}
 			n := alerting.NewNotifier(pub, store, func() time.Time { return now })
 
-			err := n.Notify(context.Background(), st, order.AlertStepTimedOut)
+			err := n.Notify(context.Background(), st)
 
 			switch {
 			case tt.wantErr == nil && err != nil:

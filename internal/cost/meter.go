@@ -10,6 +10,7 @@ package cost
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -40,6 +41,12 @@ func (o Op) String() string { return o.Service + " " + o.Operation }
 // Usage is what a stretch of work cost, in billable quantities.
 type Usage struct {
 	Calls map[Op]int
+	// ConditionFailures counts, by operation, the writes whose condition
+	// failed: stale or duplicate messages, lost races. They are billed
+	// (and included in Calls and TableWrites); ConditionFailureWrites is
+	// their share of TableWrites.
+	ConditionFailures      map[Op]int
+	ConditionFailureWrites float64
 	// TableWrites and IndexWrites are DynamoDB write request units.
 	TableWrites float64
 	IndexWrites float64
@@ -97,7 +104,7 @@ func (m *Meter) Watch(cat resources.Catalog, replyQueueURL string) {
 func (m *Meter) Reset() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.usage = Usage{Calls: map[Op]int{}}
+	m.usage = Usage{Calls: map[Op]int{}, ConditionFailures: map[Op]int{}}
 }
 
 // Usage returns a copy of the counts since the last Reset.
@@ -105,10 +112,8 @@ func (m *Meter) Usage() Usage {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	u := m.usage
-	u.Calls = make(map[Op]int, len(m.usage.Calls))
-	for k, v := range m.usage.Calls {
-		u.Calls[k] = v
-	}
+	u.Calls = maps.Clone(m.usage.Calls)
+	u.ConditionFailures = maps.Clone(m.usage.ConditionFailures)
 	return u
 }
 
@@ -273,7 +278,12 @@ func (m *Meter) record(ctx context.Context, op Op, params, result any, callErr e
 		if callErr != nil {
 			// A failed condition still costs the existing item's size;
 			// nothing changed, so no index write.
-			m.usage.TableWrites += m.writeCost(max(ItemSize(before), 1), w.transactional)
+			cost := m.writeCost(max(ItemSize(before), 1), w.transactional)
+			m.usage.TableWrites += cost
+			if i == 0 {
+				m.usage.ConditionFailures[op]++
+			}
+			m.usage.ConditionFailureWrites += cost
 			continue
 		}
 		now := after[i]

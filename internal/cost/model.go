@@ -3,6 +3,7 @@ package cost
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 )
@@ -94,6 +95,10 @@ type PerOrder struct {
 	StreamInvocations float64
 	// LogBytes is what the functions logged, measured.
 	LogBytes float64
+	// ConditionFailures are the writes per order whose condition failed,
+	// with their write units (both included above).
+	ConditionFailures      map[Op]float64
+	ConditionFailureWrites float64
 }
 
 // Divide turns usage over orders into per-order figures.
@@ -110,7 +115,31 @@ func Divide(u Usage, orders, apiRequests int, logBytes int64) PerOrder {
 			p.Calls[op] = float64(c) / n
 		}
 	}
+	p.ConditionFailures = map[Op]float64{}
+	for op, c := range u.ConditionFailures {
+		if c > 0 {
+			p.ConditionFailures[op] = float64(c) / n
+		}
+	}
+	p.ConditionFailureWrites = u.ConditionFailureWrites / n
 	return p
+}
+
+// WithoutConditionFailures is the usage as if no write's condition had
+// failed: the path's own cost, without the duplicates and races that
+// at-least-once delivery brings now and then.
+func (u PerOrder) WithoutConditionFailures() PerOrder {
+	out := u
+	out.Calls = maps.Clone(u.Calls)
+	for op, c := range u.ConditionFailures {
+		out.Calls[op] -= c
+		if out.Calls[op] <= 1e-9 {
+			delete(out.Calls, op)
+		}
+	}
+	out.TableWrites -= u.ConditionFailureWrites
+	out.ConditionFailures, out.ConditionFailureWrites = nil, 0
+	return out
 }
 
 // Line is one item of an estimate, per order.

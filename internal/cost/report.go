@@ -65,6 +65,11 @@ func printScenario(w io.Writer, r Result, p Prices, httpAPI bool) {
 		fmt.Fprintf(tw, "    %s\t%.2f\t\n", op, u.Calls[op])
 	}
 	fmt.Fprintf(tw, "  DynamoDB write units (table + index)\t%.2f + %.2f\t\n", u.TableWrites, u.IndexWrites)
+	failures := 0.0
+	for _, c := range u.ConditionFailures {
+		failures += c
+	}
+	fmt.Fprintf(tw, "  of those, writes whose condition failed (duplicates, lost races)\t%.2f (%.2f WRU)\t\n", failures, u.ConditionFailureWrites)
 	fmt.Fprintf(tw, "  DynamoDB read units\t%.2f\t\n", u.Reads)
 	fmt.Fprintf(tw, "  SQS messages (requests + replies)\t%.2f + %.2f\t\n", u.RequestMessages, u.ReplyMessages)
 	fmt.Fprintf(tw, "  stream records invoking the Scheduler\t%.2f\t\n", u.StreamInvocations)

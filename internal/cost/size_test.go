@@ -110,3 +110,19 @@ func TestStreamFilterMatchesAsLambdaWould(t *testing.T) {
 		t.Error("a deleted item passed the filter")
 	}
 }
+
+func TestWithoutConditionFailures(t *testing.T) {
+	update := Op{"DynamoDB", "UpdateItem"}
+	u := PerOrder{
+		Calls:             map[Op]float64{update: 3.5, {"SQS", "SendMessage"}: 6},
+		ConditionFailures: map[Op]float64{update: 0.5}, ConditionFailureWrites: 0.5,
+		TableWrites: 4.5, IndexWrites: 2,
+	}
+	got := u.WithoutConditionFailures()
+	if got.Calls[update] != 3 || got.Calls[Op{"SQS", "SendMessage"}] != 6 || got.TableWrites != 4 || got.IndexWrites != 2 {
+		t.Errorf("WithoutConditionFailures() = %+v, want 3 updates, 6 sends, 4 + 2 write units", got)
+	}
+	if u.Calls[update] != 3.5 {
+		t.Errorf("the original was changed: %v", u.Calls)
+	}
+}

@@ -35,7 +35,8 @@ type orderRecord struct {
 	Active *int `dynamodbav:"Active,omitempty"`
 	// AlertPending is set with Error and cleared once operators were
 	// alerted: an outbox, so an alert survives a crash between the two.
-	AlertPending bool `dynamodbav:"AlertPending,omitempty"`
+	AlertPending bool   `dynamodbav:"AlertPending,omitempty"`
+	AlertKind    string `dynamodbav:"AlertKind,omitempty"`
 	// Unclaimed names the active step while it is Pending and unlocked. It
 	// is what the stream filter matches, so only those changes invoke the
 	// Scheduler.
@@ -72,6 +73,7 @@ const (
 	attrStatus       = "Status"
 	attrActive       = "Active"
 	attrAlertPending = "AlertPending"
+	attrAlertKind    = "AlertKind"
 	attrLastError    = "LastError"
 	attrUpdated      = "Updated"
 	dueIndexName     = resources.DueIndexName
@@ -98,7 +100,7 @@ func newOrderRecord(o order.Order, steps []order.StepState, shards int) orderRec
 		if watched(st) && r.Active == nil {
 			active := i
 			r.Active = &active
-			r.AlertPending = st.AlertPending
+			r.AlertPending, r.AlertKind = st.AlertPending, string(st.AlertKind)
 			r.DueShard, r.DueAt = shardOf(o.ID, shards), millis(st.CompleteBy)
 			if st.ProcessState == order.Pending && st.LockedBy == "" {
 				r.Unclaimed = st.Step
@@ -126,7 +128,7 @@ func (r orderRecord) order() (order.Order, []order.StepState) {
 			Reference: s.Reference, UpdatedAt: fromMillis(s.UpdatedAt),
 		}
 		if r.Active != nil && *r.Active == i {
-			steps[i].AlertPending = r.AlertPending
+			steps[i].AlertPending, steps[i].AlertKind = r.AlertPending, order.AlertKind(r.AlertKind)
 			steps[i].DueAt = fromMillis(r.DueAt)
 		}
 	}

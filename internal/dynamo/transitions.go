@@ -174,17 +174,26 @@ func pending(upd expression.UpdateBuilder, st order.StepState, claimBy time.Time
 // operator alert survives a crash right after this write. It returns the
 // failed step as stored.
 func (s *Store) FailStep(ctx context.Context, st order.StepState, reason string, now time.Time) (order.StepState, error) {
-	return s.fail(ctx, st, on(st, order.Processing), false, reason, now)
+	return s.fail(ctx, st, on(st, order.Processing), order.AlertStepFailed, false, reason, now)
 }
 
 // FailTimedOutStep is the Supervisor's last recovery: a step that has timed
 // out FailureThreshold times becomes Error together with its order. Like
 // RetryStep it only succeeds on the same attempt after the deadline.
 func (s *Store) FailTimedOutStep(ctx context.Context, st order.StepState, reason string, now time.Time) (order.StepState, error) {
-	return s.fail(ctx, st, expired(st, order.Processing, now), true, reason, now)
+	return s.fail(ctx, st, expired(st, order.Processing, now), order.AlertStepTimedOut, true, reason, now)
 }
 
-func (s *Store) fail(ctx context.Context, st order.StepState, cond expression.ConditionBuilder, countFailure bool, reason string, now time.Time) (order.StepState, error) {
+// FailUnclaimedStep gives up a step that stayed Pending through every
+// re-announcement: the step and its order become Error, with an alert,
+// so that no order waits forever. Like NudgeStep it only succeeds on the
+// same attempt, unlocked, after the deadline.
+func (s *Store) FailUnclaimedStep(ctx context.Context, st order.StepState, reason string, now time.Time) (order.StepState, error) {
+	cond := expired(st, order.Pending, now).And(expression.AttributeNotExists(expression.Name(stepAttr(st.Index, "LockedBy"))))
+	return s.fail(ctx, st, cond, order.AlertStepAbandoned, false, reason, now)
+}
+
+func (s *Store) fail(ctx context.Context, st order.StepState, cond expression.ConditionBuilder, kind order.AlertKind, countFailure bool, reason string, now time.Time) (order.StepState, error) {
 	i := st.Index
 	upd := expression.Set(expression.Name(stepAttr(i, "State")), expression.Value(order.Error)).
 		Remove(expression.Name(stepAttr(i, "LockedBy"))).
@@ -193,7 +202,9 @@ func (s *Store) fail(ctx context.Context, st order.StepState, cond expression.Co
 		Set(expression.Name(attrLastError), expression.Value(fmt.Sprintf("step %s: %s", st.Step, reason))).
 		// DueAt stays: it is no later than the step's deadline, so a lost
 		// alert is re-sent by then at the latest, with no index write now.
-		Set(expression.Name(attrAlertPending), expression.Value(true))
+		Set(expression.Name(attrAlertPending), expression.Value(true)).
+		Set(expression.Name(attrAlertKind), expression.Value(kind)).
+		Remove(expression.Name(attrUnclaimed))
 	if countFailure {
 		upd = upd.Set(expression.Name(stepAttr(i, "Failures")), expression.Name(stepAttr(i, "Failures")).Plus(expression.Value(1)))
 	}
@@ -216,24 +227,38 @@ func (s *Store) RetryStep(ctx context.Context, st order.StepState, claimBy time.
 
 // NudgeStep re-announces a Pending step that nobody claimed by its
 // deadline. Setting Unclaimed again makes a stream record that passes the
-// filter, which invokes a Scheduler again.
-func (s *Store) NudgeStep(ctx context.Context, st order.StepState, claimBy time.Time, now time.Time) (order.StepState, error) {
+// filter, which invokes a Scheduler again. With alert, the same write
+// records an unclaimed-step alert to send (AlertPending, the outbox) and
+// the reason.
+func (s *Store) NudgeStep(ctx context.Context, st order.StepState, claimBy time.Time, reason string, alert bool, now time.Time) (order.StepState, error) {
 	i := st.Index
 	cond := expired(st, order.Pending, now).And(expression.AttributeNotExists(expression.Name(stepAttr(i, "LockedBy"))))
 	upd := pending(expression.UpdateBuilder{}, st, claimBy).
 		Set(expression.Name(stepAttr(i, "Nudges")), expression.Name(stepAttr(i, "Nudges")).Plus(expression.Value(1)))
+	if alert {
+		upd = upd.Set(expression.Name(attrAlertPending), expression.Value(true)).
+			Set(expression.Name(attrAlertKind), expression.Value(order.AlertStepUnclaimed)).
+			Set(expression.Name(stepAttr(i, "LastError")), expression.Value(reason))
+	}
 	_, out, err := s.transition(ctx, "nudge", st, i, cond, touched(upd, i, now))
 	return out, err
 }
 
-// ClearAlert records that operators were alerted about a failed step, which
-// takes the order out of the due index.
+// ClearAlert records that operators were alerted, as st recorded the
+// alert (its kind and attempt). A failed step's order then leaves the due
+// index; a step still Pending stays watched.
 func (s *Store) ClearAlert(ctx context.Context, st order.StepState, now time.Time) error {
-	cond := on(st, order.Error).And(expression.Name(attrAlertPending).Equal(expression.Value(true)))
+	kind := expression.Name(attrAlertKind).Equal(expression.Value(st.AlertKind))
+	if st.AlertKind == "" {
+		kind = expression.AttributeNotExists(expression.Name(attrAlertKind))
+	}
+	cond := on(st, st.ProcessState).And(expression.Name(attrAlertPending).Equal(expression.Value(true))).And(kind)
 	upd := expression.Remove(expression.Name(attrAlertPending)).
-		Remove(expression.Name(attrDueShard)).
-		Remove(expression.Name(attrDueAt)).
+		Remove(expression.Name(attrAlertKind)).
 		Set(expression.Name(attrUpdated), msValue(now))
+	if st.ProcessState == order.Error {
+		upd = upd.Remove(expression.Name(attrDueShard)).Remove(expression.Name(attrDueAt))
+	}
 	_, err := s.update(ctx, st.OrderID, cond, upd)
 	if err != nil {
 		return fmt.Errorf("clear alert of step %s of order %s: %w", st.Step, st.OrderID, err)

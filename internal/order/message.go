@@ -58,6 +58,7 @@ const (
 	AlertStepFailed    AlertKind = "StepFailed"    // permanent fault reported by an agent
 	AlertStepTimedOut  AlertKind = "StepTimedOut"  // failure threshold of timeouts reached
 	AlertStepUnclaimed AlertKind = "StepUnclaimed" // Pending and no Scheduler claims it
+	AlertStepAbandoned AlertKind = "StepAbandoned" // never claimed; the order was given up
 )
 
 // Alert is what operators receive through SNS.

@@ -100,9 +100,12 @@ type StepState struct {
 	// Nudges counts how often the Supervisor re-announced a Pending step
 	// that no Scheduler claimed in time.
 	Nudges int
-	// AlertPending is set together with Error and cleared once operators
-	// were alerted, so an alert is never lost between two writes.
+	// AlertPending is set together with the state that needs an alert
+	// (Error, or a step nobody claims) and cleared once operators were
+	// alerted, so an alert is never lost between two writes. AlertKind
+	// says which alert.
 	AlertPending bool
+	AlertKind    AlertKind
 	LastError    string
 	// Reference is the remote service's id for the work a Processed step
 	// did (a reservation, charge or shipment).

@@ -26,12 +26,16 @@ func (a Action) String() string {
 	return [...]string{"leave", "retry", "fail", "nudge", "alert"}[a]
 }
 
-// UnclaimedAlertAfter is how many nudges a Pending step gets before
-// operators are told that no Scheduler is claiming it; they are reminded
-// every UnclaimedAlertEvery nudges after that.
+// A Pending step that no Scheduler claims is re-announced (nudged) with a
+// claim window that doubles each time, from ClaimWithin up to
+// ClaimWithin << MaxNudgeBackoff. Operators are alerted once, at the
+// UnclaimedAlertAfter-th nudge. After UnclaimedGiveUpAfter nudges the step
+// and its order end in Error with an alert, so no order waits forever:
+// by default about 48 × ClaimWithin after the first deadline.
 const (
-	UnclaimedAlertAfter = 3
-	UnclaimedAlertEvery = 10
+	UnclaimedAlertAfter  = 3
+	UnclaimedGiveUpAfter = 8
+	MaxNudgeBackoff      = 3
 )
 
 // Recovery is the Supervisor's decision about one step.
@@ -44,13 +48,15 @@ type Recovery struct {
 	// AlertOperators is set when a Nudge has gone on long enough that a
 	// person should look.
 	AlertOperators bool
+	// AlertKind is the alert a Fail raises.
+	AlertKind AlertKind
 }
 
 // Assess decides what the Supervisor does about a step. Expiry is checked
 // before anything else, so a step inside its CompleteBy window is never
 // touched, however often it failed before.
 func (w Workflow) Assess(s StepState, now time.Time) Recovery {
-	if s.ProcessState == Error && s.AlertPending {
+	if s.AlertPending {
 		return Recovery{Action: SendAlert, Reason: s.LastError}
 	}
 	if !s.Expired(now) {
@@ -60,24 +66,28 @@ func (w Workflow) Assess(s StepState, now time.Time) Recovery {
 	case Processing:
 		def, ok := w.Step(s.Step)
 		if !ok {
-			return Recovery{Action: Fail, Reason: fmt.Sprintf("step %q is not in the workflow", s.Step)}
+			return Recovery{Action: Fail, AlertKind: AlertStepFailed, Reason: fmt.Sprintf("step %q is not in the workflow", s.Step)}
 		}
 		reason := fmt.Sprintf("attempt %d timed out: no reply by %s", s.Attempt, s.CompleteBy.UTC().Format(time.RFC3339Nano))
 		if s.FailureCount+1 >= def.FailureThreshold {
-			return Recovery{Action: Fail, Reason: fmt.Sprintf("%s; %d of %d allowed timeouts used", reason, s.FailureCount+1, def.FailureThreshold)}
+			return Recovery{Action: Fail, AlertKind: AlertStepTimedOut,
+				Reason: fmt.Sprintf("%s; %d of %d allowed timeouts used", reason, s.FailureCount+1, def.FailureThreshold)}
 		}
 		return Recovery{Action: Retry, CompleteBy: now.Add(w.ClaimWithin), Reason: reason}
 	case Pending:
+		since := s.CompleteBy.UTC().Format(time.RFC3339Nano)
+		if s.Nudges >= UnclaimedGiveUpAfter {
+			return Recovery{Action: Fail, AlertKind: AlertStepAbandoned, Reason: fmt.Sprintf(
+				"no Scheduler claimed the step after %d re-announcements (the last deadline was %s); the order is given up",
+				s.Nudges, since)}
+		}
 		return Recovery{
-			Action:         Nudge,
-			CompleteBy:     now.Add(w.ClaimWithin),
-			Reason:         fmt.Sprintf("pending and unclaimed since before %s", s.CompleteBy.UTC().Format(time.RFC3339Nano)),
-			AlertOperators: alertDue(s.Nudges + 1),
+			Action:     Nudge,
+			CompleteBy: now.Add(w.ClaimWithin << min(s.Nudges, MaxNudgeBackoff)),
+			Reason: fmt.Sprintf("pending and unclaimed since before %s; re-announced %d times",
+				since, s.Nudges+1),
+			AlertOperators: s.Nudges+1 == UnclaimedAlertAfter,
 		}
 	}
 	return Recovery{Action: Leave}
-}
-
-func alertDue(nudges int) bool {
-	return nudges >= UnclaimedAlertAfter && (nudges-UnclaimedAlertAfter)%UnclaimedAlertEvery == 0
 }

@@ -67,17 +67,19 @@ func TestWorkflowAssess(t *testing.T) {
 		{"processing expired, first timeout", state(order.Processing, past, nil), order.Recovery{Action: order.Retry, CompleteBy: nextClaim}, "attempt 2 timed out"},
 		{"processing expired, below threshold", state(order.Processing, past, failures(threshold-2)), order.Recovery{Action: order.Retry, CompleteBy: nextClaim}, "timed out"},
 		{"processing expired by a nanosecond", state(order.Processing, now.Add(-time.Nanosecond), nil), order.Recovery{Action: order.Retry, CompleteBy: nextClaim}, "timed out"},
-		{"processing expired, reaches threshold", state(order.Processing, past, failures(threshold-1)), order.Recovery{Action: order.Fail}, "3 of 3"},
-		{"processing expired, past threshold", state(order.Processing, past, failures(threshold+2)), order.Recovery{Action: order.Fail}, "timed out"},
-		{"processing expired, unknown step", state(order.Processing, past, func(s *order.StepState) { s.Step = "teleport" }), order.Recovery{Action: order.Fail}, `"teleport"`},
-		{"pending expired, 1st nudge", state(order.Pending, past, nudges(0)), order.Recovery{Action: order.Nudge, CompleteBy: nextClaim}, "unclaimed"},
-		{"pending expired, 2nd nudge", state(order.Pending, past, nudges(1)), order.Recovery{Action: order.Nudge, CompleteBy: nextClaim}, "unclaimed"},
-		{"pending expired, 3rd nudge alerts", state(order.Pending, past, nudges(2)), order.Recovery{Action: order.Nudge, CompleteBy: nextClaim, AlertOperators: true}, "unclaimed"},
-		{"pending expired, 4th nudge", state(order.Pending, past, nudges(3)), order.Recovery{Action: order.Nudge, CompleteBy: nextClaim}, "unclaimed"},
-		{"pending expired, 12th nudge", state(order.Pending, past, nudges(11)), order.Recovery{Action: order.Nudge, CompleteBy: nextClaim}, "unclaimed"},
-		{"pending expired, 13th nudge alerts", state(order.Pending, past, nudges(12)), order.Recovery{Action: order.Nudge, CompleteBy: nextClaim, AlertOperators: true}, "unclaimed"},
-		{"pending expired, 23rd nudge alerts", state(order.Pending, past, nudges(22)), order.Recovery{Action: order.Nudge, CompleteBy: nextClaim, AlertOperators: true}, "unclaimed"},
-		{"pending expired, 24th nudge", state(order.Pending, past, nudges(23)), order.Recovery{Action: order.Nudge, CompleteBy: nextClaim}, "unclaimed"},
+		{"processing expired, reaches threshold", state(order.Processing, past, failures(threshold-1)), order.Recovery{Action: order.Fail, AlertKind: order.AlertStepTimedOut}, "3 of 3"},
+		{"processing expired, past threshold", state(order.Processing, past, failures(threshold+2)), order.Recovery{Action: order.Fail, AlertKind: order.AlertStepTimedOut}, "timed out"},
+		{"processing expired, unknown step", state(order.Processing, past, func(s *order.StepState) { s.Step = "teleport" }), order.Recovery{Action: order.Fail, AlertKind: order.AlertStepFailed}, `"teleport"`},
+		// Re-announcements back off: the claim window doubles, up to 8×.
+		{"pending expired, 1st nudge", state(order.Pending, past, nudges(0)), order.Recovery{Action: order.Nudge, CompleteBy: nextClaim}, "re-announced 1 times"},
+		{"pending expired, 2nd nudge", state(order.Pending, past, nudges(1)), order.Recovery{Action: order.Nudge, CompleteBy: now.Add(2 * timing.ClaimWithin)}, "unclaimed"},
+		// Operators hear of it once, at the 3rd.
+		{"pending expired, 3rd nudge alerts", state(order.Pending, past, nudges(2)), order.Recovery{Action: order.Nudge, CompleteBy: now.Add(4 * timing.ClaimWithin), AlertOperators: true}, "unclaimed"},
+		{"pending expired, 4th nudge", state(order.Pending, past, nudges(3)), order.Recovery{Action: order.Nudge, CompleteBy: now.Add(8 * timing.ClaimWithin)}, "unclaimed"},
+		{"pending expired, 8th nudge", state(order.Pending, past, nudges(7)), order.Recovery{Action: order.Nudge, CompleteBy: now.Add(8 * timing.ClaimWithin)}, "unclaimed"},
+		// Then the order is given up, in Error, with an alert.
+		{"pending expired after 8 nudges gives up", state(order.Pending, past, nudges(8)), order.Recovery{Action: order.Fail, AlertKind: order.AlertStepAbandoned}, "given up"},
+		{"pending with an unsent alert sends it", state(order.Pending, past, func(s *order.StepState) { s.Nudges, s.AlertPending, s.LastError = 3, true, "unclaimed" }), order.Recovery{Action: order.SendAlert, Reason: "unclaimed"}, "unclaimed"},
 		{"pending inside window", state(order.Pending, future, nudges(2)), order.Recovery{Action: order.Leave}, ""},
 		{"pending exactly at CompleteBy", state(order.Pending, now, nudges(2)), order.Recovery{Action: order.Leave}, ""},
 		{"error with alert pending, expired", state(order.Error, past, func(s *order.StepState) { s.AlertPending, s.LastError = true, "card declined" }), order.Recovery{Action: order.SendAlert, Reason: "card declined"}, "card declined"},
@@ -91,10 +93,10 @@ func TestWorkflowAssess(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := w.Assess(tt.state, now)
-			if got.Action != tt.want.Action || !got.CompleteBy.Equal(tt.want.CompleteBy) || got.AlertOperators != tt.want.AlertOperators {
-				t.Errorf("Assess(%+v) = {%s CompleteBy:%s Alert:%t}, want {%s CompleteBy:%s Alert:%t}",
-					tt.state, got.Action, got.CompleteBy, got.AlertOperators,
-					tt.want.Action, tt.want.CompleteBy, tt.want.AlertOperators)
+			if got.Action != tt.want.Action || !got.CompleteBy.Equal(tt.want.CompleteBy) || got.AlertOperators != tt.want.AlertOperators || got.AlertKind != tt.want.AlertKind {
+				t.Errorf("Assess(%+v) = {%s CompleteBy:%s Alert:%t %s}, want {%s CompleteBy:%s Alert:%t %s}",
+					tt.state, got.Action, got.CompleteBy, got.AlertOperators, got.AlertKind,
+					tt.want.Action, tt.want.CompleteBy, tt.want.AlertOperators, tt.want.AlertKind)
 			}
 			if tt.want.Reason != "" && got.Reason != tt.want.Reason {
 				t.Errorf("Assess() Reason = %q, want %q", got.Reason, tt.want.Reason)

@@ -39,9 +39,9 @@ type Dispatcher interface {
 	Send(ctx context.Context, o order.Order, st order.StepState)
 }
 
-// Notifier alerts operators about a failed step.
+// Notifier sends the alert a step records and clears it.
 type Notifier interface {
-	Notify(ctx context.Context, st order.StepState, kind order.AlertKind) error
+	Notify(ctx context.Context, st order.StepState) error
 }
 
 // maxParallel bounds how many orders one invocation works on at once.
@@ -300,7 +300,7 @@ func (s *Service) complete(ctx context.Context, log *slog.Logger, done order.Ste
 // alert tells operators right away. The failure is already recorded with
 // AlertPending, so if this fails the Supervisor sends it later.
 func (s *Service) alert(ctx context.Context, log *slog.Logger, failed order.StepState) {
-	if err := s.notifier.Notify(ctx, failed, order.AlertStepFailed); err != nil {
+	if err := s.notifier.Notify(ctx, failed); err != nil {
 		log.WarnContext(ctx, "alert deferred to the Supervisor", "error", err)
 		return
 	}

@@ -61,9 +61,7 @@ func (s *claimLog) FailStep(context.Context, order.StepState, string, time.Time)
 type nowhere struct{}
 
 func (nowhere) Send(context.Context, order.Order, order.StepState) {}
-func (nowhere) Notify(context.Context, order.StepState, order.AlertKind) error {
-	return nil
-}
+func (nowhere) Notify(context.Context, order.StepState) error      { return nil }
 
 // streamBatch builds a stream batch from the fixture's record, one record
 // per (order, tag); the tag rides in the step's LastError so the test can

@@ -30,18 +30,14 @@ type Store interface {
 	DueSteps(ctx context.Context, shard int, now time.Time, limit int, after dynamo.Cursor) ([]order.StepState, dynamo.Cursor, error)
 	RetryStep(ctx context.Context, st order.StepState, claimBy time.Time, reason string, now time.Time) (order.StepState, error)
 	FailTimedOutStep(ctx context.Context, st order.StepState, reason string, now time.Time) (order.StepState, error)
-	NudgeStep(ctx context.Context, st order.StepState, claimBy time.Time, now time.Time) (order.StepState, error)
+	FailUnclaimedStep(ctx context.Context, st order.StepState, reason string, now time.Time) (order.StepState, error)
+	NudgeStep(ctx context.Context, st order.StepState, claimBy time.Time, reason string, alert bool, now time.Time) (order.StepState, error)
 	Reschedule(ctx context.Context, st order.StepState, dueAt time.Time) error
 }
 
-// Notifier alerts operators about a failed step and clears its alert flag.
+// Notifier sends the alert a step records and clears its alert flag.
 type Notifier interface {
-	Notify(ctx context.Context, st order.StepState, kind order.AlertKind) error
-}
-
-// Publisher sends an alert that is not tied to a failed step.
-type Publisher interface {
-	Alert(ctx context.Context, a order.Alert) error
+	Notify(ctx context.Context, st order.StepState) error
 }
 
 // Drain settings. A run reads each shard a page at a time and works a
@@ -59,25 +55,23 @@ const (
 
 // Service is one Supervisor.
 type Service struct {
-	store     Store
-	notifier  Notifier
-	publisher Publisher
-	workflow  order.Workflow
-	now       func() time.Time
-	log       *slog.Logger
-	metrics   *metrics.Recorder
-	pageSize  int
+	store    Store
+	notifier Notifier
+	workflow order.Workflow
+	now      func() time.Time
+	log      *slog.Logger
+	metrics  *metrics.Recorder
+	pageSize int
 }
 
 // Config wires a Supervisor.
 type Config struct {
-	Store     Store
-	Notifier  Notifier
-	Publisher Publisher
-	Workflow  order.Workflow
-	Now       func() time.Time
-	Log       *slog.Logger
-	Metrics   *metrics.Recorder
+	Store    Store
+	Notifier Notifier
+	Workflow order.Workflow
+	Now      func() time.Time
+	Log      *slog.Logger
+	Metrics  *metrics.Recorder
 	// PageSize is how many due orders of a shard are read at once; zero
 	// means PageSize.
 	PageSize int
@@ -88,7 +82,7 @@ func New(c Config) *Service {
 	if c.PageSize <= 0 {
 		c.PageSize = PageSize
 	}
-	return &Service{store: c.Store, notifier: c.Notifier, publisher: c.Publisher,
+	return &Service{store: c.Store, notifier: c.Notifier,
 		workflow: c.Workflow, now: c.Now, log: c.Log, metrics: c.Metrics, pageSize: c.PageSize}
 }
 
@@ -220,32 +214,32 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 		}
 	case order.Fail:
 		var failed order.StepState
-		failed, err = s.store.FailTimedOutStep(ctx, st, rec.Reason, now)
+		if st.ProcessState == order.Pending {
+			failed, err = s.store.FailUnclaimedStep(ctx, st, rec.Reason, now)
+		} else {
+			failed, err = s.store.FailTimedOutStep(ctx, st, rec.Reason, now)
+		}
 		if err == nil {
 			r.Failed++
-			log.ErrorContext(ctx, "step failed after repeated timeouts; order is in Error", "reason", rec.Reason,
-				"failure_count", failed.FailureCount)
+			log.ErrorContext(ctx, "step failed for good; order is in Error", "reason", rec.Reason,
+				"alert", failed.AlertKind, "failure_count", failed.FailureCount)
 			s.metrics.Count(metrics.OrdersFailed, 1, "order_id", st.OrderID, "step", st.Step)
-			err = s.sendAlert(ctx, failed, order.AlertStepTimedOut, r)
+			err = s.sendAlert(ctx, failed, r)
 		}
 	case order.SendAlert:
-		err = s.sendAlert(ctx, st, kindOf(st, s.workflow), r)
+		err = s.sendAlert(ctx, st, r)
 	case order.Nudge:
-		_, err = s.store.NudgeStep(ctx, st, rec.CompleteBy, now)
+		var nudged order.StepState
+		nudged, err = s.store.NudgeStep(ctx, st, rec.CompleteBy, rec.Reason, rec.AlertOperators, now)
 		if err == nil {
 			r.Nudged++
-			log.WarnContext(ctx, "unclaimed pending step re-announced", "reason", rec.Reason, "nudges", st.Nudges+1,
+			log.WarnContext(ctx, "unclaimed pending step re-announced", "reason", rec.Reason, "nudges", nudged.Nudges,
 				"failure_count", st.FailureCount)
 			s.metrics.Count(metrics.StepsNudged, 1, "order_id", st.OrderID, "step", st.Step)
-			if rec.AlertOperators {
-				err = s.publisher.Alert(ctx, order.Alert{
-					Kind: order.AlertStepUnclaimed, OrderID: st.OrderID, Step: st.Step,
-					Attempt: st.Attempt, FailureCount: st.FailureCount,
-					Reason: fmt.Sprintf("%s; re-announced %d times", rec.Reason, st.Nudges+1), At: now.UTC(),
-				})
-				if err == nil {
-					r.Alerted++
-				}
+			if nudged.AlertPending {
+				// Recorded with the nudge: if sending fails now, the next
+				// run that finds the order sends it.
+				err = s.sendAlert(ctx, nudged, r)
 			}
 		}
 	}
@@ -261,20 +255,13 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 	return nil
 }
 
-// sendAlert alerts operators about a failed step as stored, with its final
-// failure count and reason, and clears its alert flag.
-func (s *Service) sendAlert(ctx context.Context, st order.StepState, kind order.AlertKind, r *Report) error {
-	if err := s.notifier.Notify(ctx, st, kind); err != nil {
+// sendAlert sends the alert a step records, as stored (its kind, final
+// failure count and reason), and clears its alert flag.
+func (s *Service) sendAlert(ctx context.Context, st order.StepState, r *Report) error {
+	if err := s.notifier.Notify(ctx, st); err != nil {
 		return err
 	}
 	r.Alerted++
-	s.metrics.Count(metrics.AlertsSent, 1, "order_id", st.OrderID, "step", st.Step)
+	s.metrics.Count(metrics.AlertsSent, 1, "order_id", st.OrderID, "step", st.Step, "kind", string(st.AlertKind))
 	return nil
-}
-
-func kindOf(st order.StepState, w order.Workflow) order.AlertKind {
-	if def, ok := w.Step(st.Step); ok && st.FailureCount >= def.FailureThreshold {
-		return order.AlertStepTimedOut
-	}
-	return order.AlertStepFailed
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -211,33 +212,113 @@ func TestDueAtIsLoweredAfterALongRetry(t *testing.T) {
 	}
 }
 
-func TestUnclaimedPendingStepIsNudgedThenReported(t *testing.T) {
-	w := testenv.NewWorld(t, timing)
+// pendingUnclaimed leaves the first step Pending after a retry, with no
+// Scheduler ever seeing it.
+func pendingUnclaimed(t *testing.T, w *testenv.World) string {
+	t.Helper()
 	id := w.Submit(t, someOrder)
 	expire(t, w, id)
-	run(t, w) // Pending now, and no Scheduler ever sees it
+	if r := run(t, w); r.Retried != 1 {
+		t.Fatalf("report %+v, want one retry", r)
+	}
+	return id
+}
 
+// nudgeRound moves the clock past the step's claim deadline and runs the
+// Supervisor once.
+func nudgeRound(t *testing.T, w *testenv.World, id string) supervisor.Report {
+	t.Helper()
+	st := w.Step(t, id, first)
+	w.Clock.Advance(st.CompleteBy.Sub(w.Clock.Now()) + time.Millisecond)
+	return run(t, w)
+}
+
+// Findings 5 and 6 of the reliability review: a Pending step was only ever
+// re-announced, every ClaimWithin, forever, and its alert had no outbox.
+// Now the re-announcements back off, operators are alerted once (recorded
+// with the nudge, so a failed publish is retried), and after
+// UnclaimedGiveUpAfter the order ends in Error with an alert.
+func TestUnclaimedStepIsNudgedWithBackoffAlertedOnceThenGivenUp(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	id := pendingUnclaimed(t, w)
 	if r := run(t, w); r.Nudged != 0 {
 		t.Fatalf("within the claim window: report %+v, want nothing done", r)
 	}
-	for n := 1; n <= order.UnclaimedAlertAfter; n++ {
-		w.Clock.Advance(timing.ClaimWithin + time.Millisecond)
-		r := run(t, w)
+	alerts := 0
+	for n := 1; n <= order.UnclaimedGiveUpAfter; n++ {
+		r := nudgeRound(t, w, id)
+		alerts += r.Alerted
 		if r.Nudged != 1 {
 			t.Fatalf("round %d: report %+v, want one nudge", n, r)
 		}
 		st := w.Step(t, id, first)
-		if st.Nudges != n || st.ProcessState != order.Pending || !st.CompleteBy.After(w.Clock.Now()) {
-			t.Fatalf("round %d: got %s with %d nudges, CompleteBy %s; want Pending, %d nudges, a new deadline", n, st.ProcessState, st.Nudges, st.CompleteBy, n)
+		window, got := timing.ClaimWithin<<min(n-1, order.MaxNudgeBackoff), st.CompleteBy.Sub(w.Clock.Now())
+		if st.Nudges != n || st.ProcessState != order.Pending || st.AlertPending || got < window-time.Millisecond || got > window {
+			t.Fatalf("round %d: got %s, %d nudges, alert pending %v, next deadline in %s; want Pending, %d nudges, alert sent, a %s window",
+				n, st.ProcessState, st.Nudges, st.AlertPending, got, n, window)
 		}
 	}
-	alert := w.Alerts.Await(t, id, 10*time.Second)
-	if alert.Kind != order.AlertStepUnclaimed || alert.Step != first {
-		t.Errorf("got alert %s, want StepUnclaimed", testenv.Describe(alert))
+	if alerts != 1 {
+		t.Errorf("%d unclaimed alerts over %d nudges, want exactly 1", alerts, order.UnclaimedGiveUpAfter)
 	}
-	// A nudge is a write that keeps the step marked unclaimed, so the
-	// stream announces it again and a Scheduler claims it.
+	if a := w.Alerts.Await(t, id, 10*time.Second); a.Kind != order.AlertStepUnclaimed || a.Step != first || a.Reason == "" {
+		t.Errorf("got alert %s, want StepUnclaimed with a reason", testenv.Describe(a))
+	}
+
+	// The bound: the next deadline gives the order up, with an alert.
+	if r := nudgeRound(t, w, id); r.Failed != 1 || r.Alerted != 1 {
+		t.Fatalf("after %d nudges: report %+v, want the step failed and alerted", order.UnclaimedGiveUpAfter, r)
+	}
+	st := w.Step(t, id, first)
+	o, err := w.Store.Order(context.Background(), id)
+	if err != nil || o.Status != order.StatusError || st.ProcessState != order.Error || st.AlertPending || !st.DueAt.IsZero() {
+		t.Fatalf("got order %s (%v), step %s, alert pending %v, due %s; want both Error, alerted, out of the due index",
+			o.Status, err, st.ProcessState, st.AlertPending, st.DueAt)
+	}
+	if a := w.Alerts.Await(t, id, 10*time.Second); a.Kind != order.AlertStepAbandoned {
+		t.Errorf("got alert %s, want StepAbandoned", testenv.Describe(a))
+	}
+	// Nothing is left to watch.
+	w.Clock.Advance(time.Hour)
+	if r := run(t, w); r.Examined != 0 {
+		t.Errorf("after giving up: a run examined %d orders, want 0", r.Examined)
+	}
+}
+
+// The unclaimed alert is recorded with its nudge: when publishing fails,
+// the next run that finds the order sends it, and a nudge still re-announces
+// the step, so a Scheduler can still claim it.
+func TestUnclaimedAlertSurvivesAFailedPublish(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	id := pendingUnclaimed(t, w)
+	for n := 1; n < order.UnclaimedAlertAfter; n++ {
+		nudgeRound(t, w, id)
+	}
+	// The alerting nudge, with SNS down: the nudge is written, the alert
+	// stays pending.
+	st := w.Step(t, id, first)
+	w.Clock.Advance(st.CompleteBy.Sub(w.Clock.Now()) + time.Millisecond)
+	broken := w.Supervisor(func(c *supervisor.Config) { c.Notifier = failingNotifier{} })
+	if r, err := broken.Run(context.Background()); err == nil || r.Nudged != 1 || r.Alerted != 0 {
+		t.Fatalf("report %+v, error %v; want the nudge made and the alert failed", r, err)
+	}
+	if st := w.Step(t, id, first); !st.AlertPending || st.AlertKind != order.AlertStepUnclaimed {
+		t.Fatalf("alert pending %v of kind %q, want a pending StepUnclaimed alert", st.AlertPending, st.AlertKind)
+	}
+	if r := nudgeRound(t, w, id); r.Alerted != 1 {
+		t.Fatalf("next run: report %+v, want the pending alert sent", r)
+	}
+	if a := w.Alerts.Await(t, id, 10*time.Second); a.Kind != order.AlertStepUnclaimed {
+		t.Errorf("got alert %s, want StepUnclaimed", testenv.Describe(a))
+	}
+	// The step is still Pending and marked for a claim.
 	claim(t, w, id)
+}
+
+type failingNotifier struct{}
+
+func (failingNotifier) Notify(context.Context, order.StepState) error {
+	return errors.New("sns: Publish: service unavailable")
 }
 
 func TestSchedulerCrashAfterClaimIsRecovered(t *testing.T) {

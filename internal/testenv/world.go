@@ -143,7 +143,7 @@ func (w *World) Scheduler(id string, tweaks ...func(*scheduler.Config)) *schedul
 func (w *World) Supervisor(tweaks ...func(*supervisor.Config)) *supervisor.Service {
 	alerter := sns.NewAlerter(w.Clients.SNS, w.Stack.AlertTopicARN)
 	cfg := supervisor.Config{
-		Store: w.Store, Notifier: alerting.NewNotifier(alerter, w.Store, w.Clock.Now), Publisher: alerter,
+		Store: w.Store, Notifier: alerting.NewNotifier(alerter, w.Store, w.Clock.Now),
 		Workflow: w.Workflow, Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard(),
 	}
 	for _, tweak := range tweaks {
