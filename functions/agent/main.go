@@ -26,18 +26,20 @@ func main() {
 	name := env.Required("AGENT_NAME")
 	remoteURL := env.Required("REMOTE_URL")
 	responseQueue := env.Required(resources.EnvResponseQueueURL)
+	margin := env.Duration(config.EnvReplyMargin, agent.DefaultReplyMargin)
 	awsCfg, err := config.Load(context.Background(), env)
 	if err != nil {
 		log.Error("cannot start", "error", err)
 		os.Exit(1)
 	}
 	svc := agent.New(agent.Config{
-		Name:    name,
-		Remote:  remote.NewClient(remoteURL, &http.Client{}),
-		Replies: sqs.NewReplies(awssqs.NewFromConfig(awsCfg), responseQueue),
-		Now:     time.Now,
-		Log:     log,
-		Metrics: metrics.New(os.Stdout, name+"-agent"),
+		Name:        name,
+		Remote:      remote.NewClient(remoteURL, &http.Client{}),
+		Replies:     sqs.NewReplies(awssqs.NewFromConfig(awsCfg), responseQueue),
+		ReplyMargin: margin,
+		Now:         time.Now,
+		Log:         log,
+		Metrics:     metrics.New(os.Stdout, name+"-agent"),
 	})
 	lambda.Start(svc.Handle)
 }

@@ -47,6 +47,7 @@ func newFunctions(s *Stack) *functions {
 		config.EnvMaxAllowance:     jsii.String(s.props.Timing.MaxAllowance.String()),
 		config.EnvFailureThreshold: jsii.String(strconv.Itoa(s.props.Timing.FailureThreshold)),
 		config.EnvClaimWithin:      jsii.String(s.props.Timing.ClaimWithin.String()),
+		config.EnvSkewGrace:        jsii.String(s.props.Timing.SkewGrace.String()),
 	}
 
 	// Submission: stores each order with its first step claimed and sends

@@ -55,6 +55,11 @@ func (b Backoff) Delay(n int, rnd float64) time.Duration {
 	return time.Duration(rnd * float64(ceiling))
 }
 
+// DefaultReplyMargin is how long before CompleteBy an agent stops calling,
+// so that its reply reaches the Scheduler inside the window. For short
+// windows it is at most a quarter of the time the request had left.
+const DefaultReplyMargin = 2 * time.Second
+
 // maxParallel bounds how many requests of one batch run at once. Messages
 // of a batch are independent, and a remote call may wait until CompleteBy,
 // so running them one after another would let one slow call starve the
@@ -67,6 +72,7 @@ type Service struct {
 	remote  Caller
 	replies Replier
 	backoff Backoff
+	margin  time.Duration
 	now     func() time.Time
 	rand    func() float64
 	log     *slog.Logger
@@ -79,9 +85,12 @@ type Config struct {
 	Remote  Caller
 	Replies Replier
 	Backoff Backoff
-	Now     func() time.Time
-	Log     *slog.Logger
-	Metrics *metrics.Recorder
+	// ReplyMargin is how long before CompleteBy the agent stops calling
+	// (see DefaultReplyMargin); zero means none.
+	ReplyMargin time.Duration
+	Now         func() time.Time
+	Log         *slog.Logger
+	Metrics     *metrics.Recorder
 }
 
 // New returns an agent.
@@ -89,7 +98,7 @@ func New(c Config) *Service {
 	if c.Backoff == (Backoff{}) {
 		c.Backoff = DefaultBackoff
 	}
-	return &Service{name: c.Name, remote: c.Remote, replies: c.Replies, backoff: c.Backoff,
+	return &Service{name: c.Name, remote: c.Remote, replies: c.Replies, backoff: c.Backoff, margin: c.ReplyMargin,
 		now: c.Now, rand: rand.Float64, log: c.Log.With("agent", c.Name), metrics: c.Metrics}
 }
 
@@ -133,14 +142,18 @@ func (s *Service) handleMessage(ctx context.Context, msg events.SQSMessage) erro
 // repeated.
 func (s *Service) Process(ctx context.Context, req order.StepRequest) error {
 	log := s.log.With("order_id", req.OrderID, "step", req.Step, "attempt", req.Attempt)
-	if !s.now().Before(req.CompleteBy) {
-		log.WarnContext(ctx, "request arrived after complete_by; not replying", "complete_by", req.CompleteBy)
+	// The agent stops a margin before CompleteBy, so that its reply lands
+	// inside the window.
+	arrived := s.now()
+	stopAt := req.CompleteBy.Add(-min(s.margin, req.CompleteBy.Sub(arrived)/4))
+	if !arrived.Before(stopAt) {
+		log.WarnContext(ctx, "request arrived too close to complete_by; not replying", "complete_by", req.CompleteBy)
 		s.metrics.Count(metrics.RepliesWithheld, 1, "order_id", req.OrderID, "step", req.Step)
 		return nil
 	}
-	callCtx, cancel := context.WithDeadline(ctx, req.CompleteBy)
+	callCtx, cancel := context.WithDeadline(ctx, stopAt)
 	defer cancel()
-	ref, calls, err := s.callWithRetry(callCtx, req)
+	ref, calls, err := s.callWithRetry(callCtx, req, stopAt)
 	log = log.With("remote_calls", calls)
 
 	rep := order.StepReply{OrderID: req.OrderID, Step: req.Step, Attempt: req.Attempt}
@@ -165,8 +178,8 @@ func (s *Service) Process(ctx context.Context, req order.StepRequest) error {
 }
 
 // callWithRetry calls the remote service until it succeeds, fails
-// permanently, or the next try could not start before CompleteBy.
-func (s *Service) callWithRetry(ctx context.Context, req order.StepRequest) (ref string, calls int, err error) {
+// permanently, or the next try could not start before stopAt.
+func (s *Service) callWithRetry(ctx context.Context, req order.StepRequest, stopAt time.Time) (ref string, calls int, err error) {
 	for n := 0; ; n++ {
 		calls++
 		s.metrics.Count(metrics.RemoteCalls, 1, "agent", s.name)
@@ -182,8 +195,8 @@ func (s *Service) callWithRetry(ctx context.Context, req order.StepRequest) (ref
 		if after, ok := remote.RetryAfter(err); ok && after > delay {
 			delay = after
 		}
-		if !s.now().Add(delay).Before(req.CompleteBy) {
-			return "", calls, fmt.Errorf("next retry in %s would pass complete_by: %w", delay, err)
+		if !s.now().Add(delay).Before(stopAt) {
+			return "", calls, fmt.Errorf("next retry in %s would leave no time to reply by complete_by: %w", delay, err)
 		}
 		s.log.DebugContext(ctx, "transient fault; retrying", "order_id", req.OrderID, "step", req.Step,
 			"retry", n+1, "delay", delay, "error", err)

@@ -509,3 +509,38 @@ func TestHandleRunsBatchInParallel(t *testing.T) {
 		t.Errorf("Handle() took %s, want about the blocked call's 1s deadline", elapsed)
 	}
 }
+
+// Finding 1 of the reliability review: the agent called until exactly
+// CompleteBy, so a success could come too late to count. It now stops a
+// margin before, at most a quarter of the time the request had left.
+func TestProcessStopsAMarginBeforeCompleteBy(t *testing.T) {
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name           string
+		window, waited time.Duration
+		wantStop       time.Duration // before CompleteBy
+	}{
+		{"a long window keeps the whole margin", 30 * time.Second, 0, 2 * time.Second},
+		{"a short window keeps a quarter of it", 2 * time.Second, 0, 500 * time.Millisecond},
+		{"a request that waited keeps a quarter of what is left", 2 * time.Second, time.Second, 250 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := request("k-"+tt.name, now.Add(tt.window))
+			caller := newFakeCaller(map[string][]result{req.OrderID: {ok("ch_1")}})
+			ag := agent.New(agent.Config{Name: order.AgentPayment, Remote: caller, Replies: &fakeReplier{},
+				ReplyMargin: 2 * time.Second, Now: func() time.Time { return now.Add(tt.waited) },
+				Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: metrics.Discard()})
+			if err := ag.Process(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+			calls := caller.callsFor(req.OrderID)
+			if len(calls) != 1 {
+				t.Fatalf("remote calls = %d, want 1", len(calls))
+			}
+			if want := req.CompleteBy.Add(-tt.wantStop); !calls[0].hasDeadline || !calls[0].deadline.Equal(want) {
+				t.Errorf("call deadline %s before CompleteBy, want %s", req.CompleteBy.Sub(calls[0].deadline), tt.wantStop)
+			}
+		})
+	}
+}

@@ -29,6 +29,9 @@ const (
 	EnvMaxAllowance     = "STEP_MAX_ALLOWANCE"
 	EnvFailureThreshold = "FAILURE_THRESHOLD"
 	EnvClaimWithin      = "CLAIM_WITHIN"
+	EnvSkewGrace        = "CLOCK_SKEW_GRACE"
+	// EnvReplyMargin is read by the agents alone.
+	EnvReplyMargin = "STEP_REPLY_MARGIN"
 )
 
 // Env reads variables and remembers what was wrong with them.
@@ -113,6 +116,7 @@ func (e *Env) Timing() order.Timing {
 		Allowance:        e.Duration(EnvAllowance, d.Allowance),
 		FailureThreshold: e.Int(EnvFailureThreshold, d.FailureThreshold),
 		ClaimWithin:      e.Duration(EnvClaimWithin, d.ClaimWithin),
+		SkewGrace:        e.Duration(EnvSkewGrace, d.SkewGrace),
 	}
 	// A short allowance without an explicit maximum keeps the default
 	// ratio rather than jumping to the default maximum.

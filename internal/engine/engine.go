@@ -258,7 +258,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	replier := sqs.NewReplies(e.fns.SQS, e.Stack.ResponseQueue.URL)
 	for name, q := range e.Stack.RequestQueues {
 		ag := agent.New(agent.Config{
-			Name: name, Remote: caller, Replies: replier, Backoff: e.cfg.AgentBackoff,
+			Name: name, Remote: caller, Replies: replier, Backoff: e.cfg.AgentBackoff, ReplyMargin: agent.DefaultReplyMargin,
 			Now: time.Now, Log: e.cfg.Log.With("service", "agent"), Metrics: e.metrics(name + "-agent"),
 		})
 		var handle SQSHandler = ag.Handle

@@ -59,7 +59,10 @@ func (w Workflow) Assess(s StepState, now time.Time) Recovery {
 	if s.AlertPending {
 		return Recovery{Action: SendAlert, Reason: s.LastError}
 	}
-	if !s.Expired(now) {
+	// A deadline counts as passed only SkewGrace after it: the actor that
+	// set it may run on a clock behind this one, and a reply sent inside
+	// the window may still be on its way.
+	if !s.Expired(now.Add(-w.SkewGrace)) {
 		return Recovery{Action: Leave}
 	}
 	switch s.ProcessState {

@@ -37,6 +37,10 @@ type Workflow struct {
 	// ClaimWithin bounds how long a Pending step may wait for a Scheduler
 	// before the Supervisor re-announces it.
 	ClaimWithin time.Duration
+	// SkewGrace is how long past a deadline the Supervisor waits before it
+	// acts: it covers the clock skew allowed between actors and a reply
+	// still on its way, so a success inside the window is never lost.
+	SkewGrace time.Duration
 }
 
 // Agents of the shipped order workflow.
@@ -59,10 +63,13 @@ type Timing struct {
 	MaxAllowance     time.Duration
 	FailureThreshold int
 	ClaimWithin      time.Duration
+	// SkewGrace: see Workflow.SkewGrace.
+	SkewGrace time.Duration
 }
 
 // DefaultTiming suits remote services that answer within seconds.
 var DefaultTiming = Timing{
+	SkewGrace:        5 * time.Second,
 	Allowance:        30 * time.Second,
 	MaxAllowance:     2 * time.Minute,
 	FailureThreshold: 3,
@@ -82,6 +89,7 @@ func OrderWorkflow(t Timing) Workflow {
 			step(StepArrangeShipping, AgentShipping),
 		},
 		ClaimWithin: t.ClaimWithin,
+		SkewGrace:   t.SkewGrace,
 	}
 }
 
@@ -96,6 +104,8 @@ func (t Timing) Validate() error {
 		return fmt.Errorf("failure threshold %d: must be at least 1: %w", t.FailureThreshold, ErrInvalid)
 	case t.ClaimWithin <= 0:
 		return fmt.Errorf("claim window %s: must be positive: %w", t.ClaimWithin, ErrInvalid)
+	case t.SkewGrace < 0:
+		return fmt.Errorf("skew grace %s: must not be negative: %w", t.SkewGrace, ErrInvalid)
 	}
 	return nil
 }

@@ -154,7 +154,8 @@ func (s *Service) runShard(ctx context.Context, shard int, now time.Time) (Repor
 		page dynamo.Cursor
 	)
 	for {
-		steps, next, err := s.store.DueSteps(ctx, shard, now, s.pageSize, page)
+		// Orders are looked at once their DueAt is a grace in the past.
+		steps, next, err := s.store.DueSteps(ctx, shard, now.Add(-s.workflow.SkewGrace), s.pageSize, page)
 		if err != nil {
 			return r, errors.Join(append(errs, fmt.Errorf("shard %d: %w", shard, err))...)
 		}

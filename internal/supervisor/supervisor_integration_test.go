@@ -397,3 +397,36 @@ func TestRetryLogsTheStoredFailureCount(t *testing.T) {
 		t.Fatalf("no retry logged: %s", logs.String())
 	}
 }
+
+// Finding 1 of the reliability review: the agent may work until
+// CompleteBy and the Supervisor failed the step a millisecond after it, so
+// a success inside the window, still in the response queue, lost: on the
+// last attempt the order ended in Error with the remote work done. The
+// Supervisor now waits out a grace (the allowed clock skew and reply
+// latency) past CompleteBy, and the agent stops a margin before it.
+func TestSuccessInsideItsWindowIsNotLostToTheSupervisor(t *testing.T) {
+	lastChance := order.Timing{Allowance: 10 * time.Second, MaxAllowance: 10 * time.Second, FailureThreshold: 1,
+		ClaimWithin: 5 * time.Second, SkewGrace: 2 * time.Second}
+	w := testenv.NewWorld(t, lastChance)
+	id := w.Submit(t, someOrder)
+	st := w.Step(t, id, first)
+	// The agent's success came in just inside the window; the Supervisor,
+	// whose clock runs a second ahead, runs before the reply is applied.
+	w.Clock.Advance(st.CompleteBy.Sub(w.Clock.Now()) + time.Second)
+	if r := run(t, w); r.Failed != 0 || r.Retried != 0 {
+		t.Fatalf("inside the grace: report %+v, want nothing done", r)
+	}
+	reply := testenv.ReplyEvent(order.StepReply{OrderID: id, Step: first, Attempt: 1, Outcome: order.Succeeded})
+	if resp, err := w.Scheduler("s1").HandleReplies(context.Background(), reply); err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("reply: %+v, %v", resp, err)
+	}
+	if got := w.Step(t, id, first); got.ProcessState != order.Processed {
+		t.Fatalf("got %s, want the success applied", got.ProcessState)
+	}
+	// Past the grace, a step with no reply is failed as before.
+	next := w.Step(t, id, order.StepChargePayment)
+	w.Clock.Advance(next.CompleteBy.Sub(w.Clock.Now()) + lastChance.SkewGrace + time.Millisecond)
+	if r := run(t, w); r.Failed != 1 {
+		t.Fatalf("past the grace: report %+v, want the silent step failed", r)
+	}
+}
