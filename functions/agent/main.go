@@ -27,6 +27,7 @@ func main() {
 	remoteURL := env.Required("REMOTE_URL")
 	responseQueue := env.Required(resources.EnvResponseQueueURL)
 	margin := env.Duration(config.EnvReplyMargin, agent.DefaultReplyMargin)
+	tryTimeout := env.Duration(config.EnvTryTimeout, agent.DefaultTryTimeout)
 	awsCfg, err := config.Load(context.Background(), env)
 	if err != nil {
 		log.Error("cannot start", "error", err)
@@ -37,6 +38,7 @@ func main() {
 		Remote:      remote.NewClient(remoteURL, &http.Client{}),
 		Replies:     sqs.NewReplies(awssqs.NewFromConfig(awsCfg), responseQueue),
 		ReplyMargin: margin,
+		TryTimeout:  tryTimeout,
 		Now:         time.Now,
 		Log:         log,
 		Metrics:     metrics.New(os.Stdout, name+"-agent"),

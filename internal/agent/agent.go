@@ -55,6 +55,10 @@ func (b Backoff) Delay(n int, rnd float64) time.Duration {
 	return time.Duration(rnd * float64(ceiling))
 }
 
+// DefaultTryTimeout bounds one call to a remote service, so that one hung
+// call does not use up the whole window: the agent retries after it.
+const DefaultTryTimeout = 10 * time.Second
+
 // DefaultReplyMargin is how long before CompleteBy an agent stops calling,
 // so that its reply reaches the Scheduler inside the window. For short
 // windows it is at most a quarter of the time the request had left.
@@ -73,6 +77,7 @@ type Service struct {
 	replies Replier
 	backoff Backoff
 	margin  time.Duration
+	tryFor  time.Duration
 	now     func() time.Time
 	rand    func() float64
 	log     *slog.Logger
@@ -88,9 +93,12 @@ type Config struct {
 	// ReplyMargin is how long before CompleteBy the agent stops calling
 	// (see DefaultReplyMargin); zero means none.
 	ReplyMargin time.Duration
-	Now         func() time.Time
-	Log         *slog.Logger
-	Metrics     *metrics.Recorder
+	// TryTimeout bounds each call (see DefaultTryTimeout); zero means a
+	// call may take the whole window.
+	TryTimeout time.Duration
+	Now        func() time.Time
+	Log        *slog.Logger
+	Metrics    *metrics.Recorder
 }
 
 // New returns an agent.
@@ -99,7 +107,7 @@ func New(c Config) *Service {
 		c.Backoff = DefaultBackoff
 	}
 	return &Service{name: c.Name, remote: c.Remote, replies: c.Replies, backoff: c.Backoff, margin: c.ReplyMargin,
-		now: c.Now, rand: rand.Float64, log: c.Log.With("agent", c.Name), metrics: c.Metrics}
+		tryFor: c.TryTimeout, now: c.Now, rand: rand.Float64, log: c.Log.With("agent", c.Name), metrics: c.Metrics}
 }
 
 // Handle processes a batch of requests in parallel. Only messages that must
@@ -183,7 +191,7 @@ func (s *Service) callWithRetry(ctx context.Context, req order.StepRequest, stop
 	for n := 0; ; n++ {
 		calls++
 		s.metrics.Count(metrics.RemoteCalls, 1, "agent", s.name)
-		ref, err = s.remote.Call(ctx, s.name, req)
+		ref, err = s.try(ctx, req)
 		if err == nil || errors.Is(err, remote.ErrPermanent) {
 			return ref, calls, err
 		}
@@ -206,6 +214,17 @@ func (s *Service) callWithRetry(ctx context.Context, req order.StepRequest, stop
 		case <-time.After(delay):
 		}
 	}
+}
+
+// try makes one call, bounded by the try timeout as well as the window. A
+// try that times out is a transient fault like any other.
+func (s *Service) try(ctx context.Context, req order.StepRequest) (string, error) {
+	if s.tryFor <= 0 {
+		return s.remote.Call(ctx, s.name, req)
+	}
+	tryCtx, cancel := context.WithTimeout(ctx, s.tryFor)
+	defer cancel()
+	return s.remote.Call(tryCtx, s.name, req)
 }
 
 func decodeRequest(body string) (order.StepRequest, error) {

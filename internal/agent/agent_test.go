@@ -544,3 +544,26 @@ func TestProcessStopsAMarginBeforeCompleteBy(t *testing.T) {
 		})
 	}
 }
+
+// One hung call must not eat the whole window: each try has its own
+// timeout, and the agent retries after it.
+func TestProcessTimesOutAHungTryAndRetries(t *testing.T) {
+	req := request("k-hung-try", time.Now().Add(3*time.Second))
+	caller := newFakeCaller(map[string][]result{req.OrderID: {hang, ok("ch_after_hang")}})
+	replier := &fakeReplier{}
+	ag := agent.New(agent.Config{Name: order.AgentPayment, Remote: caller, Replies: replier,
+		Backoff: agent.Backoff{Base: 10 * time.Millisecond, Cap: 50 * time.Millisecond}, TryTimeout: 200 * time.Millisecond,
+		Now: time.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: metrics.Discard()})
+	began := time.Now()
+	if err := ag.Process(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(began)
+	replies := replier.repliesFor(req.OrderID)
+	if len(replies) != 1 || replies[0].Outcome != order.Succeeded || replies[0].Reference != "ch_after_hang" {
+		t.Fatalf("replies %+v, want the second try's success", replies)
+	}
+	if calls := caller.callsFor(req.OrderID); len(calls) != 2 || took > time.Second {
+		t.Errorf("%d calls in %s, want 2 within about the 200ms try timeout, not the 3s window", len(calls), took)
+	}
+}

@@ -30,8 +30,9 @@ const (
 	EnvFailureThreshold = "FAILURE_THRESHOLD"
 	EnvClaimWithin      = "CLAIM_WITHIN"
 	EnvSkewGrace        = "CLOCK_SKEW_GRACE"
-	// EnvReplyMargin is read by the agents alone.
+	// EnvReplyMargin and EnvTryTimeout are read by the agents alone.
 	EnvReplyMargin = "STEP_REPLY_MARGIN"
+	EnvTryTimeout  = "STEP_TRY_TIMEOUT"
 )
 
 // Env reads variables and remembers what was wrong with them.

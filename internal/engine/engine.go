@@ -259,7 +259,8 @@ func (e *Engine) Run(ctx context.Context) error {
 	for name, q := range e.Stack.RequestQueues {
 		ag := agent.New(agent.Config{
 			Name: name, Remote: caller, Replies: replier, Backoff: e.cfg.AgentBackoff, ReplyMargin: agent.DefaultReplyMargin,
-			Now: time.Now, Log: e.cfg.Log.With("service", "agent"), Metrics: e.metrics(name + "-agent"),
+			TryTimeout: agent.DefaultTryTimeout,
+			Now:        time.Now, Log: e.cfg.Log.With("service", "agent"), Metrics: e.metrics(name + "-agent"),
 		})
 		var handle SQSHandler = ag.Handle
 		if e.cfg.WrapAgent != nil {
