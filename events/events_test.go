@@ -400,8 +400,6 @@ func (s *schedulerStore) CompleteStep(_ context.Context, c dynamo.Completion, no
 		ProcessState: order.Processing, LockedBy: c.Owner, CompleteBy: c.NextCompleteBy, Attempt: 1, UpdatedAt: now}, nil
 }
 
-func (s *schedulerStore) LowerDue(context.Context, order.StepState) error { return nil }
-
 func (s *schedulerStore) FailStep(_ context.Context, st order.StepState, _ string, _ time.Time) (order.StepState, error) {
 	s.failures = append(s.failures, st.OrderID+"/"+st.Step)
 	return st, nil

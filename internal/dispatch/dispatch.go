@@ -21,8 +21,15 @@ type Sender interface {
 
 // Releaser gives a claim back when its request could not be sent.
 type Releaser interface {
-	ReleaseClaim(ctx context.Context, st order.StepState, claimBy time.Time, reason string, now time.Time) (order.StepState, error)
+	ReleaseClaim(ctx context.Context, st order.StepState, claimBy time.Time, reason string, announce bool, now time.Time) (order.StepState, error)
 }
+
+// ReleasesBeforeBackoff is how many times a step's claim is released and
+// re-announced at once. A send that keeps failing (a deleted queue, a
+// broken permission) would otherwise loop through the stream for ever;
+// after that the Supervisor's re-announcements take over, which back off,
+// alert operators and finally give the order up.
+const ReleasesBeforeBackoff = 3
 
 // Dispatcher sends claimed steps' requests.
 type Dispatcher struct {
@@ -54,7 +61,8 @@ func (d *Dispatcher) Send(ctx context.Context, o order.Order, st order.StepState
 	}
 	now := d.now()
 	reason := "request not sent: " + err.Error()
-	if _, rerr := d.releaser.ReleaseClaim(ctx, st, now.Add(d.claimWithin), reason, now); rerr != nil {
+	announce := st.Releases+1 < ReleasesBeforeBackoff
+	if _, rerr := d.releaser.ReleaseClaim(ctx, st, now.Add(d.claimWithin), reason, announce, now); rerr != nil {
 		log.ErrorContext(ctx, "request not sent and claim not released; the Supervisor retries the step after complete_by",
 			"complete_by", st.CompleteBy, "error", err, "release_error", rerr)
 		return

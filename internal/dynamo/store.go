@@ -72,6 +72,9 @@ func (s *Store) CreateOrder(ctx context.Context, o order.Order, steps []order.St
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
 		existing, _, derr := decode(ccf.Item)
+		if ccf.Item == nil { // an endpoint that does not hand the item back
+			existing, _, derr = s.GetOrder(ctx, o.ID)
+		}
 		if derr != nil {
 			return order.Order{}, fmt.Errorf("create order %s: read the stored order: %w", o.ID, derr)
 		}
@@ -136,8 +139,15 @@ func orderKey(orderID string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{attrOrderID: &types.AttributeValueMemberS{Value: orderID}}
 }
 
+// staleError is a failed condition, with the item as it was.
+type staleError struct{ old orderRecord }
+
+func (e *staleError) Error() string { return order.ErrStale.Error() }
+func (e *staleError) Unwrap() error { return order.ErrStale }
+
 // update makes one conditional UpdateItem and returns the item as written.
-// A failed condition returns order.ErrStale.
+// A failed condition returns an error wrapping order.ErrStale that holds
+// the item as it was (a *staleError).
 func (s *Store) update(ctx context.Context, orderID string, cond expression.ConditionBuilder, upd expression.UpdateBuilder) (orderRecord, error) {
 	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
 	if err != nil {
@@ -151,10 +161,14 @@ func (s *Store) update(ctx context.Context, orderID string, cond expression.Cond
 		ExpressionAttributeNames:  expr.Names(),
 		ExpressionAttributeValues: expr.Values(),
 		ReturnValues:              types.ReturnValueAllNew,
+		// The item as it was comes back with a failed condition, at no
+		// extra capacity, so a caller can tell why it failed.
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		return orderRecord{}, order.ErrStale
+		old, _ := unmarshal(ccf.Item) // an unreadable item is simply stale
+		return orderRecord{}, &staleError{old: old}
 	}
 	if err != nil {
 		return orderRecord{}, err

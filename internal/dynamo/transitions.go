@@ -63,6 +63,10 @@ func (s *Store) ClaimStep(ctx context.Context, seen order.StepState, owner strin
 	upd := claim(expression.UpdateBuilder{}, i, owner, completeBy).
 		Set(expression.Name(stepAttr(i, "Attempt")), expression.Name(stepAttr(i, "Attempt")).Plus(expression.Value(1))).
 		Remove(expression.Name(attrUnclaimed)).
+		// A Pending step's only alert is StepUnclaimed, which the claim
+		// answers: it is not sent any more.
+		Remove(expression.Name(attrAlertPending)).
+		Remove(expression.Name(attrAlertKind)).
 		// The claim's deadline becomes the Supervisor's: DueAt may
 		// never be later than the active step's CompleteBy.
 		Set(expression.Name(attrDueAt), msValue(completeBy))
@@ -123,49 +127,62 @@ func (s *Store) CompleteStep(ctx context.Context, c Completion, now time.Time) (
 		Set(expression.Name(stepAttr(j, "Updated")), msValue(now)).
 		Set(expression.Name(attrActive), expression.Value(j)).
 		Set(expression.Name(attrStatus), expression.Value(order.StatusProcessing))
-	return s.transition(ctx, "complete", c.Step, j, cond, upd)
+	// DueAt stays where it is, which costs no index write, as long as it
+	// is not later than the new deadline. After a retry with a longer
+	// allowance it is: then the write sets it, in the same write.
+	dueNotLater := expression.AttributeNotExists(expression.Name(attrDueAt)).
+		Or(expression.Name(attrDueAt).LessThanEqual(msValue(c.NextCompleteBy)))
+	o, next, err := s.transition(ctx, "complete", c.Step, j, cond.And(dueNotLater), upd)
+	var stale *staleError
+	if errors.As(err, &stale) && fenceHolds(stale.old, c) && stale.old.DueAt > millis(c.NextCompleteBy) {
+		return s.transition(ctx, "complete", c.Step, j, cond, upd.Set(expression.Name(attrDueAt), msValue(c.NextCompleteBy)))
+	}
+	return o, next, err
 }
 
-// LowerDue brings the order's DueAt down to the claimed step st's
-// CompleteBy. CompleteStep leaves DueAt where submission put it, which
-// costs no index write; DueAt then lags the deadlines, which the
-// Supervisor handles. It can only end up later than the new deadline after
-// a retry with a longer allowance, and then the caller lowers it.
-func (s *Store) LowerDue(ctx context.Context, st order.StepState) error {
-	cond := expression.Name(attrDueAt).GreaterThan(msValue(st.CompleteBy))
-	_, err := s.update(ctx, st.OrderID, cond, expression.Set(expression.Name(attrDueAt), msValue(st.CompleteBy)))
-	if errors.Is(err, order.ErrStale) {
-		return nil // already lower, or the order moved on
+// fenceHolds reports whether old still satisfies a completion's fence, so
+// that only its DueAt condition failed.
+func fenceHolds(old orderRecord, c Completion) bool {
+	i, j := c.Step.Index, c.NextIndex
+	if old.Active == nil || *old.Active != i || i >= len(old.Steps) || j >= len(old.Steps) {
+		return false
 	}
-	if err != nil {
-		return fmt.Errorf("lower the due time of order %s: %w", st.OrderID, err)
-	}
-	return nil
+	done, next := old.Steps[i], old.Steps[j]
+	return done.Step == c.Step.Step && done.State == string(order.Processing) && done.Attempt == c.Step.Attempt &&
+		next.Step == c.Next.Name && next.State == string(order.NotStarted)
 }
 
 // ReleaseClaim undoes a claim whose request could not be sent: the step
-// becomes Pending and unclaimed again, to be claimed by claimBy, without
-// counting a failure, since no agent ever saw it. The change invokes a
-// Scheduler through the stream at once. Only the claim's owner, on the same
-// attempt, can release it.
-func (s *Store) ReleaseClaim(ctx context.Context, st order.StepState, claimBy time.Time, reason string, now time.Time) (order.StepState, error) {
+// becomes Pending again, to be claimed by claimBy, without counting a
+// failure, since no agent ever saw it, and the release is counted. With
+// announce, the step is marked unclaimed, which invokes a Scheduler through
+// the stream at once; without it, the step waits for the Supervisor's
+// re-announcements, which back off, alert and finally give it up. Only the
+// claim's owner, on the same attempt, can release it.
+func (s *Store) ReleaseClaim(ctx context.Context, st order.StepState, claimBy time.Time, reason string, announce bool, now time.Time) (order.StepState, error) {
 	i := st.Index
 	cond := on(st, order.Processing).And(expression.Name(stepAttr(i, "LockedBy")).Equal(expression.Value(st.LockedBy)))
-	upd := pending(expression.UpdateBuilder{}, st, claimBy).
-		Set(expression.Name(stepAttr(i, "LastError")), expression.Value(reason))
+	upd := pending(expression.UpdateBuilder{}, st, claimBy, announce).
+		Set(expression.Name(stepAttr(i, "LastError")), expression.Value(reason)).
+		// The write is fenced on the claim, so st's count is the stored one.
+		Set(expression.Name(stepAttr(i, "Releases")), expression.Value(st.Releases+1))
 	_, out, err := s.transition(ctx, "release", st, i, cond, touched(upd, i, now))
 	return out, err
 }
 
-// pending makes step st Pending and unclaimed, to be claimed by claimBy,
-// which is also when the Supervisor looks again.
-func pending(upd expression.UpdateBuilder, st order.StepState, claimBy time.Time) expression.UpdateBuilder {
+// pending makes step st Pending, to be claimed by claimBy, which is also
+// when the Supervisor looks again. With announce it is marked unclaimed,
+// which invokes a Scheduler through the stream.
+func pending(upd expression.UpdateBuilder, st order.StepState, claimBy time.Time, announce bool) expression.UpdateBuilder {
 	i := st.Index
-	return upd.Set(expression.Name(stepAttr(i, "State")), expression.Value(order.Pending)).
+	upd = upd.Set(expression.Name(stepAttr(i, "State")), expression.Value(order.Pending)).
 		Remove(expression.Name(stepAttr(i, "LockedBy"))).
 		Set(expression.Name(stepAttr(i, "CompleteBy")), msValue(claimBy)).
-		Set(expression.Name(attrUnclaimed), expression.Value(st.Step)).
 		Set(expression.Name(attrDueAt), msValue(claimBy))
+	if announce {
+		upd = upd.Set(expression.Name(attrUnclaimed), expression.Value(st.Step))
+	}
+	return upd
 }
 
 // FailStep applies an agent's permanent-failure reply: the step and the
@@ -218,7 +235,7 @@ func (s *Store) fail(ctx context.Context, st order.StepState, cond expression.Co
 // failure and makes it Pending again, to be claimed by claimBy.
 func (s *Store) RetryStep(ctx context.Context, st order.StepState, claimBy time.Time, reason string, now time.Time) (order.StepState, error) {
 	i := st.Index
-	upd := pending(expression.UpdateBuilder{}, st, claimBy).
+	upd := pending(expression.UpdateBuilder{}, st, claimBy, true).
 		Set(expression.Name(stepAttr(i, "Failures")), expression.Name(stepAttr(i, "Failures")).Plus(expression.Value(1))).
 		Set(expression.Name(stepAttr(i, "LastError")), expression.Value(reason))
 	_, out, err := s.transition(ctx, "retry", st, i, expired(st, order.Processing, now), touched(upd, i, now))
@@ -233,7 +250,7 @@ func (s *Store) RetryStep(ctx context.Context, st order.StepState, claimBy time.
 func (s *Store) NudgeStep(ctx context.Context, st order.StepState, claimBy time.Time, reason string, alert bool, now time.Time) (order.StepState, error) {
 	i := st.Index
 	cond := expired(st, order.Pending, now).And(expression.AttributeNotExists(expression.Name(stepAttr(i, "LockedBy"))))
-	upd := pending(expression.UpdateBuilder{}, st, claimBy).
+	upd := pending(expression.UpdateBuilder{}, st, claimBy, true).
 		Set(expression.Name(stepAttr(i, "Nudges")), expression.Name(stepAttr(i, "Nudges")).Plus(expression.Value(1)))
 	if alert {
 		upd = upd.Set(expression.Name(attrAlertPending), expression.Value(true)).

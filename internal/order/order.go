@@ -100,6 +100,9 @@ type StepState struct {
 	// Nudges counts how often the Supervisor re-announced a Pending step
 	// that no Scheduler claimed in time.
 	Nudges int
+	// Releases counts claims given back because their request could not
+	// be sent.
+	Releases int
 	// AlertPending is set together with the state that needs an alert
 	// (Error, or a step nobody claims) and cleared once operators were
 	// alerted, so an alert is never lost between two writes. AlertKind

@@ -56,7 +56,10 @@ type Recovery struct {
 // before anything else, so a step inside its CompleteBy window is never
 // touched, however often it failed before.
 func (w Workflow) Assess(s StepState, now time.Time) Recovery {
-	if s.AlertPending {
+	// An unsent alert goes first, except that a Pending step past its
+	// deadline is re-announced even so (the Supervisor sends the alert
+	// with the nudge), so a publish that keeps failing holds nothing up.
+	if s.AlertPending && (s.ProcessState != Pending || !s.Expired(now.Add(-w.SkewGrace))) {
 		return Recovery{Action: SendAlert, Reason: s.LastError}
 	}
 	// A deadline counts as passed only SkewGrace after it: the actor that

@@ -79,7 +79,8 @@ func TestWorkflowAssess(t *testing.T) {
 		{"pending expired, 8th nudge", state(order.Pending, past, nudges(7)), order.Recovery{Action: order.Nudge, CompleteBy: now.Add(8 * timing.ClaimWithin)}, "unclaimed"},
 		// Then the order is given up, in Error, with an alert.
 		{"pending expired after 8 nudges gives up", state(order.Pending, past, nudges(8)), order.Recovery{Action: order.Fail, AlertKind: order.AlertStepAbandoned}, "given up"},
-		{"pending with an unsent alert sends it", state(order.Pending, past, func(s *order.StepState) { s.Nudges, s.AlertPending, s.LastError = 3, true, "unclaimed" }), order.Recovery{Action: order.SendAlert, Reason: "unclaimed"}, "unclaimed"},
+		{"pending with an unsent alert sends it", state(order.Pending, future, func(s *order.StepState) { s.Nudges, s.AlertPending, s.LastError = 3, true, "unclaimed" }), order.Recovery{Action: order.SendAlert, Reason: "unclaimed"}, "unclaimed"},
+		{"pending past its deadline with an unsent alert is still re-announced", state(order.Pending, past, func(s *order.StepState) { s.Nudges, s.AlertPending, s.LastError = 3, true, "unclaimed" }), order.Recovery{Action: order.Nudge, CompleteBy: now.Add(8 * timing.ClaimWithin)}, "unclaimed"},
 		{"pending inside window", state(order.Pending, future, nudges(2)), order.Recovery{Action: order.Leave}, ""},
 		{"pending exactly at CompleteBy", state(order.Pending, now, nudges(2)), order.Recovery{Action: order.Leave}, ""},
 		{"error with alert pending, expired", state(order.Error, past, func(s *order.StepState) { s.AlertPending, s.LastError = true, "card declined" }), order.Recovery{Action: order.SendAlert, Reason: "card declined"}, "card declined"},

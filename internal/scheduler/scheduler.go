@@ -30,7 +30,6 @@ import (
 type Store interface {
 	ClaimStep(ctx context.Context, seen order.StepState, owner string, completeBy, now time.Time) (order.Order, order.StepState, error)
 	CompleteStep(ctx context.Context, c dynamo.Completion, now time.Time) (order.Order, order.StepState, error)
-	LowerDue(ctx context.Context, st order.StepState) error
 	FailStep(ctx context.Context, st order.StepState, reason string, now time.Time) (order.StepState, error)
 }
 
@@ -286,13 +285,6 @@ func (s *Service) complete(ctx context.Context, log *slog.Logger, done order.Ste
 	}
 	log.InfoContext(ctx, "step processed", "reference", reference)
 	s.metrics.Count(metrics.StepsClaimed, 1, "order_id", claimed.OrderID, "step", claimed.Step)
-	if claimed.DueAt.After(claimed.CompleteBy) {
-		if err := s.store.LowerDue(ctx, claimed); err != nil {
-			// The step is safe: the Supervisor still looks at DueAt,
-			// only later than the new deadline.
-			log.WarnContext(ctx, "supervisor deadline not lowered", "error", err)
-		}
-	}
 	s.dispatcher.Send(ctx, o, claimed)
 	return nil
 }

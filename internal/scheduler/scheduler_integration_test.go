@@ -11,12 +11,16 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"orderly/internal/dispatch"
 	"orderly/internal/order"
 	"orderly/internal/scheduler"
 	"orderly/internal/testenv"
 )
 
 var timing = order.Timing{Allowance: 10 * time.Second, MaxAllowance: 40 * time.Second, FailureThreshold: 3, ClaimWithin: 5 * time.Second}
+
+// dispatchReleasesBeforeBackoff mirrors dispatch.ReleasesBeforeBackoff.
+const dispatchReleasesBeforeBackoff = dispatch.ReleasesBeforeBackoff
 
 var someOrder = order.Submission{CustomerID: "c-1", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 2}}}
 
@@ -309,5 +313,51 @@ func TestStaleStreamImageClaimsNothing(t *testing.T) {
 	if got.ProcessState != order.Processing || got.Attempt != 3 || !got.CompleteBy.Equal(want) {
 		t.Errorf("got %s attempt %d until %s, want Processing attempt 3 until %s (the allowance after 2 failures)",
 			got.ProcessState, got.Attempt, got.CompleteBy, want)
+	}
+}
+
+// Review finding: a send that keeps failing released the claim, which the
+// stream re-claimed at once, for ever, with no alert. After a few
+// releases the step is left to the Supervisor's re-announcements, which
+// back off, alert and finally give the order up.
+func TestASendThatKeepsFailingStopsBeingReannouncedAtOnce(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	id := w.Submit(t, someOrder)
+	w.Requests(t, order.AgentInventory)
+	broken := w.Scheduler("broken", func(c *scheduler.Config) { c.Dispatcher = w.BrokenDispatcher() })
+	mustApplyReplies(t, broken, order.StepReply{OrderID: id, Step: order.StepReserveInventory, Attempt: 1, Outcome: order.Succeeded})
+	for round := 1; ; round++ {
+		ev := w.StreamEvent(t, id)
+		st := w.Step(t, id, order.StepChargePayment)
+		if _, unclaimed := ev.Records[0].Change.NewImage["Unclaimed"]; !unclaimed {
+			if st.ProcessState != order.Pending || st.Releases != dispatchReleasesBeforeBackoff || st.FailureCount != 0 {
+				t.Fatalf("after %d releases: step %s with %d failures, want Pending, no failure, left to the Supervisor after %d releases",
+					st.Releases, st.ProcessState, st.FailureCount, dispatchReleasesBeforeBackoff)
+			}
+			return
+		}
+		if round > 10 {
+			t.Fatalf("still re-announced at once after %d failed sends", round)
+		}
+		mustHandleStream(t, broken, ev)
+	}
+}
+
+// Review finding: an unclaimed alert whose step was claimed before the
+// alert went out stayed pending and followed the order to later steps.
+// A claim drops it: the step is claimed, so the alert has nothing to say.
+func TestAClaimDropsAPendingUnclaimedAlert(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	id := w.Submit(t, someOrder)
+	timeOut(t, w, id)
+	st := w.Step(t, id, order.StepReserveInventory)
+	now := w.Clock.Now()
+	w.Clock.Advance(st.CompleteBy.Sub(now) + time.Millisecond)
+	if _, err := w.Store.NudgeStep(context.Background(), st, w.Clock.Now().Add(timing.ClaimWithin), "unclaimed", true, w.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	mustHandleStream(t, w.Scheduler("s1"), w.StreamEvent(t, id))
+	if got := w.Step(t, id, order.StepReserveInventory); got.ProcessState != order.Processing || got.AlertPending {
+		t.Fatalf("got %s with alert pending %v, want Processing with no alert left", got.ProcessState, got.AlertPending)
 	}
 }

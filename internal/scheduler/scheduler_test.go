@@ -53,7 +53,6 @@ func (s *claimLog) ClaimStep(_ context.Context, seen order.StepState, owner stri
 func (s *claimLog) CompleteStep(context.Context, dynamo.Completion, time.Time) (order.Order, order.StepState, error) {
 	return order.Order{}, order.StepState{}, errors.New("not expected")
 }
-func (s *claimLog) LowerDue(context.Context, order.StepState) error { return nil }
 func (s *claimLog) FailStep(context.Context, order.StepState, string, time.Time) (order.StepState, error) {
 	return order.StepState{}, errors.New("not expected")
 }

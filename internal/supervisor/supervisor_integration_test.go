@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"orderly/internal/dynamo"
 	"orderly/internal/order"
 	"orderly/internal/supervisor"
 	"orderly/internal/testenv"
@@ -428,5 +429,28 @@ func TestSuccessInsideItsWindowIsNotLostToTheSupervisor(t *testing.T) {
 	w.Clock.Advance(next.CompleteBy.Sub(w.Clock.Now()) + lastChance.SkewGrace + time.Millisecond)
 	if r := run(t, w); r.Failed != 1 {
 		t.Fatalf("past the grace: report %+v, want the silent step failed", r)
+	}
+}
+
+// Review finding: a completion left DueAt where it was and lowered it in
+// a second, best-effort write; a crash between the two left DueAt later
+// than the new step's deadline. The completion now keeps the invariant in
+// its own write.
+func TestCompletionAfterALongRetryNeverLeavesDueAtLate(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	id := w.Submit(t, someOrder)
+	expire(t, w, id)
+	run(t, w)
+	long := claim(t, w, id) // attempt 2: twice the allowance
+	next, _ := w.Workflow.Step(order.StepChargePayment)
+	// The completion write alone, as if the Scheduler died right after it.
+	_, claimed, err := w.Store.CompleteStep(context.Background(), dynamo.Completion{
+		Step: long, Next: &next, NextIndex: 1, Owner: "s1", NextCompleteBy: w.Clock.Now().Add(next.Allowance),
+	}, w.Clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if claimed.DueAt.After(claimed.CompleteBy) {
+		t.Fatalf("DueAt %s is after the new deadline %s", claimed.DueAt, claimed.CompleteBy)
 	}
 }
