@@ -177,12 +177,34 @@ func (s *Service) Process(ctx context.Context, req order.StepRequest) error {
 		s.metrics.Count(metrics.RepliesWithheld, 1, "order_id", req.OrderID, "step", req.Step)
 		return nil
 	}
-	if err := s.replies.SendReply(ctx, rep); err != nil {
+	if err := s.sendReply(ctx, rep, req.CompleteBy); err != nil {
 		log.ErrorContext(ctx, "reply not sent; request will be redelivered", "error", err)
 		return err
 	}
 	log.InfoContext(ctx, "replied", "outcome", rep.Outcome, "reference", rep.Reference, "reason", rep.Reason)
 	return nil
+}
+
+// sendReply sends a reply, trying again with backoff while the window
+// lasts: a reply the response queue refused would otherwise come back only
+// with its request, after the queue's visibility timeout, when it is
+// always too late.
+func (s *Service) sendReply(ctx context.Context, rep order.StepReply, until time.Time) error {
+	for n := 0; ; n++ {
+		err := s.replies.SendReply(ctx, rep)
+		if err == nil {
+			return nil
+		}
+		delay := s.backoff.Delay(n, s.rand())
+		if ctx.Err() != nil || !s.now().Add(delay).Before(until) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+	}
 }
 
 // callWithRetry calls the remote service until it succeeds, fails

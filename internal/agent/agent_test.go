@@ -133,6 +133,9 @@ type sentReply struct {
 // fakeReplier records replies; it fails for the order ids in failFor.
 type fakeReplier struct {
 	failFor map[string]bool
+	// failTimes fails the first n sends for an order.
+	failTimes map[string]int
+	failed    map[string]int
 
 	mu      sync.Mutex
 	replies []sentReply
@@ -144,6 +147,13 @@ func (f *fakeReplier) SendReply(ctx context.Context, rep order.StepReply) error 
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.failed == nil {
+		f.failed = map[string]int{}
+	}
+	if f.failed[rep.OrderID] < f.failTimes[rep.OrderID] {
+		f.failed[rep.OrderID]++
+		return errors.New("sqs: SendMessage: service unavailable")
+	}
 	f.replies = append(f.replies, sentReply{reply: rep, at: time.Now()})
 	return nil
 }
@@ -367,7 +377,7 @@ func TestProcessAfterCompleteBy(t *testing.T) {
 }
 
 func TestProcessReplyFails(t *testing.T) {
-	req := request("k-reply-fails", time.Now().Add(5*time.Second))
+	req := request("k-reply-fails", time.Now().Add(300*time.Millisecond))
 	caller := newFakeCaller(map[string][]result{req.OrderID: {ok("ch_1")}})
 	replier := &fakeReplier{failFor: map[string]bool{req.OrderID: true}}
 	if err := newAgent(caller, replier, nil).Process(context.Background(), req); err == nil {
@@ -376,7 +386,7 @@ func TestProcessReplyFails(t *testing.T) {
 }
 
 func TestHandleReportsOnlyMessagesToSeeAgain(t *testing.T) {
-	completeBy := time.Now().Add(5 * time.Second)
+	completeBy := time.Now().Add(time.Second)
 	good := request("k-good", completeBy)
 	replyFails := request("k-reply-fails", completeBy)
 	declined := request("k-declined", completeBy)
@@ -565,5 +575,24 @@ func TestProcessTimesOutAHungTryAndRetries(t *testing.T) {
 	}
 	if calls := caller.callsFor(req.OrderID); len(calls) != 2 || took > time.Second {
 		t.Errorf("%d calls in %s, want 2 within about the 200ms try timeout, not the 3s window", len(calls), took)
+	}
+}
+
+// Finding 10 of the reliability review: a reply the agent could not send
+// came back only with its request, after the queue's visibility timeout,
+// always past CompleteBy. The agent now keeps trying to send it while the
+// window lasts.
+func TestProcessRetriesAReplyItCouldNotSend(t *testing.T) {
+	req := request("k-reply-retried", time.Now().Add(3*time.Second))
+	caller := newFakeCaller(map[string][]result{req.OrderID: {ok("ch_1")}})
+	replier := &fakeReplier{failTimes: map[string]int{req.OrderID: 2}}
+	if err := newAgent(caller, replier, nil).Process(context.Background(), req); err != nil {
+		t.Fatalf("Process() = %v, want the third send to succeed", err)
+	}
+	if got := replier.repliesFor(req.OrderID); len(got) != 1 || got[0].Outcome != order.Succeeded {
+		t.Errorf("replies %+v, want the success sent once", got)
+	}
+	if calls := caller.callsFor(req.OrderID); len(calls) != 1 {
+		t.Errorf("remote calls = %d, want 1: only the reply is retried", len(calls))
 	}
 }
