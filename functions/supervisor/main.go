@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awssns "github.com/aws/aws-sdk-go-v2/service/sns"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"orderly/internal/alerting"
 	"orderly/internal/config"
@@ -18,6 +19,7 @@ import (
 	"orderly/internal/order"
 	"orderly/internal/resources"
 	"orderly/internal/sns"
+	"orderly/internal/sqs"
 	"orderly/internal/supervisor"
 )
 
@@ -26,7 +28,10 @@ func main() {
 	env := config.FromOS()
 	ordersTable := env.Required(resources.EnvOrdersTable)
 	topicARN := env.Required(resources.EnvAlertTopicARN)
-	timing := env.Timing()
+	workflow := order.OrderWorkflow(env.Timing())
+	// The Supervisor asks the agents' queues for their backlog, to tell
+	// queue wait from a timeout.
+	queues := env.RequestQueueURLs(workflow.Agents())
 	awsCfg, err := config.Load(context.Background(), env)
 	if err != nil {
 		log.Error("cannot start", "error", err)
@@ -37,7 +42,8 @@ func main() {
 	svc := supervisor.New(supervisor.Config{
 		Store:    store,
 		Notifier: alerting.NewNotifier(alerter, store, time.Now),
-		Workflow: order.OrderWorkflow(timing),
+		Backlogs: sqs.NewRequests(awssqs.NewFromConfig(awsCfg), queues),
+		Workflow: workflow,
 		Now:      time.Now,
 		Log:      log,
 		Metrics:  metrics.New(os.Stdout, "supervisor"),

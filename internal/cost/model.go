@@ -200,10 +200,17 @@ func (p Prices) Estimate(u PerOrder, load Load, mem Memory, httpAPI bool) Estima
 		u.RequestMessages*share*secs(a.HandlerMillis["agent"]+a.RemoteCallMillis)*mem.Agent/1024
 	add("Lambda duration (arm64)", gbs, "GB-s", per.LambdaGBSeconds)
 
-	sends := u.Calls[Op{"SQS", "SendMessage"}] + u.Calls[Op{"SQS", "SendMessageBatch"}]
+	// The functions' own SQS requests (sends, the Supervisor's backlog
+	// reads), and Lambda's pollers', which receive and delete each batch
+	// with one request each.
+	functionsSQS := 0.0
+	for op, n := range u.Calls {
+		if op.Service == "SQS" {
+			functionsSQS += n
+		}
+	}
 	messages := u.RequestMessages + u.ReplyMessages
-	// Lambda's pollers receive and delete each batch with one request each.
-	sqsRequests := sends + 2*messages/load.SQSBatch
+	sqsRequests := functionsSQS + 2*messages/load.SQSBatch
 	add("SQS requests", sqsRequests, "requests", per.SQSRequests)
 
 	add("DynamoDB writes (table)", u.TableWrites, "WRU", per.DynamoDBWrites)

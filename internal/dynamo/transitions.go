@@ -62,6 +62,7 @@ func (s *Store) ClaimStep(ctx context.Context, seen order.StepState, owner strin
 		And(expression.AttributeNotExists(expression.Name(stepAttr(i, "LockedBy"))))
 	upd := claim(expression.UpdateBuilder{}, i, owner, completeBy).
 		Set(expression.Name(stepAttr(i, "Attempt")), expression.Name(stepAttr(i, "Attempt")).Plus(expression.Value(1))).
+		Remove(expression.Name(stepAttr(i, "Deferrals"))).
 		Remove(expression.Name(attrUnclaimed)).
 		// A Pending step's only alert is StepUnclaimed, which the claim
 		// answers: it is not sent any more.
@@ -239,6 +240,21 @@ func (s *Store) RetryStep(ctx context.Context, st order.StepState, claimBy time.
 		Set(expression.Name(stepAttr(i, "Failures")), expression.Name(stepAttr(i, "Failures")).Plus(expression.Value(1))).
 		Set(expression.Name(stepAttr(i, "LastError")), expression.Value(reason))
 	_, out, err := s.transition(ctx, "retry", st, i, expired(st, order.Processing, now), touched(upd, i, now))
+	return out, err
+}
+
+// DeferStep moves the deadline of a Processing step whose request most
+// likely waits in a backlogged queue, without counting a failure. Like
+// RetryStep it only succeeds on the same attempt after the deadline.
+func (s *Store) DeferStep(ctx context.Context, st order.StepState, completeBy time.Time, reason string, now time.Time) (order.StepState, error) {
+	i := st.Index
+	upd := expression.Set(expression.Name(stepAttr(i, "CompleteBy")), msValue(completeBy)).
+		Set(expression.Name(attrDueAt), msValue(completeBy)).
+		// Fenced on the attempt and its expired deadline: st's count is
+		// the stored one.
+		Set(expression.Name(stepAttr(i, "Deferrals")), expression.Value(st.Deferrals+1)).
+		Set(expression.Name(stepAttr(i, "LastError")), expression.Value(reason))
+	_, out, err := s.transition(ctx, "defer", st, i, expired(st, order.Processing, now), touched(upd, i, now))
 	return out, err
 }
 

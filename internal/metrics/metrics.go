@@ -25,6 +25,7 @@ const (
 	StaleReplies    = "StaleReplies"
 	StepsRetried    = "StepsRetried"
 	StepsNudged     = "StepsNudged"
+	StepsDeferred   = "StepsDeferred"
 	AlertsSent      = "AlertsSent"
 	RemoteCalls     = "RemoteCalls"
 	RemoteFaults    = "RemoteFaults"

@@ -103,6 +103,9 @@ type StepState struct {
 	// Releases counts claims given back because their request could not
 	// be sent.
 	Releases int
+	// Deferrals counts how often this attempt's deadline was moved
+	// because its agent's queue had a backlog.
+	Deferrals int
 	// AlertPending is set together with the state that needs an alert
 	// (Error, or a step nobody claims) and cleared once operators were
 	// alerted, so an alert is never lost between two writes. AlertKind

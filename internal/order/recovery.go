@@ -20,11 +20,18 @@ const (
 	Nudge
 	// SendAlert publishes an operator alert that was recorded but not yet sent.
 	SendAlert
+	// Defer moves the deadline of a step whose request is most likely
+	// still waiting in a backlogged queue: back-pressure, not a failure.
+	Defer
 )
 
 func (a Action) String() string {
-	return [...]string{"leave", "retry", "fail", "nudge", "alert"}[a]
+	return [...]string{"leave", "retry", "fail", "nudge", "alert", "defer"}[a]
 }
+
+// MaxDeferrals bounds how often one attempt's deadline is moved because
+// its agent's queue has a backlog; after that a timeout counts as one.
+const MaxDeferrals = 10
 
 // A Pending step that no Scheduler claims is re-announced (nudged) with a
 // claim window that doubles each time, from ClaimWithin up to
@@ -54,8 +61,11 @@ type Recovery struct {
 
 // Assess decides what the Supervisor does about a step. Expiry is checked
 // before anything else, so a step inside its CompleteBy window is never
-// touched, however often it failed before.
-func (w Workflow) Assess(s StepState, now time.Time) Recovery {
+// touched, however often it failed before. backlogged says that the
+// step's agent has requests waiting in its queue: a Processing step past
+// its deadline then most likely waits there too, and its deadline is
+// moved on instead of counting a failure (up to MaxDeferrals times).
+func (w Workflow) Assess(s StepState, now time.Time, backlogged bool) Recovery {
 	// An unsent alert goes first, except that a Pending step past its
 	// deadline is re-announced even so (the Supervisor sends the alert
 	// with the nudge), so a publish that keeps failing holds nothing up.
@@ -73,6 +83,11 @@ func (w Workflow) Assess(s StepState, now time.Time) Recovery {
 		def, ok := w.Step(s.Step)
 		if !ok {
 			return Recovery{Action: Fail, AlertKind: AlertStepFailed, Reason: fmt.Sprintf("step %q is not in the workflow", s.Step)}
+		}
+		if backlogged && s.Deferrals < MaxDeferrals {
+			return Recovery{Action: Defer, CompleteBy: now.Add(def.AllowanceFor(s.FailureCount)), Reason: fmt.Sprintf(
+				"attempt %d not answered by %s while the %s queue has a backlog: deadline moved on (back-pressure, not a failure)",
+				s.Attempt, s.CompleteBy.UTC().Format(time.RFC3339Nano), def.Agent)}
 		}
 		reason := fmt.Sprintf("attempt %d timed out: no reply by %s", s.Attempt, s.CompleteBy.UTC().Format(time.RFC3339Nano))
 		if s.FailureCount+1 >= def.FailureThreshold {

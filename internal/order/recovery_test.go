@@ -93,7 +93,7 @@ func TestWorkflowAssess(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := w.Assess(tt.state, now)
+			got := w.Assess(tt.state, now, false)
 			if got.Action != tt.want.Action || !got.CompleteBy.Equal(tt.want.CompleteBy) || got.AlertOperators != tt.want.AlertOperators || got.AlertKind != tt.want.AlertKind {
 				t.Errorf("Assess(%+v) = {%s CompleteBy:%s Alert:%t %s}, want {%s CompleteBy:%s Alert:%t %s}",
 					tt.state, got.Action, got.CompleteBy, got.AlertOperators, got.AlertKind,
@@ -114,10 +114,45 @@ func TestWorkflowAssess(t *testing.T) {
 
 func TestActionString(t *testing.T) {
 	want := map[order.Action]string{order.Leave: "leave", order.Retry: "retry", order.Fail: "fail",
-		order.Nudge: "nudge", order.SendAlert: "alert"}
+		order.Nudge: "nudge", order.SendAlert: "alert", order.Defer: "defer"}
 	for a, w := range want {
 		if got := a.String(); got != w {
 			t.Errorf("Action(%d).String() = %q, want %q", int(a), got, w)
 		}
+	}
+}
+
+// Back-pressure: a Processing step past its deadline while its agent's
+// queue has a backlog most likely waits in that queue; its deadline moves
+// on and no failure is counted, up to MaxDeferrals times.
+func TestWorkflowAssessBackPressure(t *testing.T) {
+	timing := order.Timing{Allowance: 30 * time.Second, MaxAllowance: 2 * time.Minute, FailureThreshold: 3, ClaimWithin: time.Minute}
+	w := order.OrderWorkflow(timing)
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	step := func(ps order.ProcessState, completeBy time.Time, failures, deferrals int) order.StepState {
+		return order.StepState{OrderID: order.NewID(), Step: order.StepChargePayment, Index: 1, Agent: order.AgentPayment,
+			ProcessState: ps, CompleteBy: completeBy, Attempt: 2, FailureCount: failures, Deferrals: deferrals}
+	}
+	tests := []struct {
+		name       string
+		state      order.StepState
+		backlogged bool
+		want       order.Action
+		wantBy     time.Time
+	}{
+		{"expired with a backlog: deferred, the attempt's allowance again", step(order.Processing, now.Add(-time.Second), 2, 0), true, order.Defer, now.Add(timing.MaxAllowance)},
+		{"expired with a backlog, first attempt", step(order.Processing, now.Add(-time.Second), 0, 3), true, order.Defer, now.Add(timing.Allowance)},
+		{"deferred too often: a timeout again", step(order.Processing, now.Add(-time.Second), 0, order.MaxDeferrals), true, order.Retry, now.Add(timing.ClaimWithin)},
+		{"expired without a backlog: a timeout", step(order.Processing, now.Add(-time.Second), 0, 0), false, order.Retry, now.Add(timing.ClaimWithin)},
+		{"inside the window: left alone", step(order.Processing, now.Add(time.Second), 0, 0), true, order.Leave, time.Time{}},
+		{"pending is not about the agent's queue", step(order.Pending, now.Add(-time.Second), 0, 0), true, order.Nudge, now.Add(timing.ClaimWithin)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := w.Assess(tt.state, now, tt.backlogged)
+			if got.Action != tt.want || !got.CompleteBy.Equal(tt.wantBy) {
+				t.Errorf("Assess() = %s until %s, want %s until %s (%s)", got.Action, got.CompleteBy, tt.want, tt.wantBy, got.Reason)
+			}
+		})
 	}
 }

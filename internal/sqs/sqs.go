@@ -33,6 +33,7 @@ func Describe(msg events.SQSMessage) []any {
 // Client is the part of the SQS API this package uses.
 type Client interface {
 	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
 }
 
 var _ Client = (*sqs.Client)(nil)
@@ -58,6 +59,26 @@ func (r *Requests) SendRequest(ctx context.Context, agent string, req order.Step
 		return fmt.Errorf("send request for step %s of order %s to agent %s: %w", req.Step, req.OrderID, agent, err)
 	}
 	return nil
+}
+
+// Backlogged reports whether an agent's request queue holds requests no
+// agent has taken yet (SQS's approximate count of visible messages).
+func (r *Requests) Backlogged(ctx context.Context, agent string) (bool, error) {
+	url, ok := r.urls[agent]
+	if !ok {
+		return false, fmt.Errorf("backlog of agent %s: no queue for it", agent)
+	}
+	out, err := r.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages},
+	})
+	if err != nil {
+		return false, fmt.Errorf("backlog of agent %s: %w", agent, err)
+	}
+	n, err := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)])
+	if err != nil {
+		return false, fmt.Errorf("backlog of agent %s: %w", agent, err)
+	}
+	return n > 0, nil
 }
 
 // Replies sends agents' replies to the response queue.

@@ -29,6 +29,7 @@ type Store interface {
 	Shards() int
 	DueSteps(ctx context.Context, shard int, now time.Time, limit int, after dynamo.Cursor) ([]order.StepState, dynamo.Cursor, error)
 	RetryStep(ctx context.Context, st order.StepState, claimBy time.Time, reason string, now time.Time) (order.StepState, error)
+	DeferStep(ctx context.Context, st order.StepState, completeBy time.Time, reason string, now time.Time) (order.StepState, error)
 	FailTimedOutStep(ctx context.Context, st order.StepState, reason string, now time.Time) (order.StepState, error)
 	FailUnclaimedStep(ctx context.Context, st order.StepState, reason string, now time.Time) (order.StepState, error)
 	NudgeStep(ctx context.Context, st order.StepState, claimBy time.Time, reason string, alert bool, now time.Time) (order.StepState, error)
@@ -38,6 +39,11 @@ type Store interface {
 // Notifier sends the alert a step records and clears its alert flag.
 type Notifier interface {
 	Notify(ctx context.Context, st order.StepState) error
+}
+
+// Backlogs tells whether an agent's request queue has requests waiting.
+type Backlogs interface {
+	Backlogged(ctx context.Context, agent string) (bool, error)
 }
 
 // Drain settings. A run reads each shard a page at a time and works a
@@ -57,6 +63,7 @@ const (
 type Service struct {
 	store    Store
 	notifier Notifier
+	backlogs Backlogs
 	workflow order.Workflow
 	now      func() time.Time
 	log      *slog.Logger
@@ -68,6 +75,9 @@ type Service struct {
 type Config struct {
 	Store    Store
 	Notifier Notifier
+	// Backlogs, when set, lets the Supervisor tell queue wait from a
+	// timeout; nil counts every expired deadline as a timeout.
+	Backlogs Backlogs
 	Workflow order.Workflow
 	Now      func() time.Time
 	Log      *slog.Logger
@@ -82,7 +92,7 @@ func New(c Config) *Service {
 	if c.PageSize <= 0 {
 		c.PageSize = PageSize
 	}
-	return &Service{store: c.Store, notifier: c.Notifier,
+	return &Service{store: c.Store, notifier: c.Notifier, backlogs: c.Backlogs,
 		workflow: c.Workflow, now: c.Now, log: c.Log, metrics: c.Metrics, pageSize: c.PageSize}
 }
 
@@ -96,6 +106,9 @@ type Report struct {
 	// Rescheduled counts orders looked at early: their step was still
 	// inside its window, so only DueAt moved.
 	Rescheduled int `json:"rescheduled"`
+	// Deferred counts steps whose request waited in a backlogged queue:
+	// their deadline moved on, with no failure counted.
+	Deferred int `json:"deferred"`
 	// Lost counts recoveries another actor made first: a reply that arrived,
 	// a Scheduler's claim, or another Supervisor's write.
 	Lost int `json:"lost"`
@@ -108,6 +121,7 @@ func (r *Report) add(o Report) {
 	r.Nudged += o.Nudged
 	r.Alerted += o.Alerted
 	r.Rescheduled += o.Rescheduled
+	r.Deferred += o.Deferred
 	r.Lost += o.Lost
 }
 
@@ -122,6 +136,7 @@ func (s *Service) Handle(ctx context.Context, _ events.EventBridgeEvent) (Report
 // Run examines every shard of the due index once, shards in parallel.
 func (s *Service) Run(ctx context.Context) (Report, error) {
 	now := s.now()
+	backlogged := s.backlogOnce(ctx)
 	var (
 		mu    sync.Mutex
 		total Report
@@ -130,7 +145,7 @@ func (s *Service) Run(ctx context.Context) (Report, error) {
 	)
 	for shard := range s.store.Shards() {
 		wg.Go(func() {
-			r, err := s.runShard(ctx, shard, now)
+			r, err := s.runShard(ctx, shard, now, backlogged)
 			mu.Lock()
 			defer mu.Unlock()
 			total.add(r)
@@ -146,7 +161,31 @@ func (s *Service) Run(ctx context.Context) (Report, error) {
 	return total, errors.Join(errs...)
 }
 
-func (s *Service) runShard(ctx context.Context, shard int, now time.Time) (Report, error) {
+// backlogOnce returns a function that tells, once per agent per run,
+// whether the agent's queue has requests waiting.
+func (s *Service) backlogOnce(ctx context.Context) func(agent string) bool {
+	var mu sync.Mutex
+	known := map[string]bool{}
+	return func(agent string) bool {
+		if s.backlogs == nil {
+			return false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if b, ok := known[agent]; ok {
+			return b
+		}
+		b, err := s.backlogs.Backlogged(ctx, agent)
+		if err != nil {
+			// Without it a timeout counts as one, as it always did.
+			s.log.WarnContext(ctx, "queue backlog unknown", "agent", agent, "error", err)
+		}
+		known[agent] = b
+		return b
+	}
+}
+
+func (s *Service) runShard(ctx context.Context, shard int, now time.Time, backlogged func(string) bool) (Report, error) {
 	var (
 		mu   sync.Mutex
 		r    Report
@@ -166,7 +205,7 @@ func (s *Service) runShard(ctx context.Context, shard int, now time.Time) (Repor
 			wg.Go(func() {
 				defer func() { <-sem }()
 				var one Report
-				err := s.recover(ctx, st, now, &one)
+				err := s.recover(ctx, st, now, backlogged, &one)
 				mu.Lock()
 				defer mu.Unlock()
 				one.Examined++
@@ -189,8 +228,11 @@ func nearDeadline(ctx context.Context) bool {
 	return ctx.Err() != nil || (ok && time.Until(deadline) < stopBefore)
 }
 
-func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time, r *Report) error {
-	rec := s.workflow.Assess(st, now)
+func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time, backlogged func(string) bool, r *Report) error {
+	// The queue is asked about only for a Processing step past its
+	// deadline, the one case where the answer matters.
+	waiting := st.ProcessState == order.Processing && st.Expired(now.Add(-s.workflow.SkewGrace)) && backlogged(st.Agent)
+	rec := s.workflow.Assess(st, now, waiting)
 	// failure_count is logged with each outcome, as stored after the write.
 	log := s.log.With("order_id", st.OrderID, "step", st.Step, "attempt", st.Attempt,
 		"action", rec.Action.String())
@@ -204,6 +246,14 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 			if err == nil {
 				r.Rescheduled++
 			}
+		}
+	case order.Defer:
+		_, err = s.store.DeferStep(ctx, st, rec.CompleteBy, rec.Reason, now)
+		if err == nil {
+			r.Deferred++
+			log.InfoContext(ctx, "deadline moved on: the request waits in a backlogged queue", "reason", rec.Reason,
+				"deferrals", st.Deferrals+1, "failure_count", st.FailureCount)
+			s.metrics.Count(metrics.StepsDeferred, 1, "order_id", st.OrderID, "step", st.Step)
 		}
 	case order.Retry:
 		var retried order.StepState

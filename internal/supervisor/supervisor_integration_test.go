@@ -37,11 +37,22 @@ func claim(t *testing.T, w *testenv.World, id string) order.StepState {
 	return st
 }
 
-// expire moves the clock just past the first step's deadline.
+// expire moves the clock just past the first step's deadline, plus the
+// grace, after an agent took the step's request and went silent.
 func expire(t *testing.T, w *testenv.World, id string) {
 	t.Helper()
+	takeRequests(t, w)
 	st := w.Step(t, id, first)
-	w.Clock.Advance(st.CompleteBy.Sub(w.Clock.Now()) + time.Millisecond)
+	w.Clock.Advance(st.CompleteBy.Sub(w.Clock.Now()) + w.Workflow.SkewGrace + time.Millisecond)
+}
+
+// takeRequests empties every agent's queue, as agents that took the
+// requests and then went silent would: no backlog is left.
+func takeRequests(t *testing.T, w *testenv.World) {
+	t.Helper()
+	for _, agent := range w.Workflow.Agents() {
+		w.Requests(t, agent)
+	}
 }
 
 func run(t *testing.T, w *testenv.World) supervisor.Report {
@@ -70,6 +81,7 @@ func TestRepeatedTimeoutsFailTheOrderAndAlert(t *testing.T) {
 
 	// Attempt 2 gets twice the allowance, then times out too: threshold 2.
 	st = claim(t, w, id)
+	takeRequests(t, w) // an agent took it and went silent
 	if got, want := st.CompleteBy.Sub(w.Clock.Now()), 2*timing.Allowance; got < want-time.Millisecond || got > want {
 		t.Errorf("retry allowance: got %s, want %s (backoff)", got, want)
 	}
@@ -116,6 +128,7 @@ func TestStepInsideItsWindowIsNeverFailed(t *testing.T) {
 func TestRacingSupervisorsRecoverOnce(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
 	ids := []string{w.Submit(t, someOrder), w.Submit(t, someOrder), w.Submit(t, someOrder)}
+	takeRequests(t, w)
 	w.Clock.Advance(timing.Allowance + time.Millisecond)
 
 	const racers = 4
@@ -153,6 +166,7 @@ func TestRunDrainsEveryPage(t *testing.T) {
 	for range orders {
 		w.Submit(t, someOrder)
 	}
+	takeRequests(t, w)
 	w.Clock.Advance(timing.Allowance + time.Millisecond)
 	r, err := w.Supervisor(func(c *supervisor.Config) { c.PageSize = 1 }).Run(context.Background())
 	if err != nil || r.Retried != orders {
@@ -186,6 +200,7 @@ func TestLaggingDueAtIsMovedOn(t *testing.T) {
 	if moved.ProcessState != order.Processing || moved.Attempt != 1 || !moved.DueAt.Equal(moved.CompleteBy) {
 		t.Fatalf("got %s attempt %d due %s, want Processing attempt 1 due at its CompleteBy %s", moved.ProcessState, moved.Attempt, moved.DueAt, moved.CompleteBy)
 	}
+	takeRequests(t, w) // an agent took it and went silent
 	w.Clock.Advance(moved.CompleteBy.Sub(w.Clock.Now()) + time.Millisecond)
 	if r := run(t, w); r.Retried != 1 {
 		t.Fatalf("report %+v, want the timed-out step retried at its deadline", r)
@@ -425,6 +440,7 @@ func TestSuccessInsideItsWindowIsNotLostToTheSupervisor(t *testing.T) {
 		t.Fatalf("got %s, want the success applied", got.ProcessState)
 	}
 	// Past the grace, a step with no reply is failed as before.
+	takeRequests(t, w) // an agent took the next request and went silent
 	next := w.Step(t, id, order.StepChargePayment)
 	w.Clock.Advance(next.CompleteBy.Sub(w.Clock.Now()) + lastChance.SkewGrace + time.Millisecond)
 	if r := run(t, w); r.Failed != 1 {
@@ -452,5 +468,31 @@ func TestCompletionAfterALongRetryNeverLeavesDueAtLate(t *testing.T) {
 	}
 	if claimed.DueAt.After(claimed.CompleteBy) {
 		t.Fatalf("DueAt %s is after the new deadline %s", claimed.DueAt, claimed.CompleteBy)
+	}
+}
+
+// Issue 7's back-pressure: a request still waiting in its agent's queue
+// (agents at their concurrency cap) is not a failure. Its deadline moves
+// on, with no failure counted and no alert; once the queue has no backlog,
+// a step past its deadline is a timeout as before.
+func TestQueueWaitIsBackPressureNotAFailure(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	id := w.Submit(t, someOrder) // its request waits in the inventory queue
+	w.Clock.Advance(w.Step(t, id, first).CompleteBy.Sub(w.Clock.Now()) + time.Millisecond)
+	r := run(t, w)
+	st := w.Step(t, id, first)
+	if r.Deferred != 1 || r.Retried+r.Failed+r.Alerted != 0 || st.ProcessState != order.Processing ||
+		st.FailureCount != 0 || st.Deferrals != 1 || !st.CompleteBy.After(w.Clock.Now()) {
+		t.Fatalf("report %+v; step %s, %d failures, %d deferrals, until %s; want the deadline moved on, nothing counted",
+			r, st.ProcessState, st.FailureCount, st.Deferrals, st.CompleteBy)
+	}
+	// An agent takes the request and hangs: no backlog any more, so the
+	// next expiry is a timeout.
+	expire(t, w, id)
+	if r := run(t, w); r.Retried != 1 || r.Deferred != 0 {
+		t.Fatalf("without a backlog: report %+v, want a retry", r)
+	}
+	if st := w.Step(t, id, first); st.FailureCount != 1 {
+		t.Errorf("got %d failures, want 1", st.FailureCount)
 	}
 }
