@@ -32,6 +32,7 @@ func main() {
 	// The Supervisor asks the agents' queues for their backlog, to tell
 	// queue wait from a timeout.
 	queues := env.RequestQueueURLs(workflow.Agents())
+	responses := env.Required(resources.EnvResponseQueueURL)
 	awsCfg, err := config.Load(context.Background(), env)
 	if err != nil {
 		log.Error("cannot start", "error", err)
@@ -42,7 +43,7 @@ func main() {
 	svc := supervisor.New(supervisor.Config{
 		Store:    store,
 		Notifier: alerting.NewNotifier(alerter, store, time.Now),
-		Backlogs: sqs.NewRequests(awssqs.NewFromConfig(awsCfg), queues),
+		Backlogs: sqs.NewBacklogs(awssqs.NewFromConfig(awsCfg), queues, responses),
 		Workflow: workflow,
 		Now:      time.Now,
 		Log:      log,

@@ -115,16 +115,19 @@ func newFunctions(s *Stack) *functions {
 	// Supervisor: queries the due index, recovers with conditional writes.
 	// EventBridge invokes it asynchronously: a run that still fails after
 	// Lambda's own retries lands in the schedule-failures queue, which alarms.
-	supEnv := merge(tables, timing, map[string]*string{resources.EnvAlertTopicARN: m.topic.TopicArn()})
+	supEnv := merge(tables, timing, map[string]*string{
+		resources.EnvAlertTopicARN: m.topic.TopicArn(), resources.EnvResponseQueueURL: m.responses.QueueUrl(),
+	})
 	for _, agent := range s.agents() {
 		supEnv[resources.EnvRequestQueueURL(agent)] = m.requests[agent].QueueUrl()
 	}
 	f.supervisor = f.lambda(s, "Supervisor", "supervisor", resources.SupervisorTimeout, resources.SupervisorMemoryMB,
 		supEnv, func(p *awslambda.FunctionProps) { p.DeadLetterQueue = m.scheduleFailures })
-	// It reads the agents' queue backlogs to tell queue wait from a timeout.
+	// It reads the queues' backlogs to tell queue wait from a timeout.
 	for _, agent := range s.agents() {
 		allow(f.supervisor, m.requests[agent].QueueArn(), "sqs:GetQueueAttributes")
 	}
+	allow(f.supervisor, m.responses.QueueArn(), "sqs:GetQueueAttributes")
 	allow(f.supervisor, jsii.String(*d.orders.TableArn()+"/index/"+resources.DueIndexName), "dynamodb:Query")
 	allow(f.supervisor, d.orders.TableArn(), "dynamodb:BatchGetItem", "dynamodb:UpdateItem")
 	f.publishAlerts(s, f.supervisor)

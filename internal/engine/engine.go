@@ -277,7 +277,7 @@ func (e *Engine) Run(ctx context.Context) error {
 
 	// The Supervisor, on a ticker as EventBridge would invoke it.
 	sup := supervisor.New(supervisor.Config{
-		Store: e.Store, Notifier: notifier, Backlogs: sqs.NewRequests(e.fns.SQS, e.Stack.RequestQueueURLs()), Workflow: workflow,
+		Store: e.Store, Notifier: notifier, Backlogs: sqs.NewBacklogs(e.fns.SQS, e.Stack.RequestQueueURLs(), e.Stack.ResponseQueue.URL), Workflow: workflow,
 		Now: time.Now, Log: e.cfg.Log.With("service", "supervisor"), Metrics: e.metrics("supervisor"),
 	})
 	add("supervisor", func(ctx context.Context) error {

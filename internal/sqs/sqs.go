@@ -61,24 +61,52 @@ func (r *Requests) SendRequest(ctx context.Context, agent string, req order.Step
 	return nil
 }
 
-// Backlogged reports whether an agent's request queue holds requests no
-// agent has taken yet (SQS's approximate count of visible messages).
-func (r *Requests) Backlogged(ctx context.Context, agent string) (bool, error) {
-	url, ok := r.urls[agent]
+// Backlogs reads the queues a step's request and reply wait in.
+type Backlogs struct {
+	client   Client
+	requests map[string]string // agent -> queue URL
+	replies  string
+}
+
+// NewBacklogs returns a reader of the agents' request queues and the
+// response queue.
+func NewBacklogs(client Client, requestURLs map[string]string, responseURL string) *Backlogs {
+	return &Backlogs{client: client, requests: requestURLs, replies: responseURL}
+}
+
+// Backlogged reports whether a step of agent may be waiting in a queue:
+// its request not taken yet by an agent (visible in the agent's queue), or
+// its reply not applied yet by the Scheduler (visible or being worked on
+// in the response queue). A request an agent has taken counts as started.
+func (b *Backlogs) Backlogged(ctx context.Context, agent string) (bool, error) {
+	url, ok := b.requests[agent]
 	if !ok {
 		return false, fmt.Errorf("backlog of agent %s: no queue for it", agent)
 	}
-	out, err := r.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages},
-	})
-	if err != nil {
-		return false, fmt.Errorf("backlog of agent %s: %w", agent, err)
+	waiting, err := b.count(ctx, url, types.QueueAttributeNameApproximateNumberOfMessages)
+	if err != nil || waiting > 0 {
+		return waiting > 0, err
 	}
-	n, err := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)])
+	replies, err := b.count(ctx, b.replies, types.QueueAttributeNameApproximateNumberOfMessages,
+		types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)
+	return replies > 0, err
+}
+
+// count adds up the named counts of a queue.
+func (b *Backlogs) count(ctx context.Context, url string, names ...types.QueueAttributeName) (int, error) {
+	out, err := b.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: names})
 	if err != nil {
-		return false, fmt.Errorf("backlog of agent %s: %w", agent, err)
+		return 0, fmt.Errorf("backlog of queue %s: %w", url, err)
 	}
-	return n > 0, nil
+	total := 0
+	for _, name := range names {
+		n, err := strconv.Atoi(out.Attributes[string(name)])
+		if err != nil {
+			return 0, fmt.Errorf("backlog of queue %s: %s: %w", url, name, err)
+		}
+		total += n
+	}
+	return total, nil
 }
 
 // Replies sends agents' replies to the response queue.

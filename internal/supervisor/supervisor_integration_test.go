@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+
 	"orderly/internal/dynamo"
 	"orderly/internal/order"
 	"orderly/internal/supervisor"
@@ -494,5 +497,23 @@ func TestQueueWaitIsBackPressureNotAFailure(t *testing.T) {
 	}
 	if st := w.Step(t, id, first); st.FailureCount != 1 {
 		t.Errorf("got %d failures, want 1", st.FailureCount)
+	}
+}
+
+// A reply waiting in the response queue is queue wait too: the agent
+// answered inside the window, and the Scheduler has not caught up.
+func TestReplyWaitingInTheResponseQueueIsBackPressure(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	id := w.Submit(t, someOrder)
+	takeRequests(t, w) // the agent took the request...
+	reply, _ := json.Marshal(order.StepReply{OrderID: id, Step: first, Attempt: 1, Outcome: order.Succeeded})
+	if _, err := w.Clients.SQS.SendMessage(context.Background(), &awssqs.SendMessageInput{
+		QueueUrl: aws.String(w.Stack.ResponseQueue.URL), MessageBody: aws.String(string(reply)),
+	}); err != nil { // ...and replied; the reply waits
+		t.Fatal(err)
+	}
+	w.Clock.Advance(w.Step(t, id, first).CompleteBy.Sub(w.Clock.Now()) + time.Millisecond)
+	if r := run(t, w); r.Deferred != 1 || r.Retried != 0 {
+		t.Fatalf("report %+v, want the deadline moved on while the reply waits", r)
 	}
 }

@@ -144,7 +144,7 @@ func (w *World) Supervisor(tweaks ...func(*supervisor.Config)) *supervisor.Servi
 	alerter := sns.NewAlerter(w.Clients.SNS, w.Stack.AlertTopicARN)
 	cfg := supervisor.Config{
 		Store: w.Store, Notifier: alerting.NewNotifier(alerter, w.Store, w.Clock.Now),
-		Backlogs: sqs.NewRequests(w.Clients.SQS, w.Stack.RequestQueueURLs()),
+		Backlogs: sqs.NewBacklogs(w.Clients.SQS, w.Stack.RequestQueueURLs(), w.Stack.ResponseQueue.URL),
 		Workflow: w.Workflow, Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard(),
 	}
 	for _, tweak := range tweaks {
