@@ -91,6 +91,7 @@ func Run(ctx context.Context, awsCfg aws.Config, opts Options) ([]Result, error)
 		// One Scheduler: in AWS one event source mapping delivers each
 		// stream record once; two local ones would double the claims.
 		Schedulers:      1,
+		SQSPollers:      1,
 		QueueVisibility: opts.Timing.MaxAllowance + 10*time.Second,
 		AgentBackoff:    agent.Backoff{Base: 20 * time.Millisecond, Cap: 200 * time.Millisecond},
 		Log:             slog.New(newFunctionLogs(logs, opts.Log)),

@@ -77,6 +77,10 @@ type Config struct {
 	Log       *slog.Logger
 	// Metrics receives EMF lines; nil discards them.
 	Metrics *os.File
+	// SQSPollers is how many pollers read each queue at once (batches in
+	// the handler at once); zero means localrun's default. The cost run
+	// uses 1: moto can hand one message to two receives that race.
+	SQSPollers int
 	// StateDir, when set, is where the local stream pollers keep their
 	// checkpoints, so a restarted engine resumes the stream where it
 	// stopped instead of replaying it from the oldest record.
@@ -246,6 +250,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		add("stream poller", stream.Run)
 		replies, err := localrun.NewSQSPoller(e.clients.SQS, localrun.SQSConfig{
 			QueueURL: e.Stack.ResponseQueue.URL, QueueARN: e.Stack.ResponseQueue.ARN, Timeout: resources.SchedulerTimeout,
+			Concurrency: e.cfg.SQSPollers,
 		}, sched.HandleReplies, e.cfg.Log.With("service", "responses"))
 		if err != nil {
 			return fmt.Errorf("response poller: %w", err)
@@ -267,7 +272,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			handle = e.cfg.WrapAgent(name, handle)
 		}
 		poller, err := localrun.NewSQSPoller(e.clients.SQS, localrun.SQSConfig{
-			QueueURL: q.URL, QueueARN: q.ARN, Timeout: resources.AgentTimeout,
+			QueueURL: q.URL, QueueARN: q.ARN, Timeout: resources.AgentTimeout, Concurrency: e.cfg.SQSPollers,
 		}, handle, e.cfg.Log.With("service", name+"-requests"))
 		if err != nil {
 			return fmt.Errorf("%s poller: %w", name, err)
