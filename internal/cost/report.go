@@ -75,7 +75,7 @@ func printScenario(w io.Writer, r Result, p Prices, httpAPI bool) {
 	fmt.Fprintf(tw, "  stream records invoking the Scheduler\t%.2f\t\n", u.StreamInvocations)
 	fmt.Fprintf(tw, "  function log bytes (INFO)\t%.0f\t\n", u.LogBytes)
 	if r.Usage.IndexQueries > 0 {
-		fmt.Fprintf(tw, "  Supervisor due-index queries (fixed per run, not per order)\t%d\t\n", r.Usage.IndexQueries)
+		fmt.Fprintf(tw, "  Supervisor due-index queries (fixed per run, not per order)\t%d (%.1f RRU)\t\n", r.Usage.IndexQueries, r.Usage.IndexQueryReads)
 	}
 	tw.Flush()
 	for _, load := range []Load{HighLoad, LowLoad} {

@@ -81,7 +81,15 @@ func testMessage(id string) types.Message {
 // has finished with them.
 func runSQSPoller(t *testing.T, fake *fakeSQS, handler func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)) {
 	t.Helper()
-	p, err := NewSQSPoller(fake, SQSConfig{QueueURL: "http://sqs.local/123456789012/orders", QueueARN: testQueueARN, Concurrency: 1}, handler, testLogger(t))
+	runSQSPollerWithTimeout(t, fake, 0, handler)
+}
+
+// runSQSPollerWithTimeout is runSQSPoller with the handler's timeout set
+// (zero: the poller's default).
+func runSQSPollerWithTimeout(t *testing.T, fake *fakeSQS, timeout time.Duration, handler func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)) {
+	t.Helper()
+	p, err := NewSQSPoller(fake, SQSConfig{QueueURL: "http://sqs.local/123456789012/orders", QueueARN: testQueueARN,
+		Concurrency: 1, Timeout: timeout}, handler, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,25 +255,11 @@ func TestNewSQSPollerValidatesConfig(t *testing.T) {
 // the whole batch comes back; the poller used to delete its successes.
 func TestSQSPollerDeletesNothingAfterATimeout(t *testing.T) {
 	fake := newFakeSQS([]types.Message{testMessage("m1"), testMessage("m2")})
-	p, err := NewSQSPoller(fake, SQSConfig{QueueURL: "http://sqs.local/123456789012/orders", QueueARN: testQueueARN,
-		Concurrency: 1, Timeout: 50 * time.Millisecond}, func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	runSQSPollerWithTimeout(t, fake, 50*time.Millisecond, func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		<-ctx.Done()
 		time.Sleep(20 * time.Millisecond) // returns late, reporting success
 		return events.SQSEventResponse{}, nil
-	}, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	select {
-	case <-fake.drained:
-	case <-time.After(10 * time.Second):
-		t.Fatal("poller did not finish the batch within 10s")
-	}
-	cancel()
-	<-done
+	})
 	if len(fake.deleted) != 0 {
 		t.Errorf("deleted %v after the handler timed out, want nothing: Lambda retries the whole batch", fake.deleted)
 	}
