@@ -218,8 +218,10 @@ func (s *Store) fail(ctx context.Context, st order.StepState, cond expression.Co
 		Set(expression.Name(stepAttr(i, "LastError")), expression.Value(reason)).
 		Set(expression.Name(attrStatus), expression.Value(order.StatusError)).
 		Set(expression.Name(attrLastError), expression.Value(fmt.Sprintf("step %s: %s", st.Step, reason))).
-		// DueAt stays: it is no later than the step's deadline, so a lost
-		// alert is re-sent by then at the latest, with no index write now.
+		// The alert is leased to this write's actor, which sends it next:
+		// a Supervisor looks at the order only once the lease is over, to
+		// send an alert a crash left unsent.
+		Set(expression.Name(attrDueAt), msValue(now.Add(order.AlertLease))).
 		Set(expression.Name(attrAlertPending), expression.Value(true)).
 		Set(expression.Name(attrAlertKind), expression.Value(kind)).
 		Remove(expression.Name(attrUnclaimed))
@@ -275,6 +277,20 @@ func (s *Store) NudgeStep(ctx context.Context, st order.StepState, claimBy time.
 	}
 	_, out, err := s.transition(ctx, "nudge", st, i, cond, touched(upd, i, now))
 	return out, err
+}
+
+// LeaseAlert takes an unsent alert for the caller to send: it moves the
+// order's DueAt to until, only while the alert is pending and DueAt is
+// where the caller found it, so of two Supervisors that found the same
+// alert one sends it and the other gets order.ErrStale.
+func (s *Store) LeaseAlert(ctx context.Context, st order.StepState, until time.Time) error {
+	cond := on(st, st.ProcessState).And(expression.Name(attrAlertPending).Equal(expression.Value(true))).
+		And(expression.Name(attrDueAt).Equal(msValue(st.DueAt)))
+	_, err := s.update(ctx, st.OrderID, cond, expression.Set(expression.Name(attrDueAt), msValue(until)))
+	if err != nil {
+		return fmt.Errorf("lease alert of step %s of order %s: %w", st.Step, st.OrderID, err)
+	}
+	return nil
 }
 
 // ClearAlert records that operators were alerted, as st recorded the

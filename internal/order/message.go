@@ -61,6 +61,13 @@ const (
 	AlertStepAbandoned AlertKind = "StepAbandoned" // never claimed; the order was given up
 )
 
+// AlertLease is how long the actor that records an alert has to send it
+// before a Supervisor does: a failure write puts the order in the due index
+// this far ahead, and a Supervisor that finds an unsent alert moves it this
+// far ahead before it sends, so an alert is sent twice only after a crash or
+// a send slower than the lease.
+const AlertLease = 30 * time.Second
+
 // Alert is what operators receive through SNS.
 type Alert struct {
 	Kind         AlertKind `json:"kind"`

@@ -34,6 +34,7 @@ type Store interface {
 	FailUnclaimedStep(ctx context.Context, st order.StepState, reason string, now time.Time) (order.StepState, error)
 	NudgeStep(ctx context.Context, st order.StepState, claimBy time.Time, reason string, alert bool, now time.Time) (order.StepState, error)
 	Reschedule(ctx context.Context, st order.StepState, dueAt time.Time) error
+	LeaseAlert(ctx context.Context, st order.StepState, until time.Time) error
 }
 
 // Notifier sends the alert a step records and clears its alert flag.
@@ -278,7 +279,16 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 			err = s.sendAlert(ctx, failed, r)
 		}
 	case order.SendAlert:
-		err = s.sendAlert(ctx, st, r)
+		// Found unsent after its writer's lease: lease it to this run
+		// first, so that a racing Supervisor does not send it too. A
+		// Pending step's lease ends no later than its claim deadline.
+		until := now.Add(order.AlertLease)
+		if st.ProcessState == order.Pending && st.CompleteBy.Before(until) {
+			until = st.CompleteBy
+		}
+		if err = s.store.LeaseAlert(ctx, st, until); err == nil {
+			err = s.sendAlert(ctx, st, r)
+		}
 	case order.Nudge:
 		var nudged order.StepState
 		nudged, err = s.store.NudgeStep(ctx, st, rec.CompleteBy, rec.Reason, rec.AlertOperators, now)

@@ -372,9 +372,9 @@ func TestAlertLostInACrashIsResent(t *testing.T) {
 	if _, err := w.Store.FailStep(context.Background(), w.Step(t, id, first), "card declined", w.Clock.Now()); err != nil {
 		t.Fatalf("fail step: %v", err)
 	}
-	// The order stays due at the step's deadline, which is when the
-	// Supervisor looks at it at the latest.
-	expire(t, w, id)
+	// The alert was leased to the Scheduler; when the lease is over, the
+	// Supervisor sends it.
+	w.Clock.Advance(order.AlertLease + w.Workflow.SkewGrace + time.Millisecond)
 	if r := run(t, w); r.Alerted != 1 {
 		t.Fatalf("report %+v, want the pending alert sent", r)
 	}
@@ -515,5 +515,54 @@ func TestReplyWaitingInTheResponseQueueIsBackPressure(t *testing.T) {
 	w.Clock.Advance(w.Step(t, id, first).CompleteBy.Sub(w.Clock.Now()) + time.Millisecond)
 	if r := run(t, w); r.Deferred != 1 || r.Retried != 0 {
 		t.Fatalf("report %+v, want the deadline moved on while the reply waits", r)
+	}
+}
+
+// Finding 7 of the reliability review: a failed step became due at once (its
+// order's DueAt lags behind deadlines), so a Supervisor run re-sent the
+// alert the Scheduler that recorded the failure was still sending. The
+// failure write now leases the alert to its writer: the Supervisor sends it
+// only if the lease runs out, after a crash, and two Supervisors that find
+// the same unsent alert send it once.
+func TestAlertBeingSentIsNotSentAgain(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	ctx := context.Background()
+	id := w.Submit(t, someOrder)
+	// The first step succeeds and the second is claimed in the same write;
+	// the order's DueAt stays at the first step's deadline.
+	w.Clock.Advance(timing.Allowance / 2)
+	reply := testenv.ReplyEvent(order.StepReply{OrderID: id, Step: first, Attempt: 1, Outcome: order.Succeeded})
+	if resp, err := w.Scheduler("s1").HandleReplies(ctx, reply); err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("reply: %+v, %v", resp, err)
+	}
+	w.Clock.Advance(timing.Allowance/2 + w.Workflow.SkewGrace + time.Millisecond) // past the lagging DueAt
+	// A permanent fault is recorded; its Scheduler is sending the alert.
+	second := w.Step(t, id, order.StepChargePayment)
+	if _, err := w.Store.FailStep(ctx, second, "card declined", w.Clock.Now()); err != nil {
+		t.Fatalf("fail step: %v", err)
+	}
+	if r := run(t, w); r.Alerted != 0 {
+		t.Fatalf("report %+v: the Supervisor sent an alert its writer is still sending", r)
+	}
+
+	// The writer crashed: once its lease has run out, exactly one of two
+	// racing Supervisors sends the alert.
+	w.Clock.Advance(order.AlertLease + w.Workflow.SkewGrace + time.Millisecond)
+	var (
+		wg      sync.WaitGroup
+		reports [2]supervisor.Report
+	)
+	for i := range reports {
+		wg.Go(func() { reports[i] = run(t, w) })
+	}
+	wg.Wait()
+	if got := reports[0].Alerted + reports[1].Alerted; got != 1 {
+		t.Fatalf("reports %+v, %+v: %d alerts sent, want 1", reports[0], reports[1], got)
+	}
+	if a := w.Alerts.Await(t, id, 10*time.Second); a.Kind != order.AlertStepFailed || a.Reason != "card declined" {
+		t.Errorf("got alert %s, want StepFailed with the reason", testenv.Describe(a))
+	}
+	if st := w.Step(t, id, order.StepChargePayment); st.AlertPending || !st.DueAt.IsZero() {
+		t.Errorf("alert pending %v, due %s after it was sent; want neither", st.AlertPending, st.DueAt)
 	}
 }
