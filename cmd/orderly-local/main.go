@@ -3,18 +3,29 @@
 // `make run`): the API on ORDERLY_API_ADDR, the simulated remote services,
 // SQS and stream pollers that invoke the same handlers the Lambdas run, and
 // the Supervisor on a ticker.
+//
+// For the chaos soak it also takes faults to inject into the functions' AWS
+// calls (ORDERLY_FAULTS, see internal/faults), a simulator ledger
+// (ORDERLY_SIM_LEDGER), a remote outage (ORDERLY_SIM_OUTAGE), several
+// Supervisors (SUPERVISORS) and skewed clocks (ORDERLY_CLOCK_SKEW).
 package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/aws/smithy-go/middleware"
+
 	"orderly/internal/config"
 	"orderly/internal/engine"
+	"orderly/internal/faults"
+	"orderly/internal/simulator"
 )
 
 func main() {
@@ -39,6 +50,9 @@ func run(log *slog.Logger) error {
 		Timing:          timing,
 		SupervisorEvery: env.Duration("SUPERVISOR_EVERY", engine.DefaultSupervisorEvery),
 		Schedulers:      env.Int("SCHEDULERS", 2),
+		Supervisors:     env.Int("SUPERVISORS", 1),
+		ClockSkew:       env.Duration("ORDERLY_CLOCK_SKEW", 0),
+		SimulatorLedger: env.String("ORDERLY_SIM_LEDGER", ""),
 		// Locally a failed message should come back soon, but not while an
 		// agent may still be working on it.
 		QueueVisibility: env.Duration("QUEUE_VISIBILITY", timing.MaxAllowance+30*time.Second),
@@ -54,6 +68,22 @@ func run(log *slog.Logger) error {
 	if err := env.Err(); err != nil {
 		return err
 	}
+	if spec := env.String("ORDERLY_SIM_OUTAGE", ""); spec != "" {
+		o, err := parseOutage(spec)
+		if err != nil {
+			return err
+		}
+		cfg.Outages = append(cfg.Outages, o)
+	}
+	rates, err := faults.Parse(env.String("ORDERLY_FAULTS", ""))
+	if err != nil {
+		return fmt.Errorf("ORDERLY_FAULTS: %w", err)
+	}
+	if len(rates) > 0 {
+		seed := uint64(time.Now().UnixNano())
+		log.Warn("injecting faults into the functions' AWS calls", "rates", rates.String(), "seed", seed)
+		cfg.APIOptions = []func(*middleware.Stack) error{faults.New(rates, seed, log.With("service", "faults")).AddTo}
+	}
 	awsCfg, err := config.AWS(ctx)
 	if err != nil {
 		return err
@@ -63,4 +93,18 @@ func run(log *slog.Logger) error {
 		return err
 	}
 	return e.Run(ctx)
+}
+
+// parseOutage reads "service,from,till" with RFC 3339 times.
+func parseOutage(spec string) (simulator.Outage, error) {
+	parts := strings.Split(spec, ",")
+	if len(parts) != 3 {
+		return simulator.Outage{}, fmt.Errorf("ORDERLY_SIM_OUTAGE %q: want service,from,till", spec)
+	}
+	from, err1 := time.Parse(time.RFC3339, parts[1])
+	till, err2 := time.Parse(time.RFC3339, parts[2])
+	if err1 != nil || err2 != nil || !till.After(from) {
+		return simulator.Outage{}, fmt.Errorf("ORDERLY_SIM_OUTAGE %q: want RFC 3339 times, from before till", spec)
+	}
+	return simulator.Outage{Service: parts[0], From: from, Till: till}, nil
 }

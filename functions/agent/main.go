@@ -1,6 +1,8 @@
 // Command agent is an agent Lambda. One binary serves every agent; each
 // deployed function names its agent (inventory, payment, shipping) in
-// AGENT_NAME and its remote service in REMOTE_URL.
+// AGENT_NAME and its remote service in REMOTE_URL. Its one write to the
+// orders table is a heartbeat: moving its attempt's deadline on. While its
+// circuit breaker is open it sends requests back to its own queue.
 package main
 
 import (
@@ -10,11 +12,14 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"orderly/internal/agent"
 	"orderly/internal/config"
+	"orderly/internal/dynamo"
 	"orderly/internal/metrics"
+	"orderly/internal/order"
 	"orderly/internal/remote"
 	"orderly/internal/resources"
 	"orderly/internal/sqs"
@@ -28,20 +33,28 @@ func main() {
 	responseQueue := env.Required(resources.EnvResponseQueueURL)
 	margin := env.Duration(config.EnvReplyMargin, agent.DefaultReplyMargin)
 	tryTimeout := env.Duration(config.EnvTryTimeout, agent.DefaultTryTimeout)
+	table := env.Required(resources.EnvOrdersTable)
+	ownQueue := env.Required(resources.EnvRequestQueueURL(name))
+	timing := env.Timing()
 	awsCfg, err := config.Load(context.Background(), env)
 	if err != nil {
 		log.Error("cannot start", "error", err)
 		os.Exit(1)
 	}
+	sqsClient := awssqs.NewFromConfig(awsCfg)
 	svc := agent.New(agent.Config{
 		Name:        name,
 		Remote:      remote.NewClient(remoteURL, &http.Client{}),
-		Replies:     sqs.NewReplies(awssqs.NewFromConfig(awsCfg), responseQueue),
+		Replies:     sqs.NewReplies(sqsClient, responseQueue),
 		ReplyMargin: margin,
 		TryTimeout:  tryTimeout,
-		Now:         time.Now,
-		Log:         log,
-		Metrics:     metrics.New(os.Stdout, name+"-agent"),
+		Deadlines:   dynamo.NewStore(dynamodb.NewFromConfig(awsCfg), table),
+		Workflow:    order.OrderWorkflow(timing),
+		// Requests wait in their own queue while the circuit is open.
+		Holder:  sqs.NewRequests(sqsClient, map[string]string{name: ownQueue}),
+		Now:     time.Now,
+		Log:     log,
+		Metrics: metrics.New(os.Stdout, name+"-agent"),
 	})
 	lambda.Start(svc.Handle)
 }

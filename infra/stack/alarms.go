@@ -81,6 +81,16 @@ func newAlarms(s *Stack) {
 			Period:        minute, Statistic: jsii.String("Sum"),
 		})
 	}
+	// An agent's circuit breaker opened: its remote service failed call
+	// after call, and its requests wait in their queue until it answers.
+	for _, agent := range s.agents() {
+		alarm("CircuitOpen"+title(agent), "the "+agent+" agent's circuit breaker opened: its remote service is failing, requests are held in its queue",
+			awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+				Namespace: jsii.String(metrics.Namespace), MetricName: jsii.String(metrics.CircuitOpened),
+				DimensionsMap: &map[string]*string{"Service": jsii.String(agent + "-agent")},
+				Period:        minute, Statistic: jsii.String("Sum"),
+			}), 1)
+	}
 	alarm("OrdersFailed", "orders entered Error; each also sent an alert naming the order and step",
 		awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
 			Expression:   jsii.String("FILL(scheduler, 0) + FILL(supervisor, 0)"),

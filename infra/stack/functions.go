@@ -48,6 +48,7 @@ func newFunctions(s *Stack) *functions {
 		config.EnvFailureThreshold: jsii.String(strconv.Itoa(s.props.Timing.FailureThreshold)),
 		config.EnvClaimWithin:      jsii.String(s.props.Timing.ClaimWithin.String()),
 		config.EnvSkewGrace:        jsii.String(s.props.Timing.SkewGrace.String()),
+		config.EnvMaxHeartbeats:    jsii.String(strconv.Itoa(s.props.Timing.MaxHeartbeats)),
 	}
 
 	// Submission: stores each order with its first step claimed and sends
@@ -96,14 +97,20 @@ func newFunctions(s *Stack) *functions {
 		ReportBatchItemFailures: jsii.Bool(true),
 	}))
 
-	// Agents: no DynamoDB at all; their queue in, the response queue out.
+	// Agents: their queue in, the response queue out. Their one write is
+	// a heartbeat (UpdateItem, fenced on the attempt) that moves a step's
+	// deadline on when a request waited or a call runs long. While the
+	// circuit breaker is open, requests go back to their own queue.
 	for _, agent := range s.agents() {
-		fn := f.lambdaFrom(s, "Agent"+title(agent), agent+"-agent", "agent", resources.AgentTimeout, resources.AgentMemoryMB, map[string]*string{
-			"AGENT_NAME":                  jsii.String(agent),
-			"REMOTE_URL":                  jsii.String(s.props.RemoteURL),
-			resources.EnvResponseQueueURL: m.responses.QueueUrl(),
-		})
+		fn := f.lambdaFrom(s, "Agent"+title(agent), agent+"-agent", "agent", resources.AgentTimeout, resources.AgentMemoryMB, merge(tables, timing, map[string]*string{
+			"AGENT_NAME":                        jsii.String(agent),
+			"REMOTE_URL":                        jsii.String(s.props.RemoteURL),
+			resources.EnvResponseQueueURL:       m.responses.QueueUrl(),
+			resources.EnvRequestQueueURL(agent): m.requests[agent].QueueUrl(),
+		}))
+		allow(fn, m.requests[agent].QueueArn(), "sqs:SendMessage")
 		allow(fn, m.responses.QueueArn(), "sqs:SendMessage")
+		allow(fn, d.orders.TableArn(), "dynamodb:UpdateItem")
 		fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(m.requests[agent], &awslambdaeventsources.SqsEventSourceProps{
 			BatchSize:               jsii.Number(resources.RequestBatchSize),
 			MaxConcurrency:          jsii.Number(s.props.AgentMaxConcurrency),

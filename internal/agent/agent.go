@@ -5,6 +5,17 @@
 // with an error for a permanent fault; when time runs out it stops and sends
 // nothing, because the Supervisor may already have handed the step to
 // another attempt.
+//
+// The window of a remote call starts when the agent starts it: a request
+// that waited in its queue for more than half its window has its deadline
+// moved on first, and a long call moves it on every third of the window
+// (heartbeats). Both are writes fenced on the attempt, so a request whose
+// attempt is already over is dropped without a call.
+//
+// A circuit breaker per remote service stops calls after a run of failed
+// ones: while it is open, requests are held in their queue (sent back with
+// a delay, which the Supervisor counts as a backlog) instead of spending
+// their attempts on a service that is down.
 package agent
 
 import (
@@ -18,6 +29,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/sony/gobreaker/v2"
 
 	"orderly/internal/metrics"
 	"orderly/internal/order"
@@ -29,6 +41,35 @@ import (
 type Caller interface {
 	Call(ctx context.Context, service string, req order.StepRequest) (reference string, err error)
 }
+
+// Deadlines moves a step's deadline on, fenced on its attempt (see
+// dynamo.Store.ExtendDeadline): order.ErrStale when the attempt is over,
+// order.ErrHeartbeatLimit when the step allows no more.
+type Deadlines interface {
+	ExtendDeadline(ctx context.Context, st order.StepState, completeBy time.Time, maxHeartbeats int, now time.Time) (order.StepState, error)
+}
+
+// Holder puts a request back in its agent's queue, delivered again after
+// delay: where requests wait while the circuit breaker is open.
+type Holder interface {
+	HoldRequest(ctx context.Context, agent string, req order.StepRequest, delay time.Duration) error
+}
+
+// Breaker tunes the circuit breaker of an agent's remote service.
+type Breaker struct {
+	// Failures is how many calls in a row must fail (transient faults and
+	// timeouts) to open the circuit.
+	Failures int
+	// OpenFor is how long the circuit stays open before one probe call
+	// may go through; requests are held about that long.
+	OpenFor time.Duration
+}
+
+// DefaultBreaker opens after 5 failed calls in a row and probes after 30 s.
+var DefaultBreaker = Breaker{Failures: 5, OpenFor: 30 * time.Second}
+
+// errCircuitOpen says that a call was not made because the circuit is open.
+var errCircuitOpen = errors.New("circuit breaker open")
 
 // Replier posts replies on the response queue.
 type Replier interface {
@@ -78,6 +119,14 @@ type Service struct {
 	backoff Backoff
 	margin  time.Duration
 	tryFor  time.Duration
+	// deadlines and workflow, when set, let the agent move deadlines on.
+	deadlines Deadlines
+	workflow  order.Workflow
+	// circuit, when set, guards the remote service; holder keeps the
+	// requests it turns away for openFor.
+	circuit *gobreaker.CircuitBreaker[string]
+	holder  Holder
+	openFor time.Duration
 	now     func() time.Time
 	rand    func() float64
 	log     *slog.Logger
@@ -96,9 +145,18 @@ type Config struct {
 	// TryTimeout bounds each call (see DefaultTryTimeout); zero means a
 	// call may take the whole window.
 	TryTimeout time.Duration
-	Now        func() time.Time
-	Log        *slog.Logger
-	Metrics    *metrics.Recorder
+	// Deadlines, with Workflow (for each step's MaxHeartbeats), lets the
+	// agent start a late request's window afresh and heartbeat on long
+	// calls; nil keeps every request's CompleteBy as it came.
+	Deadlines Deadlines
+	Workflow  order.Workflow
+	// Holder, when set, turns the circuit breaker on (tuned by Breaker,
+	// DefaultBreaker when zero): requests it turns away are held there.
+	Holder  Holder
+	Breaker Breaker
+	Now     func() time.Time
+	Log     *slog.Logger
+	Metrics *metrics.Recorder
 }
 
 // New returns an agent.
@@ -106,8 +164,56 @@ func New(c Config) *Service {
 	if c.Backoff == (Backoff{}) {
 		c.Backoff = DefaultBackoff
 	}
-	return &Service{name: c.Name, remote: c.Remote, replies: c.Replies, backoff: c.Backoff, margin: c.ReplyMargin,
-		tryFor: c.TryTimeout, now: c.Now, rand: rand.Float64, log: c.Log.With("agent", c.Name), metrics: c.Metrics}
+	s := &Service{name: c.Name, remote: c.Remote, replies: c.Replies, backoff: c.Backoff, margin: c.ReplyMargin,
+		tryFor: c.TryTimeout, deadlines: c.Deadlines, workflow: c.Workflow, now: c.Now, rand: rand.Float64, log: c.Log.With("agent", c.Name), metrics: c.Metrics}
+	if c.Holder != nil {
+		b := c.Breaker
+		if b == (Breaker{}) {
+			b = DefaultBreaker
+		}
+		s.holder, s.openFor = c.Holder, b.OpenFor
+		s.circuit = gobreaker.NewCircuitBreaker[string](gobreaker.Settings{
+			Name: c.Name, MaxRequests: 1, Timeout: b.OpenFor,
+			ReadyToTrip: func(n gobreaker.Counts) bool { return n.ConsecutiveFailures >= uint32(b.Failures) },
+			// A permanent fault is an answer: the service is up. A call
+			// the agent itself cancelled says nothing about it.
+			IsSuccessful: func(err error) bool {
+				return err == nil || errors.Is(err, remote.ErrPermanent) || errors.Is(err, context.Canceled)
+			},
+			OnStateChange: s.circuitChanged,
+		})
+	}
+	return s
+}
+
+// circuitChanged logs every change of the circuit and counts openings,
+// which the stack alarms on.
+func (s *Service) circuitChanged(name string, from, to gobreaker.State) {
+	s.log.Warn("circuit breaker changed state", "remote", name, "from", from.String(), "to", to.String())
+	if to == gobreaker.StateOpen {
+		s.metrics.Count(metrics.CircuitOpened, 1, "remote", name)
+	}
+}
+
+// circuitOpen reports whether calls are being turned away.
+func (s *Service) circuitOpen() bool {
+	return s.circuit != nil && s.circuit.State() == gobreaker.StateOpen
+}
+
+// hold puts a request the circuit turned away back in its queue for about
+// as long as the circuit stays open (jittered, so held requests do not all
+// come back at once). Its attempt is untouched: the Supervisor sees the
+// queue's backlog and moves the deadline on, and when the request comes
+// back the agent starts its window afresh.
+func (s *Service) hold(ctx context.Context, log *slog.Logger, req order.StepRequest) error {
+	delay := s.openFor/2 + time.Duration(s.rand()*float64(s.openFor/2))
+	if err := s.holder.HoldRequest(ctx, s.name, req, delay); err != nil {
+		log.ErrorContext(ctx, "circuit open and request not held; it will be redelivered", "error", err)
+		return err
+	}
+	log.WarnContext(ctx, "circuit open: request held in its queue", "delay", delay)
+	s.metrics.Count(metrics.RequestsHeld, 1, "order_id", req.OrderID, "step", req.Step)
+	return nil
 }
 
 // Handle processes a batch of requests in parallel. Only messages that must
@@ -150,18 +256,36 @@ func (s *Service) handleMessage(ctx context.Context, msg events.SQSMessage) erro
 // repeated.
 func (s *Service) Process(ctx context.Context, req order.StepRequest) error {
 	log := s.log.With("order_id", req.OrderID, "step", req.Step, "attempt", req.Attempt)
-	// The agent stops a margin before CompleteBy, so that its reply lands
-	// inside the window.
+	if s.circuitOpen() {
+		return s.hold(ctx, log, req)
+	}
 	arrived := s.now()
-	stopAt := req.CompleteBy.Add(-min(s.margin, req.CompleteBy.Sub(arrived)/4))
-	if !arrived.Before(stopAt) {
-		log.WarnContext(ctx, "request arrived too close to complete_by; not replying", "complete_by", req.CompleteBy)
+	completeBy := req.CompleteBy
+	// Time spent waiting in the queue is not the remote service's: a
+	// request that used up more than half its window there starts a fresh
+	// one. The write is fenced on the attempt, so it also tells whether
+	// the attempt is still on.
+	if s.canExtend(req) && completeBy.Sub(arrived) < req.Allowance()/2 {
+		extended, err := s.extend(ctx, req, completeBy, arrived)
+		switch {
+		case errors.Is(err, order.ErrStale):
+			log.InfoContext(ctx, "attempt already over; request dropped without a call", "complete_by", req.CompleteBy)
+			s.metrics.Count(metrics.StaleRequests, 1, "order_id", req.OrderID, "step", req.Step)
+			return nil
+		case err != nil:
+			log.WarnContext(ctx, "late start not recorded; keeping the request's deadline", "error", err)
+		default:
+			completeBy = extended
+		}
+	}
+	w := s.newWindow(ctx, completeBy, arrived)
+	defer w.close()
+	if !arrived.Before(w.stop()) {
+		log.WarnContext(ctx, "request arrived too close to complete_by; not replying", "complete_by", completeBy)
 		s.metrics.Count(metrics.RepliesWithheld, 1, "order_id", req.OrderID, "step", req.Step)
 		return nil
 	}
-	callCtx, cancel := context.WithDeadline(ctx, stopAt)
-	defer cancel()
-	ref, calls, err := s.callWithRetry(callCtx, req, stopAt)
+	ref, calls, err := s.callWithRetry(w, req)
 	log = log.With("remote_calls", calls)
 
 	rep := order.StepReply{OrderID: req.OrderID, Step: req.Step, Attempt: req.Attempt}
@@ -170,6 +294,12 @@ func (s *Service) Process(ctx context.Context, req order.StepRequest) error {
 		rep.Outcome, rep.Reference = order.Succeeded, ref
 	case errors.Is(err, remote.ErrPermanent):
 		rep.Outcome, rep.Reason = order.Failed, err.Error()
+	case errors.Is(err, errCircuitOpen):
+		return s.hold(ctx, log, req)
+	case w.isStale():
+		log.InfoContext(ctx, "attempt ended during the call; not replying", "error", err)
+		s.metrics.Count(metrics.StaleRequests, 1, "order_id", req.OrderID, "step", req.Step)
+		return nil
 	default:
 		// Out of time. Silence is the protocol: the Supervisor will see
 		// the expired CompleteBy and retry or fail the step.
@@ -177,13 +307,102 @@ func (s *Service) Process(ctx context.Context, req order.StepRequest) error {
 		s.metrics.Count(metrics.RepliesWithheld, 1, "order_id", req.OrderID, "step", req.Step)
 		return nil
 	}
-	if err := s.sendReply(ctx, rep, req.CompleteBy); err != nil {
+	if err := s.sendReply(ctx, rep, w.deadline()); err != nil {
 		log.ErrorContext(ctx, "reply not sent; request will be redelivered", "error", err)
 		return err
 	}
 	log.InfoContext(ctx, "replied", "outcome", rep.Outcome, "reference", rep.Reference, "reason", rep.Reason)
 	return nil
 }
+
+// canExtend reports whether the agent may move req's deadline on.
+func (s *Service) canExtend(req order.StepRequest) bool {
+	if s.deadlines == nil || req.Allowance() <= 0 {
+		return false
+	}
+	def, ok := s.workflow.Step(req.Step)
+	return ok && def.MaxHeartbeats > 0
+}
+
+// extend moves req's deadline on to a full window from now, never past the
+// agent's own invocation, and returns the deadline as stored. At the
+// step's limit it returns the deadline the step has.
+func (s *Service) extend(ctx context.Context, req order.StepRequest, current, now time.Time) (time.Time, error) {
+	target := now.Add(req.Allowance())
+	if end, ok := ctx.Deadline(); ok && end.Before(target) {
+		target = end
+	}
+	if !target.After(current) {
+		return current, nil
+	}
+	def, _ := s.workflow.Step(req.Step)
+	index, _ := s.workflow.Index(req.Step)
+	st := order.StepState{OrderID: req.OrderID, Step: req.Step, Index: index, Attempt: req.Attempt}
+	stored, err := s.deadlines.ExtendDeadline(ctx, st, target, def.MaxHeartbeats, now)
+	if err != nil && !errors.Is(err, order.ErrHeartbeatLimit) {
+		return current, err
+	}
+	s.metrics.Count(metrics.Heartbeats, 1, "agent", s.name)
+	return stored.CompleteBy, err
+}
+
+// window is the time an attempt has: its CompleteBy, which heartbeats move
+// on, and the moment a margin before it when the agent stops calling. Its
+// context ends at that moment, or when the attempt turns out to be over.
+type window struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	margin time.Duration
+	now    func() time.Time
+
+	mu         sync.Mutex
+	completeBy time.Time
+	stopAt     time.Time
+	timer      *time.Timer
+	stale      bool
+}
+
+func (s *Service) newWindow(parent context.Context, completeBy, now time.Time) *window {
+	ctx, cancel := context.WithCancel(parent)
+	w := &window{ctx: ctx, cancel: cancel, margin: s.margin, now: s.now}
+	w.completeBy, w.stopAt = completeBy, w.stopFor(completeBy, now)
+	w.timer = time.AfterFunc(w.stopAt.Sub(now), cancel)
+	return w
+}
+
+// stopFor is when the agent stops calling for a deadline: a margin before
+// it, at most a quarter of the time left, so its reply lands in time.
+func (w *window) stopFor(completeBy, now time.Time) time.Time {
+	return completeBy.Add(-min(w.margin, max(completeBy.Sub(now), 0)/4))
+}
+
+func (w *window) stop() time.Time { w.mu.Lock(); defer w.mu.Unlock(); return w.stopAt }
+
+func (w *window) deadline() time.Time { w.mu.Lock(); defer w.mu.Unlock(); return w.completeBy }
+
+func (w *window) isStale() bool { w.mu.Lock(); defer w.mu.Unlock(); return w.stale }
+
+// moveTo takes a later deadline, as a heartbeat stored it.
+func (w *window) moveTo(completeBy time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !completeBy.After(w.completeBy) {
+		return
+	}
+	now := w.now()
+	w.completeBy, w.stopAt = completeBy, w.stopFor(completeBy, now)
+	w.timer.Reset(w.stopAt.Sub(now))
+}
+
+// abandon ends the window at once: the attempt is over.
+func (w *window) abandon() {
+	w.mu.Lock()
+	w.stale = true
+	w.mu.Unlock()
+	w.cancel()
+}
+
+func (w *window) close() { w.timer.Stop(); w.cancel() }
 
 // sendReply sends a reply, trying again with backoff while the window
 // lasts: a reply the response queue refused would otherwise come back only
@@ -208,45 +427,105 @@ func (s *Service) sendReply(ctx context.Context, rep order.StepReply, until time
 }
 
 // callWithRetry calls the remote service until it succeeds, fails
-// permanently, or the next try could not start before stopAt.
-func (s *Service) callWithRetry(ctx context.Context, req order.StepRequest, stopAt time.Time) (ref string, calls int, err error) {
+// permanently, or the next try could not start before the window's stop.
+func (s *Service) callWithRetry(w *window, req order.StepRequest) (ref string, calls int, err error) {
 	for n := 0; ; n++ {
+		ref, err = s.try(w, req)
+		if errors.Is(err, errCircuitOpen) {
+			return "", calls, err
+		}
 		calls++
-		s.metrics.Count(metrics.RemoteCalls, 1, "agent", s.name)
-		ref, err = s.try(ctx, req)
 		if err == nil || errors.Is(err, remote.ErrPermanent) {
 			return ref, calls, err
 		}
 		s.metrics.Count(metrics.RemoteFaults, 1, "agent", s.name)
-		if ctx.Err() != nil {
+		if w.ctx.Err() != nil {
 			return "", calls, err
 		}
 		delay := s.backoff.Delay(n, s.rand())
 		if after, ok := remote.RetryAfter(err); ok && after > delay {
 			delay = after
 		}
-		if !s.now().Add(delay).Before(stopAt) {
+		if !s.now().Add(delay).Before(w.stop()) {
 			return "", calls, fmt.Errorf("next retry in %s would leave no time to reply by complete_by: %w", delay, err)
 		}
-		s.log.DebugContext(ctx, "transient fault; retrying", "order_id", req.OrderID, "step", req.Step,
+		s.log.DebugContext(w.ctx, "transient fault; retrying", "order_id", req.OrderID, "step", req.Step,
 			"retry", n+1, "delay", delay, "error", err)
 		select {
-		case <-ctx.Done():
-			return "", calls, fmt.Errorf("waiting to retry: %w", ctx.Err())
+		case <-w.ctx.Done():
+			return "", calls, fmt.Errorf("waiting to retry: %w", w.ctx.Err())
 		case <-time.After(delay):
 		}
 	}
 }
 
 // try makes one call, bounded by the try timeout as well as the window. A
-// try that times out is a transient fault like any other.
-func (s *Service) try(ctx context.Context, req order.StepRequest) (string, error) {
-	if s.tryFor <= 0 {
+// try that times out is a transient fault like any other. While the call
+// runs, the agent heartbeats.
+func (s *Service) try(w *window, req order.StepRequest) (string, error) {
+	ctx := w.ctx
+	if s.canExtend(req) {
+		// The window's context ends when its (moving) stop comes.
+		done := make(chan struct{})
+		defer close(done)
+		go s.heartbeat(w, req, done)
+	} else {
+		// A fixed stop: say so in the context, for the HTTP client.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, w.stop())
+		defer cancel()
+	}
+	if s.tryFor > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.tryFor)
+		defer cancel()
+	}
+	call := func() (string, error) {
+		s.metrics.Count(metrics.RemoteCalls, 1, "agent", s.name)
 		return s.remote.Call(ctx, s.name, req)
 	}
-	tryCtx, cancel := context.WithTimeout(ctx, s.tryFor)
-	defer cancel()
-	return s.remote.Call(tryCtx, s.name, req)
+	if s.circuit == nil {
+		return call()
+	}
+	ref, err := s.circuit.Execute(call)
+	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+		return "", fmt.Errorf("%s: %w", s.name, errCircuitOpen)
+	}
+	return ref, err
+}
+
+// heartbeat moves the deadline on every third of the window until done, the
+// step's limit, or the news that the attempt is over (which ends the
+// window, so the call stops).
+func (s *Service) heartbeat(w *window, req order.StepRequest, done <-chan struct{}) {
+	t := time.NewTicker(req.Allowance() / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-w.ctx.Done():
+			return
+		case <-t.C:
+		}
+		completeBy, err := s.extend(w.ctx, req, w.deadline(), s.now())
+		switch {
+		case errors.Is(err, order.ErrStale):
+			s.log.InfoContext(w.ctx, "attempt ended during a call; stopping it", "order_id", req.OrderID, "step", req.Step)
+			w.abandon()
+			return
+		case errors.Is(err, order.ErrHeartbeatLimit):
+			w.moveTo(completeBy)
+			s.log.WarnContext(w.ctx, "heartbeat limit reached; the call must end by complete_by", "order_id", req.OrderID,
+				"step", req.Step, "complete_by", completeBy)
+			return
+		case err != nil:
+			// The next beat tries again; the deadline stands meanwhile.
+			s.log.WarnContext(w.ctx, "heartbeat not recorded", "order_id", req.OrderID, "step", req.Step, "error", err)
+		default:
+			w.moveTo(completeBy)
+		}
+	}
 }
 
 func decodeRequest(body string) (order.StepRequest, error) {

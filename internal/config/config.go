@@ -30,6 +30,7 @@ const (
 	EnvFailureThreshold = "FAILURE_THRESHOLD"
 	EnvClaimWithin      = "CLAIM_WITHIN"
 	EnvSkewGrace        = "CLOCK_SKEW_GRACE"
+	EnvMaxHeartbeats    = "STEP_MAX_HEARTBEATS"
 	// EnvReplyMargin and EnvTryTimeout are read by the agents alone.
 	EnvReplyMargin = "STEP_REPLY_MARGIN"
 	EnvTryTimeout  = "STEP_TRY_TIMEOUT"
@@ -118,6 +119,7 @@ func (e *Env) Timing() order.Timing {
 		FailureThreshold: e.Int(EnvFailureThreshold, d.FailureThreshold),
 		ClaimWithin:      e.Duration(EnvClaimWithin, d.ClaimWithin),
 		SkewGrace:        e.Duration(EnvSkewGrace, d.SkewGrace),
+		MaxHeartbeats:    e.Int(EnvMaxHeartbeats, d.MaxHeartbeats),
 	}
 	// A short allowance without an explicit maximum keeps the default
 	// ratio rather than jumping to the default maximum.

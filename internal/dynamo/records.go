@@ -59,6 +59,7 @@ type stepRecord struct {
 	Nudges       int    `dynamodbav:"Nudges"`
 	Releases     int    `dynamodbav:"Releases,omitempty"`
 	Deferrals    int    `dynamodbav:"Deferrals,omitempty"`
+	Heartbeats   int    `dynamodbav:"Heartbeats,omitempty"`
 	LockedBy     string `dynamodbav:"LockedBy,omitempty"`
 	CompleteBy   int64  `dynamodbav:"CompleteBy,omitempty"`
 	LastError    string `dynamodbav:"LastError,omitempty"`
@@ -95,7 +96,7 @@ func newOrderRecord(o order.Order, steps []order.StepState, shards int) orderRec
 	for i, st := range steps {
 		r.Steps[i] = stepRecord{
 			Step: st.Step, Agent: st.Agent, State: string(st.ProcessState), Attempt: st.Attempt,
-			FailureCount: st.FailureCount, Nudges: st.Nudges, Releases: st.Releases, Deferrals: st.Deferrals, LockedBy: st.LockedBy,
+			FailureCount: st.FailureCount, Nudges: st.Nudges, Releases: st.Releases, Deferrals: st.Deferrals, Heartbeats: st.Heartbeats, LockedBy: st.LockedBy,
 			CompleteBy: millis(st.CompleteBy), LastError: st.LastError, Reference: st.Reference,
 			UpdatedAt: millis(st.UpdatedAt),
 		}
@@ -126,7 +127,7 @@ func (r orderRecord) order() (order.Order, []order.StepState) {
 			OrderID: r.OrderID, Step: s.Step, Index: i, Agent: s.Agent,
 			ProcessState: order.ProcessState(s.State), LockedBy: s.LockedBy,
 			CompleteBy: fromMillis(s.CompleteBy), FailureCount: s.FailureCount,
-			Attempt: s.Attempt, Nudges: s.Nudges, Releases: s.Releases, Deferrals: s.Deferrals, LastError: s.LastError,
+			Attempt: s.Attempt, Nudges: s.Nudges, Releases: s.Releases, Deferrals: s.Deferrals, Heartbeats: s.Heartbeats, LastError: s.LastError,
 			Reference: s.Reference, UpdatedAt: fromMillis(s.UpdatedAt),
 		}
 		if r.Active != nil && *r.Active == i {

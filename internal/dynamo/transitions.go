@@ -63,6 +63,7 @@ func (s *Store) ClaimStep(ctx context.Context, seen order.StepState, owner strin
 	upd := claim(expression.UpdateBuilder{}, i, owner, completeBy).
 		Set(expression.Name(stepAttr(i, "Attempt")), expression.Name(stepAttr(i, "Attempt")).Plus(expression.Value(1))).
 		Remove(expression.Name(stepAttr(i, "Deferrals"))).
+		Remove(expression.Name(stepAttr(i, "Heartbeats"))).
 		Remove(expression.Name(attrUnclaimed)).
 		// A Pending step's only alert is StepUnclaimed, which the claim
 		// answers: it is not sent any more.
@@ -258,6 +259,42 @@ func (s *Store) DeferStep(ctx context.Context, st order.StepState, completeBy ti
 		Set(expression.Name(stepAttr(i, "LastError")), expression.Value(reason))
 	_, out, err := s.transition(ctx, "defer", st, i, expired(st, order.Processing, now), touched(upd, i, now))
 	return out, err
+}
+
+// ExtendDeadline is an agent's heartbeat: it moves the deadline of a
+// Processing step on to completeBy, fenced on the attempt, so a heartbeat
+// of an attempt the Supervisor has already retried changes nothing and
+// returns order.ErrStale. A deadline only moves later, and at most
+// maxHeartbeats times per attempt (then order.ErrHeartbeatLimit, with the step as
+// stored). It returns the step as stored; DueAt stays, since it may lag the
+// deadline (the Supervisor moves it on when it finds the step in time).
+func (s *Store) ExtendDeadline(ctx context.Context, st order.StepState, completeBy time.Time, maxHeartbeats int, now time.Time) (order.StepState, error) {
+	i := st.Index
+	beats := expression.Name(stepAttr(i, "Heartbeats"))
+	cond := on(st, order.Processing).
+		And(expression.Name(stepAttr(i, "CompleteBy")).LessThan(msValue(completeBy))).
+		And(expression.AttributeNotExists(beats).Or(beats.LessThan(expression.Value(maxHeartbeats))))
+	upd := expression.Set(expression.Name(stepAttr(i, "CompleteBy")), msValue(completeBy)).
+		Set(beats, expression.Plus(beats.IfNotExists(expression.Value(0)), expression.Value(1)))
+	_, out, err := s.transition(ctx, "extend deadline of", st, i, cond, touched(upd, i, now))
+	var stale *staleError
+	if !errors.As(err, &stale) {
+		return out, err
+	}
+	// Only the attempt's fence is a reason to stop: a deadline already as
+	// late (another heartbeat, a Supervisor's deferral) is as good, and at
+	// the limit the attempt goes on until the deadline it has.
+	_, steps := stale.old.order()
+	if i >= len(steps) || stale.old.Active == nil || *stale.old.Active != i {
+		return order.StepState{}, err
+	}
+	if cur := steps[i]; cur.Step == st.Step && cur.ProcessState == order.Processing && cur.Attempt == st.Attempt {
+		if !cur.CompleteBy.Before(completeBy) {
+			return cur, nil
+		}
+		return cur, fmt.Errorf("extend deadline of step %s of order %s: %d heartbeats used: %w", st.Step, st.OrderID, cur.Heartbeats, order.ErrHeartbeatLimit)
+	}
+	return order.StepState{}, err
 }
 
 // NudgeStep re-announces a Pending step that nobody claimed by its

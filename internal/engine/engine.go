@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -60,12 +61,24 @@ type Config struct {
 	// simulator on SimulatorAddr and uses it.
 	RemoteURL     string
 	SimulatorAddr string
-	Timing        order.Timing
+	// SimulatorLedger, when set, is the file where the simulator records
+	// the remote work it did, so it survives restarts (see
+	// simulator.WithLedger); Outages take services down for a while.
+	SimulatorLedger string
+	Outages         []simulator.Outage
+	Timing          order.Timing
 	// SupervisorEvery is how often the Supervisor runs (EventBridge's rate).
 	SupervisorEvery time.Duration
 	// Schedulers is how many Scheduler instances consume the stream, to
 	// exercise claim races; each polls every shard.
 	Schedulers int
+	// Supervisors is how many Supervisors run (at least one), each on its
+	// own ticker, racing for the same due steps.
+	Supervisors int
+	// ClockSkew spreads the clocks of the Schedulers, Supervisors and
+	// agents over [-ClockSkew, +ClockSkew] around the machine's, to show
+	// that skew inside CLOCK_SKEW_GRACE loses nothing.
+	ClockSkew time.Duration
 	// QueueVisibility overrides the catalog's visibility timeouts, so a
 	// failed message comes back quickly when running locally. 0 keeps them.
 	QueueVisibility time.Duration
@@ -163,7 +176,20 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 			e.apiLn.Close()
 			return nil, fmt.Errorf("listen for the simulator on %s: %w", cfg.SimulatorAddr, err)
 		}
-		e.Sim = simulator.New(simulator.WithLogger(cfg.Log.With("service", "simulator")))
+		opts := []simulator.Option{simulator.WithLogger(cfg.Log.With("service", "simulator"))}
+		if cfg.SimulatorLedger != "" {
+			opts = append(opts, simulator.WithLedger(cfg.SimulatorLedger))
+		}
+		for _, o := range cfg.Outages {
+			opts = append(opts, simulator.WithOutage(o))
+		}
+		sim, err := simulator.New(opts...)
+		if err != nil {
+			e.apiLn.Close()
+			e.simLn.Close()
+			return nil, fmt.Errorf("simulator: %w", err)
+		}
+		e.Sim = sim
 		e.remote = "http://" + e.simLn.Addr().String()
 	}
 	return e, nil
@@ -228,10 +254,11 @@ func (e *Engine) Run(ctx context.Context) error {
 	// Schedulers: each consumes the orders table's stream and the
 	// response queue.
 	for i := range e.cfg.Schedulers {
+		now := e.clock(i, e.cfg.Schedulers)
 		id := fmt.Sprintf("scheduler-local-%d-%s", i, rand.Text()[:6])
 		sched := scheduler.New(scheduler.Config{
 			InstanceID: id, Store: e.Store, Dispatcher: e.dispatcher("scheduler"), Notifier: notifier,
-			Workflow: workflow, Now: time.Now, Log: e.cfg.Log.With("service", "scheduler"), Metrics: e.metrics("scheduler"),
+			Workflow: workflow, Now: now, Log: e.cfg.Log.With("service", "scheduler", "clock_offset", time.Until(now()).Round(time.Millisecond).String()), Metrics: e.metrics("scheduler"),
 		})
 		streamCfg := localrun.StreamConfig{StreamARN: e.Stack.StreamARN, Timeout: resources.SchedulerTimeout}
 		if e.cfg.StateDir != "" {
@@ -261,11 +288,14 @@ func (e *Engine) Run(ctx context.Context) error {
 	// Agents: one per request queue, calling the remote services.
 	caller := remote.NewClient(e.remote, &http.Client{})
 	replier := sqs.NewReplies(e.fns.SQS, e.Stack.ResponseQueue.URL)
-	for name, q := range e.Stack.RequestQueues {
+	holder := sqs.NewRequests(e.fns.SQS, e.Stack.RequestQueueURLs())
+	agentNames := slices.Sorted(maps.Keys(e.Stack.RequestQueues))
+	for i, name := range agentNames {
+		q := e.Stack.RequestQueues[name]
 		ag := agent.New(agent.Config{
 			Name: name, Remote: caller, Replies: replier, Backoff: e.cfg.AgentBackoff, ReplyMargin: agent.DefaultReplyMargin,
-			TryTimeout: agent.DefaultTryTimeout,
-			Now:        time.Now, Log: e.cfg.Log.With("service", "agent"), Metrics: e.metrics(name + "-agent"),
+			TryTimeout: agent.DefaultTryTimeout, Deadlines: e.Store, Workflow: workflow, Holder: holder,
+			Now: e.clock(i, len(agentNames)), Log: e.cfg.Log.With("service", "agent"), Metrics: e.metrics(name + "-agent"),
 		})
 		var handle SQSHandler = ag.Handle
 		if e.cfg.WrapAgent != nil {
@@ -280,25 +310,31 @@ func (e *Engine) Run(ctx context.Context) error {
 		add(name+" poller", poller.Run)
 	}
 
-	// The Supervisor, on a ticker as EventBridge would invoke it.
-	sup := supervisor.New(supervisor.Config{
-		Store: e.Store, Notifier: notifier, Backlogs: sqs.NewBacklogs(e.fns.SQS, e.Stack.RequestQueueURLs(), e.Stack.ResponseQueue.URL), Workflow: workflow,
-		Now: time.Now, Log: e.cfg.Log.With("service", "supervisor"), Metrics: e.metrics("supervisor"),
-	})
-	add("supervisor", func(ctx context.Context) error {
-		t := time.NewTicker(e.cfg.SupervisorEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-t.C:
-				if _, err := sup.Run(ctx); err != nil && ctx.Err() == nil {
-					e.cfg.Log.Error("supervisor run failed", "error", err)
+	// Supervisors, each on a ticker as EventBridge would invoke one.
+	supervisors := max(e.cfg.Supervisors, 1)
+	for i := range supervisors {
+		now := e.clock(i, supervisors)
+		log := e.cfg.Log.With("service", "supervisor", "clock_offset", time.Until(now()).Round(time.Millisecond).String())
+		sup := supervisor.New(supervisor.Config{
+			Store: e.Store, Notifier: alerting.NewNotifier(alerter, e.Store, now),
+			Backlogs: sqs.NewBacklogs(e.fns.SQS, e.Stack.RequestQueueURLs(), e.Stack.ResponseQueue.URL), Workflow: workflow,
+			Now: now, Log: log, Metrics: e.metrics("supervisor"),
+		})
+		add(fmt.Sprintf("supervisor %d", i), func(ctx context.Context) error {
+			t := time.NewTicker(e.cfg.SupervisorEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-t.C:
+					if _, err := sup.Run(ctx); err != nil && ctx.Err() == nil {
+						log.Error("supervisor run failed", "error", err)
+					}
 				}
 			}
-		}
-	})
+		})
+	}
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -333,4 +369,18 @@ func serve(srv *http.Server, ln net.Listener) func(context.Context) error {
 		}
 		return nil
 	}
+}
+
+// clock is the clock of instance i of n of one kind: the machine's, moved
+// by an offset spread evenly over [-ClockSkew, +ClockSkew].
+func (e *Engine) clock(i, n int) func() time.Time {
+	if e.cfg.ClockSkew <= 0 || n < 2 {
+		if e.cfg.ClockSkew > 0 && n == 1 {
+			offset := e.cfg.ClockSkew
+			return func() time.Time { return time.Now().Add(offset) }
+		}
+		return time.Now
+	}
+	offset := time.Duration(float64(e.cfg.ClockSkew) * (2*float64(i)/float64(n-1) - 1))
+	return func() time.Time { return time.Now().Add(offset) }
 }

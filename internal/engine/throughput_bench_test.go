@@ -101,7 +101,7 @@ func benchmarkBurst(b *testing.B, timing order.Timing) {
 	for name, secs := range cpu.since() {
 		b.ReportMetric(secs*1000/float64(b.N), name+"-cpu-ms/order")
 	}
-	for _, m := range []string{metrics.StepsRetried, metrics.StepsDeferred, metrics.AlertsSent, metrics.OrdersFailed} {
+	for _, m := range []string{metrics.StepsRetried, metrics.StepsDeferred, metrics.AlertsSent, metrics.OrdersFailed, metrics.Heartbeats, metrics.StaleRequests} {
 		b.ReportMetric(float64(counts.get(m)), m)
 	}
 }

@@ -30,7 +30,19 @@ const (
 	RemoteCalls     = "RemoteCalls"
 	RemoteFaults    = "RemoteFaults"
 	RepliesWithheld = "RepliesWithheld"
-	PoisonMessages  = "PoisonMessages"
+	// Heartbeats counts deadlines an agent moved on: at the start of a
+	// request that waited, and during a long call.
+	Heartbeats = "Heartbeats"
+	// StaleRequests counts requests an agent dropped without a call
+	// because their attempt was already over.
+	StaleRequests = "StaleRequests"
+	// CircuitOpened counts openings of an agent's circuit breaker: its
+	// remote service failed call after call. The stack alarms on it.
+	CircuitOpened = "CircuitOpened"
+	// RequestsHeld counts requests an agent put back in its queue while
+	// its circuit was open.
+	RequestsHeld   = "RequestsHeld"
+	PoisonMessages = "PoisonMessages"
 )
 
 // Recorder writes EMF records for one service (function).

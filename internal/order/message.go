@@ -9,6 +9,11 @@ type StepRequest struct {
 	// Attempt is the fencing token; the agent copies it into its reply.
 	Attempt    int       `json:"attempt"`
 	CompleteBy time.Time `json:"completeBy"`
+	// AllowanceMs is the attempt's window in milliseconds: an agent that
+	// starts a request late, or heartbeats on a long call, moves
+	// CompleteBy to that far after now. Zero (a request from before it
+	// existed) means the agent keeps CompleteBy as it is.
+	AllowanceMs int64 `json:"allowanceMs,omitempty"`
 	// IdempotencyKey is the same for every attempt of a step, so the remote
 	// service can recognise a retry of work it already did.
 	IdempotencyKey string `json:"idempotencyKey"`
@@ -20,9 +25,17 @@ type StepRequest struct {
 func NewRequest(o Order, st StepState) StepRequest {
 	return StepRequest{
 		OrderID: o.ID, Step: st.Step, Attempt: st.Attempt, CompleteBy: st.CompleteBy,
+		// A claim writes the step's Updated and its CompleteBy from the
+		// same now, so their difference is the claim's allowance.
+		AllowanceMs:    st.CompleteBy.Sub(st.UpdatedAt).Milliseconds(),
 		IdempotencyKey: IdempotencyKeyFor(o.ID, st.Step),
 		CustomerID:     o.CustomerID, Lines: o.Lines,
 	}
+}
+
+// Allowance is the attempt's window (see AllowanceMs).
+func (r StepRequest) Allowance() time.Duration {
+	return time.Duration(r.AllowanceMs) * time.Millisecond
 }
 
 // IdempotencyKeyFor returns the stable key for a step of an order.

@@ -50,6 +50,10 @@ var (
 	// on: a lost claim race, a stale or duplicate reply, a recovery another
 	// Supervisor already made. It is a normal outcome, not a failure.
 	ErrStale = errors.New("step state moved on")
+	// ErrHeartbeatLimit says that an attempt's deadline was moved on as
+	// often as its step allows: the agent must finish by the deadline it
+	// has.
+	ErrHeartbeatLimit = errors.New("heartbeat limit reached")
 )
 
 // Line is one line item of an order.
@@ -106,6 +110,10 @@ type StepState struct {
 	// Deferrals counts how often this attempt's deadline was moved
 	// because its agent's queue had a backlog.
 	Deferrals int
+	// Heartbeats counts how often the agent working on this attempt
+	// moved its deadline on: when it started a request that had waited,
+	// and while a long call ran.
+	Heartbeats int
 	// AlertPending is set together with the state that needs an alert
 	// (Error, or a step nobody claims) and cleared once operators were
 	// alerted, so an alert is never lost between two writes. AlertKind

@@ -18,6 +18,12 @@ type StepDef struct {
 	// FailureThreshold is the number of timeouts after which the step is
 	// taken as failed for good.
 	FailureThreshold int
+	// MaxHeartbeats bounds how often the agent may move one attempt's
+	// deadline on (when it starts a request that waited, and every third
+	// of the allowance while a long call runs), so an attempt lasts at
+	// most about (1 + MaxHeartbeats/3) allowances, and never longer than
+	// the agent's own invocation.
+	MaxHeartbeats int
 }
 
 // AllowanceFor returns the allowance of the attempt that follows
@@ -65,6 +71,8 @@ type Timing struct {
 	ClaimWithin      time.Duration
 	// SkewGrace: see Workflow.SkewGrace.
 	SkewGrace time.Duration
+	// MaxHeartbeats: see StepDef.MaxHeartbeats.
+	MaxHeartbeats int
 }
 
 // DefaultTiming suits remote services that answer within seconds.
@@ -74,13 +82,14 @@ var DefaultTiming = Timing{
 	MaxAllowance:     2 * time.Minute,
 	FailureThreshold: 3,
 	ClaimWithin:      time.Minute,
+	MaxHeartbeats:    10,
 }
 
 // OrderWorkflow returns the shipped three-step order workflow.
 func OrderWorkflow(t Timing) Workflow {
 	step := func(name, agent string) StepDef {
 		return StepDef{Name: name, Agent: agent, Allowance: t.Allowance,
-			MaxAllowance: t.MaxAllowance, FailureThreshold: t.FailureThreshold}
+			MaxAllowance: t.MaxAllowance, FailureThreshold: t.FailureThreshold, MaxHeartbeats: t.MaxHeartbeats}
 	}
 	return Workflow{
 		Steps: []StepDef{
@@ -106,6 +115,8 @@ func (t Timing) Validate() error {
 		return fmt.Errorf("claim window %s: must be positive: %w", t.ClaimWithin, ErrInvalid)
 	case t.SkewGrace < 0:
 		return fmt.Errorf("skew grace %s: must not be negative: %w", t.SkewGrace, ErrInvalid)
+	case t.MaxHeartbeats < 0:
+		return fmt.Errorf("max heartbeats %d: must not be negative: %w", t.MaxHeartbeats, ErrInvalid)
 	}
 	return nil
 }

@@ -60,9 +60,36 @@ type Server struct {
 	// running counts handlers in flight, so Close can wait for them.
 	running sync.WaitGroup
 
+	// ledgerPath, when set, keeps effects across restarts (WithLedger).
+	ledgerPath string
+	// outages make services answer 503 to every call for a while.
+	outages []Outage
+
 	mu     sync.Mutex
 	closed bool
 	keys   map[callKey]*keyState
+	ledger *ledger
+}
+
+// Outage is a window in which one service answers every call with 503,
+// as a service that is down would.
+type Outage struct {
+	Service    string
+	From, Till time.Time
+}
+
+// WithOutage makes service answer 503 from from until till.
+func WithOutage(o Outage) Option {
+	return func(s *Server) { s.outages = append(s.outages, o) }
+}
+
+func (s *Server) down(service string, now time.Time) bool {
+	for _, o := range s.outages {
+		if o.Service == service && !now.Before(o.From) && now.Before(o.Till) {
+			return true
+		}
+	}
+	return false
 }
 
 // Option configures a Server.
@@ -80,8 +107,10 @@ func WithRetryAfter(d time.Duration) Option {
 	return func(s *Server) { s.retryAfter = d }
 }
 
-// New returns a simulator that has seen no calls.
-func New(opts ...Option) *Server {
+// New returns a simulator that has seen no calls, or, with a ledger, has
+// done the work the ledger records. A ledger that cannot be opened is an
+// error.
+func New(opts ...Option) (*Server, error) {
 	s := &Server{
 		log:     slog.New(slog.DiscardHandler),
 		closing: make(chan struct{}),
@@ -90,7 +119,12 @@ func New(opts ...Option) *Server {
 	for _, opt := range opts {
 		opt(s)
 	}
-	return s
+	if s.ledgerPath != "" {
+		if err := s.openLedger(); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // Calls returns how many well-formed calls service ("inventory", "payment"
@@ -117,6 +151,12 @@ func (s *Server) Close() {
 	}
 	s.mu.Unlock()
 	s.running.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ledger != nil {
+		_ = s.ledger.f.Close()
+		s.ledger = nil
+	}
 }
 
 // call describes one call for the log.
@@ -213,6 +253,10 @@ func (s *Server) serve(r *http.Request) (call, reply) {
 	}
 	m := modeFor(svc.name, req.Lines)
 	c.key, c.orderID, c.mode = key, req.OrderID, m.name
+	if s.down(svc.name, time.Now()) {
+		c.mode = "outage"
+		return c, fail(http.StatusServiceUnavailable, "%s is down (outage)", svc.name)
+	}
 
 	ck := callKey{svc.name, key}
 	s.mu.Lock()
@@ -259,19 +303,29 @@ func (s *Server) serve(r *http.Request) (call, reply) {
 			return c, fail(http.StatusServiceUnavailable, "simulator is shutting down")
 		}
 	}
-	return c, s.doWork(ck, svc)
+	return c, s.doWork(ck, svc, req.OrderID)
 }
 
 // doWork records the work done for a key and answers with its reference.
 // Two concurrent calls may both get here; the second replays the first.
-func (s *Server) doWork(ck callKey, svc service) reply {
+// With a ledger the effect is on disk before the answer; if it cannot be
+// written, no work is done and the call fails transiently.
+func (s *Server) doWork(ck callKey, svc service, orderID string) reply {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.keys[ck]
 	if st.reference != "" {
 		return replayed(st.reference)
 	}
-	st.reference = svc.refPrefix + strings.ToLower(rand.Text())
+	reference := svc.refPrefix + strings.ToLower(rand.Text())
+	if s.ledger != nil {
+		err := s.ledger.append(Effect{Service: ck.service, Key: ck.key, OrderID: orderID, Fingerprint: st.fingerprint,
+			Reference: reference, At: time.Now().UTC()})
+		if err != nil {
+			return fail(http.StatusServiceUnavailable, "%s could not record the work: %v", svc.name, err)
+		}
+	}
+	st.reference = reference
 	return reply{status: http.StatusCreated, body: createdBody{ID: st.reference}}
 }
 

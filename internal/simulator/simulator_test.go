@@ -25,7 +25,7 @@ import (
 // simulator before the server, so calls it holds cannot stall ts.Close.
 func start(t *testing.T, opts ...simulator.Option) (*simulator.Server, *httptest.Server, *remote.Client) {
 	t.Helper()
-	sim := simulator.New(opts...)
+	sim := newSim(t, opts...)
 	ts := httptest.NewServer(sim)
 	t.Cleanup(func() {
 		sim.Close()
@@ -270,7 +270,7 @@ func TestRejectsMalformedCalls(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			sim := simulator.New()
+			sim := newSim(t)
 			req := httptest.NewRequest(tt.method, tt.path, strings.NewReader(tt.body))
 			if tt.contentType != "" {
 				req.Header.Set("Content-Type", tt.contentType)
@@ -454,7 +454,7 @@ func (b *syncBuffer) records(t *testing.T) []map[string]any {
 
 func TestHangIsReleasedByTheClientGivingUp(t *testing.T) {
 	var logs syncBuffer
-	sim := simulator.New(simulator.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+	sim := newSim(t, simulator.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
 	ts := httptest.NewServer(sim)
 	t.Cleanup(sim.Close) // only if the test fails: it must not be needed
 	client := remote.NewClient(ts.URL, ts.Client())
@@ -486,7 +486,7 @@ func TestHangIsReleasedByTheClientGivingUp(t *testing.T) {
 
 func TestCloseReleasesHeldCalls(t *testing.T) {
 	var logs syncBuffer
-	sim := simulator.New(simulator.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+	sim := newSim(t, simulator.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
 	ts := httptest.NewServer(sim)
 	defer ts.Close()
 	client := remote.NewClient(ts.URL, ts.Client())
@@ -589,4 +589,13 @@ func TestRetryAfterOnTransientFaults(t *testing.T) {
 			}
 		})
 	}
+}
+
+func newSim(t testing.TB, opts ...simulator.Option) *simulator.Server {
+	t.Helper()
+	sim, err := simulator.New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sim
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -55,8 +56,27 @@ func (r *Requests) SendRequest(ctx context.Context, agent string, req order.Step
 	if !ok {
 		return fmt.Errorf("send request for step %s of order %s: no queue for agent %q", req.Step, req.OrderID, agent)
 	}
-	if err := send(ctx, r.client, url, req, req.OrderID, req.Step, req.Attempt); err != nil {
+	if err := send(ctx, r.client, url, req, req.OrderID, req.Step, req.Attempt, 0); err != nil {
 		return fmt.Errorf("send request for step %s of order %s to agent %s: %w", req.Step, req.OrderID, agent, err)
+	}
+	return nil
+}
+
+// MaxHold is the longest SQS can delay a message.
+const MaxHold = 15 * time.Minute
+
+// HoldRequest puts req back in the request queue of agent, invisible for
+// delay (whole seconds, 1 to MaxHold): an agent whose remote service is
+// down parks its requests there instead of spending their attempts. A
+// held request counts as a backlog (see Backlogged).
+func (r *Requests) HoldRequest(ctx context.Context, agent string, req order.StepRequest, delay time.Duration) error {
+	url, ok := r.urls[agent]
+	if !ok {
+		return fmt.Errorf("hold request for step %s of order %s: no queue for agent %q", req.Step, req.OrderID, agent)
+	}
+	delay = min(max(delay, time.Second), MaxHold)
+	if err := send(ctx, r.client, url, req, req.OrderID, req.Step, req.Attempt, delay); err != nil {
+		return fmt.Errorf("hold request for step %s of order %s in agent %s's queue: %w", req.Step, req.OrderID, agent, err)
 	}
 	return nil
 }
@@ -75,15 +95,17 @@ func NewBacklogs(client Client, requestURLs map[string]string, responseURL strin
 }
 
 // Backlogged reports whether a step of agent may be waiting in a queue:
-// its request not taken yet by an agent (visible in the agent's queue), or
-// its reply not applied yet by the Scheduler (visible or being worked on
-// in the response queue). A request an agent has taken counts as started.
+// its request not taken yet by an agent (visible in the agent's queue, or
+// held there while the agent's circuit breaker is open), or its reply not
+// applied yet by the Scheduler (visible or being worked on in the response
+// queue). A request an agent has taken counts as started.
 func (b *Backlogs) Backlogged(ctx context.Context, agent string) (bool, error) {
 	url, ok := b.requests[agent]
 	if !ok {
 		return false, fmt.Errorf("backlog of agent %s: no queue for it", agent)
 	}
-	waiting, err := b.count(ctx, url, types.QueueAttributeNameApproximateNumberOfMessages)
+	waiting, err := b.count(ctx, url, types.QueueAttributeNameApproximateNumberOfMessages,
+		types.QueueAttributeNameApproximateNumberOfMessagesDelayed)
 	if err != nil || waiting > 0 {
 		return waiting > 0, err
 	}
@@ -122,20 +144,21 @@ func NewReplies(client Client, queueURL string) *Replies {
 
 // SendReply posts rep on the response queue.
 func (r *Replies) SendReply(ctx context.Context, rep order.StepReply) error {
-	if err := send(ctx, r.client, r.url, rep, rep.OrderID, rep.Step, rep.Attempt); err != nil {
+	if err := send(ctx, r.client, r.url, rep, rep.OrderID, rep.Step, rep.Attempt, 0); err != nil {
 		return fmt.Errorf("send %s reply for step %s of order %s: %w", rep.Outcome, rep.Step, rep.OrderID, err)
 	}
 	return nil
 }
 
-func send(ctx context.Context, client Client, url string, body any, orderID, step string, attempt int) error {
+func send(ctx context.Context, client Client, url string, body any, orderID, step string, attempt int, delay time.Duration) error {
 	data, err := json.Marshal(body)
 	if err != nil {
 		return fmt.Errorf("marshal message: %w", err)
 	}
 	_, err = client.SendMessage(ctx, &sqs.SendMessageInput{
-		QueueUrl:    aws.String(url),
-		MessageBody: aws.String(string(data)),
+		QueueUrl:     aws.String(url),
+		MessageBody:  aws.String(string(data)),
+		DelaySeconds: int32((delay + time.Second - 1) / time.Second),
 		MessageAttributes: map[string]types.MessageAttributeValue{
 			"orderId": {DataType: aws.String("String"), StringValue: aws.String(orderID)},
 			"step":    {DataType: aws.String("String"), StringValue: aws.String(step)},

@@ -16,6 +16,7 @@ import (
 
 	"orderly/internal/dynamo"
 	"orderly/internal/order"
+	"orderly/internal/sqs"
 	"orderly/internal/supervisor"
 	"orderly/internal/testenv"
 )
@@ -564,5 +565,74 @@ func TestAlertBeingSentIsNotSentAgain(t *testing.T) {
 	}
 	if st := w.Step(t, id, order.StepChargePayment); st.AlertPending || !st.DueAt.IsZero() {
 		t.Errorf("alert pending %v, due %s after it was sent; want neither", st.AlertPending, st.DueAt)
+	}
+}
+
+// An agent's heartbeat moves its attempt's deadline on, so the Supervisor
+// leaves a long call alone; it is fenced on the attempt and limited per
+// step.
+func TestHeartbeatsKeepALongCallFromTimingOut(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	ctx := context.Background()
+	id := w.Submit(t, someOrder)
+	takeRequests(t, w) // an agent took the request and is on a long call
+	st := w.Step(t, id, first)
+	const maxHeartbeats = 2
+
+	// Two heartbeats, each a full allowance from its now.
+	for beat := 1; beat <= maxHeartbeats; beat++ {
+		w.Clock.Advance(timing.Allowance / 2)
+		want := w.Clock.Now().Add(timing.Allowance)
+		got, err := w.Store.ExtendDeadline(ctx, st, want, maxHeartbeats, w.Clock.Now())
+		if err != nil || !got.CompleteBy.Equal(want.Truncate(time.Millisecond)) || got.Heartbeats != beat {
+			t.Fatalf("heartbeat %d: got deadline %s, %d heartbeats, %v; want %s, %d", beat, got.CompleteBy, got.Heartbeats, err, want, beat)
+		}
+	}
+	// Past the first deadline and its grace: the step is in its window.
+	if r := run(t, w); r.Retried+r.Failed+r.Deferred != 0 {
+		t.Fatalf("report %+v, want the heartbeating step left alone", r)
+	}
+	// An earlier deadline (a late, duplicate heartbeat) changes nothing.
+	before := w.Step(t, id, first).CompleteBy
+	if got, err := w.Store.ExtendDeadline(ctx, st, before.Add(-time.Second), maxHeartbeats, w.Clock.Now()); err != nil || !got.CompleteBy.Equal(before) {
+		t.Errorf("earlier deadline: got %s, %v; want %s kept, no error", got.CompleteBy, err, before)
+	}
+	// The step's limit: the attempt keeps the deadline it has.
+	got, err := w.Store.ExtendDeadline(ctx, st, before.Add(time.Minute), maxHeartbeats, w.Clock.Now())
+	if !errors.Is(err, order.ErrHeartbeatLimit) || !got.CompleteBy.Equal(before) {
+		t.Errorf("over the limit: got %s, %v; want ErrHeartbeatLimit and %s kept", got.CompleteBy, err, before)
+	}
+	// After the last deadline the attempt times out and is retried; its
+	// agent's next heartbeat learns that the attempt is over.
+	w.Clock.Advance(before.Sub(w.Clock.Now()) + w.Workflow.SkewGrace + time.Millisecond)
+	if r := run(t, w); r.Retried != 1 {
+		t.Fatalf("report %+v, want the step retried after its last deadline", r)
+	}
+	if _, err := w.Store.ExtendDeadline(ctx, st, w.Clock.Now().Add(time.Minute), maxHeartbeats, w.Clock.Now()); !errors.Is(err, order.ErrStale) {
+		t.Errorf("heartbeat of a retried attempt: %v, want ErrStale", err)
+	}
+	// The next claim starts with no heartbeats used.
+	if next := claim(t, w, id); next.Heartbeats != 0 || next.Attempt != 2 {
+		t.Errorf("claim after the retry: attempt %d with %d heartbeats, want attempt 2 with 0", next.Attempt, next.Heartbeats)
+	}
+}
+
+// A request an agent held back while its circuit breaker was open waits in
+// its queue, delayed: that is back-pressure too, so an outage of a remote
+// service spends no attempts.
+func TestRequestHeldByAnOpenCircuitIsBackPressure(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	id := w.Submit(t, someOrder)
+	reqs := w.Requests(t, order.AgentInventory) // the agent took the request...
+	if len(reqs) != 1 {
+		t.Fatalf("got requests %s, want one", testenv.Describe(reqs))
+	}
+	holder := sqs.NewRequests(w.Clients.SQS, w.Stack.RequestQueueURLs())
+	if err := holder.HoldRequest(context.Background(), order.AgentInventory, reqs[0], time.Minute); err != nil {
+		t.Fatal(err) // ...and held it back, the circuit being open
+	}
+	w.Clock.Advance(w.Step(t, id, first).CompleteBy.Sub(w.Clock.Now()) + w.Workflow.SkewGrace + time.Millisecond)
+	if r := run(t, w); r.Deferred != 1 || r.Retried+r.Failed != 0 {
+		t.Fatalf("report %+v, want the deadline moved on while the request is held", r)
 	}
 }

@@ -1,0 +1,87 @@
+package simulator
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+)
+
+// Effect is one piece of remote work done: a reservation made, a card
+// charged, a shipment arranged. The ledger keeps one line per effect.
+type Effect struct {
+	Service     string    `json:"service"`
+	Key         string    `json:"key"`
+	OrderID     string    `json:"orderId"`
+	Fingerprint string    `json:"fingerprint"`
+	Reference   string    `json:"reference"`
+	At          time.Time `json:"at"`
+}
+
+// ledger appends effects to a file, each written and synced before the
+// call is answered, so the record of remote work outlives any crash of the
+// process that holds the simulator, and a restarted simulator still knows
+// which keys it has served.
+type ledger struct {
+	f *os.File
+}
+
+// WithLedger keeps the record of work done in the file at path (JSON
+// lines): effects found there are known as done when the simulator
+// starts, and each new effect is appended before it is answered.
+func WithLedger(path string) Option {
+	return func(s *Server) { s.ledgerPath = path }
+}
+
+func (s *Server) openLedger() error {
+	effects, err := ReadLedger(s.ledgerPath)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for _, e := range effects {
+		ck := callKey{e.Service, e.Key}
+		if _, ok := s.keys[ck]; !ok {
+			s.keys[ck] = &keyState{fingerprint: e.Fingerprint, reference: e.Reference}
+		}
+	}
+	f, err := os.OpenFile(s.ledgerPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("open ledger: %w", err)
+	}
+	s.ledger = &ledger{f: f}
+	return nil
+}
+
+func (l *ledger) append(e Effect) error {
+	line, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	if _, err := l.f.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("append to ledger: %w", err)
+	}
+	return l.f.Sync()
+}
+
+// ReadLedger returns every effect recorded in the ledger at path. A last
+// line cut short by a crash is ignored: its call was never answered.
+func ReadLedger(path string) ([]Effect, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []Effect
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var e Effect
+		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Key != "" {
+			out = append(out, e)
+		}
+	}
+	return out, sc.Err()
+}

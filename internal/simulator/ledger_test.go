@@ -1,0 +1,59 @@
+package simulator_test
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"orderly/internal/simulator"
+)
+
+// The ledger outlives the simulator: a restarted simulator replays work it
+// did before the restart instead of doing it again, and the ledger holds
+// one effect per key however often it was called.
+func TestLedgerSurvivesARestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.jsonl")
+	_, ts, _ := start(t, simulator.WithLedger(path))
+	url := ts.URL + "/payment/charges"
+	status, _, first := post(t, url, "ORDER1/charge-payment", "application/json", validBody)
+	if status != http.StatusCreated {
+		t.Fatalf("first call: status %d, want 201", status)
+	}
+	// A crash cut the last line short; it is ignored.
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`{"service":"payment","key":"ORD`); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	_, restarted, _ := start(t, simulator.WithLedger(path))
+	status, header, again := post(t, restarted.URL+"/payment/charges", "ORDER1/charge-payment", "application/json", validBody)
+	if status != http.StatusOK || header.Get("Idempotent-Replayed") != "true" || again["id"] != first["id"] {
+		t.Errorf("after restart: status %d, replayed %q, id %q; want 200, true, %q", status, header.Get("Idempotent-Replayed"), again["id"], first["id"])
+	}
+	effects, err := simulator.ReadLedger(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(effects) != 1 || effects[0].Key != "ORDER1/charge-payment" || effects[0].Reference != first["id"] || effects[0].OrderID != "ORDER1" {
+		t.Errorf("ledger %+v, want the one charge", effects)
+	}
+}
+
+// During an outage a service answers 503 to every call and does no work;
+// other services are not affected.
+func TestOutageTakesOneServiceDown(t *testing.T) {
+	now := time.Now()
+	_, ts, _ := start(t, simulator.WithOutage(simulator.Outage{Service: "payment", From: now.Add(-time.Minute), Till: now.Add(time.Minute)}))
+	if status, _, _ := post(t, ts.URL+"/payment/charges", "ORDER1/charge-payment", "application/json", validBody); status != http.StatusServiceUnavailable {
+		t.Errorf("payment during its outage: status %d, want 503", status)
+	}
+	if status, _, _ := post(t, ts.URL+"/inventory/reservations", "ORDER1/reserve-inventory", "application/json", validBody); status != http.StatusCreated {
+		t.Errorf("inventory during payment's outage: status %d, want 201", status)
+	}
+}
