@@ -55,6 +55,11 @@ bench: tools ## benchmarks against the emulators (the engine's: 300 orders; the 
 cost: tools ## measure the cost per order on the emulators and price it (ORDERS=100 per scenario)
 	$(WITH_EMULATORS) go run ./cmd/orderly-cost -orders $(or $(ORDERS),100)
 
+.PHONY: soak
+soak: tools ## the chaos soak: ORDERS=10000 orders under injected faults, kill -9 and an outage; report in .local/soak/results.json
+	go build -o .local/bin/orderly-local ./cmd/orderly-local
+	$(WITH_EMULATORS) go run ./cmd/orderly-soak -orders $(or $(ORDERS),10000) $(SOAK_FLAGS)
+
 .PHONY: build
 build: ## build the Lambda functions: bin/<function>/bootstrap (linux/arm64)
 	@for f in $(FUNCTIONS); do \

@@ -1,0 +1,117 @@
+// Command orderly-soak is the chaos soak (make soak): it runs the local
+// runtime (a built cmd/orderly-local) as a child process against the
+// emulators with faults injected into its AWS calls, SIGKILLs and restarts
+// it, takes one remote service down for a while, submits orders, and
+// accounts for every one of them (see internal/soak). It prints a table,
+// writes the report as JSON and exits non-zero when a promise was broken.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"orderly/internal/config"
+	"orderly/internal/provision"
+	"orderly/internal/soak"
+)
+
+func main() {
+	log := config.Logger("soak")
+	if err := run(log); err != nil {
+		log.Error("soak failed", "error", err)
+		os.Exit(1)
+	}
+}
+
+func run(log *slog.Logger) error {
+	var (
+		orders    = flag.Int("orders", 10000, "orders to submit")
+		clients   = flag.Int("clients", 20, "concurrent submitting clients")
+		burst     = flag.Float64("burst", 0.2, "share of the orders submitted at once, first")
+		rate      = flag.Float64("rate", 8, "submissions per second after the burst (below what 2 cores process, so the burst is the overload)")
+		killEvery = flag.Duration("kill-every", 45*time.Second, "SIGKILL the runtime this often (0: never)")
+		spec      = flag.String("faults", "throttle=0.005,5xx=0.005,timeout=0.003,ambiguous=0.003,drop=0.002,duplicate=0.005,crash=0.0002", "faults injected into the runtime's AWS calls")
+		outageOf  = flag.String("outage", "payment", "remote service taken down for -outage-for, starting -outage-after into the run (empty: none)")
+		outageAt  = flag.Duration("outage-after", 30*time.Second, "when the outage starts")
+		outageFor = flag.Duration("outage-for", 60*time.Second, "how long the outage lasts")
+		bound     = flag.Duration("bound", 10*time.Minute, "every order must be terminal this long after the last submission")
+		binary    = flag.String("binary", ".local/bin/orderly-local", "the built local runtime")
+		out       = flag.String("out", ".local/soak/results.json", "where the JSON report goes")
+		seed      = flag.Uint64("seed", uint64(time.Now().UnixNano()), "the plan's seed")
+	)
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	awsCfg, err := config.AWS(ctx)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "orderly-soak-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	stage := "soak" + strconv.FormatInt(time.Now().Unix()%1_000_000, 10)
+	apiAddr, simAddr := freeAddr(), freeAddr()
+	ledger := filepath.Join(dir, "ledger.jsonl")
+	env := []string{
+		"ORDERLY_STAGE=" + stage, "ORDERLY_API_ADDR=" + apiAddr, "ORDERLY_SIMULATOR_ADDR=" + simAddr,
+		"ORDERLY_STATE_DIR=" + filepath.Join(dir, "state"), "ORDERLY_SIM_LEDGER=" + ledger,
+		"ORDERLY_FAULTS=" + *spec,
+		// Two Schedulers and two Supervisors, clocks spread over ±1 s.
+		"SCHEDULERS=2", "SUPERVISORS=2", "ORDERLY_CLOCK_SKEW=1s",
+		"SUPERVISOR_EVERY=2s", "QUEUE_VISIBILITY=20s",
+		"STEP_ALLOWANCE=5s", "CLAIM_WITHIN=10s", "CLOCK_SKEW_GRACE=2s",
+	}
+	if *outageOf != "" {
+		from := time.Now().Add(*outageAt).UTC()
+		env = append(env, fmt.Sprintf("ORDERLY_SIM_OUTAGE=%s,%s,%s", *outageOf, from.Format(time.RFC3339), from.Add(*outageFor).Format(time.RFC3339)))
+	}
+	log.Info("soak starting", "orders", *orders, "stage", stage, "faults", *spec, "kill_every", *killEvery, "outage", *outageOf, "seed", *seed)
+	report, err := soak.Run(ctx, soak.Config{
+		Binary: *binary, Env: env, APIAddr: apiAddr, Orders: *orders, Mix: soak.DefaultMix, Seed: *seed,
+		Clients: *clients, BurstShare: *burst, Rate: *rate, KillEvery: *killEvery, Bound: *bound, Log: log,
+	}, soak.Env{Clients: provision.Clients{
+		DynamoDB: dynamodb.NewFromConfig(awsCfg), SQS: sqs.NewFromConfig(awsCfg), SNS: sns.NewFromConfig(awsCfg),
+	}, Stage: stage, Ledger: ledger})
+	if err != nil {
+		return err
+	}
+	report.Print(os.Stdout)
+	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
+		return err
+	}
+	data, _ := json.MarshalIndent(report, "", "  ")
+	if err := os.WriteFile(*out, append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	if !report.OK() {
+		return fmt.Errorf("the soak broke a promise: see %s", *out)
+	}
+	return nil
+}
+
+// freeAddr returns a loopback address with a port nobody listens on.
+func freeAddr() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "127.0.0.1:0"
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}

@@ -1,0 +1,336 @@
+package soak
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"orderly/internal/dynamo"
+	"orderly/internal/faults"
+	"orderly/internal/order"
+	"orderly/internal/provision"
+	"orderly/internal/resources"
+	"orderly/internal/simulator"
+)
+
+// Env is what a run needs of its surroundings.
+type Env struct {
+	Clients provision.Clients
+	Stage   string
+	Ledger  string // the simulator's ledger file
+}
+
+// acked is an order the API acknowledged.
+type acked struct {
+	Planned
+	ID string
+	At time.Time
+}
+
+// Run does one soak and accounts for it.
+func Run(ctx context.Context, cfg Config, env Env) (Report, error) {
+	plan := Plan(cfg.Orders, cfg.Mix, cfg.Seed)
+	c := &child{cfg: cfg, injected: map[faults.Kind]int{}}
+	if err := c.start(); err != nil {
+		return Report{}, err
+	}
+	defer c.stop()
+	ready, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := waitReady(ready, cfg.APIAddr); err != nil {
+		return Report{}, err
+	}
+	cat := resources.New(env.Stage, order.OrderWorkflow(order.DefaultTiming).Agents())
+	inbox, err := subscribe(ctx, env, cat)
+	if err != nil {
+		return Report{}, err
+	}
+	poison, err := sendPoison(ctx, env, cat)
+	if err != nil {
+		return Report{}, err
+	}
+
+	// kill -9 on a schedule while orders go in.
+	killCtx, stopKilling := context.WithCancel(ctx)
+	var killing sync.WaitGroup
+	if cfg.KillEvery > 0 {
+		killing.Go(func() {
+			t := time.NewTicker(cfg.KillEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-killCtx.Done():
+					return
+				case <-t.C:
+					cfg.Log.Info("kill -9 of the runtime")
+					if err := c.kill9(); err != nil {
+						cfg.Log.Error("restart after kill failed", "error", err)
+					}
+				}
+			}
+		})
+	}
+	began := time.Now()
+	orders := submitAll(ctx, cfg, plan)
+	submitted := time.Since(began)
+	cfg.Log.Info("every order submitted", "acknowledged", len(orders), "took", submitted.Round(time.Second))
+
+	// The kills go on until every order is terminal: crashes mid-flight.
+	store := dynamo.NewStore(env.Clients.DynamoDB, cat.Orders.Name)
+	final, waited := awaitTerminal(ctx, store, orders, cfg.Bound)
+	stopKilling()
+	killing.Wait()
+	cfg.Log.Info("orders settled", "took", waited.Round(time.Second))
+	// The runtime keeps running meanwhile: a Supervisor sends an alert
+	// whose first publish failed once its lease is over.
+	alerts, err := inbox.drain(ctx, final, 2*order.AlertLease+time.Minute)
+	if err != nil {
+		return Report{}, err
+	}
+	cfg.Log.Info("alerts read", "alerts", len(alerts))
+	effects, err := simulator.ReadLedger(env.Ledger)
+	if err != nil {
+		return Report{}, fmt.Errorf("read the simulator's ledger: %w", err)
+	}
+	// A poison message reaches its dead-letter queue after five receives,
+	// each a visibility timeout apart.
+	var dlq int
+	for giveUp := time.Now().Add(3 * time.Minute); ; {
+		if dlq, err = deadLetters(ctx, env, cat); err != nil {
+			return Report{}, err
+		}
+		if dlq >= poison || time.Now().After(giveUp) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(2 * time.Second)
+	}
+	c.mu.Lock()
+	r := account(plan, orders, final, effects, alerts)
+	r.Run = RunFacts{Orders: cfg.Orders, Acknowledged: len(orders), Clients: cfg.Clients, Seed: cfg.Seed,
+		SubmitSeconds: submitted.Seconds(), SettleSeconds: waited.Seconds(), BoundSeconds: cfg.Bound.Seconds(),
+		Starts: c.starts, Kills: c.kills, Crashes: c.crashes}
+	r.Faults = map[string]int{}
+	for k, n := range c.injected {
+		r.Faults[string(k)] = n
+	}
+	c.mu.Unlock()
+	r.Poison = PoisonFacts{Sent: poison, InDeadLetterQueues: dlq}
+	return r, nil
+}
+
+// submitAll submits every planned order, retrying each with its key until
+// the API acknowledges it: a runtime that is down or a fault is no reason
+// to give an order up.
+func submitAll(ctx context.Context, cfg Config, plan []Planned) []acked {
+	var (
+		mu  sync.Mutex
+		out []acked
+		wg  sync.WaitGroup
+	)
+	burst := int(float64(len(plan)) * cfg.BurstShare)
+	next := make(chan Planned)
+	for range cfg.Clients {
+		wg.Go(func() {
+			client := &http.Client{Timeout: 30 * time.Second}
+			for p := range next {
+				if a, ok := submit(ctx, client, cfg.APIAddr, p); ok {
+					mu.Lock()
+					out = append(out, a)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	var tick <-chan time.Time
+	for i, p := range plan {
+		if i == burst && cfg.Rate > 0 {
+			t := time.NewTicker(time.Duration(float64(time.Second) / cfg.Rate))
+			defer t.Stop()
+			tick = t.C
+		}
+		if tick != nil {
+			<-tick
+		}
+		next <- p
+	}
+	close(next)
+	wg.Wait()
+	return out
+}
+
+func submit(ctx context.Context, client *http.Client, addr string, p Planned) (acked, bool) {
+	body, _ := json.Marshal(p.Order)
+	for try := 0; ctx.Err() == nil; try++ {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/orders", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", p.Key)
+		resp, err := client.Do(req)
+		if err == nil {
+			var got struct {
+				OrderID string `json:"orderId"`
+			}
+			decErr := json.NewDecoder(resp.Body).Decode(&got)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusAccepted && decErr == nil && got.OrderID != "" {
+				return acked{Planned: p, ID: got.OrderID, At: time.Now()}, true
+			}
+		}
+		time.Sleep(min(time.Duration(try+1)*200*time.Millisecond, 3*time.Second))
+	}
+	return acked{}, false
+}
+
+// awaitTerminal polls every order until all are terminal or the bound has
+// passed, and returns their last states.
+func awaitTerminal(ctx context.Context, store *dynamo.Store, orders []acked, bound time.Duration) (map[string]order.Order, time.Duration) {
+	began := time.Now()
+	final := map[string]order.Order{}
+	for {
+		pending := 0
+		for _, a := range orders {
+			if o, ok := final[a.ID]; ok && terminal(o.Status) {
+				continue
+			}
+			o, err := store.Order(ctx, a.ID)
+			if err == nil {
+				final[a.ID] = o
+			}
+			if err != nil || !terminal(o.Status) {
+				pending++
+			}
+		}
+		if pending == 0 || time.Since(began) > bound || ctx.Err() != nil {
+			return final, time.Since(began)
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+func terminal(s order.Status) bool { return s == order.StatusProcessed || s == order.StatusError }
+
+// alertInbox is a queue subscribed to the alert topic.
+type alertInbox struct {
+	sqs *sqs.Client
+	url string
+}
+
+func subscribe(ctx context.Context, env Env, cat resources.Catalog) (*alertInbox, error) {
+	topic, err := env.Clients.SNS.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(cat.AlertTopic)})
+	if err != nil {
+		return nil, fmt.Errorf("alert topic: %w", err)
+	}
+	q, err := env.Clients.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("orderly-" + env.Stage + "-soak-alerts")})
+	if err != nil {
+		return nil, fmt.Errorf("alert inbox: %w", err)
+	}
+	attrs, err := env.Clients.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: q.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("alert inbox ARN: %w", err)
+	}
+	_, err = env.Clients.SNS.Subscribe(ctx, &sns.SubscribeInput{
+		TopicArn: topic.TopicArn, Protocol: aws.String("sqs"),
+		Endpoint:   aws.String(attrs.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]),
+		Attributes: map[string]string{"RawMessageDelivery": "true"},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("subscribe alert inbox: %w", err)
+	}
+	return &alertInbox{sqs: env.Clients.SQS, url: aws.ToString(q.QueueUrl)}, nil
+}
+
+// drain reads every alert until each order in Error has one (an alert
+// whose publish failed is sent again after its lease, so this can take a
+// while) or patience runs out, then reads on until the inbox stays quiet,
+// so duplicates are counted too.
+func (in *alertInbox) drain(ctx context.Context, final map[string]order.Order, patience time.Duration) ([]order.Alert, error) {
+	unalerted := map[string]bool{}
+	for id, o := range final {
+		if o.Status == order.StatusError {
+			unalerted[id] = true
+		}
+	}
+	var out []order.Alert
+	giveUp := time.Now().Add(patience)
+	quiet := 0
+	for ctx.Err() == nil && (len(unalerted) > 0 && time.Now().Before(giveUp) || quiet < 5) {
+		got, err := in.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(in.url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+		if err != nil {
+			return out, fmt.Errorf("read alerts: %w", err)
+		}
+		if len(got.Messages) == 0 {
+			quiet++
+			continue
+		}
+		quiet = 0
+		for _, m := range got.Messages {
+			var a order.Alert
+			if json.Unmarshal([]byte(aws.ToString(m.Body)), &a) == nil {
+				out = append(out, a)
+				delete(unalerted, a.OrderID)
+			}
+			_, _ = in.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(in.url), ReceiptHandle: m.ReceiptHandle})
+		}
+	}
+	return out, nil
+}
+
+// sendPoison puts malformed messages on the response queue and on every
+// request queue: each must end in its dead-letter queue.
+func sendPoison(ctx context.Context, env Env, cat resources.Catalog) (int, error) {
+	names := []string{cat.ResponseQueue.Name}
+	for _, q := range cat.RequestQueues {
+		names = append(names, q.Name)
+	}
+	slices.Sort(names)
+	for i, name := range names {
+		url, err := env.Clients.SQS.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
+		if err != nil {
+			return 0, fmt.Errorf("queue %s: %w", name, err)
+		}
+		_, err = env.Clients.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: url.QueueUrl,
+			MessageBody: aws.String(`{"poison":` + strconv.Itoa(i) + `, "orderId": 7}`)})
+		if err != nil {
+			return 0, fmt.Errorf("send poison to %s: %w", name, err)
+		}
+	}
+	return len(names), nil
+}
+
+// deadLetters counts the messages in every dead-letter queue.
+func deadLetters(ctx context.Context, env Env, cat resources.Catalog) (int, error) {
+	names := []string{cat.ResponseQueue.DeadLetterName}
+	for _, q := range cat.RequestQueues {
+		names = append(names, q.DeadLetterName)
+	}
+	total := 0
+	for _, name := range names {
+		url, err := env.Clients.SQS.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
+		if err != nil {
+			return 0, fmt.Errorf("queue %s: %w", name, err)
+		}
+		attrs, err := env.Clients.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: url.QueueUrl,
+			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+				sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+		if err != nil {
+			return 0, fmt.Errorf("queue %s: %w", name, err)
+		}
+		for _, v := range attrs.Attributes {
+			n, _ := strconv.Atoi(v)
+			total += n
+		}
+	}
+	return total, nil
+}

@@ -1,0 +1,168 @@
+package soak
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"orderly/internal/faults"
+)
+
+// Config is one soak run.
+type Config struct {
+	// Binary is the local runtime (cmd/orderly-local), built beforehand.
+	Binary string
+	// Env is added to the child's environment (the emulators' endpoints
+	// and the run's settings).
+	Env     []string
+	APIAddr string
+	Orders  int
+	Mix     Mix
+	Seed    uint64
+	// Clients submit at once; BurstShare of the orders go first, as fast
+	// as they can, the rest at Rate per second.
+	Clients    int
+	BurstShare float64
+	Rate       float64
+	// KillEvery kills the runtime with SIGKILL that often (0 never);
+	// faults may crash it in between.
+	KillEvery time.Duration
+	// Bound is how long after the last submission every order must be
+	// terminal.
+	Bound time.Duration
+	Log   *slog.Logger
+	// RuntimeLog, when set, receives the runtime's own log lines.
+	RuntimeLog io.Writer
+}
+
+// child is the running local runtime, restarted after every crash.
+type child struct {
+	cfg Config
+
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	starts   int
+	kills    int
+	crashes  int // exits the soak did not cause: fault-injected crashes
+	injected map[faults.Kind]int
+	stopping bool
+	exited   chan struct{}
+}
+
+func (c *child) start() error {
+	cmd := exec.Command(c.cfg.Binary)
+	cmd.Env = append(os.Environ(), c.cfg.Env...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", c.cfg.Binary, err)
+	}
+	exited := make(chan struct{})
+	c.mu.Lock()
+	c.cmd, c.exited = cmd, exited
+	c.starts++
+	c.mu.Unlock()
+	go c.read(out)
+	go func() {
+		err := cmd.Wait()
+		c.mu.Lock()
+		ours := c.stopping
+		c.mu.Unlock()
+		close(exited)
+		if !ours {
+			c.cfg.Log.Warn("runtime died; starting it again", "error", err)
+			c.mu.Lock()
+			c.crashes++
+			c.mu.Unlock()
+			if err := c.start(); err != nil {
+				c.cfg.Log.Error("restart failed", "error", err)
+			}
+		}
+	}()
+	return nil
+}
+
+// read counts the faults the runtime logs as injected.
+func (c *child) read(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if c.cfg.RuntimeLog != nil {
+			c.mu.Lock()
+			_, _ = c.cfg.RuntimeLog.Write(append(line, '\n'))
+			c.mu.Unlock()
+		}
+		if !bytes.Contains(line, []byte(`"fault injected"`)) {
+			continue
+		}
+		var rec struct {
+			Kind faults.Kind `json:"kind"`
+		}
+		if json.Unmarshal(line, &rec) == nil {
+			c.mu.Lock()
+			c.injected[rec.Kind]++
+			c.mu.Unlock()
+		}
+	}
+}
+
+// kill9 kills the runtime with SIGKILL and starts it again.
+func (c *child) kill9() error {
+	c.mu.Lock()
+	cmd, exited := c.cmd, c.exited
+	c.stopping = true
+	c.mu.Unlock()
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	<-exited
+	c.mu.Lock()
+	c.stopping = false
+	c.kills++
+	c.mu.Unlock()
+	return c.start()
+}
+
+// stop ends the runtime for good.
+func (c *child) stop() {
+	c.mu.Lock()
+	cmd, exited := c.cmd, c.exited
+	c.stopping = true
+	c.mu.Unlock()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		<-exited
+	}
+}
+
+// waitReady waits until the API answers.
+func waitReady(ctx context.Context, addr string) error {
+	for {
+		resp, err := http.Get("http://" + addr + "/orders/not-an-order")
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("runtime API on %s never answered: %w", addr, errors.Join(ctx.Err(), err))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
