@@ -51,6 +51,7 @@ func run(log *slog.Logger) error {
 		bound     = flag.Duration("bound", 10*time.Minute, "every order must be terminal this long after the last submission")
 		binary    = flag.String("binary", ".local/bin/orderly-local", "the built local runtime")
 		out       = flag.String("out", ".local/soak/results.json", "where the JSON report goes")
+		logPath   = flag.String("runtime-log", ".local/soak/runtime.log", "where the runtime's own log lines go")
 		seed      = flag.Uint64("seed", uint64(time.Now().UnixNano()), "the plan's seed")
 	)
 	flag.Parse()
@@ -82,10 +83,18 @@ func run(log *slog.Logger) error {
 		from := time.Now().Add(*outageAt).UTC()
 		env = append(env, fmt.Sprintf("ORDERLY_SIM_OUTAGE=%s,%s,%s", *outageOf, from.Format(time.RFC3339), from.Add(*outageFor).Format(time.RFC3339)))
 	}
+	if err := os.MkdirAll(filepath.Dir(*logPath), 0o755); err != nil {
+		return err
+	}
+	runtimeLog, err := os.Create(*logPath)
+	if err != nil {
+		return err
+	}
+	defer runtimeLog.Close()
 	log.Info("soak starting", "orders", *orders, "stage", stage, "faults", *spec, "kill_every", *killEvery, "outage", *outageOf, "seed", *seed)
 	report, err := soak.Run(ctx, soak.Config{
 		Binary: *binary, Env: env, APIAddr: apiAddr, Orders: *orders, Mix: soak.DefaultMix, Seed: *seed,
-		Clients: *clients, BurstShare: *burst, Rate: *rate, KillEvery: *killEvery, Bound: *bound, Log: log,
+		Clients: *clients, BurstShare: *burst, Rate: *rate, KillEvery: *killEvery, Bound: *bound, Log: log, RuntimeLog: runtimeLog,
 	}, soak.Env{Clients: provision.Clients{
 		DynamoDB: dynamodb.NewFromConfig(awsCfg), SQS: sqs.NewFromConfig(awsCfg), SNS: sns.NewFromConfig(awsCfg),
 	}, Stage: stage, Ledger: ledger})

@@ -31,12 +31,17 @@ func (a Action) String() string {
 
 // MaxDeferrals bounds how often one attempt's deadline is moved because
 // its agent's queue has a backlog; after that a timeout counts as one.
-// Each deferral moves the deadline on by the attempt's allowance. The
-// backlog is the queue's, not the request's: a request that was lost (a
-// crash between claim and send, a dropped message) looks the same while
-// other requests wait, so the bound is kept short and linear: a lost
-// request is retried at most ten allowances (and graces) late.
-const MaxDeferrals = 10
+// Each deferral moves the deadline on by the attempt's allowance, doubled
+// for every deferral before it up to MaxDeferralBackoff doublings, so a
+// long backlog costs the Supervisor a few reads and writes per step, not
+// one every allowance. The backlog is the queue's, not the request's: a
+// request that was lost (a crash between claim and send, a dropped
+// message) looks the same while other requests wait, which is why the
+// count is bounded: such a request is retried at most 47 allowances late.
+const (
+	MaxDeferrals       = 6
+	MaxDeferralBackoff = 4
+)
 
 // A Pending step that no Scheduler claims is re-announced (nudged) with a
 // claim window that doubles each time, from ClaimWithin up to
@@ -90,7 +95,7 @@ func (w Workflow) Assess(s StepState, now time.Time, backlogged bool) Recovery {
 			return Recovery{Action: Fail, AlertKind: AlertStepFailed, Reason: fmt.Sprintf("step %q is not in the workflow", s.Step)}
 		}
 		if backlogged && s.Deferrals < MaxDeferrals {
-			return Recovery{Action: Defer, CompleteBy: now.Add(def.AllowanceFor(s.FailureCount)), Reason: fmt.Sprintf(
+			return Recovery{Action: Defer, CompleteBy: now.Add(def.AllowanceFor(s.FailureCount) << min(s.Deferrals, MaxDeferralBackoff)), Reason: fmt.Sprintf(
 				"attempt %d not answered by %s while the %s queue has a backlog: deadline moved on (back-pressure, not a failure)",
 				s.Attempt, s.CompleteBy.UTC().Format(time.RFC3339Nano), def.Agent)}
 		}

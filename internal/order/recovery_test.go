@@ -141,7 +141,8 @@ func TestWorkflowAssessBackPressure(t *testing.T) {
 		wantBy     time.Time
 	}{
 		{"expired with a backlog: deferred, the attempt's allowance again", step(order.Processing, now.Add(-time.Second), 2, 0), true, order.Defer, now.Add(timing.MaxAllowance)},
-		{"expired with a backlog, first attempt", step(order.Processing, now.Add(-time.Second), 0, 3), true, order.Defer, now.Add(timing.Allowance)},
+		{"expired with a backlog, deferred 3 times before: 8 allowances", step(order.Processing, now.Add(-time.Second), 0, 3), true, order.Defer, now.Add(8 * timing.Allowance)},
+		{"deferred often: at most 16 allowances", step(order.Processing, now.Add(-time.Second), 0, order.MaxDeferrals-1), true, order.Defer, now.Add(16 * timing.Allowance)},
 		{"deferred too often: a timeout again", step(order.Processing, now.Add(-time.Second), 0, order.MaxDeferrals), true, order.Retry, now.Add(timing.ClaimWithin)},
 		{"expired without a backlog: a timeout", step(order.Processing, now.Add(-time.Second), 0, 0), false, order.Retry, now.Add(timing.ClaimWithin)},
 		{"inside the window: left alone", step(order.Processing, now.Add(time.Second), 0, 0), true, order.Leave, time.Time{}},

@@ -21,10 +21,20 @@ type Report struct {
 	Lost int `json:"lost"`
 	// DuplicateEffects: remote work done more than once for one key.
 	DuplicateEffects int `json:"duplicateEffects"`
-	// WrongOutcomes: an order whose test values call for Processed that is
-	// not, or a PERMANENT one that is.
+	// WrongOutcomes: an outcome the evidence contradicts: a PERMANENT
+	// order Processed, a permanent failure of an order without one, or an
+	// order in Error whose failed step's remote work was done (the ledger
+	// has it).
 	WrongOutcomes int      `json:"wrongOutcomes"`
 	Wrong         []string `json:"wrong,omitempty"`
+	// GivenUp counts orders without a PERMANENT value that ended in Error
+	// after their attempts timed out with no remote work done: every
+	// attempt was lost to crashes (a claim whose request was never sent,
+	// a request taken by a runtime that was then killed) or held past its
+	// deferrals. That is the documented policy (Error and a StepTimedOut
+	// alert after FAILURE_THRESHOLD timeouts), not a wrong outcome, but
+	// the soak reports it.
+	GivenUp []string `json:"givenUp,omitempty"`
 	// ErrorsAlerted counts orders in Error with at least one alert;
 	// DuplicateAlerts counts alerts beyond the first per order and step.
 	ErrorsAlerted   int            `json:"errorsAlerted"`
@@ -70,6 +80,14 @@ func account(plan []Planned, orders []acked, final map[string]order.Order, effec
 	for _, e := range effects {
 		perKey[e.Service+" "+e.Key]++
 	}
+	stepService := map[string]string{}
+	for _, d := range order.OrderWorkflow(order.DefaultTiming).Steps {
+		stepService[d.Name] = d.Agent
+	}
+	lastAlert := map[string]order.Alert{}
+	for _, a := range alerts {
+		lastAlert[a.OrderID] = a
+	}
 	for _, n := range perKey {
 		r.DuplicateEffects += n - 1
 	}
@@ -94,13 +112,20 @@ func account(plan []Planned, orders []acked, final map[string]order.Order, effec
 		}
 		r.Outcomes[string(o.Status)]++
 		took = append(took, o.UpdatedAt.Sub(o.CreatedAt).Seconds())
-		want := order.StatusProcessed
-		if a.Kind == Permanent {
-			want = order.StatusError
-		}
-		if o.Status != want {
+		describe := fmt.Sprintf("%s (%s %s): %s, %s", a.ID, a.Kind, a.Service, o.Status, o.LastError)
+		switch {
+		case a.Kind == Permanent && o.Status == order.StatusProcessed:
 			r.WrongOutcomes++
-			r.Wrong = append(r.Wrong, fmt.Sprintf("%s (%s %s): %s, %s", a.ID, a.Kind, a.Service, o.Status, o.LastError))
+			r.Wrong = append(r.Wrong, describe)
+		case a.Kind != Permanent && o.Status == order.StatusError:
+			alert, alerted := lastAlert[a.ID]
+			done := alerted && perKey[stepService[alert.Step]+" "+order.IdempotencyKeyFor(a.ID, alert.Step)] > 0
+			if !alerted || alert.Kind != order.AlertStepTimedOut || done {
+				r.WrongOutcomes++
+				r.Wrong = append(r.Wrong, describe)
+			} else {
+				r.GivenUp = append(r.GivenUp, describe)
+			}
 		}
 		if o.Status == order.StatusError {
 			if alerted[a.ID] > 0 {
@@ -153,6 +178,7 @@ func (r Report) Print(w io.Writer) {
 	row("lost", r.Lost)
 	row("duplicate remote side effects", r.DuplicateEffects)
 	row("wrong outcomes", r.WrongOutcomes)
+	row("given up after lost attempts (no remote work)", len(r.GivenUp))
 	row("orders in Error alerted / not alerted", fmt.Sprintf("%d / %d", r.ErrorsAlerted, r.ErrorsUnalerted))
 	for _, k := range slices.Sorted(mapKeys(r.Alerts)) {
 		row("  alerts "+k, r.Alerts[k])
