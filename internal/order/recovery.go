@@ -80,6 +80,12 @@ func (w Workflow) Assess(s StepState, now time.Time, backlogged bool) Recovery {
 	// deadline is re-announced even so (the Supervisor sends the alert
 	// with the nudge), so a publish that keeps failing holds nothing up.
 	if s.AlertPending && (s.ProcessState != Pending || !s.Expired(now.Add(-w.SkewGrace))) {
+		// The actor that recorded the alert (or a Supervisor that leased
+		// it) holds it until DueAt: a Supervisor that reads the order
+		// meanwhile leaves it, or both would send it.
+		if s.DueAt.After(now) {
+			return Recovery{Action: Leave}
+		}
 		return Recovery{Action: SendAlert, Reason: s.LastError}
 	}
 	// A deadline counts as passed only SkewGrace after it: the actor that

@@ -85,6 +85,12 @@ func TestWorkflowAssess(t *testing.T) {
 		{"pending exactly at CompleteBy", state(order.Pending, now, nudges(2)), order.Recovery{Action: order.Leave}, ""},
 		{"error with alert pending, expired", state(order.Error, past, func(s *order.StepState) { s.AlertPending, s.LastError = true, "card declined" }), order.Recovery{Action: order.SendAlert, Reason: "card declined"}, "card declined"},
 		{"error with alert pending, inside window", state(order.Error, future, func(s *order.StepState) { s.AlertPending, s.LastError = true, "card declined" }), order.Recovery{Action: order.SendAlert, Reason: "card declined"}, "card declined"},
+		{"error with alert pending, leased to its writer", state(order.Error, past, func(s *order.StepState) {
+			s.AlertPending, s.LastError, s.DueAt = true, "card declined", now.Add(time.Second)
+		}), order.Recovery{Action: order.Leave}, ""},
+		{"pending with an alert leased to the Supervisor that nudged it", state(order.Pending, future, func(s *order.StepState) {
+			s.Nudges, s.AlertPending, s.LastError, s.DueAt = 3, true, "unclaimed", future
+		}), order.Recovery{Action: order.Leave}, ""},
 		{"error with alert pending, no deadline", state(order.Error, time.Time{}, func(s *order.StepState) { s.AlertPending, s.LastError = true, "card declined" }), order.Recovery{Action: order.SendAlert, Reason: "card declined"}, "card declined"},
 		{"error without alert pending", state(order.Error, past, func(s *order.StepState) { s.LastError = "card declined" }), order.Recovery{Action: order.Leave}, ""},
 		{"processed, expired deadline", state(order.Processed, past, nil), order.Recovery{Action: order.Leave}, ""},
