@@ -374,13 +374,12 @@ func serve(srv *http.Server, ln net.Listener) func(context.Context) error {
 // clock is the clock of instance i of n of one kind: the machine's, moved
 // by an offset spread evenly over [-ClockSkew, +ClockSkew].
 func (e *Engine) clock(i, n int) func() time.Time {
-	if e.cfg.ClockSkew <= 0 || n < 2 {
-		if e.cfg.ClockSkew > 0 && n == 1 {
-			offset := e.cfg.ClockSkew
-			return func() time.Time { return time.Now().Add(offset) }
-		}
+	if e.cfg.ClockSkew <= 0 {
 		return time.Now
 	}
-	offset := time.Duration(float64(e.cfg.ClockSkew) * (2*float64(i)/float64(n-1) - 1))
+	offset := e.cfg.ClockSkew // a lone instance runs ahead by all of it
+	if n > 1 {
+		offset = time.Duration(float64(e.cfg.ClockSkew) * (2*float64(i)/float64(n-1) - 1))
+	}
 	return func() time.Time { return time.Now().Add(offset) }
 }

@@ -33,7 +33,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -224,14 +223,4 @@ func dropped() *string {
 	droppedSeq.n++
 	id := "dropped-by-fault-injection-" + strconv.Itoa(droppedSeq.n)
 	return &id
-}
-
-// Summary lists counts by kind in a stable order, for logs.
-func Summary(counts map[Kind]int) string {
-	var parts []string
-	for k, n := range counts {
-		parts = append(parts, fmt.Sprintf("%s=%d", k, n))
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, " ")
 }

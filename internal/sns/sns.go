@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sns/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"orderly/internal/order"
 )
@@ -52,4 +54,29 @@ func (a *Alerter) Alert(ctx context.Context, alert order.Alert) error {
 		return fmt.Errorf("publish %s alert for step %s of order %s: %w", alert.Kind, alert.Step, alert.OrderID, err)
 	}
 	return nil
+}
+
+// SubscribeQueue creates the queue queueName (if need be) and subscribes it
+// to topicARN with raw delivery, the way an operator's tooling would
+// consume alerts. It returns the queue's URL.
+func SubscribeQueue(ctx context.Context, topics *sns.Client, queues *sqs.Client, topicARN, queueName string) (string, error) {
+	q, err := queues.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(queueName)})
+	if err != nil {
+		return "", fmt.Errorf("create queue %s: %w", queueName, err)
+	}
+	attrs, err := queues.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: q.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn},
+	})
+	if err != nil {
+		return "", fmt.Errorf("get ARN of queue %s: %w", queueName, err)
+	}
+	_, err = topics.Subscribe(ctx, &sns.SubscribeInput{
+		TopicArn: aws.String(topicARN), Protocol: aws.String("sqs"),
+		Endpoint:   aws.String(attrs.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]),
+		Attributes: map[string]string{"RawMessageDelivery": "true"},
+	})
+	if err != nil {
+		return "", fmt.Errorf("subscribe queue %s to %s: %w", queueName, topicARN, err)
+	}
+	return aws.ToString(q.QueueUrl), nil
 }

@@ -3,6 +3,7 @@ package soak
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -158,21 +159,15 @@ func (r Report) Print(w io.Writer) {
 	row := func(k string, v any) { fmt.Fprintf(w, "| %-38s | %v |\n", k, v) }
 	fmt.Fprintf(w, "| %-38s | %s |\n|%s|---|\n", "soak", "result", "---")
 	row("orders submitted / acknowledged", fmt.Sprintf("%d / %d", r.Run.Orders, r.Run.Acknowledged))
-	kinds := slices.Sorted(func(yield func(Kind) bool) {
-		for k := range r.ByKind {
-			if !yield(k) {
-				return
-			}
-		}
-	})
+	kinds := slices.Sorted(maps.Keys(r.ByKind))
 	for _, k := range kinds {
 		row("  of kind "+string(k), r.ByKind[k])
 	}
 	row("runtime kill -9 / crashes at a fault / starts", fmt.Sprintf("%d / %d / %d", r.Run.Kills, r.Run.Crashes, r.Run.Starts))
-	for _, k := range slices.Sorted(mapKeys(r.Faults)) {
+	for _, k := range slices.Sorted(maps.Keys(r.Faults)) {
 		row("  fault injected: "+k, r.Faults[k])
 	}
-	for _, k := range slices.Sorted(mapKeys(r.Outcomes)) {
+	for _, k := range slices.Sorted(maps.Keys(r.Outcomes)) {
 		row("outcome "+k, r.Outcomes[k])
 	}
 	row("lost", r.Lost)
@@ -180,7 +175,7 @@ func (r Report) Print(w io.Writer) {
 	row("wrong outcomes", r.WrongOutcomes)
 	row("given up after lost attempts (no remote work)", len(r.GivenUp))
 	row("orders in Error alerted / not alerted", fmt.Sprintf("%d / %d", r.ErrorsAlerted, r.ErrorsUnalerted))
-	for _, k := range slices.Sorted(mapKeys(r.Alerts)) {
+	for _, k := range slices.Sorted(maps.Keys(r.Alerts)) {
 		row("  alerts "+k, r.Alerts[k])
 	}
 	row("duplicate alerts", r.DuplicateAlerts)
@@ -191,14 +186,4 @@ func (r Report) Print(w io.Writer) {
 
 func secs(s float64) string {
 	return (time.Duration(s * float64(time.Second))).Round(time.Second).String()
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }

@@ -22,6 +22,7 @@ import (
 	"orderly/internal/provision"
 	"orderly/internal/resources"
 	"orderly/internal/simulator"
+	orderlysns "orderly/internal/sns"
 )
 
 // Env is what a run needs of its surroundings.
@@ -230,25 +231,11 @@ func subscribe(ctx context.Context, env Env, cat resources.Catalog) (*alertInbox
 	if err != nil {
 		return nil, fmt.Errorf("alert topic: %w", err)
 	}
-	q, err := env.Clients.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("orderly-" + env.Stage + "-soak-alerts")})
+	url, err := orderlysns.SubscribeQueue(ctx, env.Clients.SNS, env.Clients.SQS, aws.ToString(topic.TopicArn), "orderly-"+env.Stage+"-soak-alerts")
 	if err != nil {
 		return nil, fmt.Errorf("alert inbox: %w", err)
 	}
-	attrs, err := env.Clients.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl: q.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("alert inbox ARN: %w", err)
-	}
-	_, err = env.Clients.SNS.Subscribe(ctx, &sns.SubscribeInput{
-		TopicArn: topic.TopicArn, Protocol: aws.String("sqs"),
-		Endpoint:   aws.String(attrs.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]),
-		Attributes: map[string]string{"RawMessageDelivery": "true"},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("subscribe alert inbox: %w", err)
-	}
-	return &alertInbox{sqs: env.Clients.SQS, url: aws.ToString(q.QueueUrl)}, nil
+	return &alertInbox{sqs: env.Clients.SQS, url: url}, nil
 }
 
 // drain reads every alert until each order in Error has one (an alert

@@ -19,11 +19,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"orderly/internal/order"
 	"orderly/internal/provision"
 	"orderly/internal/resources"
+	orderlysns "orderly/internal/sns"
 )
 
 // AWS returns the SDK configuration, skipping the test unless integration
@@ -90,26 +90,14 @@ type AlertInbox struct {
 func SubscribeAlerts(t testing.TB, clients provision.Clients, topicARN string) *AlertInbox {
 	t.Helper()
 	ctx := context.Background()
-	q, err := clients.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("alerts-" + strings.ToLower(rand.Text()[:10]))})
+	url, err := orderlysns.SubscribeQueue(ctx, clients.SNS, clients.SQS, topicARN, "alerts-"+strings.ToLower(rand.Text()[:10]))
 	if err != nil {
-		t.Fatalf("create alert inbox: %v", err)
+		t.Fatalf("alert inbox: %v", err)
 	}
-	t.Cleanup(func() { clients.SQS.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: q.QueueUrl}) })
-	attrs, err := clients.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl: q.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn},
+	t.Cleanup(func() {
+		clients.SQS.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)})
 	})
-	if err != nil {
-		t.Fatalf("get alert inbox ARN: %v", err)
-	}
-	_, err = clients.SNS.Subscribe(ctx, &sns.SubscribeInput{
-		TopicArn: aws.String(topicARN), Protocol: aws.String("sqs"),
-		Endpoint:   aws.String(attrs.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]),
-		Attributes: map[string]string{"RawMessageDelivery": "true"},
-	})
-	if err != nil {
-		t.Fatalf("subscribe alert inbox: %v", err)
-	}
-	return &AlertInbox{client: clients.SQS, url: aws.ToString(q.QueueUrl)}
+	return &AlertInbox{client: clients.SQS, url: url}
 }
 
 // Await returns the first alert about orderID, failing the test if none
