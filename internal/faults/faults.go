@@ -19,10 +19,13 @@
 //	           crash point: SQS SendMessage to a request queue is "between
 //	           claim and send", to the response queue "between remote
 //	           success and reply", SNS Publish "between an Error write and
-//	           its alert", and so on.
+//	           its alert", and so on (see Point). The local pollers work
+//	           batches of up to ten messages in parallel, so a crash in a
+//	           handler is also a crash mid-batch.
 //
 // Every injected fault is logged as one JSON line ("fault injected", with
-// its kind and the call), so a soak can count them even across crashes.
+// its kind, the call and its point), so a soak can count them even across
+// crashes.
 package faults
 
 import (
@@ -164,7 +167,8 @@ func (in *Injector) handle(ctx context.Context, input middleware.InitializeInput
 		target = *send.QueueUrl
 		target = target[strings.LastIndex(target, "/")+1:]
 	}
-	in.log.WarnContext(ctx, "fault injected", "kind", string(kind), "service", service, "operation", op, "target", target)
+	in.log.WarnContext(ctx, "fault injected", "kind", string(kind), "aws_service", service, "operation", op,
+		"target", target, "point", Point(service, op, target))
 	switch kind {
 	case Crash:
 		in.kill()
@@ -223,4 +227,26 @@ func dropped() *string {
 	droppedSeq.n++
 	id := "dropped-by-fault-injection-" + strconv.Itoa(droppedSeq.n)
 	return &id
+}
+
+// Point names where a fault before the call falls in the pattern, from the
+// call: the AWS service, the operation and, for SQS sends, the queue.
+func Point(service, operation, target string) string {
+	switch {
+	case service == "SQS" && operation == "SendMessage" && strings.HasSuffix(target, "-responses"):
+		return "between remote success and reply"
+	case service == "SQS" && operation == "SendMessage":
+		return "between claim and send"
+	case service == "SQS" && operation == "GetQueueAttributes":
+		return "before a backlog read"
+	case service == "SNS" && operation == "Publish":
+		return "between an Error write and its alert"
+	case service == "DynamoDB" && (operation == "TransactWriteItems" || operation == "PutItem"):
+		return "before an order is written"
+	case service == "DynamoDB" && operation == "UpdateItem":
+		return "before a state write"
+	case service == "DynamoDB" && (operation == "Query" || operation == "GetItem" || operation == "BatchGetItem"):
+		return "before a read"
+	}
+	return "before " + service + " " + operation
 }

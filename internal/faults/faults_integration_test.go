@@ -1,10 +1,12 @@
 package faults_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -42,7 +44,8 @@ func TestEachFaultDoesWhatItSays(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _, _ = plain.DeleteQueue(context.Background(), &awssqs.DeleteQueueInput{QueueUrl: q.QueueUrl}) })
-			in := faults.New(faults.Rates{tt.kind: 1}, 1, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			var logs bytes.Buffer
+			in := faults.New(faults.Rates{tt.kind: 1}, 1, slog.New(slog.NewJSONHandler(&logs, nil)).With("service", "faults"))
 			killed := 0
 			faults.SetKill(in, func() { killed++ })
 			c := awssqs.NewFromConfig(cfg, func(o *awssqs.Options) { o.APIOptions = append(o.APIOptions, in.AddTo) })
@@ -66,6 +69,18 @@ func TestEachFaultDoesWhatItSays(t *testing.T) {
 			}
 			if len(got.Messages) != tt.wantSent {
 				t.Errorf("%d messages in the queue, want %d", len(got.Messages), tt.wantSent)
+			}
+			// One JSON line, whose keys are not the logger's own again.
+			var rec struct {
+				Msg       string `json:"msg"`
+				Service   string `json:"service"`
+				Operation string `json:"operation"`
+				Point     string `json:"point"`
+			}
+			line := logs.String()
+			if err := json.Unmarshal(logs.Bytes(), &rec); err != nil || strings.Count(line, `"service":`) != 1 ||
+				rec.Msg != "fault injected" || rec.Service != "faults" || rec.Operation != "SendMessage" || rec.Point == "" {
+				t.Errorf("fault log line %q (%v): want one line naming the call and its point, and one service key", line, err)
 			}
 			if n := in.Injected()[tt.kind]; n != 1 {
 				t.Errorf("injected %d %s faults, want 1", n, tt.kind)

@@ -95,7 +95,7 @@ func (s *Server) down(service string, now time.Time) bool {
 // Option configures a Server.
 type Option func(*Server)
 
-// WithLogger makes the server log one line per call: service, key, order,
+// WithLogger makes the server log one line per call: remote_service, key, order,
 // mode, call number and status. The default discards.
 func WithLogger(l *slog.Logger) Option {
 	return func(s *Server) { s.log = l }
@@ -383,7 +383,7 @@ func (b requestBody) problem() string {
 func (s *Server) logCall(r *http.Request, c call, rep reply) {
 	attrs := []slog.Attr{
 		slog.String("path", r.URL.Path),
-		slog.String("service", c.service),
+		slog.String("remote_service", c.service),
 		slog.String("key", c.key),
 		slog.String("order_id", c.orderID),
 		slog.String("mode", c.mode),

@@ -436,6 +436,12 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 	return b.buf.Write(p)
 }
 
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 // records decodes the JSON log lines written so far.
 func (b *syncBuffer) records(t *testing.T) []map[string]any {
 	t.Helper()
@@ -543,18 +549,22 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 func TestLogsOneLinePerCall(t *testing.T) {
 	var logs syncBuffer
-	_, ts, client := start(t, simulator.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+	// The engine gives the simulator a logger that names it as the service.
+	_, ts, client := start(t, simulator.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil)).With("service", "simulator")))
 	req := stepRequest("ORDER1", order.StepChargePayment, "TEST-PAYMENT-TRANSIENT-1")
 	client.Call(t.Context(), "payment", req)
 	client.Call(t.Context(), "payment", req)
 	post(t, ts.URL+"/payment/charges", "", "application/json", validBody)
 
 	want := []map[string]any{
-		{"level": "WARN", "msg": "remote call", "service": "payment", "key": "ORDER1/charge-payment", "order_id": "ORDER1", "mode": "TRANSIENT-1", "call": 1.0, "status": 503.0},
-		{"level": "INFO", "msg": "remote call", "service": "payment", "key": "ORDER1/charge-payment", "order_id": "ORDER1", "mode": "TRANSIENT-1", "call": 2.0, "status": 201.0},
-		{"level": "INFO", "msg": "remote call", "service": "payment", "key": "", "mode": "", "status": 400.0},
+		{"level": "WARN", "msg": "remote call", "service": "simulator", "remote_service": "payment", "key": "ORDER1/charge-payment", "order_id": "ORDER1", "mode": "TRANSIENT-1", "call": 1.0, "status": 503.0},
+		{"level": "INFO", "msg": "remote call", "service": "simulator", "remote_service": "payment", "key": "ORDER1/charge-payment", "order_id": "ORDER1", "mode": "TRANSIENT-1", "call": 2.0, "status": 201.0},
+		{"level": "INFO", "msg": "remote call", "service": "simulator", "remote_service": "payment", "key": "", "mode": "", "status": 400.0},
 	}
 	recs := logs.records(t)
+	if n := strings.Count(logs.String(), `"service":`); n != len(want) {
+		t.Errorf("%d service keys in %d lines: a key is written twice", n, len(want))
+	}
 	if len(recs) != len(want) {
 		t.Fatalf("%d log records, want %d: %v", len(recs), len(want), recs)
 	}

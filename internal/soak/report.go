@@ -16,6 +16,10 @@ import (
 type Report struct {
 	Run      RunFacts       `json:"run"`
 	Faults   map[string]int `json:"faultsInjected"`
+	// CrashedAt counts the injected crashes by where they fell (see
+	// faults.Point): between claim and send, between remote success and
+	// reply, between an Error write and its alert, ...
+	CrashedAt map[string]int `json:"crashedAt"`
 	Outcomes map[string]int `json:"outcomes"` // by final status
 	ByKind   map[Kind]int   `json:"ordersByKind"`
 	// Lost: acknowledged orders not terminal within the bound, or missing.
@@ -156,8 +160,8 @@ func quantile(sorted []float64, q float64) float64 {
 
 // Print writes the report as a table.
 func (r Report) Print(w io.Writer) {
-	row := func(k string, v any) { fmt.Fprintf(w, "| %-38s | %v |\n", k, v) }
-	fmt.Fprintf(w, "| %-38s | %s |\n|%s|---|\n", "soak", "result", "---")
+	row := func(k string, v any) { fmt.Fprintf(w, "| %-46s | %v |\n", k, v) }
+	fmt.Fprintf(w, "| %-46s | %s |\n|%s|---|\n", "soak", "result", "---")
 	row("orders submitted / acknowledged", fmt.Sprintf("%d / %d", r.Run.Orders, r.Run.Acknowledged))
 	kinds := slices.Sorted(maps.Keys(r.ByKind))
 	for _, k := range kinds {
@@ -166,6 +170,9 @@ func (r Report) Print(w io.Writer) {
 	row("runtime kill -9 / crashes at a fault / starts", fmt.Sprintf("%d / %d / %d", r.Run.Kills, r.Run.Crashes, r.Run.Starts))
 	for _, k := range slices.Sorted(maps.Keys(r.Faults)) {
 		row("  fault injected: "+k, r.Faults[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.CrashedAt)) {
+		row("  crash "+k, r.CrashedAt[k])
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.Outcomes)) {
 		row("outcome "+k, r.Outcomes[k])

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -42,7 +43,7 @@ type acked struct {
 // Run does one soak and accounts for it.
 func Run(ctx context.Context, cfg Config, env Env) (Report, error) {
 	plan := Plan(cfg.Orders, cfg.Mix, cfg.Seed)
-	c := &child{cfg: cfg, injected: map[faults.Kind]int{}}
+	c := &child{cfg: cfg, injected: map[faults.Kind]int{}, crashedAt: map[string]int{}}
 	if err := c.start(); err != nil {
 		return Report{}, err
 	}
@@ -125,6 +126,7 @@ func Run(ctx context.Context, cfg Config, env Env) (Report, error) {
 	for k, n := range c.injected {
 		r.Faults[string(k)] = n
 	}
+	r.CrashedAt = maps.Clone(c.crashedAt)
 	c.mu.Unlock()
 	r.Poison = PoisonFacts{Sent: poison, InDeadLetterQueues: dlq}
 	return r, nil

@@ -56,6 +56,8 @@ type child struct {
 	kills    int
 	crashes  int // exits the soak did not cause: fault-injected crashes
 	injected map[faults.Kind]int
+	// crashedAt counts injected crashes by the point they fell at.
+	crashedAt map[string]int
 	stopping bool
 	exited   chan struct{}
 }
@@ -111,11 +113,15 @@ func (c *child) read(r io.Reader) {
 			continue
 		}
 		var rec struct {
-			Kind faults.Kind `json:"kind"`
+			Kind  faults.Kind `json:"kind"`
+			Point string      `json:"point"`
 		}
 		if json.Unmarshal(line, &rec) == nil {
 			c.mu.Lock()
 			c.injected[rec.Kind]++
+			if rec.Kind == faults.Crash {
+				c.crashedAt[rec.Point]++
+			}
 			c.mu.Unlock()
 		}
 	}
