@@ -405,6 +405,11 @@ func (s *schedulerStore) FailStep(_ context.Context, st order.StepState, _ strin
 	return st, nil
 }
 
+func (s *schedulerStore) StartUndo(_ context.Context, u dynamo.Undoing, _ time.Time) (order.Order, order.StepState, error) {
+	s.failures = append(s.failures, u.Step.OrderID+"/"+u.Step.Step)
+	return s.order, order.StepState{}, nil
+}
+
 // requestQueues is a hand-written scheduler.Dispatcher.
 type requestQueues struct{ sent []order.StepRequest }
 
@@ -608,7 +613,7 @@ func checkAgentRequest(t *testing.T, _ []byte, ev events.SQSEvent) {
 	if len(remote.calls) != 1 || remote.calls[0].IdempotencyKey != req.IdempotencyKey {
 		t.Errorf("remote calls %+v, want one with idempotency key %s", remote.calls, req.IdempotencyKey)
 	}
-	want := order.StepReply{OrderID: req.OrderID, Step: req.Step, Attempt: req.Attempt, Outcome: order.Succeeded, Reference: "ch_3fx8q2m7vk4npc9tz6wrj5hdya"}
+	want := order.StepReply{OrderID: req.OrderID, Step: req.Step, Attempt: req.Attempt, Outcome: order.OutcomeSucceeded, Reference: "ch_3fx8q2m7vk4npc9tz6wrj5hdya"}
 	if !slices.Equal(replies.replies, []order.StepReply{want}) {
 		t.Errorf("replies %+v, want [%+v]", replies.replies, want)
 	}

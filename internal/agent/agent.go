@@ -255,7 +255,7 @@ func (s *Service) handleMessage(ctx context.Context, msg events.SQSMessage) erro
 // not be sent, so the message is delivered again and the (idempotent) call
 // repeated.
 func (s *Service) Process(ctx context.Context, req order.StepRequest) error {
-	log := s.log.With("order_id", req.OrderID, "step", req.Step, "attempt", req.Attempt)
+	log := s.log.With("order_id", req.OrderID, "step", req.Step, "undo", req.Undo, "attempt", req.Attempt)
 	if s.circuitOpen() {
 		return s.hold(ctx, log, req)
 	}
@@ -288,12 +288,12 @@ func (s *Service) Process(ctx context.Context, req order.StepRequest) error {
 	ref, calls, err := s.callWithRetry(w, req)
 	log = log.With("remote_calls", calls)
 
-	rep := order.StepReply{OrderID: req.OrderID, Step: req.Step, Attempt: req.Attempt}
+	rep := order.StepReply{OrderID: req.OrderID, Step: req.Step, Undo: req.Undo, Record: req.Record, Attempt: req.Attempt}
 	switch {
 	case err == nil:
-		rep.Outcome, rep.Reference = order.Succeeded, ref
+		rep.Outcome, rep.Reference = order.OutcomeSucceeded, ref
 	case errors.Is(err, remote.ErrPermanent):
-		rep.Outcome, rep.Reason = order.Failed, err.Error()
+		rep.Outcome, rep.Reason = order.OutcomeFailed, err.Error()
 	case errors.Is(err, errCircuitOpen):
 		return s.hold(ctx, log, req)
 	case w.isStale():
@@ -336,8 +336,8 @@ func (s *Service) extend(ctx context.Context, req order.StepRequest, current, no
 		return current, nil
 	}
 	def, _ := s.workflow.Step(req.Step)
-	index, _ := s.workflow.Index(req.Step)
-	st := order.StepState{OrderID: req.OrderID, Step: req.Step, Index: index, Attempt: req.Attempt}
+	index, _ := req.StepIndex(s.workflow)
+	st := order.StepState{OrderID: req.OrderID, Step: req.Step, Index: index, Undo: req.Undo, Attempt: req.Attempt}
 	stored, err := s.deadlines.ExtendDeadline(ctx, st, target, def.MaxHeartbeats, now)
 	if err != nil && !errors.Is(err, order.ErrHeartbeatLimit) {
 		return current, err
@@ -544,6 +544,8 @@ func decodeRequest(body string) (order.StepRequest, error) {
 		return req, errors.New("request has no completeBy")
 	case req.IdempotencyKey == "":
 		return req, errors.New("request has no idempotencyKey")
+	case req.Undo && req.Record < 1:
+		return req, fmt.Errorf("undo request has invalid record %d", req.Record)
 	}
 	return req, nil
 }

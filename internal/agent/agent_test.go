@@ -225,10 +225,10 @@ func TestProcessReplies(t *testing.T) {
 		// wantReason is a fragment of the reply's Reason.
 		wantReason string
 	}{
-		{"success", []result{ok("ch_1")}, 1, order.StepReply{Outcome: order.Succeeded, Reference: "ch_1"}, ""},
-		{"transient twice then success", []result{transient, transient, ok("ch_2")}, 3, order.StepReply{Outcome: order.Succeeded, Reference: "ch_2"}, ""},
-		{"permanent", []result{permanent}, 1, order.StepReply{Outcome: order.Failed}, "card declined"},
-		{"transient then permanent", []result{transient, permanent}, 2, order.StepReply{Outcome: order.Failed}, "card declined"},
+		{"success", []result{ok("ch_1")}, 1, order.StepReply{Outcome: order.OutcomeSucceeded, Reference: "ch_1"}, ""},
+		{"transient twice then success", []result{transient, transient, ok("ch_2")}, 3, order.StepReply{Outcome: order.OutcomeSucceeded, Reference: "ch_2"}, ""},
+		{"permanent", []result{permanent}, 1, order.StepReply{Outcome: order.OutcomeFailed}, "card declined"},
+		{"transient then permanent", []result{transient, permanent}, 2, order.StepReply{Outcome: order.OutcomeFailed}, "card declined"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -411,10 +411,10 @@ func TestHandleReportsOnlyMessagesToSeeAgain(t *testing.T) {
 	if got, want := failedIDs(resp), []string{"m-reply-fails"}; !slices.Equal(got, want) {
 		t.Errorf("BatchItemFailures = %q, want %q", got, want)
 	}
-	if got := replier.repliesFor(good.OrderID); len(got) != 1 || got[0].Outcome != order.Succeeded || got[0].Reference != "ch_good" {
+	if got := replier.repliesFor(good.OrderID); len(got) != 1 || got[0].Outcome != order.OutcomeSucceeded || got[0].Reference != "ch_good" {
 		t.Errorf("replies for the good order = %+v, want one success with reference ch_good", got)
 	}
-	if got := replier.repliesFor(declined.OrderID); len(got) != 1 || got[0].Outcome != order.Failed {
+	if got := replier.repliesFor(declined.OrderID); len(got) != 1 || got[0].Outcome != order.OutcomeFailed {
 		t.Errorf("replies for the declined order = %+v, want one failure", got)
 	}
 	if got := replier.repliesFor(timedOut.OrderID); len(got) != 0 {
@@ -570,7 +570,7 @@ func TestProcessTimesOutAHungTryAndRetries(t *testing.T) {
 	}
 	took := time.Since(began)
 	replies := replier.repliesFor(req.OrderID)
-	if len(replies) != 1 || replies[0].Outcome != order.Succeeded || replies[0].Reference != "ch_after_hang" {
+	if len(replies) != 1 || replies[0].Outcome != order.OutcomeSucceeded || replies[0].Reference != "ch_after_hang" {
 		t.Fatalf("replies %+v, want the second try's success", replies)
 	}
 	if calls := caller.callsFor(req.OrderID); len(calls) != 2 || took > time.Second {
@@ -589,7 +589,7 @@ func TestProcessRetriesAReplyItCouldNotSend(t *testing.T) {
 	if err := newAgent(caller, replier, nil).Process(context.Background(), req); err != nil {
 		t.Fatalf("Process() = %v, want the third send to succeed", err)
 	}
-	if got := replier.repliesFor(req.OrderID); len(got) != 1 || got[0].Outcome != order.Succeeded {
+	if got := replier.repliesFor(req.OrderID); len(got) != 1 || got[0].Outcome != order.OutcomeSucceeded {
 		t.Errorf("replies %+v, want the success sent once", got)
 	}
 	if calls := caller.callsFor(req.OrderID); len(calls) != 1 {

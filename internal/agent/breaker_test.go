@@ -94,7 +94,7 @@ func TestCircuitBreakerHoldsRequestsWhileTheServiceIsDown(t *testing.T) {
 		if err := ag.Process(ctx, req); err != nil {
 			t.Fatal(err)
 		}
-		if reps := replier.repliesFor(req.OrderID); len(reps) != 1 || reps[0].Outcome != order.Succeeded {
+		if reps := replier.repliesFor(req.OrderID); len(reps) != 1 || reps[0].Outcome != order.OutcomeSucceeded {
 			t.Errorf("order %s: replies %+v after the circuit closed, want a success", req.OrderID, reps)
 		}
 	}

@@ -123,7 +123,7 @@ func TestProcessStartsALateRequestsWindowAfresh(t *testing.T) {
 				t.Errorf("remote called: %v, want %v", got, tt.wantCall)
 			}
 			reps := replier.repliesFor(req.OrderID)
-			if got := len(reps) == 1 && reps[0].Outcome == order.Succeeded; got != tt.wantRep {
+			if got := len(reps) == 1 && reps[0].Outcome == order.OutcomeSucceeded; got != tt.wantRep {
 				t.Errorf("replies %+v, want a success: %v", reps, tt.wantRep)
 			}
 		})
@@ -163,7 +163,7 @@ func TestProcessHeartbeatsOnALongCall(t *testing.T) {
 			}
 			took := time.Since(began)
 			reps := replier.repliesFor(req.OrderID)
-			if got := len(reps) == 1 && reps[0].Outcome == order.Succeeded; got != tt.wantReply {
+			if got := len(reps) == 1 && reps[0].Outcome == order.OutcomeSucceeded; got != tt.wantReply {
 				t.Errorf("replies %+v after %s, want a success: %v", reps, took, tt.wantReply)
 			}
 			if beats := len(deadlines.requested()); beats < tt.wantBeats {

@@ -42,7 +42,7 @@ func (n *Notifier) Notify(ctx context.Context, st order.StepState) error {
 	now := n.now()
 	err := n.publisher.Alert(ctx, order.Alert{
 		Kind: st.AlertKind, OrderID: st.OrderID, Step: st.Step, Attempt: st.Attempt,
-		FailureCount: st.FailureCount, Reason: st.LastError, At: now.UTC(),
+		FailureCount: st.FailureCount, Reason: st.LastError, Undo: st.Undo, Undone: st.Undone, At: now.UTC(),
 	})
 	if err != nil {
 		return fmt.Errorf("alert about step %s of order %s: %w", st.Step, st.OrderID, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -81,7 +82,7 @@ func TestNotify(t *testing.T) {
 			if len(pub.alerts) != 1 {
 				t.Fatalf("published %d alerts, want 1: %+v", len(pub.alerts), pub.alerts)
 			}
-			if got := pub.alerts[0]; got != want {
+			if got := pub.alerts[0]; !reflect.DeepEqual(got, want) {
 				t.Errorf("published alert = %+v, want %+v", got, want)
 			}
 
@@ -90,7 +91,7 @@ func TestNotify(t *testing.T) {
 			}
 			if tt.wantClears > 0 {
 				got := store.clears[0]
-				if got.st != st || !got.now.Equal(now) {
+				if !reflect.DeepEqual(got.st, st) || !got.now.Equal(now) {
 					t.Errorf("ClearAlert(%+v, %s), want ClearAlert(%+v, %s)", got.st, got.now, st, now)
 				}
 			}

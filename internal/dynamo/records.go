@@ -37,6 +37,9 @@ type orderRecord struct {
 	// alerted: an outbox, so an alert survives a crash between the two.
 	AlertPending bool   `dynamodbav:"AlertPending,omitempty"`
 	AlertKind    string `dynamodbav:"AlertKind,omitempty"`
+	// Cancel is set when the client cancelled the order: the step in
+	// flight may finish, nothing new starts, and done work is undone.
+	Cancel bool `dynamodbav:"Cancel,omitempty"`
 	// Unclaimed names the active step while it is Pending and unlocked. It
 	// is what the stream filter matches, so only those changes invoke the
 	// Scheduler.
@@ -51,7 +54,9 @@ type orderRecord struct {
 
 // stepRecord is one step's state inside the order item.
 type stepRecord struct {
-	Step         string `dynamodbav:"Step"`
+	Step string `dynamodbav:"Step"`
+	// Undo marks an undo record, appended when a compensation starts.
+	Undo         bool   `dynamodbav:"Undo,omitempty"`
 	Agent        string `dynamodbav:"Agent"`
 	State        string `dynamodbav:"State"`
 	Attempt      int    `dynamodbav:"Attempt"`
@@ -79,11 +84,16 @@ const (
 	attrAlertKind    = "AlertKind"
 	attrLastError    = "LastError"
 	attrUpdated      = "Updated"
+	attrCancel       = "Cancel"
+	attrSteps        = "Steps"
 	dueIndexName     = resources.DueIndexName
 )
 
-// stepAttr is the document path of one attribute of step i.
-func stepAttr(i int, name string) string { return fmt.Sprintf("Steps[%d].%s", i, name) }
+// stepPath is the document path of step record i.
+func stepPath(i int) string { return fmt.Sprintf("%s[%d]", attrSteps, i) }
+
+// stepAttr is the document path of one attribute of step record i.
+func stepAttr(i int, name string) string { return stepPath(i) + "." + name }
 
 func newOrderRecord(o order.Order, steps []order.StepState, shards int) orderRecord {
 	r := orderRecord{
@@ -95,7 +105,7 @@ func newOrderRecord(o order.Order, steps []order.StepState, shards int) orderRec
 	}
 	for i, st := range steps {
 		r.Steps[i] = stepRecord{
-			Step: st.Step, Agent: st.Agent, State: string(st.ProcessState), Attempt: st.Attempt,
+			Step: st.Step, Undo: st.Undo, Agent: st.Agent, State: string(st.ProcessState), Attempt: st.Attempt,
 			FailureCount: st.FailureCount, Nudges: st.Nudges, Releases: st.Releases, Deferrals: st.Deferrals, Heartbeats: st.Heartbeats, LockedBy: st.LockedBy,
 			CompleteBy: millis(st.CompleteBy), LastError: st.LastError, Reference: st.Reference,
 			UpdatedAt: millis(st.UpdatedAt),
@@ -122,18 +132,24 @@ func (r orderRecord) order() (order.Order, []order.StepState) {
 		CreatedAt: fromMillis(r.CreatedAt), UpdatedAt: fromMillis(r.UpdatedAt),
 	}
 	steps := make([]order.StepState, len(r.Steps))
+	var undone []string
 	for i, s := range r.Steps {
+		if s.Undo && s.State == string(order.Processed) {
+			undone = append(undone, s.Step)
+		}
 		steps[i] = order.StepState{
-			OrderID: r.OrderID, Step: s.Step, Index: i, Agent: s.Agent,
+			OrderID: r.OrderID, Step: s.Step, Index: i, Undo: s.Undo, CancelRequested: r.Cancel, Agent: s.Agent,
 			ProcessState: order.ProcessState(s.State), LockedBy: s.LockedBy,
 			CompleteBy: fromMillis(s.CompleteBy), FailureCount: s.FailureCount,
 			Attempt: s.Attempt, Nudges: s.Nudges, Releases: s.Releases, Deferrals: s.Deferrals, Heartbeats: s.Heartbeats, LastError: s.LastError,
 			Reference: s.Reference, UpdatedAt: fromMillis(s.UpdatedAt),
 		}
-		if r.Active != nil && *r.Active == i {
-			steps[i].AlertPending, steps[i].AlertKind = r.AlertPending, order.AlertKind(r.AlertKind)
-			steps[i].DueAt = fromMillis(r.DueAt)
-		}
+	}
+	if r.Active != nil && *r.Active >= 0 && *r.Active < len(steps) {
+		a := &steps[*r.Active]
+		a.AlertPending, a.AlertKind = r.AlertPending, order.AlertKind(r.AlertKind)
+		a.DueAt = fromMillis(r.DueAt)
+		a.Undone = undone
 	}
 	return o, steps
 }

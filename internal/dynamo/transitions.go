@@ -60,6 +60,10 @@ func (s *Store) ClaimStep(ctx context.Context, seen order.StepState, owner strin
 		And(expression.Name(stepAttr(i, "State")).Equal(expression.Value(order.Pending))).
 		And(expression.Name(stepAttr(i, "Failures")).Equal(expression.Value(seen.FailureCount))).
 		And(expression.AttributeNotExists(expression.Name(stepAttr(i, "LockedBy"))))
+	if !seen.Undo {
+		// A cancelled order starts no step.
+		cond = cond.And(expression.AttributeNotExists(expression.Name(attrCancel)))
+	}
 	upd := claim(expression.UpdateBuilder{}, i, owner, completeBy).
 		Set(expression.Name(stepAttr(i, "Attempt")), expression.Name(stepAttr(i, "Attempt")).Plus(expression.Value(1))).
 		Remove(expression.Name(stepAttr(i, "Deferrals"))).
@@ -84,38 +88,86 @@ func claim(upd expression.UpdateBuilder, i int, owner string, completeBy time.Ti
 // Completion is a successful reply applied to the state store.
 type Completion struct {
 	// Step is the step that succeeded, as the reply names it (OrderID,
-	// Step, Index, Attempt).
+	// Step, Index, Attempt, Undo).
 	Step      order.StepState
 	Reference string
-	// Next is the step to claim at once, or nil when the order is done.
+	// Undid is, for an undo record, the index of the workflow step whose
+	// work it undid: that step becomes Undone in the same write.
+	Undid int
+	// Next is the record to claim at once (the next workflow step, or the
+	// next undo), or nil when the order is done.
 	Next *order.StepDef
-	// NextIndex is Next's position in the workflow.
+	// NextIndex is Next's position in the order's list of steps.
 	NextIndex int
 	// Owner and NextCompleteBy are the claim of Next.
 	Owner          string
 	NextCompleteBy time.Time
+	// Cancelled says, for the last undo, that the order was cancelled, so
+	// it ends Cancelled rather than Failed. A write that finds otherwise
+	// is made the other way.
+	Cancelled bool
 }
 
 // CompleteStep applies a success reply in one conditional UpdateItem: the
 // step becomes Processed only if it is still Processing on the reply's
 // attempt (so stale and duplicate replies change nothing), and in the same
-// write either the next step is claimed for c.Owner or the order becomes
-// Processed and leaves the due index. It returns the order and the claimed
-// next step, whose request the caller sends. A stale reply returns
-// order.ErrStale.
+// write either the next record is claimed for c.Owner or the order ends:
+// Processed after the last workflow step, Failed or Cancelled after the
+// last undo. It returns the order and the claimed next record, whose
+// request the caller sends. A stale reply returns order.ErrStale; a
+// workflow step's success for an order the client has cancelled returns
+// order.ErrCancelRequested, and the caller starts undoing instead.
 func (s *Store) CompleteStep(ctx context.Context, c Completion, now time.Time) (order.Order, order.StepState, error) {
+	o, st, err := s.complete(ctx, c, now, false)
+	var stale *staleError
+	if !errors.As(err, &stale) || !holds(stale.old, c.Step, order.Processing) {
+		return o, st, err
+	}
+	old := stale.old
+	switch {
+	case !c.Step.Undo && old.Cancel:
+		return o, st, fmt.Errorf("complete step %s of order %s: %w", c.Step.Step, c.Step.OrderID, order.ErrCancelRequested)
+	case c.Step.Undo && c.Next == nil && old.Cancel != c.Cancelled:
+		c.Cancelled = old.Cancel
+		return s.complete(ctx, c, now, false)
+	case c.Next != nil && c.NextIndex < len(old.Steps) && old.Steps[c.NextIndex].Step == c.Next.Name &&
+		old.Steps[c.NextIndex].State == string(order.NotStarted) && old.DueAt > millis(c.NextCompleteBy):
+		// Only DueAt was later than the new deadline (after a retry
+		// with a longer allowance): the write sets it too.
+		return s.complete(ctx, c, now, true)
+	}
+	return o, st, err
+}
+
+func (s *Store) complete(ctx context.Context, c Completion, now time.Time, setDue bool) (order.Order, order.StepState, error) {
 	i := c.Step.Index
 	cond := on(c.Step, order.Processing)
+	if !c.Step.Undo {
+		// A cancelled order's success starts its compensation instead.
+		cond = cond.And(expression.AttributeNotExists(expression.Name(attrCancel)))
+	}
 	upd := expression.Set(expression.Name(stepAttr(i, "State")), expression.Value(order.Processed)).
 		Remove(expression.Name(stepAttr(i, "LockedBy"))).
 		Remove(expression.Name(stepAttr(i, "CompleteBy")))
 	if c.Reference != "" {
 		upd = upd.Set(expression.Name(stepAttr(i, "Ref")), expression.Value(c.Reference))
 	}
+	if c.Step.Undo {
+		upd = upd.Set(expression.Name(stepAttr(c.Undid, "State")), expression.Value(order.Undone)).
+			Set(expression.Name(stepAttr(c.Undid, "Updated")), msValue(now))
+	}
 	upd = upd.Set(expression.Name(stepAttr(i, "Updated")), msValue(now)).
 		Set(expression.Name(attrUpdated), msValue(now))
 	if c.Next == nil {
-		upd = upd.Set(expression.Name(attrStatus), expression.Value(order.StatusProcessed)).
+		status := order.StatusProcessed
+		if c.Step.Undo {
+			status = order.StatusFailed
+			if c.Cancelled {
+				status = order.StatusCancelled
+			}
+			cond = cond.And(cancelIs(c.Cancelled))
+		}
+		upd = upd.Set(expression.Name(attrStatus), expression.Value(status)).
 			Remove(expression.Name(attrActive)).
 			Remove(expression.Name(attrDueShard)).
 			Remove(expression.Name(attrDueAt))
@@ -127,31 +179,38 @@ func (s *Store) CompleteStep(ctx context.Context, c Completion, now time.Time) (
 	upd = claim(upd, j, c.Owner, c.NextCompleteBy).
 		Set(expression.Name(stepAttr(j, "Attempt")), expression.Name(stepAttr(j, "Attempt")).Plus(expression.Value(1))).
 		Set(expression.Name(stepAttr(j, "Updated")), msValue(now)).
-		Set(expression.Name(attrActive), expression.Value(j)).
-		Set(expression.Name(attrStatus), expression.Value(order.StatusProcessing))
-	// DueAt stays where it is, which costs no index write, as long as it
-	// is not later than the new deadline. After a retry with a longer
-	// allowance it is: then the write sets it, in the same write.
-	dueNotLater := expression.AttributeNotExists(expression.Name(attrDueAt)).
-		Or(expression.Name(attrDueAt).LessThanEqual(msValue(c.NextCompleteBy)))
-	o, next, err := s.transition(ctx, "complete", c.Step, j, cond.And(dueNotLater), upd)
-	var stale *staleError
-	if errors.As(err, &stale) && fenceHolds(stale.old, c) && stale.old.DueAt > millis(c.NextCompleteBy) {
-		return s.transition(ctx, "complete", c.Step, j, cond, upd.Set(expression.Name(attrDueAt), msValue(c.NextCompleteBy)))
+		Set(expression.Name(attrActive), expression.Value(j))
+	if !c.Step.Undo {
+		upd = upd.Set(expression.Name(attrStatus), expression.Value(order.StatusProcessing))
 	}
-	return o, next, err
+	if setDue {
+		upd = upd.Set(expression.Name(attrDueAt), msValue(c.NextCompleteBy))
+	} else {
+		// DueAt stays where it is, which costs no index write, as long
+		// as it is not later than the new deadline.
+		cond = cond.And(expression.AttributeNotExists(expression.Name(attrDueAt)).
+			Or(expression.Name(attrDueAt).LessThanEqual(msValue(c.NextCompleteBy))))
+	}
+	return s.transition(ctx, "complete", c.Step, j, cond, upd)
 }
 
-// fenceHolds reports whether old still satisfies a completion's fence, so
-// that only its DueAt condition failed.
-func fenceHolds(old orderRecord, c Completion) bool {
-	i, j := c.Step.Index, c.NextIndex
-	if old.Active == nil || *old.Active != i || i >= len(old.Steps) || j >= len(old.Steps) {
+// holds reports whether old still satisfies the fence on(st, state): the
+// order is on st's record, in state, on st's attempt.
+func holds(old orderRecord, st order.StepState, state order.ProcessState) bool {
+	i := st.Index
+	if old.Active == nil || *old.Active != i || i < 0 || i >= len(old.Steps) {
 		return false
 	}
-	done, next := old.Steps[i], old.Steps[j]
-	return done.Step == c.Step.Step && done.State == string(order.Processing) && done.Attempt == c.Step.Attempt &&
-		next.Step == c.Next.Name && next.State == string(order.NotStarted)
+	r := old.Steps[i]
+	return r.Step == st.Step && r.State == string(state) && r.Attempt == st.Attempt
+}
+
+// cancelIs is the condition that the order was cancelled, or was not.
+func cancelIs(cancelled bool) expression.ConditionBuilder {
+	if cancelled {
+		return expression.Name(attrCancel).Equal(expression.Value(true))
+	}
+	return expression.AttributeNotExists(expression.Name(attrCancel))
 }
 
 // ReleaseClaim undoes a claim whose request could not be sent: the step
@@ -193,6 +252,9 @@ func pending(upd expression.UpdateBuilder, st order.StepState, claimBy time.Time
 // operator alert survives a crash right after this write. It returns the
 // failed step as stored.
 func (s *Store) FailStep(ctx context.Context, st order.StepState, reason string, now time.Time) (order.StepState, error) {
+	if st.Undo {
+		return s.fail(ctx, st, on(st, order.Processing), order.AlertUndoFailed, false, "undo: "+reason, now)
+	}
 	return s.fail(ctx, st, on(st, order.Processing), order.AlertStepFailed, false, reason, now)
 }
 
@@ -242,7 +304,13 @@ func (s *Store) RetryStep(ctx context.Context, st order.StepState, claimBy time.
 	upd := pending(expression.UpdateBuilder{}, st, claimBy, true).
 		Set(expression.Name(stepAttr(i, "Failures")), expression.Name(stepAttr(i, "Failures")).Plus(expression.Value(1))).
 		Set(expression.Name(stepAttr(i, "LastError")), expression.Value(reason))
-	_, out, err := s.transition(ctx, "retry", st, i, expired(st, order.Processing, now), touched(upd, i, now))
+	cond := expired(st, order.Processing, now)
+	if !st.Undo {
+		// A cancelled order's step is not run again: the Supervisor
+		// compensates instead.
+		cond = cond.And(expression.AttributeNotExists(expression.Name(attrCancel)))
+	}
+	_, out, err := s.transition(ctx, "retry", st, i, cond, touched(upd, i, now))
 	return out, err
 }
 

@@ -17,19 +17,28 @@ const Namespace = "orderly"
 const (
 	OrdersSubmitted = "OrdersSubmitted"
 	OrdersProcessed = "OrdersProcessed"
+	// OrdersFailed and OrdersCancelled count orders that ended so, their
+	// work undone; OrdersInError counts orders that need an operator (the
+	// stack alarms on it).
 	OrdersFailed    = "OrdersFailed"
-	StepsClaimed    = "StepsClaimed"
-	ClaimsLost      = "ClaimsLost"
-	ClaimsReleased  = "ClaimsReleased"
-	StepsCompleted  = "StepsCompleted"
-	StaleReplies    = "StaleReplies"
-	StepsRetried    = "StepsRetried"
-	StepsNudged     = "StepsNudged"
-	StepsDeferred   = "StepsDeferred"
-	AlertsSent      = "AlertsSent"
-	RemoteCalls     = "RemoteCalls"
-	RemoteFaults    = "RemoteFaults"
-	RepliesWithheld = "RepliesWithheld"
+	OrdersCancelled = "OrdersCancelled"
+	OrdersInError   = "OrdersInError"
+	// CompensationsStarted counts orders whose work began to be undone;
+	// StepsUndone counts undo records done.
+	CompensationsStarted = "CompensationsStarted"
+	StepsUndone          = "StepsUndone"
+	StepsClaimed         = "StepsClaimed"
+	ClaimsLost           = "ClaimsLost"
+	ClaimsReleased       = "ClaimsReleased"
+	StepsCompleted       = "StepsCompleted"
+	StaleReplies         = "StaleReplies"
+	StepsRetried         = "StepsRetried"
+	StepsNudged          = "StepsNudged"
+	StepsDeferred        = "StepsDeferred"
+	AlertsSent           = "AlertsSent"
+	RemoteCalls          = "RemoteCalls"
+	RemoteFaults         = "RemoteFaults"
+	RepliesWithheld      = "RepliesWithheld"
 	// Heartbeats counts deadlines an agent moved on: at the start of a
 	// request that waited, and during a long call.
 	Heartbeats = "Heartbeats"

@@ -6,6 +6,11 @@ import "time"
 type StepRequest struct {
 	OrderID string `json:"orderId"`
 	Step    string `json:"step"`
+	// Undo asks for the step's work to be undone; Record is then the undo
+	// record's index in the order's list of steps. The agent copies both
+	// into its reply.
+	Undo   bool `json:"undo,omitempty"`
+	Record int  `json:"record,omitempty"`
 	// Attempt is the fencing token; the agent copies it into its reply.
 	Attempt    int       `json:"attempt"`
 	CompleteBy time.Time `json:"completeBy"`
@@ -25,12 +30,45 @@ type StepRequest struct {
 func NewRequest(o Order, st StepState) StepRequest {
 	return StepRequest{
 		OrderID: o.ID, Step: st.Step, Attempt: st.Attempt, CompleteBy: st.CompleteBy,
+		Undo: st.Undo, Record: record(st),
 		// A claim writes the step's Updated and its CompleteBy from the
 		// same now, so their difference is the claim's allowance.
 		AllowanceMs:    st.CompleteBy.Sub(st.UpdatedAt).Milliseconds(),
 		IdempotencyKey: IdempotencyKeyFor(o.ID, st.Step),
 		CustomerID:     o.CustomerID, Lines: o.Lines,
 	}
+}
+
+// record is the index a request or reply carries: an undo record's;
+// a workflow step's is the workflow's, so it is left out.
+func record(st StepState) int {
+	if st.Undo {
+		return st.Index
+	}
+	return 0
+}
+
+// StepIndex returns the index, in the order's list of steps, of the record
+// a request names: an undo record's own, a workflow step's from w.
+func (r StepRequest) StepIndex(w Workflow) (int, bool) {
+	return w.recordIndex(r.Step, r.Undo, r.Record)
+}
+
+// StepIndex: see StepRequest.StepIndex.
+func (r StepReply) StepIndex(w Workflow) (int, bool) {
+	return w.recordIndex(r.Step, r.Undo, r.Record)
+}
+
+func (w Workflow) recordIndex(step string, undo bool, record int) (int, bool) {
+	i, ok := w.Index(step)
+	if !ok {
+		return 0, false
+	}
+	if undo {
+		// Undo records follow the workflow's steps.
+		return record, record >= len(w.Steps)
+	}
+	return i, true
 }
 
 // Allowance is the attempt's window (see AllowanceMs).
@@ -46,14 +84,16 @@ type Outcome string
 
 // Outcomes. A timed-out agent sends no reply at all.
 const (
-	Succeeded Outcome = "succeeded"
-	Failed    Outcome = "failed" // a permanent fault: retrying cannot help
+	OutcomeSucceeded Outcome = "succeeded"
+	OutcomeFailed    Outcome = "failed" // a permanent fault: retrying cannot help
 )
 
 // StepReply is what an agent posts on the response queue.
 type StepReply struct {
 	OrderID string  `json:"orderId"`
 	Step    string  `json:"step"`
+	Undo    bool    `json:"undo,omitempty"`
+	Record  int     `json:"record,omitempty"`
 	Attempt int     `json:"attempt"`
 	Outcome Outcome `json:"outcome"`
 	// Reason explains a failure for the operator.
@@ -72,6 +112,8 @@ const (
 	AlertStepTimedOut  AlertKind = "StepTimedOut"  // failure threshold of timeouts reached
 	AlertStepUnclaimed AlertKind = "StepUnclaimed" // Pending and no Scheduler claims it
 	AlertStepAbandoned AlertKind = "StepAbandoned" // never claimed; the order was given up
+	AlertUndoFailed    AlertKind = "UndoFailed"    // an undo refused permanently: its work is still in place
+	AlertUndoTimedOut  AlertKind = "UndoTimedOut"  // an undo timed out FailureThreshold times
 )
 
 // AlertLease is how long the actor that records an alert has to send it
@@ -89,5 +131,9 @@ type Alert struct {
 	Attempt      int       `json:"attempt"`
 	FailureCount int       `json:"failureCount"`
 	Reason       string    `json:"reason"`
-	At           time.Time `json:"at"`
+	// Undo is set when the stuck record is an undo of Step; Undone lists
+	// the steps whose work was already undone.
+	Undo   bool      `json:"undo,omitempty"`
+	Undone []string  `json:"undone,omitempty"`
+	At     time.Time `json:"at"`
 }

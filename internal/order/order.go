@@ -11,25 +11,58 @@ import (
 // Status is an order's overall state.
 type Status string
 
-// Order statuses. An order ends Processed or Error; later issues add
-// compensation and cancellation, which extend this set.
+// Order statuses. An order ends Processed, Failed, Cancelled or, only when
+// an operator must act, Error.
 const (
 	StatusPending    Status = "Pending"    // accepted, first step not finished yet
 	StatusProcessing Status = "Processing" // at least one step finished
 	StatusProcessed  Status = "Processed"  // every step finished
-	StatusError      Status = "Error"      // a step failed for good; an operator was alerted
+	// StatusCompensating: a step failed for good; the work of the steps
+	// before it (and its own, if its outcome is unknown) is being undone,
+	// in reverse order. It ends Failed.
+	StatusCompensating Status = "Compensating"
+	StatusFailed       Status = "Failed"
+	// StatusCancelling: the client cancelled; a step in flight finishes or
+	// times out, then completed work is undone in reverse. It ends
+	// Cancelled.
+	StatusCancelling Status = "Cancelling"
+	StatusCancelled  Status = "Cancelled"
+	// StatusError: an operator must act (an undo that cannot be done, a
+	// step nobody claims, or a failure the workflow does not compensate);
+	// operators were alerted, and POST /orders/{id}/redrive resumes it.
+	StatusError Status = "Error"
 )
+
+// Terminal reports whether an order in this status is done: nothing in
+// the engine moves it on any more (an Error order waits for an operator).
+func (s Status) Terminal() bool {
+	switch s {
+	case StatusProcessed, StatusFailed, StatusCancelled, StatusError:
+		return true
+	}
+	return false
+}
 
 // ProcessState is one step's state, the pattern's ProcessState field.
 type ProcessState string
 
 // Step states. NotStarted marks steps the workflow has not reached yet.
+// An undo record (StepState.Undo) goes through NotStarted, Pending,
+// Processing and Processed (the work was undone) or Error, like a step.
 const (
 	NotStarted ProcessState = "NotStarted"
 	Pending    ProcessState = "Pending"
 	Processing ProcessState = "Processing"
 	Processed  ProcessState = "Processed"
 	Error      ProcessState = "Error"
+	// Failed: the step failed for good (a permanent fault or too many
+	// timeouts) and the order is compensated.
+	Failed ProcessState = "Failed"
+	// Undone: the step's work was undone by its undo record.
+	Undone ProcessState = "Undone"
+	// Cancelled: the order was cancelled while the step waited for a
+	// claim, so it never ran.
+	Cancelled ProcessState = "Cancelled"
 )
 
 // Errors shared by the actors and their adapters. Adapters wrap them;
@@ -50,6 +83,13 @@ var (
 	// on: a lost claim race, a stale or duplicate reply, a recovery another
 	// Supervisor already made. It is a normal outcome, not a failure.
 	ErrStale = errors.New("step state moved on")
+	// ErrNotAllowed marks an operation the order's status does not allow
+	// (cancelling a Processed order, redriving one not in Error).
+	ErrNotAllowed = errors.New("not allowed in this status")
+	// ErrCancelRequested says that a step's success arrived for an order
+	// the client has cancelled: the success is recorded by the write that
+	// starts undoing the order's work instead.
+	ErrCancelRequested = errors.New("the order was cancelled")
 	// ErrHeartbeatLimit says that an attempt's deadline was moved on as
 	// often as its step allows: the agent must finish by the deadline it
 	// has.
@@ -85,11 +125,19 @@ type Order struct {
 
 // StepState is the state record of one step of one order.
 type StepState struct {
-	OrderID      string
-	Step         string
-	Index        int
+	OrderID string
+	Step    string
+	// Index is the record's position in the order's list of steps: the
+	// workflow's steps first, then, once a compensation starts, one undo
+	// record per step to undo, in the order they are undone.
+	Index int
+	// Undo marks an undo record: it undoes the work of the workflow step
+	// named Step.
+	Undo         bool
 	Agent        string
 	ProcessState ProcessState
+	// CancelRequested is the order's: the client cancelled it.
+	CancelRequested bool
 	// LockedBy names the Scheduler instance that claimed the step.
 	LockedBy string
 	// CompleteBy is the deadline of the current phase: for a Processing
@@ -124,6 +172,9 @@ type StepState struct {
 	// Reference is the remote service's id for the work a Processed step
 	// did (a reservation, charge or shipment).
 	Reference string
+	// Undone lists, for the active record, the workflow steps whose work
+	// has been undone so far, in the order they were undone.
+	Undone []string
 	// DueAt is when the Supervisor next looks at the order, set only on
 	// the active step. It is never later than CompleteBy.
 	DueAt     time.Time

@@ -23,10 +23,13 @@ const (
 	// Defer moves the deadline of a step whose request is most likely
 	// still waiting in a backlogged queue: back-pressure, not a failure.
 	Defer
+	// Compensate ends a workflow step (it failed for good, or its order
+	// was cancelled) and starts undoing the work done, in reverse.
+	Compensate
 )
 
 func (a Action) String() string {
-	return [...]string{"leave", "retry", "fail", "nudge", "alert", "defer"}[a]
+	return [...]string{"leave", "retry", "fail", "nudge", "alert", "defer", "compensate"}[a]
 }
 
 // MaxDeferrals bounds how often one attempt's deadline is moved because
@@ -67,6 +70,9 @@ type Recovery struct {
 	AlertOperators bool
 	// AlertKind is the alert a Fail raises.
 	AlertKind AlertKind
+	// MayHaveRun says, for Compensate, that the step's own work may have
+	// been done (it timed out), so it is undone too.
+	MayHaveRun bool
 }
 
 // Assess decides what the Supervisor does about a step. Expiry is checked
@@ -88,6 +94,10 @@ func (w Workflow) Assess(s StepState, now time.Time, backlogged bool) Recovery {
 		}
 		return Recovery{Action: SendAlert, Reason: s.LastError}
 	}
+	// A cancelled order's step that waits for a claim is not run.
+	if s.CancelRequested && !s.Undo && s.ProcessState == Pending {
+		return Recovery{Action: Compensate, Reason: "the order was cancelled before the step was claimed"}
+	}
 	// A deadline counts as passed only SkewGrace after it: the actor that
 	// set it may run on a clock behind this one, and a reply sent inside
 	// the window may still be on its way.
@@ -100,6 +110,12 @@ func (w Workflow) Assess(s StepState, now time.Time, backlogged bool) Recovery {
 		if !ok {
 			return Recovery{Action: Fail, AlertKind: AlertStepFailed, Reason: fmt.Sprintf("step %q is not in the workflow", s.Step)}
 		}
+		if s.CancelRequested && !s.Undo {
+			// A cancel lets the step in flight finish or time out; it
+			// timed out, so its work, if done, is undone too.
+			return Recovery{Action: Compensate, MayHaveRun: true, Reason: fmt.Sprintf(
+				"the order was cancelled and attempt %d timed out: no reply by %s", s.Attempt, s.CompleteBy.UTC().Format(time.RFC3339Nano))}
+		}
 		if backlogged && s.Deferrals < MaxDeferrals {
 			return Recovery{Action: Defer, CompleteBy: now.Add(def.AllowanceFor(s.FailureCount) << min(s.Deferrals, MaxDeferralBackoff)), Reason: fmt.Sprintf(
 				"attempt %d not answered by %s while the %s queue has a backlog: deadline moved on (back-pressure, not a failure)",
@@ -107,8 +123,14 @@ func (w Workflow) Assess(s StepState, now time.Time, backlogged bool) Recovery {
 		}
 		reason := fmt.Sprintf("attempt %d timed out: no reply by %s", s.Attempt, s.CompleteBy.UTC().Format(time.RFC3339Nano))
 		if s.FailureCount+1 >= def.FailureThreshold {
-			return Recovery{Action: Fail, AlertKind: AlertStepTimedOut,
-				Reason: fmt.Sprintf("%s; %d of %d allowed timeouts used", reason, s.FailureCount+1, def.FailureThreshold)}
+			reason = fmt.Sprintf("%s; %d of %d allowed timeouts used", reason, s.FailureCount+1, def.FailureThreshold)
+			switch {
+			case s.Undo:
+				return Recovery{Action: Fail, AlertKind: AlertUndoTimedOut, Reason: "undo: " + reason}
+			case w.StopOnFailure:
+				return Recovery{Action: Fail, AlertKind: AlertStepTimedOut, Reason: reason}
+			}
+			return Recovery{Action: Compensate, MayHaveRun: true, Reason: reason}
 		}
 		return Recovery{Action: Retry, CompleteBy: now.Add(w.ClaimWithin), Reason: reason}
 	case Pending:

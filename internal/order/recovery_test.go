@@ -67,8 +67,20 @@ func TestWorkflowAssess(t *testing.T) {
 		{"processing expired, first timeout", state(order.Processing, past, nil), order.Recovery{Action: order.Retry, CompleteBy: nextClaim}, "attempt 2 timed out"},
 		{"processing expired, below threshold", state(order.Processing, past, failures(threshold-2)), order.Recovery{Action: order.Retry, CompleteBy: nextClaim}, "timed out"},
 		{"processing expired by a nanosecond", state(order.Processing, now.Add(-time.Nanosecond), nil), order.Recovery{Action: order.Retry, CompleteBy: nextClaim}, "timed out"},
-		{"processing expired, reaches threshold", state(order.Processing, past, failures(threshold-1)), order.Recovery{Action: order.Fail, AlertKind: order.AlertStepTimedOut}, "3 of 3"},
-		{"processing expired, past threshold", state(order.Processing, past, failures(threshold+2)), order.Recovery{Action: order.Fail, AlertKind: order.AlertStepTimedOut}, "timed out"},
+		{"processing expired, reaches threshold: compensate, undoing it too", state(order.Processing, past, failures(threshold-1)), order.Recovery{Action: order.Compensate, MayHaveRun: true}, "3 of 3"},
+		{"processing expired, past threshold", state(order.Processing, past, failures(threshold+2)), order.Recovery{Action: order.Compensate, MayHaveRun: true}, "timed out"},
+		{"undo expired, reaches threshold: Error, an operator must act", state(order.Processing, past, func(s *order.StepState) { s.Undo, s.Index, s.FailureCount = true, 3, threshold-1 }),
+			order.Recovery{Action: order.Fail, AlertKind: order.AlertUndoTimedOut}, "undo: attempt 2 timed out"},
+		{"undo expired, below threshold: retried like a step", state(order.Processing, past, func(s *order.StepState) { s.Undo, s.Index = true, 3 }),
+			order.Recovery{Action: order.Retry, CompleteBy: nextClaim}, "timed out"},
+		{"cancelled, step in flight inside its window: left to finish", state(order.Processing, future, func(s *order.StepState) { s.CancelRequested = true }),
+			order.Recovery{Action: order.Leave}, ""},
+		{"cancelled, step in flight timed out: compensate at once", state(order.Processing, past, func(s *order.StepState) { s.CancelRequested = true }),
+			order.Recovery{Action: order.Compensate, MayHaveRun: true}, "cancelled"},
+		{"cancelled, step waiting for a claim: compensate, it never ran", state(order.Pending, future, func(s *order.StepState) { s.CancelRequested = true }),
+			order.Recovery{Action: order.Compensate}, "cancelled"},
+		{"cancelled, undo waiting for a claim: nudged like any step", state(order.Pending, past, func(s *order.StepState) { s.CancelRequested, s.Undo, s.Index = true, true, 3 }),
+			order.Recovery{Action: order.Nudge, CompleteBy: nextClaim}, "unclaimed"},
 		{"processing expired, unknown step", state(order.Processing, past, func(s *order.StepState) { s.Step = "teleport" }), order.Recovery{Action: order.Fail, AlertKind: order.AlertStepFailed}, `"teleport"`},
 		// Re-announcements back off: the claim window doubles, up to 8×.
 		{"pending expired, 1st nudge", state(order.Pending, past, nudges(0)), order.Recovery{Action: order.Nudge, CompleteBy: nextClaim}, "re-announced 1 times"},
@@ -100,6 +112,9 @@ func TestWorkflowAssess(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := w.Assess(tt.state, now, false)
+			if got.MayHaveRun != tt.want.MayHaveRun {
+				t.Errorf("Assess(%+v) MayHaveRun = %t, want %t", tt.state, got.MayHaveRun, tt.want.MayHaveRun)
+			}
 			if got.Action != tt.want.Action || !got.CompleteBy.Equal(tt.want.CompleteBy) || got.AlertOperators != tt.want.AlertOperators || got.AlertKind != tt.want.AlertKind {
 				t.Errorf("Assess(%+v) = {%s CompleteBy:%s Alert:%t %s}, want {%s CompleteBy:%s Alert:%t %s}",
 					tt.state, got.Action, got.CompleteBy, got.AlertOperators, got.AlertKind,
@@ -118,9 +133,22 @@ func TestWorkflowAssess(t *testing.T) {
 	}
 }
 
+// A workflow that stops on failure leaves the order in Error for an
+// operator instead of compensating.
+func TestWorkflowAssessStopOnFailure(t *testing.T) {
+	w := order.OrderWorkflow(order.Timing{Allowance: time.Second, MaxAllowance: time.Second, FailureThreshold: 1, ClaimWithin: time.Second})
+	w.StopOnFailure = true
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	st := order.StepState{OrderID: order.NewID(), Step: order.StepChargePayment, Index: 1, Agent: order.AgentPayment,
+		ProcessState: order.Processing, CompleteBy: now.Add(-time.Second), Attempt: 1}
+	if got := w.Assess(st, now, false); got.Action != order.Fail || got.AlertKind != order.AlertStepTimedOut {
+		t.Errorf("Assess() = %s %s, want fail StepTimedOut", got.Action, got.AlertKind)
+	}
+}
+
 func TestActionString(t *testing.T) {
 	want := map[order.Action]string{order.Leave: "leave", order.Retry: "retry", order.Fail: "fail",
-		order.Nudge: "nudge", order.SendAlert: "alert", order.Defer: "defer"}
+		order.Nudge: "nudge", order.SendAlert: "alert", order.Defer: "defer", order.Compensate: "compensate"}
 	for a, w := range want {
 		if got := a.String(); got != w {
 			t.Errorf("Action(%d).String() = %q, want %q", int(a), got, w)

@@ -18,6 +18,10 @@ type StepDef struct {
 	// FailureThreshold is the number of timeouts after which the step is
 	// taken as failed for good.
 	FailureThreshold int
+	// Undo names the step's compensation ("release the reservation"):
+	// the agent's undo call, which reverses the step's remote work by the
+	// step's idempotency key. Empty means the step has nothing to undo.
+	Undo string
 	// MaxHeartbeats bounds how often the agent may move one attempt's
 	// deadline on (when it starts a request that waited, and every third
 	// of the allowance while a long call runs), so an attempt lasts at
@@ -47,6 +51,30 @@ type Workflow struct {
 	// acts: it covers the clock skew allowed between actors and a reply
 	// still on its way, so a success inside the window is never lost.
 	SkewGrace time.Duration
+	// StopOnFailure makes a step that fails for good put the order in
+	// Error for an operator (who redrives it forward or into compensation)
+	// instead of compensating at once.
+	StopOnFailure bool
+}
+
+// UndoPlan returns the workflow indexes of the steps to undo, in the order
+// they are undone, when the step at index active ends: every step before
+// it (they are all Processed, since steps run one after another), from the
+// latest back to the first, preceded by the active step itself when its
+// work is done or may be (done: a success; or a timeout, whose outcome is
+// unknown). Steps without an undo are left out.
+func (w Workflow) UndoPlan(active int, activeMayHaveRun bool) []int {
+	var plan []int
+	from := active - 1
+	if activeMayHaveRun {
+		from = active
+	}
+	for i := min(from, len(w.Steps)-1); i >= 0; i-- {
+		if w.Steps[i].Undo != "" {
+			plan = append(plan, i)
+		}
+	}
+	return plan
 }
 
 // Agents of the shipped order workflow.
@@ -87,15 +115,15 @@ var DefaultTiming = Timing{
 
 // OrderWorkflow returns the shipped three-step order workflow.
 func OrderWorkflow(t Timing) Workflow {
-	step := func(name, agent string) StepDef {
-		return StepDef{Name: name, Agent: agent, Allowance: t.Allowance,
+	step := func(name, agent, undo string) StepDef {
+		return StepDef{Name: name, Agent: agent, Undo: undo, Allowance: t.Allowance,
 			MaxAllowance: t.MaxAllowance, FailureThreshold: t.FailureThreshold, MaxHeartbeats: t.MaxHeartbeats}
 	}
 	return Workflow{
 		Steps: []StepDef{
-			step(StepReserveInventory, AgentInventory),
-			step(StepChargePayment, AgentPayment),
-			step(StepArrangeShipping, AgentShipping),
+			step(StepReserveInventory, AgentInventory, "release the reservation"),
+			step(StepChargePayment, AgentPayment, "refund the payment"),
+			step(StepArrangeShipping, AgentShipping, "cancel the shipment"),
 		},
 		ClaimWithin: t.ClaimWithin,
 		SkewGrace:   t.SkewGrace,
@@ -148,6 +176,17 @@ func (w Workflow) Next(name string) (next StepDef, ok bool) {
 		return StepDef{}, false
 	}
 	return w.Steps[i+1], true
+}
+
+// NextUndo returns the workflow step undone after the one at index undid:
+// the closest before it that has an undo. ok is false after the last.
+func (w Workflow) NextUndo(undid int) (next int, ok bool) {
+	for i := min(undid, len(w.Steps)) - 1; i >= 0; i-- {
+		if w.Steps[i].Undo != "" {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 // Agents lists the distinct agents the workflow uses, in step order.

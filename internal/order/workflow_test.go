@@ -2,6 +2,7 @@ package order_test
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -140,7 +141,7 @@ func TestWorkflowNewStates(t *testing.T) {
 		t.Fatalf("NewStates() returned %d states, want %d: %+v", len(got), len(want), got)
 	}
 	for i := range want {
-		if got[i] != want[i] {
+		if !reflect.DeepEqual(got[i], want[i]) {
 			t.Errorf("NewStates()[%d] = %+v, want %+v", i, got[i], want[i])
 		}
 	}
@@ -185,5 +186,51 @@ func TestTimingValidate(t *testing.T) {
 				t.Errorf("%+v.Validate() = %v, want errors.Is ErrInvalid", tt.timing, err)
 			}
 		})
+	}
+}
+
+func TestUndoPlan(t *testing.T) {
+	wf := order.OrderWorkflow(order.DefaultTiming)
+	noUndoForPayment := order.OrderWorkflow(order.DefaultTiming)
+	noUndoForPayment.Steps[1].Undo = ""
+	tests := []struct {
+		name             string
+		wf               order.Workflow
+		active           int
+		activeMayHaveRun bool
+		want             []int
+	}{
+		{"first step refused: nothing to undo", wf, 0, false, nil},
+		{"first step timed out: undo it", wf, 0, true, []int{0}},
+		{"third step refused: second then first", wf, 2, false, []int{1, 0}},
+		{"third step timed out: itself, second, first", wf, 2, true, []int{2, 1, 0}},
+		{"cancelled after the last step's success", wf, 2, true, []int{2, 1, 0}},
+		{"a step without an undo is left out", noUndoForPayment, 2, false, []int{0}},
+		{"index past the end is the whole workflow", wf, 7, false, []int{2, 1, 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.wf.UndoPlan(tt.active, tt.activeMayHaveRun); !slices.Equal(got, tt.want) {
+				t.Errorf("UndoPlan(%d, %v) = %v, want %v", tt.active, tt.activeMayHaveRun, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNextUndo(t *testing.T) {
+	wf := order.OrderWorkflow(order.DefaultTiming)
+	wf.Steps[1].Undo = ""
+	tests := []struct {
+		undid, want int
+		ok          bool
+	}{
+		{2, 0, true}, // step 1 has no undo
+		{1, 0, true},
+		{0, 0, false},
+	}
+	for _, tt := range tests {
+		if got, ok := wf.NextUndo(tt.undid); got != tt.want || ok != tt.ok {
+			t.Errorf("NextUndo(%d) = %d, %t, want %d, %t", tt.undid, got, ok, tt.want, tt.ok)
+		}
 	}
 }

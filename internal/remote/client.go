@@ -39,6 +39,15 @@ var collections = map[string]string{
 	order.AgentShipping:  "/shipping/shipments",
 }
 
+// undoCollections are where each service takes the undo of a step's work:
+// a POST with the step's own Idempotency-Key reverses the work done under
+// that key, and answers success when there was nothing to undo.
+var undoCollections = map[string]string{
+	order.AgentInventory: "/inventory/releases",
+	order.AgentPayment:   "/payment/refunds",
+	order.AgentShipping:  "/shipping/cancellations",
+}
+
 const (
 	// maxResponseBytes bounds what is read of a response, so a misbehaving
 	// service cannot exhaust an agent's memory.
@@ -83,6 +92,9 @@ type requestBody struct {
 // ctx.Err(). See RetryAfter for the service's hint on when to try again.
 func (c *Client) Call(ctx context.Context, service string, req order.StepRequest) (reference string, err error) {
 	path, ok := collections[service]
+	if req.Undo {
+		path, ok = undoCollections[service]
+	}
 	if !ok {
 		return "", fmt.Errorf("remote service %q: unknown, want inventory, payment or shipping: %w", service, ErrPermanent)
 	}

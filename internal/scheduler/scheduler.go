@@ -31,6 +31,7 @@ type Store interface {
 	ClaimStep(ctx context.Context, seen order.StepState, owner string, completeBy, now time.Time) (order.Order, order.StepState, error)
 	CompleteStep(ctx context.Context, c dynamo.Completion, now time.Time) (order.Order, order.StepState, error)
 	FailStep(ctx context.Context, st order.StepState, reason string, now time.Time) (order.StepState, error)
+	StartUndo(ctx context.Context, u dynamo.Undoing, now time.Time) (order.Order, order.StepState, error)
 }
 
 // Dispatcher sends a claimed step's request to its agent.
@@ -165,6 +166,16 @@ func (s *Service) claimRecord(ctx context.Context, rec events.DynamoDBEventRecor
 	if !ok {
 		return nil
 	}
+	if st.CancelRequested && !st.Undo {
+		// Cancelled before anyone claimed the step: it never runs.
+		err = s.undo(ctx, s.log.With("order_id", st.OrderID, "step", st.Step), dynamo.Undoing{
+			Step: st, From: order.Pending, Ends: order.Cancelled, Cancelled: true,
+			Reason: "the order was cancelled before the step was claimed"}, false)
+		if errors.Is(err, order.ErrStale) {
+			return nil
+		}
+		return err
+	}
 	if err := s.claim(ctx, st); err != nil {
 		s.log.ErrorContext(ctx, "claim failed; record will be retried", "order_id", st.OrderID,
 			"step", st.Step, "sequence_number", rec.Change.SequenceNumber, "error", err)
@@ -235,21 +246,30 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 		s.metrics.Count(metrics.PoisonMessages, 1, "source", "responses", "message_id", msg.MessageId)
 		return err
 	}
-	log := s.log.With("order_id", rep.OrderID, "step", rep.Step, "attempt", rep.Attempt, "outcome", rep.Outcome)
-	index, _ := s.workflow.Index(rep.Step) // decodeReply checked the step
-	replied := order.StepState{OrderID: rep.OrderID, Step: rep.Step, Index: index, Attempt: rep.Attempt}
+	log := s.log.With("order_id", rep.OrderID, "step", rep.Step, "undo", rep.Undo, "attempt", rep.Attempt, "outcome", rep.Outcome)
+	index, _ := rep.StepIndex(s.workflow) // decodeReply checked it
+	replied := order.StepState{OrderID: rep.OrderID, Step: rep.Step, Index: index, Undo: rep.Undo, Attempt: rep.Attempt}
 	now := s.now()
-	switch rep.Outcome {
-	case order.Succeeded:
+	switch {
+	case rep.Outcome == order.OutcomeSucceeded:
 		err = s.complete(ctx, log, replied, rep.Reference, now)
-	case order.Failed:
+		if errors.Is(err, order.ErrCancelRequested) {
+			// The step is done, but the client cancelled meanwhile: its
+			// work is undone too, then the rest in reverse.
+			err = s.undo(ctx, log, dynamo.Undoing{Step: replied, From: order.Processing, Ends: order.Processed,
+				Reference: rep.Reference, Cancelled: true}, true)
+		}
+	case rep.Undo || s.workflow.StopOnFailure:
 		var failed order.StepState
 		failed, err = s.store.FailStep(ctx, replied, rep.Reason, now)
 		if err == nil {
-			log.WarnContext(ctx, "step failed permanently; order is in Error", "reason", rep.Reason)
-			s.metrics.Count(metrics.OrdersFailed, 1, "order_id", rep.OrderID, "step", rep.Step)
+			log.ErrorContext(ctx, "failed permanently; order is in Error for an operator", "reason", rep.Reason)
+			s.metrics.Count(metrics.OrdersInError, 1, "order_id", rep.OrderID, "step", rep.Step)
 			s.alert(ctx, log, failed)
 		}
+	default:
+		// A permanent fault did no work: the steps before it are undone.
+		err = s.undo(ctx, log, dynamo.Undoing{Step: replied, From: order.Processing, Ends: order.Failed, Reason: rep.Reason}, false)
 	}
 	if errors.Is(err, order.ErrStale) {
 		log.InfoContext(ctx, "stale or duplicate reply dropped", "message_id", msg.MessageId)
@@ -263,12 +283,25 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 	return nil
 }
 
-// complete applies a success: the step becomes Processed and, in the same
-// write, the next step is claimed by this Scheduler, whose request goes
-// out at once. No stream hop and no second write stand between two steps.
+// complete applies a success: the record becomes Processed and, in the
+// same write, the next one (the next workflow step, or the next undo) is
+// claimed by this Scheduler, whose request goes out at once. No stream hop
+// and no second write stand between two steps.
 func (s *Service) complete(ctx context.Context, log *slog.Logger, done order.StepState, reference string, now time.Time) error {
 	c := dynamo.Completion{Step: done, Reference: reference}
-	next, more := s.workflow.Next(done.Step)
+	var (
+		next order.StepDef
+		more bool
+	)
+	if done.Undo {
+		c.Undid, _ = s.workflow.Index(done.Step)
+		var k int
+		if k, more = s.workflow.NextUndo(c.Undid); more {
+			next = s.workflow.Steps[k]
+		}
+	} else {
+		next, more = s.workflow.Next(done.Step)
+	}
 	if more {
 		c.Next, c.NextIndex, c.Owner = &next, done.Index+1, s.id
 		c.NextCompleteBy = now.Add(next.AllowanceFor(0))
@@ -277,16 +310,69 @@ func (s *Service) complete(ctx context.Context, log *slog.Logger, done order.Ste
 	if err != nil {
 		return err
 	}
-	s.metrics.Count(metrics.StepsCompleted, 1, "order_id", done.OrderID, "step", done.Step)
+	if done.Undo {
+		s.metrics.Count(metrics.StepsUndone, 1, "order_id", done.OrderID, "step", done.Step)
+	} else {
+		s.metrics.Count(metrics.StepsCompleted, 1, "order_id", done.OrderID, "step", done.Step)
+	}
 	if !more {
-		log.InfoContext(ctx, "order processed", "reference", reference)
-		s.metrics.Count(metrics.OrdersProcessed, 1, "order_id", done.OrderID)
+		s.ended(ctx, log, o)
 		return nil
 	}
 	log.InfoContext(ctx, "step processed", "reference", reference)
 	s.metrics.Count(metrics.StepsClaimed, 1, "order_id", claimed.OrderID, "step", claimed.Step)
 	s.dispatcher.Send(ctx, o, claimed)
 	return nil
+}
+
+// undo starts undoing an order's work: the write ends the active workflow
+// step as u says and, with claim, claims the first undo for this
+// Scheduler, whose request goes out at once; without, the first undo is
+// announced on the stream. An order with nothing to undo ends at once.
+func (s *Service) undo(ctx context.Context, log *slog.Logger, u dynamo.Undoing, claim bool) error {
+	now := s.now()
+	u.Steps = len(s.workflow.Steps)
+	// A permanent fault did no work and a cancelled step never ran; a
+	// success did its work, which is undone first.
+	mayHaveRun := u.Ends == order.Processed
+	for _, i := range s.workflow.UndoPlan(u.Step.Index, mayHaveRun) {
+		u.Plan = append(u.Plan, s.workflow.Steps[i])
+	}
+	if len(u.Plan) > 0 {
+		if claim {
+			u.Owner, u.CompleteBy = s.id, now.Add(u.Plan[0].AllowanceFor(0))
+		} else {
+			u.ClaimBy = now.Add(s.workflow.ClaimWithin)
+		}
+	}
+	o, first, err := s.store.StartUndo(ctx, u, now)
+	if err != nil {
+		return err
+	}
+	s.metrics.Count(metrics.CompensationsStarted, 1, "order_id", o.ID, "step", u.Step.Step)
+	if len(u.Plan) == 0 {
+		s.ended(ctx, log, o)
+		return nil
+	}
+	log.WarnContext(ctx, "undoing the order's work", "status", o.Status, "reason", u.Reason, "undo", len(u.Plan))
+	if first.ProcessState == order.Processing {
+		s.metrics.Count(metrics.StepsClaimed, 1, "order_id", first.OrderID, "step", first.Step)
+		s.dispatcher.Send(ctx, o, first)
+	}
+	return nil
+}
+
+// ended logs and counts an order that reached its end.
+func (s *Service) ended(ctx context.Context, log *slog.Logger, o order.Order) {
+	log.InfoContext(ctx, "order ended", "status", o.Status)
+	switch o.Status {
+	case order.StatusProcessed:
+		s.metrics.Count(metrics.OrdersProcessed, 1, "order_id", o.ID)
+	case order.StatusFailed:
+		s.metrics.Count(metrics.OrdersFailed, 1, "order_id", o.ID)
+	case order.StatusCancelled:
+		s.metrics.Count(metrics.OrdersCancelled, 1, "order_id", o.ID)
+	}
 }
 
 // alert tells operators right away. The failure is already recorded with
@@ -309,11 +395,14 @@ func decodeReply(body string, w order.Workflow) (order.StepReply, error) {
 		return rep, fmt.Errorf("reply has invalid orderId %q", rep.OrderID)
 	case rep.Attempt < 1:
 		return rep, fmt.Errorf("reply has invalid attempt %d", rep.Attempt)
-	case rep.Outcome != order.Succeeded && rep.Outcome != order.Failed:
+	case rep.Outcome != order.OutcomeSucceeded && rep.Outcome != order.OutcomeFailed:
 		return rep, fmt.Errorf("reply has unknown outcome %q", rep.Outcome)
 	}
 	if _, ok := w.Step(rep.Step); !ok {
 		return rep, fmt.Errorf("reply names unknown step %q", rep.Step)
+	}
+	if _, ok := rep.StepIndex(w); !ok {
+		return rep, fmt.Errorf("reply names undo record %d, which cannot be one", rep.Record)
 	}
 	return rep, nil
 }

@@ -90,7 +90,7 @@ func TestSuccessClaimsTheNextStepInTheSameWrite(t *testing.T) {
 		t.Fatalf("got first requests %s, want the submission's one on attempt 1", testenv.Describe(first))
 	}
 	mustApplyReplies(t, s, order.StepReply{OrderID: id, Step: order.StepReserveInventory, Attempt: 1,
-		Outcome: order.Succeeded, Reference: "res-1"})
+		Outcome: order.OutcomeSucceeded, Reference: "res-1"})
 
 	done, next := w.Step(t, id, order.StepReserveInventory), w.Step(t, id, order.StepChargePayment)
 	if done.ProcessState != order.Processed || done.Reference != "res-1" || done.LockedBy != "" {
@@ -126,7 +126,7 @@ func TestStaleAndDuplicateRepliesAreIgnored(t *testing.T) {
 	w.Requests(t, order.AgentInventory)
 
 	reply := func(attempt int) order.StepReply {
-		return order.StepReply{OrderID: id, Step: step, Attempt: attempt, Outcome: order.Succeeded, Reference: fmt.Sprint("ref-", attempt)}
+		return order.StepReply{OrderID: id, Step: step, Attempt: attempt, Outcome: order.OutcomeSucceeded, Reference: fmt.Sprint("ref-", attempt)}
 	}
 	// The late reply of attempt 1 must not complete attempt 2.
 	mustApplyReplies(t, s, reply(1))
@@ -166,7 +166,7 @@ func TestUnsentRequestReleasesTheClaim(t *testing.T) {
 	id := w.Submit(t, someOrder)
 	w.Requests(t, order.AgentInventory)
 	broken := w.Scheduler("broken", func(c *scheduler.Config) { c.Dispatcher = w.BrokenDispatcher() })
-	mustApplyReplies(t, broken, order.StepReply{OrderID: id, Step: order.StepReserveInventory, Attempt: 1, Outcome: order.Succeeded})
+	mustApplyReplies(t, broken, order.StepReply{OrderID: id, Step: order.StepReserveInventory, Attempt: 1, Outcome: order.OutcomeSucceeded})
 
 	next := w.Step(t, id, order.StepChargePayment)
 	if next.ProcessState != order.Pending || next.LockedBy != "" || next.FailureCount != 0 ||
@@ -191,10 +191,10 @@ func TestMalformedReplyDoesNotBlockItsBatch(t *testing.T) {
 	a, b := w.Submit(t, someOrder), w.Submit(t, someOrder)
 
 	ok := func(id string) order.StepReply {
-		return order.StepReply{OrderID: id, Step: order.StepReserveInventory, Attempt: 1, Outcome: order.Succeeded}
+		return order.StepReply{OrderID: id, Step: order.StepReserveInventory, Attempt: 1, Outcome: order.OutcomeSucceeded}
 	}
 	ev := testenv.ReplyEvent(ok(a), "{not json", map[string]any{"orderId": "nope", "attempt": 1}, ok(b),
-		order.StepReply{OrderID: a, Step: "no-such-step", Attempt: 1, Outcome: order.Succeeded})
+		order.StepReply{OrderID: a, Step: "no-such-step", Attempt: 1, Outcome: order.OutcomeSucceeded})
 	resp, err := s.HandleReplies(context.Background(), ev)
 	if err != nil {
 		t.Fatalf("HandleReplies: %v", err)
@@ -219,7 +219,7 @@ func TestPermanentFaultFailsOrderAndAlertsOperators(t *testing.T) {
 	s := w.Scheduler("s1")
 	id := w.Submit(t, someOrder)
 	mustApplyReplies(t, s, order.StepReply{OrderID: id, Step: order.StepReserveInventory, Attempt: 1,
-		Outcome: order.Failed, Reason: "sku out of stock"})
+		Outcome: order.OutcomeFailed, Reason: "sku out of stock"})
 
 	st := w.Step(t, id, order.StepReserveInventory)
 	if st.ProcessState != order.Error || st.LastError != "sku out of stock" || st.AlertPending || !st.DueAt.IsZero() {
@@ -248,7 +248,7 @@ func TestRepliesDriveAnOrderToProcessed(t *testing.T) {
 		if len(reqs) != 1 || reqs[0].Step != def.Name {
 			t.Fatalf("step %s: got requests %s, want one to agent %s", def.Name, testenv.Describe(reqs), def.Agent)
 		}
-		mustApplyReplies(t, s, order.StepReply{OrderID: id, Step: def.Name, Attempt: reqs[0].Attempt, Outcome: order.Succeeded})
+		mustApplyReplies(t, s, order.StepReply{OrderID: id, Step: def.Name, Attempt: reqs[0].Attempt, Outcome: order.OutcomeSucceeded})
 	}
 	o, steps, err := w.Store.GetOrder(context.Background(), id)
 	if err != nil || o.Status != order.StatusProcessed {
@@ -325,7 +325,7 @@ func TestASendThatKeepsFailingStopsBeingReannouncedAtOnce(t *testing.T) {
 	id := w.Submit(t, someOrder)
 	w.Requests(t, order.AgentInventory)
 	broken := w.Scheduler("broken", func(c *scheduler.Config) { c.Dispatcher = w.BrokenDispatcher() })
-	mustApplyReplies(t, broken, order.StepReply{OrderID: id, Step: order.StepReserveInventory, Attempt: 1, Outcome: order.Succeeded})
+	mustApplyReplies(t, broken, order.StepReply{OrderID: id, Step: order.StepReserveInventory, Attempt: 1, Outcome: order.OutcomeSucceeded})
 	for round := 1; ; round++ {
 		ev := w.StreamEvent(t, id)
 		st := w.Step(t, id, order.StepChargePayment)

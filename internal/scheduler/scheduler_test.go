@@ -56,6 +56,9 @@ func (s *claimLog) CompleteStep(context.Context, dynamo.Completion, time.Time) (
 func (s *claimLog) FailStep(context.Context, order.StepState, string, time.Time) (order.StepState, error) {
 	return order.StepState{}, errors.New("not expected")
 }
+func (s *claimLog) StartUndo(context.Context, dynamo.Undoing, time.Time) (order.Order, order.StepState, error) {
+	return order.Order{}, order.StepState{}, errors.New("not expected")
+}
 
 type nowhere struct{}
 

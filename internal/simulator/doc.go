@@ -20,6 +20,18 @@
 // different body (as the IETF Idempotency-Key draft has it), 404 unknown path, 405 not POST, 413 body over 64 KiB,
 // 415 not JSON.
 //
+// # Undo
+//
+// POST /inventory/releases, /payment/refunds or /shipping/cancellations,
+// with the same body and the Idempotency-Key of the work to undo, undoes
+// that work and answers 200 {"id":"rel_...","undid":"res_..."} (rf_ for
+// payment, shc_ for shipping). When no work was done under the key it
+// answers 200 {"id":"...","nothingToUndo":true}: undoing nothing is a
+// success. Either way the key is fenced off: a later call to do its work
+// (a retry that was still on its way, or a call the service still holds)
+// does nothing and answers 422. A repeated undo answers 200 with the same
+// id and Idempotent-Replayed: true.
+//
 // # Test values
 //
 // Any line of the order whose SKU is TEST-<SERVICE>-<MODE>, where SERVICE is
@@ -31,11 +43,20 @@
 //	TRANSIENT-<N>  the first N calls answer 503, later calls succeed
 //	PERMANENT      every call answers 422: inventory "sku out of stock",
 //	               payment "card declined", shipping "address undeliverable"
+//	PERMANENT-<N>  the first N calls answer 422, later calls succeed (the
+//	               service was fixed: for trying an operator's redrive)
 //	HANG           no call is answered: each is held until the client gives
 //	               up or the simulator closes
 //	HANG-<N>       the first N calls are held as with HANG, later calls succeed
 //	SLOW-<MS>      calls succeed after MS milliseconds (at most 60000); a
 //	               client that gives up first leaves no work done behind
+//
+// TEST-<SERVICE>-UNDO-<MODE> does the same to the service's undo and
+// leaves its work alone: TEST-PAYMENT-UNDO-PERMANENT refuses every refund
+// ("refund refused"; inventory "reservation already picked", shipping
+// "shipment already dispatched"), TEST-INVENTORY-UNDO-TRANSIENT-2 fails two
+// releases, TEST-SHIPPING-UNDO-HANG holds every cancellation. An order may
+// carry one value for the work and one for the undo of each service.
 //
 // For example TEST-PAYMENT-PERMANENT, TEST-INVENTORY-TRANSIENT-2,
 // TEST-SHIPPING-HANG-1, TEST-PAYMENT-SLOW-1500. Every other SKU, including

@@ -11,13 +11,17 @@ import (
 )
 
 // Effect is one piece of remote work done: a reservation made, a card
-// charged, a shipment arranged. The ledger keeps one line per effect.
+// charged, a shipment arranged; or, with Undo, the undo of the work done
+// under Key (Undid is its reference, empty when there was none and the key
+// was only fenced off). The ledger keeps one line per effect.
 type Effect struct {
 	Service     string    `json:"service"`
 	Key         string    `json:"key"`
 	OrderID     string    `json:"orderId"`
-	Fingerprint string    `json:"fingerprint"`
+	Fingerprint string    `json:"fingerprint,omitempty"`
 	Reference   string    `json:"reference"`
+	Undo        bool      `json:"undo,omitempty"`
+	Undid       string    `json:"undid,omitempty"`
 	At          time.Time `json:"at"`
 }
 
@@ -43,8 +47,15 @@ func (s *Server) openLedger() error {
 	}
 	for _, e := range effects {
 		ck := callKey{e.Service, e.Key}
-		if _, ok := s.keys[ck]; !ok {
-			s.keys[ck] = &keyState{fingerprint: e.Fingerprint, reference: e.Reference}
+		st, ok := s.keys[ck]
+		if !ok {
+			st = &keyState{}
+			s.keys[ck] = st
+		}
+		if e.Undo {
+			st.undoRef = e.Reference
+		} else {
+			st.fingerprint, st.reference = e.Fingerprint, e.Reference
 		}
 	}
 	f, err := os.OpenFile(s.ledgerPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)

@@ -24,7 +24,8 @@ const (
 type mode struct {
 	name string // the MODE part of the SKU, or "normal"
 	behaviour
-	// calls is how many calls TRANSIENT-<N> and HANG-<N> affect.
+	// calls is how many calls TRANSIENT-<N>, PERMANENT-<N> and HANG-<N>
+	// affect; -1 is every call.
 	calls int
 	delay time.Duration
 }
@@ -32,9 +33,9 @@ type mode struct {
 // affects reports whether the n-th call (from 1) for a key misbehaves.
 func (m mode) affects(n int) bool {
 	switch m.behaviour {
-	case permanent, slow:
+	case slow:
 		return true
-	case hang:
+	case permanent, hang:
 		return m.calls < 0 || n <= m.calls
 	case transient:
 		return n <= m.calls
@@ -42,9 +43,13 @@ func (m mode) affects(n int) bool {
 	return false
 }
 
-// modeFor returns the mode the order's lines ask of service.
-func modeFor(service string, lines []order.Line) mode {
+// modeFor returns the mode the order's lines ask of service's work, or,
+// with undo, of its undo: TEST-<SERVICE>-UNDO-<MODE>.
+func modeFor(service string, lines []order.Line, undo bool) mode {
 	prefix := "TEST-" + strings.ToUpper(service) + "-"
+	if undo {
+		prefix += "UNDO-"
+	}
 	for _, l := range lines {
 		if rest, ok := strings.CutPrefix(l.SKU, prefix); ok {
 			if m, ok := parseMode(rest); ok {
@@ -60,7 +65,7 @@ func parseMode(s string) (mode, bool) {
 	m := mode{name: s}
 	switch {
 	case s == "PERMANENT":
-		m.behaviour = permanent
+		m.behaviour, m.calls = permanent, -1
 	case s == "HANG":
 		m.behaviour, m.calls = hang, -1
 	default:
@@ -72,6 +77,8 @@ func parseMode(s string) (mode, bool) {
 		switch kind {
 		case "TRANSIENT":
 			m.behaviour, m.calls = transient, n
+		case "PERMANENT":
+			m.behaviour, m.calls = permanent, n
 		case "HANG":
 			m.behaviour, m.calls = hang, n
 		case "SLOW":

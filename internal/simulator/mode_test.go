@@ -14,7 +14,10 @@ func TestModeFor(t *testing.T) {
 		want    mode
 	}{
 		{"payment", []string{"WIDGET-1"}, mode{name: "normal"}},
-		{"payment", []string{"TEST-PAYMENT-PERMANENT"}, mode{name: "PERMANENT", behaviour: permanent}},
+		{"payment", []string{"TEST-PAYMENT-PERMANENT"}, mode{name: "PERMANENT", behaviour: permanent, calls: -1}},
+		{"payment", []string{"TEST-PAYMENT-PERMANENT-1"}, mode{name: "PERMANENT-1", behaviour: permanent, calls: 1}},
+		// An undo's value leaves the work alone.
+		{"payment", []string{"TEST-PAYMENT-UNDO-PERMANENT"}, mode{name: "normal"}},
 		{"inventory", []string{"TEST-INVENTORY-TRANSIENT-3"}, mode{name: "TRANSIENT-3", behaviour: transient, calls: 3}},
 		{"shipping", []string{"TEST-SHIPPING-HANG"}, mode{name: "HANG", behaviour: hang, calls: -1}},
 		{"shipping", []string{"TEST-SHIPPING-HANG-2"}, mode{name: "HANG-2", behaviour: hang, calls: 2}},
@@ -30,7 +33,6 @@ func TestModeFor(t *testing.T) {
 		{"payment", []string{"TEST-PAYMENT-TRANSIENT-x"}, mode{name: "normal"}},
 		{"payment", []string{"TEST-PAYMENT-TRANSIENT-+2"}, mode{name: "normal"}},
 		{"payment", []string{"TEST-PAYMENT-SLOW--5"}, mode{name: "normal"}},
-		{"payment", []string{"TEST-PAYMENT-PERMANENT-1"}, mode{name: "normal"}},
 		{"payment", []string{"test-payment-permanent"}, mode{name: "normal"}},
 		// The first recognised value wins.
 		{"payment", []string{"TEST-PAYMENT-BOGUS", "TEST-PAYMENT-TRANSIENT-1", "TEST-PAYMENT-PERMANENT"},
@@ -41,8 +43,30 @@ func TestModeFor(t *testing.T) {
 		for _, sku := range tt.skus {
 			lines = append(lines, order.Line{SKU: sku, Quantity: 1})
 		}
-		if got := modeFor(tt.service, lines); got != tt.want {
+		if got := modeFor(tt.service, lines, false); got != tt.want {
 			t.Errorf("modeFor(%s, %v) = %+v, want %+v", tt.service, tt.skus, got, tt.want)
+		}
+	}
+}
+
+func TestModeForUndo(t *testing.T) {
+	tests := []struct {
+		skus []string
+		want mode
+	}{
+		{[]string{"TEST-PAYMENT-PERMANENT"}, mode{name: "normal"}},
+		{[]string{"TEST-PAYMENT-UNDO-PERMANENT"}, mode{name: "PERMANENT", behaviour: permanent, calls: -1}},
+		{[]string{"TEST-PAYMENT-PERMANENT", "TEST-PAYMENT-UNDO-TRANSIENT-2"}, mode{name: "TRANSIENT-2", behaviour: transient, calls: 2}},
+		{[]string{"TEST-PAYMENT-UNDO-HANG-1"}, mode{name: "HANG-1", behaviour: hang, calls: 1}},
+		{[]string{"TEST-SHIPPING-UNDO-PERMANENT"}, mode{name: "normal"}},
+	}
+	for _, tt := range tests {
+		var lines []order.Line
+		for _, sku := range tt.skus {
+			lines = append(lines, order.Line{SKU: sku, Quantity: 1})
+		}
+		if got := modeFor("payment", lines, true); got != tt.want {
+			t.Errorf("modeFor(payment, %v, undo) = %+v, want %+v", tt.skus, got, tt.want)
 		}
 	}
 }
@@ -58,10 +82,11 @@ func TestModeAffects(t *testing.T) {
 		{"TEST-PAYMENT-HANG-1", []bool{true, false, false}},
 		{"TEST-PAYMENT-HANG", []bool{true, true, true}},
 		{"TEST-PAYMENT-PERMANENT", []bool{true, true, true}},
+		{"TEST-PAYMENT-PERMANENT-1", []bool{true, false, false}},
 		{"TEST-PAYMENT-SLOW-10", []bool{true, true, true}},
 	}
 	for _, tt := range tests {
-		m := modeFor("payment", []order.Line{{SKU: tt.sku, Quantity: 1}})
+		m := modeFor("payment", []order.Line{{SKU: tt.sku, Quantity: 1}}, false)
 		for i, want := range tt.want {
 			if got := m.affects(i + 1); got != want {
 				t.Errorf("%s: affects(call %d) = %t, want %t", tt.sku, i+1, got, want)

@@ -36,6 +36,14 @@ var services = map[string]service{
 	"/shipping/shipments":     {name: order.AgentShipping, refPrefix: "shp_", refusal: "address undeliverable"},
 }
 
+// undoServices maps each undo path to the service behind it: a POST with a
+// step's Idempotency-Key undoes the work done under that key.
+var undoServices = map[string]service{
+	"/inventory/releases":     {name: order.AgentInventory, refPrefix: "rel_", refusal: "reservation already picked"},
+	"/payment/refunds":        {name: order.AgentPayment, refPrefix: "rf_", refusal: "refund refused"},
+	"/shipping/cancellations": {name: order.AgentShipping, refPrefix: "shc_", refusal: "shipment already dispatched"},
+}
+
 // callKey identifies the work an idempotency key stands for: keys are
 // scoped per service, as each real service keeps its own.
 type callKey struct{ service, key string }
@@ -48,6 +56,11 @@ type keyState struct {
 	fingerprint string
 	// reference is set once the work is done.
 	reference string
+	// undoCalls counts undo calls; undoRef is set once the key was undone:
+	// its work reversed, or, if none was done, the key fenced off so
+	// that a late call for it does no work.
+	undoCalls int
+	undoRef   string
 }
 
 // Server simulates the three remote services. It is an http.Handler, safe
@@ -138,6 +151,15 @@ func (s *Server) Calls(service, key string) int {
 	return 0
 }
 
+// Undone reports whether service's work for the idempotency key was undone
+// (or fenced off, if none was done).
+func (s *Server) Undone(service, key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.keys[callKey{service, key}]
+	return ok && st.undoRef != ""
+}
+
 // Close answers every held call with 503, makes later calls answer 503,
 // and returns once no handler is running. An http.Server should call it
 // before or during shutdown (http.Server.RegisterOnShutdown), because a
@@ -162,6 +184,7 @@ func (s *Server) Close() {
 // call describes one call for the log.
 type call struct {
 	service, key, orderID, mode string
+	undo                        bool
 	n                           int // the call's number for its key, from 1
 	// abandoned is set when the client left before an answer was due.
 	abandoned bool
@@ -238,10 +261,14 @@ func (s *Server) enter() bool {
 
 func (s *Server) serve(r *http.Request) (call, reply) {
 	svc, ok := services[r.URL.Path]
+	undo := false
 	if !ok {
-		return call{}, fail(http.StatusNotFound, "no service at %s", r.URL.Path)
+		svc, undo = undoServices[r.URL.Path]
+		if !undo {
+			return call{}, fail(http.StatusNotFound, "no service at %s", r.URL.Path)
+		}
 	}
-	c := call{service: svc.name}
+	c := call{service: svc.name, undo: undo}
 	if r.Method != http.MethodPost {
 		rep := fail(http.StatusMethodNotAllowed, "%s %s: only POST is allowed", r.Method, r.URL.Path)
 		rep.header = http.Header{"Allow": {http.MethodPost}}
@@ -251,7 +278,7 @@ func (s *Server) serve(r *http.Request) (call, reply) {
 	if bad.status != 0 {
 		return c, bad
 	}
-	m := modeFor(svc.name, req.Lines)
+	m := modeFor(svc.name, req.Lines, undo)
 	c.key, c.orderID, c.mode = key, req.OrderID, m.name
 	if s.down(svc.name, time.Now()) {
 		c.mode = "outage"
@@ -265,17 +292,28 @@ func (s *Server) serve(r *http.Request) (call, reply) {
 		st = &keyState{fingerprint: fingerprint}
 		s.keys[ck] = st
 	}
-	st.calls++
-	c.n = st.calls
-	reference, conflict := st.reference, st.fingerprint != fingerprint
+	if undo {
+		st.undoCalls++
+		c.n = st.undoCalls
+	} else {
+		st.calls++
+		c.n = st.calls
+	}
+	reference, undoRef, conflict := st.reference, st.undoRef, st.fingerprint != fingerprint
 	s.mu.Unlock()
 
 	switch {
-	case conflict:
+	case undo && undoRef != "":
+		return c, replayed(undoRef)
+	case !undo && undoRef != "":
+		// The work under this key was undone, or fenced off before it
+		// was done: a late call must not do it now.
+		return c, fail(http.StatusUnprocessableEntity, "Idempotency-Key %q was undone; no work is done for it", key)
+	case conflict && !undo: // an undo is keyed by the work's key; its body is not compared
 		// 422, as the IETF Idempotency-Key draft has it: 409 there means
 		// "the same key is still in flight", which is worth retrying.
 		return c, fail(http.StatusUnprocessableEntity, "Idempotency-Key %q was first used with a different request", key)
-	case reference != "":
+	case reference != "" && !undo:
 		return c, replayed(reference)
 	case !m.affects(c.n):
 	case m.behaviour == permanent:
@@ -303,7 +341,40 @@ func (s *Server) serve(r *http.Request) (call, reply) {
 			return c, fail(http.StatusServiceUnavailable, "simulator is shutting down")
 		}
 	}
+	if undo {
+		return c, s.undoWork(ck, svc, req.OrderID)
+	}
 	return c, s.doWork(ck, svc, req.OrderID)
+}
+
+// undoBody answers an undo: its own id and the work it undid, or that
+// there was none.
+type undoBody struct {
+	ID            string `json:"id"`
+	Undid         string `json:"undid,omitempty"`
+	NothingToUndo bool   `json:"nothingToUndo,omitempty"`
+}
+
+// undoWork undoes the work done for a key, or fences the key off when none
+// was done, and answers 200 either way: "nothing to undo" is a success.
+// With a ledger the undo is on disk before the answer.
+func (s *Server) undoWork(ck callKey, svc service, orderID string) reply {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.keys[ck]
+	if st.undoRef != "" {
+		return replayed(st.undoRef)
+	}
+	ref := svc.refPrefix + strings.ToLower(rand.Text())
+	if s.ledger != nil {
+		err := s.ledger.append(Effect{Service: ck.service, Key: ck.key, OrderID: orderID, Reference: ref,
+			Undo: true, Undid: st.reference, At: time.Now().UTC()})
+		if err != nil {
+			return fail(http.StatusServiceUnavailable, "%s could not record the undo: %v", svc.name, err)
+		}
+	}
+	st.undoRef = ref
+	return reply{status: http.StatusOK, body: undoBody{ID: ref, Undid: st.reference, NothingToUndo: st.reference == ""}}
 }
 
 // doWork records the work done for a key and answers with its reference.
@@ -314,8 +385,12 @@ func (s *Server) doWork(ck callKey, svc service, orderID string) reply {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.keys[ck]
-	if st.reference != "" {
+	switch {
+	case st.reference != "":
 		return replayed(st.reference)
+	case st.undoRef != "":
+		// Undone while this call was held: the undo wins.
+		return fail(http.StatusUnprocessableEntity, "Idempotency-Key %q was undone; no work is done for it", ck.key)
 	}
 	reference := svc.refPrefix + strings.ToLower(rand.Text())
 	if s.ledger != nil {
@@ -387,6 +462,7 @@ func (s *Server) logCall(r *http.Request, c call, rep reply) {
 		slog.String("key", c.key),
 		slog.String("order_id", c.orderID),
 		slog.String("mode", c.mode),
+		slog.Bool("undo", c.undo),
 		slog.Int("call", c.n),
 		slog.Int("status", rep.status),
 	}

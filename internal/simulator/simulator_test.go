@@ -264,7 +264,7 @@ func TestRejectsMalformedCalls(t *testing.T) {
 		{"not JSON", "POST", "/payment/charges", "text/plain", "k1", validBody, 415},
 		{"no content type", "POST", "/payment/charges", "", "k1", validBody, 415},
 		{"GET", "GET", "/payment/charges", "application/json", "k1", "", 405},
-		{"unknown collection", "POST", "/payment/refunds", "application/json", "k1", validBody, 404},
+		{"unknown collection", "POST", "/payment/invoices", "application/json", "k1", validBody, 404},
 		{"unknown service", "POST", "/billing/charges", "application/json", "k1", validBody, 404},
 	}
 	for _, tt := range tests {

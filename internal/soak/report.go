@@ -14,14 +14,14 @@ import (
 
 // Report is a soak's accounting.
 type Report struct {
-	Run      RunFacts       `json:"run"`
-	Faults   map[string]int `json:"faultsInjected"`
+	Run    RunFacts       `json:"run"`
+	Faults map[string]int `json:"faultsInjected"`
 	// CrashedAt counts the injected crashes by where they fell (see
 	// faults.Point): between claim and send, between remote success and
 	// reply, between an Error write and its alert, ...
 	CrashedAt map[string]int `json:"crashedAt"`
-	Outcomes map[string]int `json:"outcomes"` // by final status
-	ByKind   map[Kind]int   `json:"ordersByKind"`
+	Outcomes  map[string]int `json:"outcomes"` // by final status
+	ByKind    map[Kind]int   `json:"ordersByKind"`
 	// Lost: acknowledged orders not terminal within the bound, or missing.
 	Lost int `json:"lost"`
 	// DuplicateEffects: remote work done more than once for one key.

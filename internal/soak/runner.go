@@ -58,8 +58,8 @@ type child struct {
 	injected map[faults.Kind]int
 	// crashedAt counts injected crashes by the point they fell at.
 	crashedAt map[string]int
-	stopping bool
-	exited   chan struct{}
+	stopping  bool
+	exited    chan struct{}
 }
 
 func (c *child) start() error {

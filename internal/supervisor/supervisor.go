@@ -35,6 +35,7 @@ type Store interface {
 	NudgeStep(ctx context.Context, st order.StepState, claimBy time.Time, reason string, alert bool, now time.Time) (order.StepState, error)
 	Reschedule(ctx context.Context, st order.StepState, dueAt time.Time) error
 	LeaseAlert(ctx context.Context, st order.StepState, until time.Time) error
+	StartUndo(ctx context.Context, u dynamo.Undoing, now time.Time) (order.Order, order.StepState, error)
 }
 
 // Notifier sends the alert a step records and clears its alert flag.
@@ -110,6 +111,8 @@ type Report struct {
 	// Deferred counts steps whose request waited in a backlogged queue:
 	// their deadline moved on, with no failure counted.
 	Deferred int `json:"deferred"`
+	// Compensated counts orders whose work this run began to undo.
+	Compensated int `json:"compensated"`
 	// Lost counts recoveries another actor made first: a reply that arrived,
 	// a Scheduler's claim, or another Supervisor's write.
 	Lost int `json:"lost"`
@@ -123,6 +126,7 @@ func (r *Report) add(o Report) {
 	r.Alerted += o.Alerted
 	r.Rescheduled += o.Rescheduled
 	r.Deferred += o.Deferred
+	r.Compensated += o.Compensated
 	r.Lost += o.Lost
 }
 
@@ -275,8 +279,17 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 			r.Failed++
 			log.ErrorContext(ctx, "step failed for good; order is in Error", "reason", rec.Reason,
 				"alert", failed.AlertKind, "failure_count", failed.FailureCount)
-			s.metrics.Count(metrics.OrdersFailed, 1, "order_id", st.OrderID, "step", st.Step)
+			s.metrics.Count(metrics.OrdersInError, 1, "order_id", st.OrderID, "step", st.Step)
 			err = s.sendAlert(ctx, failed, r)
+		}
+	case order.Compensate:
+		var o order.Order
+		o, err = s.compensate(ctx, st, rec, now)
+		if err == nil {
+			r.Compensated++
+			log.WarnContext(ctx, "undoing the order's work", "reason", rec.Reason, "status", o.Status,
+				"failure_count", st.FailureCount)
+			s.metrics.Count(metrics.CompensationsStarted, 1, "order_id", st.OrderID, "step", st.Step)
 		}
 	case order.SendAlert:
 		// Found unsent after its writer's lease: lease it to this run
@@ -314,6 +327,23 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 		return fmt.Errorf("%s step %s of order %s: %w", rec.Action, st.Step, st.OrderID, err)
 	}
 	return nil
+}
+
+// compensate ends the active workflow step and starts undoing the order's
+// work, in reverse; the first undo is announced for a Scheduler to claim.
+func (s *Service) compensate(ctx context.Context, st order.StepState, rec order.Recovery, now time.Time) (order.Order, error) {
+	u := dynamo.Undoing{Step: st, From: st.ProcessState, Ends: order.Failed, Reason: rec.Reason,
+		Cancelled: st.CancelRequested, Steps: len(s.workflow.Steps), ClaimBy: now.Add(s.workflow.ClaimWithin)}
+	if st.ProcessState == order.Pending {
+		u.Ends = order.Cancelled // it never ran
+	} else {
+		u.Expired = true
+	}
+	for _, i := range s.workflow.UndoPlan(st.Index, rec.MayHaveRun) {
+		u.Plan = append(u.Plan, s.workflow.Steps[i])
+	}
+	o, _, err := s.store.StartUndo(ctx, u, now)
+	return o, err
 }
 
 // sendAlert sends the alert a step records, as stored (its kind, final

@@ -187,7 +187,7 @@ func TestLaggingDueAtIsMovedOn(t *testing.T) {
 	id := w.Submit(t, someOrder)
 	submittedDue := w.Step(t, id, first).DueAt
 	w.Clock.Advance(timing.Allowance / 2)
-	reply := testenv.ReplyEvent(order.StepReply{OrderID: id, Step: first, Attempt: 1, Outcome: order.Succeeded})
+	reply := testenv.ReplyEvent(order.StepReply{OrderID: id, Step: first, Attempt: 1, Outcome: order.OutcomeSucceeded})
 	if resp, err := s.HandleReplies(ctx, reply); err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("reply: %+v, %v", resp, err)
 	}
@@ -222,7 +222,7 @@ func TestDueAtIsLoweredAfterALongRetry(t *testing.T) {
 	if !long.DueAt.Equal(long.CompleteBy) {
 		t.Fatalf("got DueAt %s, want the claim's CompleteBy %s", long.DueAt, long.CompleteBy)
 	}
-	reply := testenv.ReplyEvent(order.StepReply{OrderID: id, Step: first, Attempt: 2, Outcome: order.Succeeded})
+	reply := testenv.ReplyEvent(order.StepReply{OrderID: id, Step: first, Attempt: 2, Outcome: order.OutcomeSucceeded})
 	if resp, err := w.Scheduler("s1").HandleReplies(context.Background(), reply); err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("reply: %+v, %v", resp, err)
 	}
@@ -436,7 +436,7 @@ func TestSuccessInsideItsWindowIsNotLostToTheSupervisor(t *testing.T) {
 	if r := run(t, w); r.Failed != 0 || r.Retried != 0 {
 		t.Fatalf("inside the grace: report %+v, want nothing done", r)
 	}
-	reply := testenv.ReplyEvent(order.StepReply{OrderID: id, Step: first, Attempt: 1, Outcome: order.Succeeded})
+	reply := testenv.ReplyEvent(order.StepReply{OrderID: id, Step: first, Attempt: 1, Outcome: order.OutcomeSucceeded})
 	if resp, err := w.Scheduler("s1").HandleReplies(context.Background(), reply); err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("reply: %+v, %v", resp, err)
 	}
@@ -507,7 +507,7 @@ func TestReplyWaitingInTheResponseQueueIsBackPressure(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
 	id := w.Submit(t, someOrder)
 	takeRequests(t, w) // the agent took the request...
-	reply, _ := json.Marshal(order.StepReply{OrderID: id, Step: first, Attempt: 1, Outcome: order.Succeeded})
+	reply, _ := json.Marshal(order.StepReply{OrderID: id, Step: first, Attempt: 1, Outcome: order.OutcomeSucceeded})
 	if _, err := w.Clients.SQS.SendMessage(context.Background(), &awssqs.SendMessageInput{
 		QueueUrl: aws.String(w.Stack.ResponseQueue.URL), MessageBody: aws.String(string(reply)),
 	}); err != nil { // ...and replied; the reply waits
@@ -532,7 +532,7 @@ func TestAlertBeingSentIsNotSentAgain(t *testing.T) {
 	// The first step succeeds and the second is claimed in the same write;
 	// the order's DueAt stays at the first step's deadline.
 	w.Clock.Advance(timing.Allowance / 2)
-	reply := testenv.ReplyEvent(order.StepReply{OrderID: id, Step: first, Attempt: 1, Outcome: order.Succeeded})
+	reply := testenv.ReplyEvent(order.StepReply{OrderID: id, Step: first, Attempt: 1, Outcome: order.OutcomeSucceeded})
 	if resp, err := w.Scheduler("s1").HandleReplies(ctx, reply); err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("reply: %+v, %v", resp, err)
 	}

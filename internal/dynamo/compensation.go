@@ -1,0 +1,213 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+
+	"orderly/internal/order"
+)
+
+// Undoing is the write that ends the order's active workflow step and
+// starts undoing the work done, in reverse: one undo record per step to
+// undo is appended to the order's list of steps, after the workflow's, and
+// the first becomes the active record. Undo records are then claimed,
+// fenced, timed and supervised exactly like workflow steps.
+type Undoing struct {
+	// Step is the active workflow step as found, in state From; the write
+	// is fenced on it (index, name, state, attempt).
+	Step order.StepState
+	From order.ProcessState
+	// Expired makes the write hold only once the step's deadline has
+	// passed (a Supervisor's timeout).
+	Expired bool
+	// Ends is the step's state from now on: Failed, Processed (a success
+	// that arrived after a cancel) or Cancelled (it never ran).
+	Ends      order.ProcessState
+	Reference string
+	Reason    string
+	// Steps is the number of workflow steps: the write holds only while no
+	// undo record follows them yet.
+	Steps int
+	// Plan lists the workflow steps to undo, in the order they are undone
+	// (Workflow.UndoPlan). Empty ends the order at once.
+	Plan []order.StepDef
+	// Cancelled says that the client cancelled the order, so that it ends
+	// Cancelled rather than Failed; a write that finds otherwise is made
+	// the other way. CancelNow is the client's cancel itself: it holds
+	// only if the order was not cancelled yet, and records the cancel.
+	Cancelled, CancelNow bool
+	// Owner claims the first undo at once, until CompleteBy, so its request
+	// can be sent right away; without an Owner the first undo is announced
+	// for a Scheduler to claim by ClaimBy.
+	Owner      string
+	CompleteBy time.Time
+	ClaimBy    time.Time
+}
+
+// StartUndo makes the Undoing write. It returns the order as written and
+// its first undo record (zero when there was nothing to undo and the order
+// ended). A step that moved on returns order.ErrStale.
+func (s *Store) StartUndo(ctx context.Context, u Undoing, now time.Time) (order.Order, order.StepState, error) {
+	o, first, err := s.startUndo(ctx, u, now)
+	var stale *staleError
+	if !u.CancelNow && errors.As(err, &stale) && stale.old.Cancel != u.Cancelled && undoFenceHolds(stale.old, u, now) {
+		// Only the cancel was other than the caller knew.
+		u.Cancelled = stale.old.Cancel
+		return s.startUndo(ctx, u, now)
+	}
+	return o, first, err
+}
+
+func (s *Store) startUndo(ctx context.Context, u Undoing, now time.Time) (order.Order, order.StepState, error) {
+	i, st := u.Step.Index, u.Step
+	cond := on(st, u.From).And(expression.Size(expression.Name(attrSteps)).Equal(expression.Value(u.Steps)))
+	if u.Expired {
+		cond = cond.And(expression.Name(stepAttr(i, "CompleteBy")).LessThan(msValue(now)))
+	}
+	if u.From == order.Pending {
+		cond = cond.And(expression.AttributeNotExists(expression.Name(stepAttr(i, "LockedBy"))))
+	}
+	cancelled := u.Cancelled || u.CancelNow
+	cond = cond.And(cancelIs(u.Cancelled && !u.CancelNow))
+
+	upd := expression.Set(expression.Name(stepAttr(i, "State")), expression.Value(u.Ends)).
+		Remove(expression.Name(stepAttr(i, "LockedBy"))).
+		Remove(expression.Name(stepAttr(i, "CompleteBy"))).
+		Remove(expression.Name(attrAlertPending)).
+		Remove(expression.Name(attrAlertKind))
+	if u.Reference != "" {
+		upd = upd.Set(expression.Name(stepAttr(i, "Ref")), expression.Value(u.Reference))
+	}
+	if u.Reason != "" {
+		upd = upd.Set(expression.Name(stepAttr(i, "LastError")), expression.Value(u.Reason)).
+			Set(expression.Name(attrLastError), expression.Value(fmt.Sprintf("step %s: %s", st.Step, u.Reason)))
+	}
+	if u.CancelNow {
+		upd = upd.Set(expression.Name(attrCancel), expression.Value(true))
+	}
+	upd = touched(upd, i, now)
+
+	status, final := order.StatusCompensating, order.StatusFailed
+	if cancelled {
+		status, final = order.StatusCancelling, order.StatusCancelled
+	}
+	if len(u.Plan) == 0 {
+		upd = upd.Set(expression.Name(attrStatus), expression.Value(final)).
+			Remove(expression.Name(attrActive)).
+			Remove(expression.Name(attrUnclaimed)).
+			Remove(expression.Name(attrDueShard)).
+			Remove(expression.Name(attrDueAt))
+		o, _, err := s.transition(ctx, "end", st, i, cond, upd)
+		return o, order.StepState{}, err
+	}
+	// Setting list elements past the end appends them, in index order.
+	first := u.Steps
+	for k, def := range u.Plan {
+		rec := stepRecord{Step: def.Name, Undo: true, Agent: def.Agent, State: string(order.NotStarted), UpdatedAt: millis(now)}
+		if k == 0 {
+			if u.Owner != "" {
+				rec.State, rec.LockedBy, rec.Attempt, rec.CompleteBy = string(order.Processing), u.Owner, 1, millis(u.CompleteBy)
+			} else {
+				rec.State, rec.CompleteBy = string(order.Pending), millis(u.ClaimBy)
+			}
+		}
+		upd = upd.Set(expression.Name(stepPath(first+k)), expression.Value(rec))
+	}
+	due := u.ClaimBy
+	if u.Owner != "" {
+		due = u.CompleteBy
+		upd = upd.Remove(expression.Name(attrUnclaimed))
+	} else {
+		upd = upd.Set(expression.Name(attrUnclaimed), expression.Value(u.Plan[0].Name))
+	}
+	upd = upd.Set(expression.Name(attrStatus), expression.Value(status)).
+		Set(expression.Name(attrActive), expression.Value(first)).
+		Set(expression.Name(attrDueShard), expression.Value(shardOf(st.OrderID, s.shards))).
+		Set(expression.Name(attrDueAt), msValue(due))
+	return s.transition(ctx, "start undoing at", st, first, cond, upd)
+}
+
+// undoFenceHolds reports whether old satisfies u's fence, apart from the
+// cancel.
+func undoFenceHolds(old orderRecord, u Undoing, now time.Time) bool {
+	if len(old.Steps) != u.Steps || !holds(old, u.Step, u.From) {
+		return false
+	}
+	r := old.Steps[u.Step.Index]
+	return (!u.Expired || r.CompleteBy < millis(now)) && (u.From != order.Pending || r.LockedBy == "")
+}
+
+// RequestCancel records a client's cancel of an order whose active
+// workflow step is in flight (Processing, as st was found): the step may
+// finish or time out, then the work done is undone and the order ends
+// Cancelled. The order shows Cancelling from now on.
+func (s *Store) RequestCancel(ctx context.Context, st order.StepState, now time.Time) (order.Order, error) {
+	cond := on(st, order.Processing).And(expression.AttributeNotExists(expression.Name(attrCancel)))
+	upd := expression.Set(expression.Name(attrCancel), expression.Value(true)).
+		Set(expression.Name(attrStatus), expression.Value(order.StatusCancelling)).
+		Set(expression.Name(attrUpdated), msValue(now))
+	o, _, err := s.transition(ctx, "cancel at", st, st.Index, cond, upd)
+	return o, err
+}
+
+// Resume is an operator's redrive of an order in Error, as found with its
+// active record st (in Error): the record is claimable again with a fresh
+// failure count, and its attempt counter goes on, so late replies of old
+// attempts stay stale. Status is what the order shows while it runs again.
+// With Forward, the active record is an undo that nothing was undone
+// before: the undo records go, and the workflow step at Forward.Index
+// (Failed) runs again instead.
+type Resume struct {
+	Step    order.StepState
+	Status  order.Status
+	ClaimBy time.Time
+	Reason  string
+	// Forward, when set, is the failed workflow step to run again; Steps
+	// is then the number of workflow steps, and the records after them go.
+	Forward *order.StepState
+	Steps   int
+	// Records is how many records the order has, as found.
+	Records int
+}
+
+// Redrive makes the Resume write. A record that moved on returns
+// order.ErrStale.
+func (s *Store) Redrive(ctx context.Context, r Resume, now time.Time) (order.Order, order.StepState, error) {
+	st := r.Step
+	cond := on(st, order.Error).
+		And(expression.Name(attrStatus).Equal(expression.Value(order.StatusError))).
+		And(expression.Size(expression.Name(attrSteps)).Equal(expression.Value(r.Records)))
+	target := st
+	upd := expression.Set(expression.Name(attrStatus), expression.Value(r.Status)).
+		Set(expression.Name(attrUpdated), msValue(now)).
+		Set(expression.Name(attrLastError), expression.Value(r.Reason)).
+		Remove(expression.Name(attrAlertPending)).
+		Remove(expression.Name(attrAlertKind))
+	if r.Forward != nil {
+		target = *r.Forward
+		cond = cond.And(expression.Name(stepAttr(target.Index, "State")).Equal(expression.Value(order.Failed))).
+			And(expression.AttributeNotExists(expression.Name(attrCancel)))
+		for k := r.Steps; k < r.Records; k++ {
+			upd = upd.Remove(expression.Name(stepPath(k)))
+		}
+		upd = upd.Set(expression.Name(attrActive), expression.Value(target.Index))
+	}
+	i := target.Index
+	upd = upd.Set(expression.Name(stepAttr(i, "State")), expression.Value(order.Pending)).
+		Set(expression.Name(stepAttr(i, "Failures")), expression.Value(0)).
+		Set(expression.Name(stepAttr(i, "Nudges")), expression.Value(0)).
+		Remove(expression.Name(stepAttr(i, "Deferrals"))).
+		Remove(expression.Name(stepAttr(i, "Heartbeats"))).
+		Remove(expression.Name(stepAttr(i, "LockedBy"))).
+		Set(expression.Name(stepAttr(i, "CompleteBy")), msValue(r.ClaimBy)).
+		Set(expression.Name(stepAttr(i, "LastError")), expression.Value(r.Reason)).
+		Set(expression.Name(stepAttr(i, "Updated")), msValue(now)).
+		Set(expression.Name(attrUnclaimed), expression.Value(target.Step)).
+		Set(expression.Name(attrDueShard), expression.Value(shardOf(st.OrderID, s.shards))).
+		Set(expression.Name(attrDueAt), msValue(r.ClaimBy))
+	return s.transition(ctx, "redrive", st, i, cond, upd)
+}
