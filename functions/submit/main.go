@@ -14,6 +14,7 @@ import (
 
 	"orderly/internal/api"
 	"orderly/internal/config"
+	"orderly/internal/control"
 	"orderly/internal/dispatch"
 	"orderly/internal/dynamo"
 	"orderly/internal/metrics"
@@ -40,6 +41,7 @@ func main() {
 	svc := api.NewService(api.Config{
 		InstanceID: config.InstanceID("submit"),
 		Store:      store,
+		Controls:   control.New(store, workflow, time.Now),
 		Dispatcher: dispatch.New(requests, store, workflow.ClaimWithin, time.Now, log, m),
 		Workflow:   workflow,
 		Now:        time.Now,

@@ -1,7 +1,9 @@
 // Package api is the submission function: POST /orders writes an order and
 // its workflow state in one conditional write and sends the first step's
-// request; GET /orders/{id} shows an order and every step's state. It
-// speaks API Gateway REST (v1) proxy events.
+// request; GET /orders/{id} shows an order and every step's state; POST
+// /orders/{id}/cancel cancels it and an operator's POST
+// /orders/{id}/redrive resumes it from Error. It speaks API Gateway REST
+// (v1) proxy events.
 package api
 
 import (
@@ -18,6 +20,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"orderly/internal/control"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
 )
@@ -26,6 +29,12 @@ import (
 type Store interface {
 	CreateOrder(ctx context.Context, o order.Order, steps []order.StepState) (order.Order, error)
 	GetOrder(ctx context.Context, id string) (order.Order, []order.StepState, error)
+}
+
+// Controls cancels and redrives orders.
+type Controls interface {
+	Cancel(ctx context.Context, caller, id string) (order.Order, error)
+	Redrive(ctx context.Context, id, action string) (order.Order, error)
 }
 
 // Dispatcher sends the first step's request, which submission claims.
@@ -40,12 +49,18 @@ const (
 	// ResourceOperatorOrder shows any caller's order. In AWS a separate
 	// IAM permission guards it, so only operators can reach it.
 	ResourceOperatorOrder = "/ops/orders/{id}"
+	// ResourceCancel is a client's cancel of its own order.
+	ResourceCancel = "/orders/{id}/cancel"
+	// ResourceRedrive is an operator's redrive of any order in Error; in
+	// AWS a separate IAM permission guards it.
+	ResourceRedrive = "/orders/{id}/redrive"
 )
 
 // Service handles API Gateway proxy requests.
 type Service struct {
 	id         string // LockedBy of the first steps this instance claims
 	store      Store
+	controls   Controls
 	dispatcher Dispatcher
 	workflow   order.Workflow
 	now        func() time.Time
@@ -57,6 +72,7 @@ type Service struct {
 type Config struct {
 	InstanceID string
 	Store      Store
+	Controls   Controls
 	Dispatcher Dispatcher
 	Workflow   order.Workflow
 	Now        func() time.Time
@@ -66,7 +82,7 @@ type Config struct {
 
 // NewService returns the submission service.
 func NewService(c Config) *Service {
-	return &Service{id: c.InstanceID, store: c.Store, dispatcher: c.Dispatcher, workflow: c.Workflow,
+	return &Service{id: c.InstanceID, store: c.Store, controls: c.Controls, dispatcher: c.Dispatcher, workflow: c.Workflow,
 		now: c.Now, log: c.Log, metrics: c.Metrics}
 }
 
@@ -92,6 +108,8 @@ var statusOf = []struct {
 	{errNoRoute, http.StatusNotFound, "no_route"},
 	{errMethod, http.StatusMethodNotAllowed, "method_not_allowed"},
 	{order.ErrConflict, http.StatusConflict, "idempotency_conflict"},
+	{order.ErrNotAllowed, http.StatusConflict, "invalid_state"},
+	{control.ErrBusy, http.StatusServiceUnavailable, "busy"},
 }
 
 // Handle routes one request. It returns an error only for failures API
@@ -110,7 +128,12 @@ func (s *Service) Handle(ctx context.Context, req events.APIGatewayProxyRequest)
 		resp, err = s.get(ctx, req, false)
 	case resource == ResourceOperatorOrder && req.HTTPMethod == http.MethodGet:
 		resp, err = s.get(ctx, req, true)
-	case resource == ResourceOrders || resource == ResourceOrder || resource == ResourceOperatorOrder:
+	case resource == ResourceCancel && req.HTTPMethod == http.MethodPost:
+		resp, err = s.cancel(ctx, req)
+	case resource == ResourceRedrive && req.HTTPMethod == http.MethodPost:
+		resp, err = s.redrive(ctx, req)
+	case resource == ResourceOrders || resource == ResourceOrder || resource == ResourceOperatorOrder ||
+		resource == ResourceCancel || resource == ResourceRedrive:
 		err = fmt.Errorf("%s %s: %w", req.HTTPMethod, resource, errMethod)
 	default:
 		err = fmt.Errorf("no route for %s %s: %w", req.HTTPMethod, excerpt(req.Path), errNoRoute)
@@ -126,16 +149,9 @@ func (s *Service) submit(ctx context.Context, req events.APIGatewayProxyRequest)
 	if err != nil {
 		return events.APIGatewayProxyResponse{}, err
 	}
-	if err := checkContentType(header(req, "Content-Type")); err != nil {
+	body, err := bodyOf(req, true)
+	if err != nil {
 		return events.APIGatewayProxyResponse{}, err
-	}
-	body := []byte(req.Body)
-	if req.IsBase64Encoded {
-		decoded, err := base64.StdEncoding.DecodeString(req.Body)
-		if err != nil {
-			return events.APIGatewayProxyResponse{}, fmt.Errorf("body is not valid base64: %w", order.ErrInvalid)
-		}
-		body = decoded
 	}
 	keys := headerValues(req, "Idempotency-Key")
 	if len(keys) > 1 {
@@ -178,6 +194,84 @@ func (s *Service) submit(ctx context.Context, req events.APIGatewayProxyRequest)
 	// The order is stored with its first step claimed; whether or not the
 	// request goes out now, the order is safe and the answer is 202.
 	s.dispatcher.Send(ctx, o, steps[0])
+	return accepted(o, false), nil
+}
+
+// bodyOf returns a request's body, decoded. A body must be JSON; a route
+// whose body is optional (required false) takes an empty one without a
+// Content-Type.
+func bodyOf(req events.APIGatewayProxyRequest, required bool) ([]byte, error) {
+	if required || req.Body != "" || header(req, "Content-Type") != "" {
+		if err := checkContentType(header(req, "Content-Type")); err != nil {
+			return nil, err
+		}
+	}
+	body := []byte(req.Body)
+	if req.IsBase64Encoded {
+		decoded, err := base64.StdEncoding.DecodeString(req.Body)
+		if err != nil {
+			return nil, fmt.Errorf("body is not valid base64: %w", order.ErrInvalid)
+		}
+		body = decoded
+	}
+	return body, nil
+}
+
+// cancel cancels the caller's order (POST /orders/{id}/cancel, no body).
+func (s *Service) cancel(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	caller, err := callerOf(req)
+	if err != nil {
+		return events.APIGatewayProxyResponse{}, err
+	}
+	id := orderIDOf(req)
+	if !order.ValidID(id) {
+		return events.APIGatewayProxyResponse{}, fmt.Errorf("no order has that id: %w", order.ErrNotFound)
+	}
+	body, err := bodyOf(req, false)
+	if err != nil {
+		return events.APIGatewayProxyResponse{}, err
+	}
+	if err := order.ParseEmpty(body); err != nil {
+		return events.APIGatewayProxyResponse{}, err
+	}
+	o, err := s.controls.Cancel(ctx, caller, id)
+	if errors.Is(err, order.ErrNotFound) {
+		return events.APIGatewayProxyResponse{}, fmt.Errorf("no order has that id: %w", order.ErrNotFound)
+	}
+	if err != nil {
+		return events.APIGatewayProxyResponse{}, err
+	}
+	s.log.InfoContext(ctx, "order cancel requested", "order_id", o.ID, "status", o.Status)
+	return accepted(o, false), nil
+}
+
+// redrive resumes an order in Error (POST /orders/{id}/redrive, an
+// operator's route; optional body {"action":"retry"|"compensate"}).
+func (s *Service) redrive(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	operator, err := callerOf(req)
+	if err != nil {
+		return events.APIGatewayProxyResponse{}, err
+	}
+	id := orderIDOf(req)
+	if !order.ValidID(id) {
+		return events.APIGatewayProxyResponse{}, fmt.Errorf("no order has that id: %w", order.ErrNotFound)
+	}
+	body, err := bodyOf(req, false)
+	if err != nil {
+		return events.APIGatewayProxyResponse{}, err
+	}
+	r, err := order.ParseRedrive(body)
+	if err != nil {
+		return events.APIGatewayProxyResponse{}, err
+	}
+	o, err := s.controls.Redrive(ctx, id, r.Action)
+	if errors.Is(err, order.ErrNotFound) {
+		return events.APIGatewayProxyResponse{}, fmt.Errorf("no order has that id: %w", order.ErrNotFound)
+	}
+	if err != nil {
+		return events.APIGatewayProxyResponse{}, err
+	}
+	s.log.InfoContext(ctx, "order redriven by an operator", "order_id", o.ID, "status", o.Status, "operator", operator, "action", r.Action)
 	return accepted(o, false), nil
 }
 
@@ -322,7 +416,8 @@ func jsonResponse(status int, body any) events.APIGatewayProxyResponse {
 }
 
 func allowed(path string) string {
-	if resourceOf(path) == ResourceOrders {
+	switch resourceOf(path) {
+	case ResourceOrders, ResourceCancel, ResourceRedrive:
 		return http.MethodPost
 	}
 	return http.MethodGet
@@ -338,11 +433,20 @@ func resourceOf(path string) string {
 		prefix, tmpl = opsPrefix, ResourceOperatorOrder
 	}
 	rest, isOrder := strings.CutPrefix(path, prefix+ResourceOrders+"/")
+	id, action, _ := strings.Cut(rest, "/")
 	switch {
 	case path == ResourceOrders:
 		return ResourceOrders
-	case isOrder && rest != "" && !strings.Contains(rest, "/"):
+	case !isOrder || id == "" || strings.Contains(action, "/"):
+		return ""
+	case action == "":
 		return tmpl
+	case prefix != "":
+		return ""
+	case action == "cancel":
+		return ResourceCancel
+	case action == "redrive":
+		return ResourceRedrive
 	}
 	return ""
 }
@@ -352,7 +456,8 @@ func orderIDOf(req events.APIGatewayProxyRequest) string {
 		return id
 	}
 	path := strings.TrimPrefix(strings.TrimSuffix(req.Path, "/"), opsPrefix)
-	return strings.TrimPrefix(path, ResourceOrders+"/")
+	id, _, _ := strings.Cut(strings.TrimPrefix(path, ResourceOrders+"/"), "/")
+	return id
 }
 
 // callerOf names the authenticated principal. With IAM authorization API

@@ -22,7 +22,8 @@ type Undoing struct {
 	Step order.StepState
 	From order.ProcessState
 	// Expired makes the write hold only once the step's deadline has
-	// passed (a Supervisor's timeout).
+	// passed (a Supervisor's timeout), and counts the timeout as a
+	// failure.
 	Expired bool
 	// Ends is the step's state from now on: Failed, Processed (a success
 	// that arrived after a cancel) or Cancelled (it never ran).
@@ -88,6 +89,10 @@ func (s *Store) startUndo(ctx context.Context, u Undoing, now time.Time) (order.
 	}
 	if u.CancelNow {
 		upd = upd.Set(expression.Name(attrCancel), expression.Value(true))
+	}
+	if u.Expired {
+		// A timeout: it counts like one that is retried.
+		upd = upd.Set(expression.Name(stepAttr(i, "Failures")), expression.Name(stepAttr(i, "Failures")).Plus(expression.Value(1)))
 	}
 	upd = touched(upd, i, now)
 

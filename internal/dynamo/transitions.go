@@ -262,7 +262,11 @@ func (s *Store) FailStep(ctx context.Context, st order.StepState, reason string,
 // out FailureThreshold times becomes Error together with its order. Like
 // RetryStep it only succeeds on the same attempt after the deadline.
 func (s *Store) FailTimedOutStep(ctx context.Context, st order.StepState, reason string, now time.Time) (order.StepState, error) {
-	return s.fail(ctx, st, expired(st, order.Processing, now), order.AlertStepTimedOut, true, reason, now)
+	kind := order.AlertStepTimedOut
+	if st.Undo {
+		kind = order.AlertUndoTimedOut
+	}
+	return s.fail(ctx, st, expired(st, order.Processing, now), kind, true, reason, now)
 }
 
 // FailUnclaimedStep gives up a step that stayed Pending through every

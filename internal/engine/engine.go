@@ -32,6 +32,7 @@ import (
 	"orderly/internal/agent"
 	"orderly/internal/alerting"
 	"orderly/internal/api"
+	"orderly/internal/control"
 	"orderly/internal/dispatch"
 	"orderly/internal/dynamo"
 	"orderly/internal/localrun"
@@ -163,6 +164,7 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 	e.Store = dynamo.NewStore(e.fns.DynamoDB, catalog.Orders.Name)
 	e.API = api.NewService(api.Config{
 		InstanceID: "submit-local-" + rand.Text()[:6], Store: e.Store,
+		Controls:   control.New(e.Store, workflow, time.Now),
 		Dispatcher: e.dispatcher("submit"), Workflow: workflow, Now: time.Now,
 		Log: cfg.Log.With("service", "submit"), Metrics: e.metrics("submit"),
 	})
@@ -241,6 +243,8 @@ func (e *Engine) Run(ctx context.Context) error {
 			{Method: http.MethodPost, Resource: api.ResourceOrders},
 			{Method: http.MethodGet, Resource: api.ResourceOrder},
 			{Method: http.MethodGet, Resource: api.ResourceOperatorOrder},
+			{Method: http.MethodPost, Resource: api.ResourceCancel},
+			{Method: http.MethodPost, Resource: api.ResourceRedrive},
 		}, e.cfg.Log.With("service", "apigateway")),
 		ReadHeaderTimeout: 5 * time.Second,
 	}

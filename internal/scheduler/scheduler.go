@@ -170,7 +170,7 @@ func (s *Service) claimRecord(ctx context.Context, rec events.DynamoDBEventRecor
 		// Cancelled before anyone claimed the step: it never runs.
 		err = s.undo(ctx, s.log.With("order_id", st.OrderID, "step", st.Step), dynamo.Undoing{
 			Step: st, From: order.Pending, Ends: order.Cancelled, Cancelled: true,
-			Reason: "the order was cancelled before the step was claimed"}, false)
+			Reason: "the order was cancelled before the step was claimed"}, true)
 		if errors.Is(err, order.ErrStale) {
 			return nil
 		}
@@ -269,7 +269,7 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 		}
 	default:
 		// A permanent fault did no work: the steps before it are undone.
-		err = s.undo(ctx, log, dynamo.Undoing{Step: replied, From: order.Processing, Ends: order.Failed, Reason: rep.Reason}, false)
+		err = s.undo(ctx, log, dynamo.Undoing{Step: replied, From: order.Processing, Ends: order.Failed, Reason: rep.Reason}, true)
 	}
 	if errors.Is(err, order.ErrStale) {
 		log.InfoContext(ctx, "stale or duplicate reply dropped", "message_id", msg.MessageId)

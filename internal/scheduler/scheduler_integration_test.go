@@ -214,28 +214,118 @@ func TestMalformedReplyDoesNotBlockItsBatch(t *testing.T) {
 	}
 }
 
-func TestPermanentFaultFailsOrderAndAlertsOperators(t *testing.T) {
+// states lists each record's step and state, undo records marked.
+func states(steps []order.StepState) []string {
+	var out []string
+	for _, st := range steps {
+		name := st.Step
+		if st.Undo {
+			name = "undo " + name
+		}
+		out = append(out, name+":"+string(st.ProcessState))
+	}
+	return out
+}
+
+func succeeded(id, step string, attempt int) order.StepReply {
+	return order.StepReply{OrderID: id, Step: step, Attempt: attempt, Outcome: order.OutcomeSucceeded, Reference: "ref-" + step}
+}
+
+func undone(id, step string, record, attempt int) order.StepReply {
+	return order.StepReply{OrderID: id, Step: step, Undo: true, Record: record, Attempt: attempt, Outcome: order.OutcomeSucceeded, Reference: "undo-" + step}
+}
+
+func refused(r order.StepReply, reason string) order.StepReply {
+	r.Outcome, r.Reason, r.Reference = order.OutcomeFailed, reason, ""
+	return r
+}
+
+// A permanent fault at the third step undoes the second, then the first,
+// each claimed and requested like a step, and the order ends Failed with
+// no alert: nothing is left for an operator.
+func TestPermanentFaultUndoesDoneStepsInReverse(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
 	s := w.Scheduler("s1")
 	id := w.Submit(t, someOrder)
-	mustApplyReplies(t, s, order.StepReply{OrderID: id, Step: order.StepReserveInventory, Attempt: 1,
-		Outcome: order.OutcomeFailed, Reason: "sku out of stock"})
+	mustApplyReplies(t, s, succeeded(id, order.StepReserveInventory, 1))
+	mustApplyReplies(t, s, succeeded(id, order.StepChargePayment, 1))
+	w.Requests(t, order.AgentInventory)
+	w.Requests(t, order.AgentPayment)
+	mustApplyReplies(t, s, refused(succeeded(id, order.StepArrangeShipping, 1), "address undeliverable"))
 
-	st := w.Step(t, id, order.StepReserveInventory)
-	if st.ProcessState != order.Error || st.LastError != "sku out of stock" || st.AlertPending || !st.DueAt.IsZero() {
-		t.Errorf("got step %s, last error %q, alert pending %v, due %s; want Error with the reason, the alert sent, out of the due index",
-			st.ProcessState, st.LastError, st.AlertPending, st.DueAt)
+	o, steps := w.Records(t, id)
+	want := []string{"reserve-inventory:Processed", "charge-payment:Processed", "arrange-shipping:Failed",
+		"undo charge-payment:Processing", "undo reserve-inventory:NotStarted"}
+	if got := states(steps); !slices.Equal(got, want) || o.Status != order.StatusCompensating {
+		t.Fatalf("after the fault: %s %v, want Compensating %v", o.Status, got, want)
 	}
-	o, err := w.Store.Order(context.Background(), id)
-	if err != nil || o.Status != order.StatusError {
-		t.Errorf("got order status %s (error %v), want Error", o.Status, err)
+	if reqs := w.Requests(t, order.AgentPayment); len(reqs) != 1 || !reqs[0].Undo || reqs[0].Record != 3 ||
+		reqs[0].IdempotencyKey != order.IdempotencyKeyFor(id, order.StepChargePayment) {
+		t.Errorf("payment requests %+v, want one undo of record 3 with the charge's own key", reqs)
+	}
+
+	// A late reply of the forward step changes nothing now.
+	mustApplyReplies(t, s, succeeded(id, order.StepArrangeShipping, 1))
+	mustApplyReplies(t, s, undone(id, order.StepChargePayment, 3, 1))
+	if reqs := w.Requests(t, order.AgentInventory); len(reqs) != 1 || !reqs[0].Undo || reqs[0].Record != 4 {
+		t.Errorf("inventory requests %+v, want one undo of record 4", reqs)
+	}
+	mustApplyReplies(t, s, undone(id, order.StepReserveInventory, 4, 1))
+
+	o, steps = w.Records(t, id)
+	want = []string{"reserve-inventory:Undone", "charge-payment:Undone", "arrange-shipping:Failed",
+		"undo charge-payment:Processed", "undo reserve-inventory:Processed"}
+	if got := states(steps); !slices.Equal(got, want) || o.Status != order.StatusFailed {
+		t.Errorf("at the end: %s %v, want Failed %v", o.Status, got, want)
+	}
+	if due := steps[4].DueAt; !due.IsZero() {
+		t.Errorf("a Failed order is still due at %s", due)
+	}
+	if !strings.Contains(o.LastError, "address undeliverable") {
+		t.Errorf("order last error %q, want the fault's reason", o.LastError)
+	}
+	if a, ok := w.Alerts.Next(id, 2*time.Second); ok {
+		t.Errorf("alert %+v for an order that ended Failed, want none", a)
+	}
+}
+
+// A permanent fault at the first step has nothing to undo: Failed at once.
+func TestPermanentFaultAtTheFirstStepFailsAtOnce(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	s := w.Scheduler("s1")
+	id := w.Submit(t, someOrder)
+	mustApplyReplies(t, s, refused(succeeded(id, order.StepReserveInventory, 1), "sku out of stock"))
+	o, steps := w.Records(t, id)
+	want := []string{"reserve-inventory:Failed", "charge-payment:NotStarted", "arrange-shipping:NotStarted"}
+	if got := states(steps); !slices.Equal(got, want) || o.Status != order.StatusFailed {
+		t.Errorf("got %s %v, want Failed %v", o.Status, got, want)
+	}
+	if steps[0].LastError != "sku out of stock" {
+		t.Errorf("step last error %q, want the reason", steps[0].LastError)
+	}
+}
+
+// An undo refused for good puts the order in Error, with an alert naming
+// the stuck undo and what was already undone.
+func TestUndoRefusedPutsTheOrderInError(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	s := w.Scheduler("s1")
+	id := w.Submit(t, someOrder)
+	mustApplyReplies(t, s, succeeded(id, order.StepReserveInventory, 1))
+	mustApplyReplies(t, s, succeeded(id, order.StepChargePayment, 1))
+	mustApplyReplies(t, s, refused(succeeded(id, order.StepArrangeShipping, 1), "address undeliverable"))
+	mustApplyReplies(t, s, undone(id, order.StepChargePayment, 3, 1))
+	mustApplyReplies(t, s, refused(undone(id, order.StepReserveInventory, 4, 1), "reservation already picked"))
+
+	o, steps := w.Records(t, id)
+	if o.Status != order.StatusError || steps[4].ProcessState != order.Error || steps[1].ProcessState != order.Undone ||
+		steps[0].ProcessState != order.Processed {
+		t.Errorf("got %s %v, want Error with the payment undone and the reservation in place", o.Status, states(steps))
 	}
 	alert := w.Alerts.Await(t, id, 10*time.Second)
-	if alert.Kind != order.AlertStepFailed || alert.Step != order.StepReserveInventory || alert.Reason != "sku out of stock" {
-		t.Errorf("got alert %+v, want StepFailed for reserve-inventory with the reason", alert)
-	}
-	if next := w.Step(t, id, order.StepChargePayment); next.ProcessState != order.NotStarted {
-		t.Errorf("got next step %s, want NotStarted after a failure", next.ProcessState)
+	if alert.Kind != order.AlertUndoFailed || !alert.Undo || alert.Step != order.StepReserveInventory ||
+		!slices.Equal(alert.Undone, []string{order.StepChargePayment}) || !strings.Contains(alert.Reason, "reservation already picked") {
+		t.Errorf("alert %+v, want UndoFailed for reserve-inventory, the payment already undone, with the reason", alert)
 	}
 }
 

@@ -59,6 +59,16 @@ func takeRequests(t *testing.T, w *testenv.World) {
 	}
 }
 
+// announce hands the order's stream record to a Scheduler, as the stream
+// does when a record waits for a claim.
+func announce(t *testing.T, w *testenv.World, id string) {
+	t.Helper()
+	resp, err := w.Scheduler("s1").HandleStream(context.Background(), w.StreamEvent(t, id))
+	if err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("HandleStream: response %+v, error %v", resp, err)
+	}
+}
+
 func run(t *testing.T, w *testenv.World) supervisor.Report {
 	t.Helper()
 	r, err := w.Supervisor().Run(context.Background())
@@ -94,25 +104,63 @@ func TestRepeatedTimeoutsFailTheOrderAndAlert(t *testing.T) {
 		t.Fatalf("inside the window: report %+v, want nothing done", r)
 	}
 	w.Clock.Advance(time.Second + time.Millisecond)
-	if r := run(t, w); r.Failed != 1 || r.Alerted != 1 {
-		t.Fatalf("second timeout: report %+v, want one failure alerted", r)
+	if r := run(t, w); r.Compensated != 1 || r.Alerted != 0 {
+		t.Fatalf("second timeout: report %+v, want the order compensated, no alert", r)
 	}
-	st = w.Step(t, id, first)
-	if st.ProcessState != order.Error || st.FailureCount != 2 || st.AlertPending {
-		t.Errorf("got %s with %d failures, alert pending %v; want Error, 2 failures, alert sent", st.ProcessState, st.FailureCount, st.AlertPending)
+	// The step timed out, so its work may be done: it is undone, by an undo
+	// record announced for a Scheduler.
+	o, steps := w.Records(t, id)
+	if o.Status != order.StatusCompensating || len(steps) != 4 || steps[0].ProcessState != order.Failed || steps[0].FailureCount != 2 ||
+		!steps[3].Undo || steps[3].Step != first || steps[3].ProcessState != order.Pending {
+		t.Fatalf("got %s %s, want Compensating, the step Failed with 2 failures, its undo Pending", o.Status, testenv.Describe(steps))
 	}
-	o, err := w.Store.Order(context.Background(), id)
-	if err != nil || o.Status != order.StatusError {
-		t.Errorf("got order status %s (%v), want Error", o.Status, err)
+	announce(t, w, id)
+	reqs := w.Requests(t, order.AgentInventory)
+	if len(reqs) != 1 || !reqs[0].Undo || reqs[0].Record != 3 {
+		t.Fatalf("requests %s, want the undo of record 3", testenv.Describe(reqs))
 	}
-	alert := w.Alerts.Await(t, id, 10*time.Second)
-	if alert.Kind != order.AlertStepTimedOut || alert.Step != first || alert.FailureCount != 2 || alert.Reason == "" {
-		t.Errorf("got alert %s, want StepTimedOut for %s with 2 failures and a reason", testenv.Describe(alert), first)
+	undo := testenv.ReplyEvent(order.StepReply{OrderID: id, Step: first, Undo: true, Record: 3, Attempt: 1, Outcome: order.OutcomeSucceeded})
+	if resp, err := w.Scheduler("s1").HandleReplies(context.Background(), undo); err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("undo reply: %+v, %v", resp, err)
+	}
+	if o, steps = w.Records(t, id); o.Status != order.StatusFailed || steps[0].ProcessState != order.Undone {
+		t.Errorf("got %s %s, want Failed with the step Undone", o.Status, testenv.Describe(steps))
+	}
+	if a, ok := w.Alerts.Next(id, time.Second); ok {
+		t.Errorf("alert %s, want none: the order ended Failed, nothing for an operator", testenv.Describe(a))
 	}
 	// Nothing is left for the next run to do.
 	w.Clock.Advance(time.Hour)
 	if r := run(t, w); r.Examined != 0 {
-		t.Errorf("after failure: next run examined %d steps, want 0", r.Examined)
+		t.Errorf("after the end: next run examined %d steps, want 0", r.Examined)
+	}
+}
+
+// An undo that times out FailureThreshold times puts the order in Error
+// with an alert: an operator must act.
+func TestUndoTimingOutEndsInErrorAndAlerts(t *testing.T) {
+	once := order.Timing{Allowance: 10 * time.Second, MaxAllowance: 10 * time.Second, FailureThreshold: 1, ClaimWithin: 5 * time.Second}
+	w := testenv.NewWorld(t, once)
+	id := w.Submit(t, someOrder)
+	takeRequests(t, w)
+	expire(t, w, id)
+	if r := run(t, w); r.Compensated != 1 {
+		t.Fatalf("timeout: report %+v, want the order compensated", r)
+	}
+	announce(t, w, id)
+	takeRequests(t, w) // the agent took the undo and went silent
+	_, steps := w.Records(t, id)
+	w.Clock.Advance(steps[3].CompleteBy.Sub(w.Clock.Now()) + w.Workflow.SkewGrace + time.Millisecond)
+	if r := run(t, w); r.Failed != 1 || r.Alerted != 1 {
+		t.Fatalf("undo timeout: report %+v, want a failure alerted", r)
+	}
+	o, steps := w.Records(t, id)
+	if o.Status != order.StatusError || steps[3].ProcessState != order.Error {
+		t.Errorf("got %s %s, want Error on the undo record", o.Status, testenv.Describe(steps))
+	}
+	alert := w.Alerts.Await(t, id, 10*time.Second)
+	if alert.Kind != order.AlertUndoTimedOut || !alert.Undo || alert.Step != first {
+		t.Errorf("alert %s, want UndoTimedOut for the undo of %s", testenv.Describe(alert), first)
 	}
 }
 
@@ -447,8 +495,8 @@ func TestSuccessInsideItsWindowIsNotLostToTheSupervisor(t *testing.T) {
 	takeRequests(t, w) // an agent took the next request and went silent
 	next := w.Step(t, id, order.StepChargePayment)
 	w.Clock.Advance(next.CompleteBy.Sub(w.Clock.Now()) + lastChance.SkewGrace + time.Millisecond)
-	if r := run(t, w); r.Failed != 1 {
-		t.Fatalf("past the grace: report %+v, want the silent step failed", r)
+	if r := run(t, w); r.Compensated != 1 {
+		t.Fatalf("past the grace: report %+v, want the silent step failed and compensated", r)
 	}
 }
 

@@ -104,6 +104,24 @@ func SubscribeAlerts(t testing.TB, clients provision.Clients, topicARN string) *
 // arrives within timeout.
 func (in *AlertInbox) Await(t testing.TB, orderID string, timeout time.Duration) order.Alert {
 	t.Helper()
+	a, ok, seen, err := in.next(orderID, timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		t.Fatalf("no alert about order %s within %s (alerts seen for: %v)", orderID, timeout, seen)
+	}
+	return a
+}
+
+// Next returns the first alert about orderID that arrives within timeout;
+// ok is false when none did (a test that expects no alert waits this way).
+func (in *AlertInbox) Next(orderID string, timeout time.Duration) (order.Alert, bool) {
+	a, ok, _, err := in.next(orderID, timeout)
+	return a, ok && err == nil
+}
+
+func (in *AlertInbox) next(orderID string, timeout time.Duration) (order.Alert, bool, []string, error) {
 	deadline := time.Now().Add(timeout)
 	var seen []string
 	for time.Now().Before(deadline) {
@@ -111,21 +129,20 @@ func (in *AlertInbox) Await(t testing.TB, orderID string, timeout time.Duration)
 			QueueUrl: aws.String(in.url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
 		})
 		if err != nil {
-			t.Fatalf("receive alerts: %v", err)
+			return order.Alert{}, false, seen, fmt.Errorf("receive alerts: %w", err)
 		}
 		for _, m := range out.Messages {
 			var a order.Alert
 			if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &a); err != nil {
-				t.Fatalf("alert is not JSON: %v: %s", err, aws.ToString(m.Body))
+				return order.Alert{}, false, seen, fmt.Errorf("alert is not JSON: %w: %s", err, aws.ToString(m.Body))
 			}
 			if a.OrderID == orderID {
-				return a
+				return a, true, seen, nil
 			}
 			seen = append(seen, a.OrderID)
 		}
 	}
-	t.Fatalf("no alert about order %s within %s (alerts seen for: %v)", orderID, timeout, seen)
-	return order.Alert{}
+	return order.Alert{}, false, seen, nil
 }
 
 // Eventually polls cond until it returns true or timeout passes, then

@@ -19,6 +19,7 @@ import (
 
 	"orderly/internal/alerting"
 	"orderly/internal/api"
+	"orderly/internal/control"
 	"orderly/internal/dispatch"
 	"orderly/internal/dynamo"
 	"orderly/internal/metrics"
@@ -73,7 +74,7 @@ func NewWorld(t testing.TB, timing order.Timing) *World {
 		w.Log = slog.New(slog.NewTextHandler(testWriter{t}, nil))
 	}
 	w.API = api.NewService(api.Config{
-		InstanceID: "submit-test", Store: w.Store, Dispatcher: w.Dispatcher(), Workflow: wf,
+		InstanceID: "submit-test", Store: w.Store, Controls: control.New(w.Store, wf, w.Clock.Now), Dispatcher: w.Dispatcher(), Workflow: wf,
 		Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard(),
 	})
 	w.Alerts = SubscribeAlerts(t, clients, stack.AlertTopicARN)
@@ -161,6 +162,17 @@ func (w *World) Step(t testing.TB, orderID, step string) order.StepState {
 		t.Fatalf("get step: %v", err)
 	}
 	return st
+}
+
+// Records returns an order and all its records: the workflow's steps, then
+// any undo records.
+func (w *World) Records(t testing.TB, orderID string) (order.Order, []order.StepState) {
+	t.Helper()
+	o, steps, err := w.Store.GetOrder(context.Background(), orderID)
+	if err != nil {
+		t.Fatalf("get order: %v", err)
+	}
+	return o, steps
 }
 
 // StreamEvent is the stream record Lambda would deliver for the order's

@@ -1,0 +1,220 @@
+// Package control is what clients and operators do to an order once it
+// runs: a client cancels it, an operator redrives an order in Error. Each
+// reads the order, decides from its state, and makes one conditional write
+// fenced on what it read; a write that finds the order moved on reads it
+// again, so a cancel or a redrive racing a reply or a Supervisor is applied
+// to the order as it is, or refused, never half-made.
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"orderly/internal/dynamo"
+	"orderly/internal/order"
+)
+
+// Store is what control needs of the state store.
+type Store interface {
+	GetOrder(ctx context.Context, id string) (order.Order, []order.StepState, error)
+	RequestCancel(ctx context.Context, st order.StepState, now time.Time) (order.Order, error)
+	StartUndo(ctx context.Context, u dynamo.Undoing, now time.Time) (order.Order, order.StepState, error)
+	Redrive(ctx context.Context, r dynamo.Resume, now time.Time) (order.Order, order.StepState, error)
+}
+
+// tries bounds how often a decision is made again after the order moved on
+// between its read and its write.
+const tries = 5
+
+// ErrBusy says the order kept changing under every try; the client may
+// retry (the API answers 503).
+var ErrBusy = errors.New("the order changed under every try")
+
+// Service applies cancels and redrives.
+type Service struct {
+	store    Store
+	workflow order.Workflow
+	now      func() time.Time
+}
+
+// New returns a control service.
+func New(store Store, w order.Workflow, now func() time.Time) *Service {
+	return &Service{store: store, workflow: w, now: now}
+}
+
+// Cancel cancels caller's order: a step in flight may finish or time out,
+// then the work done is undone in reverse and the order ends Cancelled. A
+// cancel of an order already cancelling or cancelled changes nothing; a
+// cancel of an order that ended otherwise, or is undoing its work after a
+// failure, is refused with order.ErrNotAllowed. Another caller's order is
+// order.ErrNotFound.
+func (s *Service) Cancel(ctx context.Context, caller, id string) (order.Order, error) {
+	for range tries {
+		o, steps, err := s.store.GetOrder(ctx, id)
+		if err != nil {
+			return o, err
+		}
+		if o.Caller != caller {
+			return order.Order{}, fmt.Errorf("order %s: %w", id, order.ErrNotFound)
+		}
+		switch o.Status {
+		case order.StatusCancelling, order.StatusCancelled:
+			return o, nil
+		case order.StatusPending, order.StatusProcessing:
+		default:
+			return o, fmt.Errorf("order %s is %s: %s: %w", id, o.Status, whyNot(o.Status), order.ErrNotAllowed)
+		}
+		act, ok := active(steps)
+		if !ok {
+			return o, fmt.Errorf("order %s is %s with no step running: %w", id, o.Status, ErrBusy)
+		}
+		now := s.now()
+		switch act.ProcessState {
+		case order.Processing:
+			o, err = s.store.RequestCancel(ctx, act, now)
+		default: // Pending: nobody claimed it, so it never runs
+			o, _, err = s.store.StartUndo(ctx, s.undoing(act, order.Pending, order.Cancelled, false,
+				"the order was cancelled before the step was claimed", now, true), now)
+		}
+		if errors.Is(err, order.ErrStale) {
+			continue
+		}
+		return o, err
+	}
+	return order.Order{}, fmt.Errorf("cancel order %s: %w", id, ErrBusy)
+}
+
+func whyNot(st order.Status) string {
+	switch st {
+	case order.StatusProcessed:
+		return "it was processed; nothing is left to cancel"
+	case order.StatusFailed:
+		return "it failed and its work was undone"
+	case order.StatusCompensating:
+		return "a step failed and its work is being undone; it ends Failed"
+	case order.StatusError:
+		return "it waits for an operator, who may redrive it"
+	}
+	return "it cannot be cancelled in this status"
+}
+
+// Redrive resumes an order in Error where it stopped, with a fresh failure
+// count; the attempt counter goes on, so late replies of old attempts stay
+// stale. action is order.RedriveRetry, order.RedriveCompensate or empty: a stuck undo is resumed, a
+// stuck workflow step retried. An order not in Error, or an action its
+// state does not allow, is order.ErrNotAllowed.
+func (s *Service) Redrive(ctx context.Context, id, action string) (order.Order, error) {
+	switch action {
+	case "", order.RedriveRetry, order.RedriveCompensate:
+	default:
+		return order.Order{}, fmt.Errorf("action %q: want %q or %q: %w", action, order.RedriveRetry, order.RedriveCompensate, order.ErrInvalid)
+	}
+	for range tries {
+		o, steps, err := s.store.GetOrder(ctx, id)
+		if err != nil {
+			return o, err
+		}
+		if o.Status != order.StatusError {
+			return o, fmt.Errorf("order %s is %s; only an order in Error can be redriven: %w", id, o.Status, order.ErrNotAllowed)
+		}
+		stuck, ok := inError(steps)
+		if !ok {
+			return o, fmt.Errorf("order %s is in Error with no step in Error: %w", id, order.ErrNotAllowed)
+		}
+		act := action
+		if act == "" {
+			act = order.RedriveRetry
+			if stuck.Undo {
+				act = order.RedriveCompensate
+			}
+		}
+		now := s.now()
+		claimBy := now.Add(s.workflow.ClaimWithin)
+		reason := fmt.Sprintf("redriven by an operator (%s)", act)
+		switch {
+		case act == order.RedriveCompensate && !stuck.Undo:
+			o, _, err = s.store.StartUndo(ctx, s.undoing(stuck, order.Error, order.Failed, stuck.CancelRequested, reason, now, false), now)
+		case act == order.RedriveCompensate || !stuck.Undo:
+			status := order.StatusCompensating
+			switch {
+			case stuck.CancelRequested && stuck.Undo:
+				status = order.StatusCancelling
+			case !stuck.Undo && stuck.Index == 0:
+				status = order.StatusPending
+			case !stuck.Undo:
+				status = order.StatusProcessing
+			}
+			o, _, err = s.store.Redrive(ctx, dynamo.Resume{Step: stuck, Status: status, ClaimBy: claimBy, Reason: reason, Records: len(steps)}, now)
+		default: // retry forward from a stuck undo
+			r, ferr := s.forward(steps, stuck)
+			if ferr != nil {
+				return o, fmt.Errorf("order %s: %w", id, ferr)
+			}
+			r.ClaimBy, r.Reason = claimBy, reason
+			o, _, err = s.store.Redrive(ctx, r, now)
+		}
+		if errors.Is(err, order.ErrStale) {
+			continue
+		}
+		return o, err
+	}
+	return order.Order{}, fmt.Errorf("redrive order %s: %w", id, ErrBusy)
+}
+
+// forward is the redrive that drops a stuck compensation before it undid
+// anything and runs the failed workflow step again.
+func (s *Service) forward(steps []order.StepState, stuck order.StepState) (dynamo.Resume, error) {
+	n := len(s.workflow.Steps)
+	if stuck.CancelRequested {
+		return dynamo.Resume{}, fmt.Errorf("the client cancelled it; it can only be compensated: %w", order.ErrNotAllowed)
+	}
+	if stuck.Index != n {
+		return dynamo.Resume{}, fmt.Errorf("work was already undone (%v); it can only be compensated: %w", stuck.Undone, order.ErrNotAllowed)
+	}
+	for _, st := range steps[:min(n, len(steps))] {
+		if st.ProcessState == order.Failed {
+			status := order.StatusProcessing
+			if st.Index == 0 {
+				status = order.StatusPending
+			}
+			return dynamo.Resume{Step: stuck, Forward: &st, Steps: n, Records: len(steps), Status: status}, nil
+		}
+	}
+	return dynamo.Resume{}, fmt.Errorf("no workflow step failed, so none can be retried: %w", order.ErrNotAllowed)
+}
+
+// undoing is the write that ends st (found in state from) and starts
+// undoing the order's work, announcing the first undo. With cancelNow the
+// write is the client's cancel itself.
+func (s *Service) undoing(st order.StepState, from, ends order.ProcessState, cancelled bool, reason string, now time.Time, cancelNow bool) dynamo.Undoing {
+	u := dynamo.Undoing{Step: st, From: from, Ends: ends, Reason: reason, Cancelled: cancelled, CancelNow: cancelNow,
+		Steps: len(s.workflow.Steps), ClaimBy: now.Add(s.workflow.ClaimWithin)}
+	// A step in Error may have done its work (it timed out), so it is
+	// undone too; a Pending step never ran.
+	for _, i := range s.workflow.UndoPlan(st.Index, from == order.Error) {
+		u.Plan = append(u.Plan, s.workflow.Steps[i])
+	}
+	return u
+}
+
+// active returns the order's running workflow step: Pending or Processing.
+func active(steps []order.StepState) (order.StepState, bool) {
+	for _, st := range steps {
+		if !st.Undo && (st.ProcessState == order.Pending || st.ProcessState == order.Processing) {
+			return st, true
+		}
+	}
+	return order.StepState{}, false
+}
+
+// inError returns the record that stopped the order.
+func inError(steps []order.StepState) (order.StepState, bool) {
+	for _, st := range steps {
+		if st.ProcessState == order.Error {
+			return st, true
+		}
+	}
+	return order.StepState{}, false
+}
