@@ -304,7 +304,9 @@ func accepted(o order.Order, replayed bool) events.APIGatewayProxyResponse {
 
 // StepView is one step's state as GET /orders/{id} shows it.
 type StepView struct {
-	Step         string     `json:"step"`
+	Step string `json:"step"`
+	// Undo marks an undo record: the undo of Step's work.
+	Undo         bool       `json:"undo,omitempty"`
 	Agent        string     `json:"agent"`
 	State        string     `json:"state"`
 	Attempt      int        `json:"attempt"`
@@ -357,7 +359,7 @@ func (s *Service) get(ctx context.Context, req events.APIGatewayProxyRequest, op
 	}
 	for i, st := range steps {
 		v := StepView{
-			Step: st.Step, Agent: st.Agent, State: string(st.ProcessState), Attempt: st.Attempt,
+			Step: st.Step, Undo: st.Undo, Agent: st.Agent, State: string(st.ProcessState), Attempt: st.Attempt,
 			FailureCount: st.FailureCount, LockedBy: st.LockedBy, LastError: st.LastError,
 			Reference: st.Reference, UpdatedAt: st.UpdatedAt,
 		}

@@ -314,3 +314,55 @@ func TestWrongMethodAndRoute(t *testing.T) {
 		t.Errorf("GET /nope: got %d (%v), want 404", resp.StatusCode, err)
 	}
 }
+
+// Bad input on the cancel and redrive routes gets a 4xx with README's error
+// code, and writes nothing.
+func TestLifecycleRoutesRejectBadInputAndWriteNothing(t *testing.T) {
+	if !testenv.Enabled() {
+		t.Skip("set ORDERLY_INTEGRATION=1 to run against the emulators")
+	}
+	w := testenv.NewWorld(t, timing)
+	id := w.Submit(t, order.Submission{CustomerID: "c-1", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}})
+	before, _ := w.Records(t, id)
+	tests := []struct {
+		name, method, path, body, contentType, caller string
+		status                                         int
+		code                                           string
+	}{
+		{"cancel with a body", "POST", "/orders/" + id + "/cancel", `{"reason":"x"}`, "application/json", testenv.Caller, 400, "invalid_request"},
+		{"cancel with malformed JSON", "POST", "/orders/" + id + "/cancel", `{`, "application/json", testenv.Caller, 400, "invalid_request"},
+		{"cancel with a body that is not JSON", "POST", "/orders/" + id + "/cancel", `please`, "text/plain", testenv.Caller, 415, "unsupported_media_type"},
+		{"cancel of an order that does not exist", "POST", "/orders/" + order.NewID() + "/cancel", ``, "", testenv.Caller, 404, "not_found"},
+		{"cancel of a malformed id", "POST", "/orders/not-an-id/cancel", ``, "", testenv.Caller, 404, "not_found"},
+		{"cancel of another caller's order", "POST", "/orders/" + id + "/cancel", ``, "", "AIDAOTHERCALLER0000001", 404, "not_found"},
+		{"cancel without a caller", "POST", "/orders/" + id + "/cancel", ``, "", "", 403, "forbidden"},
+		{"GET on cancel", "GET", "/orders/" + id + "/cancel", ``, "", testenv.Caller, 405, "method_not_allowed"},
+		{"redrive with an unknown action", "POST", "/orders/" + id + "/redrive", `{"action":"rewind"}`, "application/json", testenv.Caller, 400, "invalid_request"},
+		{"redrive with a repeated key", "POST", "/orders/" + id + "/redrive", `{"action":"retry","action":"compensate"}`, "application/json", testenv.Caller, 400, "invalid_request"},
+		{"redrive with a field in another case", "POST", "/orders/" + id + "/redrive", `{"Action":"retry"}`, "application/json", testenv.Caller, 400, "invalid_request"},
+		{"redrive of an order not in Error", "POST", "/orders/" + id + "/redrive", ``, "", testenv.Caller, 409, "invalid_state"},
+		{"an unknown action route", "POST", "/orders/" + id + "/rewind", ``, "", testenv.Caller, 404, "no_route"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			headers := map[string]string{}
+			if tt.contentType != "" {
+				headers["Content-Type"] = tt.contentType
+			}
+			resp, err := w.API.Handle(context.Background(), events.APIGatewayProxyRequest{
+				HTTPMethod: tt.method, Path: tt.path, Body: tt.body, Headers: headers, RequestContext: testenv.As(tt.caller),
+			})
+			if err != nil {
+				t.Fatalf("%s %s: %v", tt.method, tt.path, err)
+			}
+			var body struct{ Error, Message string }
+			_ = json.Unmarshal([]byte(resp.Body), &body)
+			if resp.StatusCode != tt.status || body.Error != tt.code || body.Message == "" {
+				t.Errorf("got %d %s, want %d %s with a message", resp.StatusCode, resp.Body, tt.status, tt.code)
+			}
+			if after, _ := w.Records(t, id); after.Status != before.Status || !after.UpdatedAt.Equal(before.UpdatedAt) {
+				t.Errorf("the order changed: %s at %s, was %s at %s", after.Status, after.UpdatedAt, before.Status, before.UpdatedAt)
+			}
+		})
+	}
+}

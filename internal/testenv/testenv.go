@@ -10,7 +10,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,6 +86,9 @@ func Clients(cfg aws.Config) provision.Clients {
 type AlertInbox struct {
 	client *sqs.Client
 	url    string
+
+	mu   sync.Mutex
+	kept []order.Alert // received, about orders nobody waited for yet
 }
 
 // SubscribeAlerts subscribes a fresh queue to topicARN with raw delivery.
@@ -125,6 +130,16 @@ func (in *AlertInbox) next(orderID string, timeout time.Duration) (order.Alert, 
 	deadline := time.Now().Add(timeout)
 	var seen []string
 	for time.Now().Before(deadline) {
+		// Alerts about other orders are kept for the tests waiting on them.
+		in.mu.Lock()
+		for i, a := range in.kept {
+			if a.OrderID == orderID {
+				in.kept = slices.Delete(in.kept, i, i+1)
+				in.mu.Unlock()
+				return a, true, seen, nil
+			}
+		}
+		in.mu.Unlock()
 		out, err := in.client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
 			QueueUrl: aws.String(in.url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
 		})
@@ -136,10 +151,14 @@ func (in *AlertInbox) next(orderID string, timeout time.Duration) (order.Alert, 
 			if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &a); err != nil {
 				return order.Alert{}, false, seen, fmt.Errorf("alert is not JSON: %w: %s", err, aws.ToString(m.Body))
 			}
+			_, _ = in.client.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(in.url), ReceiptHandle: m.ReceiptHandle})
 			if a.OrderID == orderID {
 				return a, true, seen, nil
 			}
 			seen = append(seen, a.OrderID)
+			in.mu.Lock()
+			in.kept = append(in.kept, a)
+			in.mu.Unlock()
 		}
 	}
 	return order.Alert{}, false, seen, nil
