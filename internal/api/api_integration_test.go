@@ -326,8 +326,8 @@ func TestLifecycleRoutesRejectBadInputAndWriteNothing(t *testing.T) {
 	before, _ := w.Records(t, id)
 	tests := []struct {
 		name, method, path, body, contentType, caller string
-		status                                         int
-		code                                           string
+		status                                        int
+		code                                          string
 	}{
 		{"cancel with a body", "POST", "/orders/" + id + "/cancel", `{"reason":"x"}`, "application/json", testenv.Caller, 400, "invalid_request"},
 		{"cancel with malformed JSON", "POST", "/orders/" + id + "/cancel", `{`, "application/json", testenv.Caller, 400, "invalid_request"},
