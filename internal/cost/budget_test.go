@@ -46,13 +46,13 @@ func TestCostStaysWithinBudget(t *testing.T) {
 	}
 	for _, r := range results {
 		measured := cost.Measured(r.PerOrder, prices)
+		t.Logf("scenario %q, %d orders: %d request and %d reply messages; per order:\n%s", r.Scenario, r.PerOrder.Orders,
+			int(r.PerOrder.RequestMessages*float64(r.PerOrder.Orders)+0.5), int(r.PerOrder.ReplyMessages*float64(r.PerOrder.Orders)+0.5), measured)
 		limit, ok := budget.Scenarios[r.Scenario]
 		if !ok {
 			t.Errorf("scenario %q has no budget in %s", r.Scenario, budgetPath)
 			continue
 		}
-		t.Logf("scenario %q per order: %d request and %d reply messages\n%s", r.Scenario,
-			int(r.PerOrder.RequestMessages*float64(r.PerOrder.Orders)+0.5), int(r.PerOrder.ReplyMessages*float64(r.PerOrder.Orders)+0.5), measured)
 		if over := limit.Over(measured); len(over) > 0 {
 			t.Errorf("scenario %q costs more than its budget:\n  %s\nmeasured per order:\n%s\nIf the rise is intended, raise the budget in %s (go test ./internal/cost -update-budget writes this run's numbers).",
 				r.Scenario, strings.Join(over, "\n  "), measured, budgetPath)

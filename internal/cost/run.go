@@ -37,7 +37,8 @@ type Scenario struct {
 var Scenarios = []Scenario{
 	{"happy path", []order.Line{{SKU: "BOOK-1", Quantity: 1}}, order.StatusProcessed},
 	{"transient faults", []order.Line{{SKU: "TEST-INVENTORY-TRANSIENT-2", Quantity: 1}}, order.StatusProcessed},
-	{"permanent fault", []order.Line{{SKU: "TEST-PAYMENT-PERMANENT", Quantity: 1}}, order.StatusError},
+	{"permanent fault", []order.Line{{SKU: "TEST-PAYMENT-PERMANENT", Quantity: 1}}, order.StatusFailed},
+	{"undo refused", []order.Line{{SKU: "TEST-PAYMENT-PERMANENT", Quantity: 1}, {SKU: "TEST-INVENTORY-UNDO-PERMANENT", Quantity: 1}}, order.StatusError},
 	{"hang, then success", []order.Line{{SKU: "TEST-SHIPPING-HANG-1", Quantity: 1}}, order.StatusProcessed},
 }
 
