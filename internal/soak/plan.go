@@ -5,8 +5,11 @@
 // and then accounts for every order in the manner of Jepsen's total-queue
 // checker: every acknowledged order reached a terminal state, none was
 // lost, no remote side effect happened twice (the simulator's ledger, which
-// survives the restarts, says), each outcome is the one its test values
-// call for, and every order in Error was alerted.
+// survives the restarts, says), no Failed or Cancelled order left an effect
+// in place, each outcome is the one its test values (and the client's
+// cancel) call for, and every order that was in Error was alerted. Clients
+// cancel some orders and an operator redrives the ones its plan says will
+// need it.
 package soak
 
 import (
@@ -25,14 +28,29 @@ const (
 	Transient Kind = "transient" // TRANSIENT-2 on one service: Processed
 	Slow      Kind = "slow"      // SLOW-1500 on one service: Processed
 	Hang      Kind = "hang"      // HANG-1 on one service: Processed after a retry
-	Permanent Kind = "permanent" // PERMANENT on one service: Error, never Processed
+	Permanent Kind = "permanent" // PERMANENT on one service: Failed, the work before it undone
+	// Cancel is SLOW-1500 at payment, and the client cancels it a second
+	// after it was acknowledged: Cancelled with every effect undone, or
+	// Processed if the cancel came too late (409).
+	Cancel Kind = "cancel"
+	// UndoFlaky fails at shipping for good and its refund fails twice
+	// (UNDO-TRANSIENT-2): Failed, every effect undone.
+	UndoFlaky Kind = "undo-flaky"
+	// UndoStuck fails at shipping for good and its release is refused once
+	// (UNDO-PERMANENT-1): Error with an alert, then the soak's operator
+	// redrives it and it ends Failed, every effect undone.
+	UndoStuck Kind = "undo-stuck"
 )
 
 // Mix is the share of each kind of order; the rest are Plain.
 type Mix map[Kind]float64
 
-// DefaultMix mixes every remote fault of the simulator in.
-var DefaultMix = Mix{Transient: 0.05, Slow: 0.03, Hang: 0.02, Permanent: 0.03}
+// DefaultMix mixes every remote fault of the simulator in, with cancels,
+// failing undos and redrives.
+var DefaultMix = Mix{Transient: 0.05, Slow: 0.03, Hang: 0.02, Permanent: 0.03, Cancel: 0.02, UndoFlaky: 0.01, UndoStuck: 0.01}
+
+// kinds are the planned kinds, in the order Plan draws them.
+var kinds = []Kind{Transient, Slow, Hang, Permanent, Cancel, UndoFlaky, UndoStuck}
 
 // Planned is one order of the run and what it must come to.
 type Planned struct {
@@ -51,7 +69,7 @@ func Plan(n int, mix Mix, seed uint64) []Planned {
 	for i := range out {
 		p := Planned{Key: fmt.Sprintf("soak-%d-%06d", seed, i), Kind: Plain}
 		x, acc := rnd.Float64(), 0.0
-		for _, k := range []Kind{Transient, Slow, Hang, Permanent} {
+		for _, k := range kinds {
 			acc += mix[k]
 			if x < acc {
 				p.Kind = k
@@ -59,10 +77,25 @@ func Plan(n int, mix Mix, seed uint64) []Planned {
 			}
 		}
 		lines := []order.Line{{SKU: fmt.Sprintf("BOOK-%d", rnd.IntN(50)), Quantity: 1 + rnd.IntN(3)}}
-		if p.Kind != Plain {
+		test := func(service, mode string) {
+			lines = append(lines, order.Line{SKU: fmt.Sprintf("TEST-%s-%s", upper(service), mode), Quantity: 1})
+		}
+		switch p.Kind {
+		case Plain:
+		case Cancel:
+			p.Service = order.AgentPayment
+			test(p.Service, "SLOW-1500")
+		case UndoFlaky:
+			p.Service = order.AgentShipping
+			test(p.Service, "PERMANENT")
+			test(order.AgentPayment, "UNDO-TRANSIENT-2")
+		case UndoStuck:
+			p.Service = order.AgentShipping
+			test(p.Service, "PERMANENT")
+			test(order.AgentInventory, "UNDO-PERMANENT-1")
+		default:
 			p.Service = services[rnd.IntN(len(services))]
-			mode := map[Kind]string{Transient: "TRANSIENT-2", Slow: "SLOW-1500", Hang: "HANG-1", Permanent: "PERMANENT"}[p.Kind]
-			lines = append(lines, order.Line{SKU: fmt.Sprintf("TEST-%s-%s", upper(p.Service), mode), Quantity: 1})
+			test(p.Service, map[Kind]string{Transient: "TRANSIENT-2", Slow: "SLOW-1500", Hang: "HANG-1", Permanent: "PERMANENT"}[p.Kind])
 		}
 		p.Order = order.Submission{CustomerID: fmt.Sprintf("soak-c-%d", rnd.IntN(200)), Lines: lines}
 		out[i] = p

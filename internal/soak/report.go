@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"orderly/internal/order"
@@ -26,22 +28,29 @@ type Report struct {
 	Lost int `json:"lost"`
 	// DuplicateEffects: remote work done more than once for one key.
 	DuplicateEffects int `json:"duplicateEffects"`
-	// WrongOutcomes: an outcome the evidence contradicts: a PERMANENT
-	// order Processed, a permanent failure of an order without one, or an
-	// order in Error whose failed step's remote work was done (the ledger
-	// has it).
+	// EffectsLeftInPlace counts remote effects of Failed or Cancelled
+	// orders that were never undone (the ledger has the work, not its
+	// undo).
+	EffectsLeftInPlace int `json:"effectsLeftInPlace"`
+	// WrongOutcomes: an outcome the evidence contradicts: an order whose
+	// test values refuse a step Processed, a Processed order without all
+	// its effects or with an undo, a Failed or Cancelled order with an
+	// effect left in place, a cancel accepted but the order Processed, a
+	// failure nothing explains, an Error never alerted.
 	WrongOutcomes int      `json:"wrongOutcomes"`
 	Wrong         []string `json:"wrong,omitempty"`
-	// GivenUp counts orders without a PERMANENT value that ended in Error
-	// after their attempts timed out with no remote work done: every
-	// attempt was lost to crashes (a claim whose request was never sent,
-	// a request taken by a runtime that was then killed) or held past its
-	// deferrals. That is the documented policy (Error and a StepTimedOut
-	// alert after FAILURE_THRESHOLD timeouts), not a wrong outcome, but
-	// the soak reports it.
+	// GivenUp counts orders with no refusing test value that ended Failed
+	// after their attempts timed out: every attempt was lost to crashes (a
+	// claim whose request was never sent, a request taken by a runtime
+	// that was then killed) or held past its deferrals. That is the
+	// documented policy (undo and Failed after FAILURE_THRESHOLD timeouts),
+	// not a wrong outcome, but the soak reports it.
 	GivenUp []string `json:"givenUp,omitempty"`
-	// ErrorsAlerted counts orders in Error with at least one alert;
-	// DuplicateAlerts counts alerts beyond the first per order and step.
+	// ErrorsLeft counts orders still in Error at the end (an operator must
+	// act). ErrorsAlerted counts orders that were in Error (at the end, or
+	// before the soak's operator redrove them) with at least one alert;
+	// DuplicateAlerts counts alerts beyond the first per order and record.
+	ErrorsLeft      int            `json:"errorsLeft"`
 	ErrorsAlerted   int            `json:"errorsAlerted"`
 	ErrorsUnalerted int            `json:"errorsUnalerted"`
 	Alerts          map[string]int `json:"alerts"` // by kind
@@ -75,68 +84,102 @@ type PoisonFacts struct {
 
 // OK reports whether the run kept every promise.
 func (r Report) OK() bool {
-	return r.Lost == 0 && r.DuplicateEffects == 0 && r.WrongOutcomes == 0 && r.ErrorsUnalerted == 0 &&
+	return r.Lost == 0 && r.DuplicateEffects == 0 && r.EffectsLeftInPlace == 0 && r.WrongOutcomes == 0 && r.ErrorsUnalerted == 0 &&
 		r.Run.Acknowledged == r.Run.Orders && r.Poison.InDeadLetterQueues >= r.Poison.Sent
 }
 
-func account(plan []Planned, orders []acked, final map[string]order.Order, effects []simulator.Effect, alerts []order.Alert) Report {
+// account judges every acknowledged order by the evidence: its final
+// state, the ledger of remote work and undos, the alerts, and the answers
+// to the client's cancel.
+func account(orders []acked, final map[string]order.Order, effects []simulator.Effect, alerts []order.Alert) Report {
 	r := Report{Outcomes: map[string]int{}, ByKind: map[Kind]int{}, Alerts: map[string]int{}}
-	perKey := map[string]int{}
+	done, undone := map[string]int{}, map[string]int{}
 	for _, e := range effects {
-		perKey[e.Service+" "+e.Key]++
+		if e.Undo {
+			undone[e.Service+" "+e.Key]++
+		} else {
+			done[e.Service+" "+e.Key]++
+		}
 	}
-	stepService := map[string]string{}
-	for _, d := range order.OrderWorkflow(order.DefaultTiming).Steps {
-		stepService[d.Name] = d.Agent
+	for _, n := range done {
+		r.DuplicateEffects += n - 1
 	}
-	lastAlert := map[string]order.Alert{}
-	for _, a := range alerts {
-		lastAlert[a.OrderID] = a
-	}
-	for _, n := range perKey {
+	for _, n := range undone {
 		r.DuplicateEffects += n - 1
 	}
 	alerted := map[string]int{}
 	perStep := map[string]int{}
 	for _, a := range alerts {
 		alerted[a.OrderID]++
-		perStep[a.OrderID+" "+a.Step+" "+string(a.Kind)]++
+		perStep[fmt.Sprintf("%s %s %t %s", a.OrderID, a.Step, a.Undo, a.Kind)]++
 		r.Alerts[string(a.Kind)]++
 	}
 	for _, n := range perStep {
 		r.DuplicateAlerts += n - 1
 	}
+	steps := order.OrderWorkflow(order.DefaultTiming).Steps
 	var took []float64
 	for _, a := range orders {
 		r.ByKind[a.Kind]++
 		o, ok := final[a.ID]
-		if !ok || !terminal(o.Status) {
+		if !ok || !o.Status.Terminal() {
 			r.Lost++
 			r.Outcomes["not terminal"]++
 			continue
 		}
 		r.Outcomes[string(o.Status)]++
 		took = append(took, o.UpdatedAt.Sub(o.CreatedAt).Seconds())
-		describe := fmt.Sprintf("%s (%s %s): %s, %s", a.ID, a.Kind, a.Service, o.Status, o.LastError)
-		switch {
-		case a.Kind == Permanent && o.Status == order.StatusProcessed:
-			r.WrongOutcomes++
-			r.Wrong = append(r.Wrong, describe)
-		case a.Kind != Permanent && o.Status == order.StatusError:
-			alert, alerted := lastAlert[a.ID]
-			done := alerted && perKey[stepService[alert.Step]+" "+order.IdempotencyKeyFor(a.ID, alert.Step)] > 0
-			if !alerted || alert.Kind != order.AlertStepTimedOut || done {
-				r.WrongOutcomes++
-				r.Wrong = append(r.Wrong, describe)
-			} else {
-				r.GivenUp = append(r.GivenUp, describe)
+		inPlace, everUndone := 0, 0
+		for _, d := range steps {
+			k := d.Agent + " " + order.IdempotencyKeyFor(a.ID, d.Name)
+			if done[k] > 0 && undone[k] == 0 {
+				inPlace++
 			}
+			everUndone += undone[k]
 		}
-		if o.Status == order.StatusError {
+		wrong := func(why string) {
+			r.WrongOutcomes++
+			r.Wrong = append(r.Wrong, fmt.Sprintf("%s (%s %s): %s, %s: %s", a.ID, a.Kind, a.Service, o.Status, o.LastError, why))
+		}
+		failing := a.Kind == Permanent || a.Kind == UndoFlaky || a.Kind == UndoStuck
+		cancelled := a.Kind == Cancel && a.CancelAnswer == http.StatusAccepted
+		switch o.Status {
+		case order.StatusProcessed:
+			switch {
+			case failing:
+				wrong("its test values refuse a step")
+			case cancelled:
+				wrong("the client's cancel was accepted")
+			case inPlace != len(steps) || everUndone > 0:
+				wrong(fmt.Sprintf("%d of %d effects in place, %d undos", inPlace, len(steps), everUndone))
+			}
+		case order.StatusFailed, order.StatusCancelled:
+			if inPlace > 0 {
+				r.EffectsLeftInPlace += inPlace
+				wrong(fmt.Sprintf("%d effects left in place", inPlace))
+			}
+			switch {
+			case o.Status == order.StatusCancelled && a.Kind != Cancel:
+				wrong("cancelled, but the client never cancelled it")
+			case o.Status == order.StatusCancelled && a.CancelAnswer == http.StatusConflict:
+				wrong("cancelled, but the cancel was refused")
+			case o.Status == order.StatusFailed && !failing && strings.Contains(o.LastError, "timed out"):
+				// Every attempt was lost (crashes, drops) or held
+				// past its deadlines: the documented policy undoes it.
+				r.GivenUp = append(r.GivenUp, fmt.Sprintf("%s (%s %s): %s", a.ID, a.Kind, a.Service, o.LastError))
+			case o.Status == order.StatusFailed && !failing:
+				wrong("failed, but nothing refuses its work")
+			}
+		case order.StatusError:
+			// Only an operator can end it; it must have been alerted.
+			r.ErrorsLeft++
+		}
+		if o.Status == order.StatusError || a.Redriven {
 			if alerted[a.ID] > 0 {
 				r.ErrorsAlerted++
 			} else {
 				r.ErrorsUnalerted++
+				wrong("in Error without an alert")
 			}
 		}
 	}
@@ -178,10 +221,11 @@ func (r Report) Print(w io.Writer) {
 		row("outcome "+k, r.Outcomes[k])
 	}
 	row("lost", r.Lost)
-	row("duplicate remote side effects", r.DuplicateEffects)
+	row("duplicate remote side effects (or undos)", r.DuplicateEffects)
+	row("effects left in place by Failed/Cancelled", r.EffectsLeftInPlace)
 	row("wrong outcomes", r.WrongOutcomes)
-	row("given up after lost attempts (no remote work)", len(r.GivenUp))
-	row("orders in Error alerted / not alerted", fmt.Sprintf("%d / %d", r.ErrorsAlerted, r.ErrorsUnalerted))
+	row("given up after lost attempts, undone", len(r.GivenUp))
+	row("orders in Error alerted / not alerted / left", fmt.Sprintf("%d / %d / %d", r.ErrorsAlerted, r.ErrorsUnalerted, r.ErrorsLeft))
 	for _, k := range slices.Sorted(maps.Keys(r.Alerts)) {
 		row("  alerts "+k, r.Alerts[k])
 	}

@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"net/http"
 	"testing"
 	"time"
 
@@ -9,43 +10,64 @@ import (
 )
 
 // The accounting judges each order by its test values and the evidence:
-// the ledger of remote work and the alerts.
+// the ledger of remote work and undos, the alerts, the client's cancel.
 func TestAccountJudgesOutcomesByTheEvidence(t *testing.T) {
 	created := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
+	all := []string{order.StepReserveInventory, order.StepChargePayment, order.StepArrangeShipping}
+	two := all[:2]
 	type tc struct {
 		name      string
 		kind      Kind
 		status    order.Status
-		alert     order.AlertKind // "" for none
-		effect    bool            // the failed step's remote work is in the ledger
+		lastError string
+		done      []string // steps whose work the ledger has
+		undone    []string // steps whose work the ledger undid
+		alert     bool
+		cancel    int // the answer to the client's cancel
+		redriven  bool
 		wantWrong bool
 		wantGiven bool
 		wantLost  bool
+		wantLeft  int
 	}
 	tests := []tc{
-		{"plain, Processed", Plain, order.StatusProcessed, "", false, false, false, false},
-		{"permanent, Error with StepFailed", Permanent, order.StatusError, order.AlertStepFailed, false, false, false, false},
-		{"permanent, Processed", Permanent, order.StatusProcessed, "", false, true, false, false},
-		{"plain, Error with StepFailed", Plain, order.StatusError, order.AlertStepFailed, false, true, false, false},
-		{"plain, timed out with no remote work: given up", Plain, order.StatusError, order.AlertStepTimedOut, false, false, true, false},
-		{"plain, timed out although the work was done", Plain, order.StatusError, order.AlertStepTimedOut, true, true, false, false},
-		{"plain, Error never alerted", Plain, order.StatusError, "", false, true, false, false},
-		{"plain, still Processing", Plain, order.StatusProcessing, "", false, false, false, true},
+		{name: "plain, Processed with every effect", kind: Plain, status: order.StatusProcessed, done: all},
+		{name: "plain, Processed with an effect missing", kind: Plain, status: order.StatusProcessed, done: two, wantWrong: true},
+		{name: "plain, Processed but an effect undone", kind: Plain, status: order.StatusProcessed, done: all, undone: two[:1], wantWrong: true},
+		{name: "permanent, Failed with the work before it undone", kind: Permanent, status: order.StatusFailed, done: two, undone: two},
+		{name: "permanent, Failed with an effect left in place", kind: Permanent, status: order.StatusFailed, done: two, undone: two[:1], wantWrong: true, wantLeft: 1},
+		{name: "permanent, Processed", kind: Permanent, status: order.StatusProcessed, done: all, wantWrong: true},
+		{name: "plain, Failed after timeouts: given up and undone", kind: Plain, status: order.StatusFailed, lastError: "step x: attempt 3 timed out", done: two, undone: two, wantGiven: true},
+		{name: "plain, Failed with no reason to", kind: Plain, status: order.StatusFailed, lastError: "step x: card declined", wantWrong: true},
+		{name: "cancel accepted, Cancelled and undone", kind: Cancel, status: order.StatusCancelled, done: two, undone: two, cancel: http.StatusAccepted},
+		{name: "cancel accepted, yet Processed", kind: Cancel, status: order.StatusProcessed, done: all, cancel: http.StatusAccepted, wantWrong: true},
+		{name: "cancel refused as too late, Processed", kind: Cancel, status: order.StatusProcessed, done: all, cancel: http.StatusConflict},
+		{name: "cancel refused, yet Cancelled", kind: Cancel, status: order.StatusCancelled, cancel: http.StatusConflict, wantWrong: true},
+		{name: "never cancelled, yet Cancelled", kind: Plain, status: order.StatusCancelled, wantWrong: true},
+		{name: "undo stuck, alerted, redriven, Failed", kind: UndoStuck, status: order.StatusFailed, done: two, undone: two, alert: true, redriven: true},
+		{name: "undo stuck, redriven without an alert", kind: UndoStuck, status: order.StatusFailed, done: two, undone: two, redriven: true, wantWrong: true},
+		{name: "Error with an alert waits for an operator", kind: UndoStuck, status: order.StatusError, done: two, undone: two[1:], alert: true},
+		{name: "Error never alerted", kind: Plain, status: order.StatusError, wantWrong: true},
+		{name: "plain, still Processing", kind: Plain, status: order.StatusProcessing, wantLost: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			id := order.IDForKey("soak", "c", tt.name)
-			a := acked{Planned: Planned{Key: tt.name, Kind: tt.kind}, ID: id}
-			final := map[string]order.Order{id: {ID: id, Status: tt.status, CreatedAt: created, UpdatedAt: created.Add(time.Minute)}}
+			a := acked{Planned: Planned{Key: tt.name, Kind: tt.kind}, ID: id, CancelAnswer: tt.cancel, Redriven: tt.redriven}
+			final := map[string]order.Order{id: {ID: id, Status: tt.status, LastError: tt.lastError, CreatedAt: created, UpdatedAt: created.Add(time.Minute)}}
 			var alerts []order.Alert
-			if tt.alert != "" {
-				alerts = append(alerts, order.Alert{Kind: tt.alert, OrderID: id, Step: order.StepChargePayment})
+			if tt.alert {
+				alerts = append(alerts, order.Alert{Kind: order.AlertUndoFailed, OrderID: id, Step: order.StepReserveInventory, Undo: true})
 			}
 			var effects []simulator.Effect
-			if tt.effect {
-				effects = append(effects, simulator.Effect{Service: order.AgentPayment, Key: order.IdempotencyKeyFor(id, order.StepChargePayment)})
+			service := map[string]string{order.StepReserveInventory: "inventory", order.StepChargePayment: "payment", order.StepArrangeShipping: "shipping"}
+			for _, st := range tt.done {
+				effects = append(effects, simulator.Effect{Service: service[st], Key: order.IdempotencyKeyFor(id, st)})
 			}
-			r := account([]Planned{a.Planned}, []acked{a}, final, effects, alerts)
+			for _, st := range tt.undone {
+				effects = append(effects, simulator.Effect{Service: service[st], Key: order.IdempotencyKeyFor(id, st), Undo: true})
+			}
+			r := account([]acked{a}, final, effects, alerts)
 			if got := r.WrongOutcomes == 1; got != tt.wantWrong {
 				t.Errorf("wrong outcome: %v, want %v (%+v)", got, tt.wantWrong, r)
 			}
@@ -55,18 +77,24 @@ func TestAccountJudgesOutcomesByTheEvidence(t *testing.T) {
 			if got := r.Lost == 1; got != tt.wantLost {
 				t.Errorf("lost: %v, want %v", got, tt.wantLost)
 			}
+			if r.EffectsLeftInPlace != tt.wantLeft {
+				t.Errorf("effects left in place: %d, want %d", r.EffectsLeftInPlace, tt.wantLeft)
+			}
 		})
 	}
 }
 
-// Two effects for one key are a duplicate; the same key at two services
-// is two pieces of work.
+// Two effects for one key are a duplicate, and so are two undos; the same
+// key at two services is two pieces of work, and an effect with its undo
+// is no duplicate.
 func TestAccountCountsDuplicateEffects(t *testing.T) {
 	effects := []simulator.Effect{
 		{Service: "payment", Key: "A/charge-payment"}, {Service: "payment", Key: "A/charge-payment"},
 		{Service: "inventory", Key: "A/charge-payment"}, {Service: "payment", Key: "B/charge-payment"},
+		{Service: "payment", Key: "B/charge-payment", Undo: true},
+		{Service: "payment", Key: "C/charge-payment", Undo: true}, {Service: "payment", Key: "C/charge-payment", Undo: true},
 	}
-	if r := account(nil, nil, nil, effects, nil); r.DuplicateEffects != 1 {
-		t.Errorf("duplicate effects = %d, want 1", r.DuplicateEffects)
+	if r := account(nil, nil, effects, nil); r.DuplicateEffects != 2 {
+		t.Errorf("duplicate effects = %d, want 2", r.DuplicateEffects)
 	}
 }

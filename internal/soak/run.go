@@ -38,6 +38,11 @@ type acked struct {
 	Planned
 	ID string
 	At time.Time
+	// CancelAnswer is the status the API answered the client's cancel
+	// with (202 or 409), for orders of kind Cancel.
+	CancelAnswer int
+	// Redriven is set once the soak's operator redrove the order.
+	Redriven bool
 }
 
 // Run does one soak and accounts for it.
@@ -90,13 +95,21 @@ func Run(ctx context.Context, cfg Config, env Env) (Report, error) {
 
 	// The kills go on until every order is terminal: crashes mid-flight.
 	store := dynamo.NewStore(env.Clients.DynamoDB, cat.Orders.Name)
-	final, waited := awaitTerminal(ctx, store, orders, cfg.Bound)
+	final, waited := awaitTerminal(ctx, store, orders, cfg.Bound, func(id string) bool {
+		return post(ctx, &http.Client{Timeout: 30 * time.Second}, "http://"+cfg.APIAddr+"/orders/"+id+"/redrive") == http.StatusAccepted
+	})
 	stopKilling()
 	killing.Wait()
 	cfg.Log.Info("orders settled", "took", waited.Round(time.Second))
 	// The runtime keeps running meanwhile: a Supervisor sends an alert
 	// whose first publish failed once its lease is over.
-	alerts, err := inbox.drain(ctx, final, 2*order.AlertLease+time.Minute)
+	var redriven []string
+	for _, a := range orders {
+		if a.Redriven {
+			redriven = append(redriven, a.ID)
+		}
+	}
+	alerts, err := inbox.drain(ctx, final, redriven, 2*order.AlertLease+time.Minute)
 	if err != nil {
 		return Report{}, err
 	}
@@ -118,7 +131,7 @@ func Run(ctx context.Context, cfg Config, env Env) (Report, error) {
 		time.Sleep(2 * time.Second)
 	}
 	c.mu.Lock()
-	r := account(plan, orders, final, effects, alerts)
+	r := account(orders, final, effects, alerts)
 	r.Run = RunFacts{Orders: cfg.Orders, Acknowledged: len(orders), Clients: cfg.Clients, Seed: cfg.Seed,
 		SubmitSeconds: submitted.Seconds(), SettleSeconds: waited.Seconds(), BoundSeconds: cfg.Bound.Seconds(),
 		Starts: c.starts, Kills: c.kills, Crashes: c.crashes}
@@ -148,6 +161,11 @@ func submitAll(ctx context.Context, cfg Config, plan []Planned) []acked {
 			client := &http.Client{Timeout: 30 * time.Second}
 			for p := range next {
 				if a, ok := submit(ctx, client, cfg.APIAddr, p); ok {
+					if a.Kind == Cancel {
+						// The client changes its mind a second later.
+						time.Sleep(time.Second)
+						a.CancelAnswer = post(ctx, client, "http://"+cfg.APIAddr+"/orders/"+a.ID+"/cancel")
+					}
 					mu.Lock()
 					out = append(out, a)
 					mu.Unlock()
@@ -194,22 +212,47 @@ func submit(ctx context.Context, client *http.Client, addr string, p Planned) (a
 	return acked{}, false
 }
 
+// post makes a POST without a body, retrying while the runtime is down or
+// answers 5xx, and returns the final status (0 if ctx ended first).
+func post(ctx context.Context, client *http.Client, url string) int {
+	for try := 0; ctx.Err() == nil; try++ {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode < 500 {
+				return resp.StatusCode
+			}
+		}
+		time.Sleep(min(time.Duration(try+1)*200*time.Millisecond, 3*time.Second))
+	}
+	return 0
+}
+
 // awaitTerminal polls every order until all are terminal or the bound has
-// passed, and returns their last states.
-func awaitTerminal(ctx context.Context, store *dynamo.Store, orders []acked, bound time.Duration) (map[string]order.Order, time.Duration) {
+// passed, and returns their last states. An order whose plan says it gets
+// stuck in Error (UndoStuck) is redriven once, as an operator would after
+// the alert, and is terminal only after that.
+func awaitTerminal(ctx context.Context, store *dynamo.Store, orders []acked, bound time.Duration, redrive func(id string) bool) (map[string]order.Order, time.Duration) {
 	began := time.Now()
 	final := map[string]order.Order{}
+	settled := func(a acked, o order.Order) bool {
+		return o.Status.Terminal() && (a.Kind != UndoStuck || o.Status != order.StatusError || a.Redriven)
+	}
 	for {
 		pending := 0
-		for _, a := range orders {
-			if o, ok := final[a.ID]; ok && terminal(o.Status) {
+		for i, a := range orders {
+			if o, ok := final[a.ID]; ok && settled(a, o) {
 				continue
 			}
 			o, err := store.Order(ctx, a.ID)
 			if err == nil {
 				final[a.ID] = o
 			}
-			if err != nil || !terminal(o.Status) {
+			if err == nil && a.Kind == UndoStuck && o.Status == order.StatusError && !a.Redriven {
+				orders[i].Redriven = redrive(a.ID)
+			}
+			if err != nil || !settled(orders[i], o) {
 				pending++
 			}
 		}
@@ -219,8 +262,6 @@ func awaitTerminal(ctx context.Context, store *dynamo.Store, orders []acked, bou
 		time.Sleep(2 * time.Second)
 	}
 }
-
-func terminal(s order.Status) bool { return s == order.StatusProcessed || s == order.StatusError }
 
 // alertInbox is a queue subscribed to the alert topic.
 type alertInbox struct {
@@ -240,16 +281,20 @@ func subscribe(ctx context.Context, env Env, cat resources.Catalog) (*alertInbox
 	return &alertInbox{sqs: env.Clients.SQS, url: url}, nil
 }
 
-// drain reads every alert until each order in Error has one (an alert
+// drain reads every alert until each order in Error, or redriven from it,
+// has one (an alert
 // whose publish failed is sent again after its lease, so this can take a
 // while) or patience runs out, then reads on until the inbox stays quiet,
 // so duplicates are counted too.
-func (in *alertInbox) drain(ctx context.Context, final map[string]order.Order, patience time.Duration) ([]order.Alert, error) {
+func (in *alertInbox) drain(ctx context.Context, final map[string]order.Order, redriven []string, patience time.Duration) ([]order.Alert, error) {
 	unalerted := map[string]bool{}
 	for id, o := range final {
 		if o.Status == order.StatusError {
 			unalerted[id] = true
 		}
+	}
+	for _, a := range redriven {
+		unalerted[a] = true
 	}
 	var out []order.Alert
 	giveUp := time.Now().Add(patience)
