@@ -41,9 +41,15 @@ type acked struct {
 	// CancelAnswer is the status the API answered the client's cancel
 	// with (202 or 409), for orders of kind Cancel.
 	CancelAnswer int
-	// Redriven is set once the soak's operator redrove the order.
+	// Redriven is set once the soak's operator redrove the order; redrives
+	// counts how often (a simulator restarted mid-way refuses the first
+	// undo again, so the operator may have to try again).
 	Redriven bool
+	redrives int
 }
+
+// maxRedrives is how often the soak's operator redrives one order.
+const maxRedrives = 3
 
 // Run does one soak and accounts for it.
 func Run(ctx context.Context, cfg Config, env Env) (Report, error) {
@@ -237,7 +243,7 @@ func awaitTerminal(ctx context.Context, store *dynamo.Store, orders []acked, bou
 	began := time.Now()
 	final := map[string]order.Order{}
 	settled := func(a acked, o order.Order) bool {
-		return o.Status.Terminal() && (a.Kind != UndoStuck || o.Status != order.StatusError || a.Redriven)
+		return o.Status.Terminal() && (a.Kind != UndoStuck || o.Status != order.StatusError || a.redrives >= maxRedrives)
 	}
 	for {
 		pending := 0
@@ -249,8 +255,13 @@ func awaitTerminal(ctx context.Context, store *dynamo.Store, orders []acked, bou
 			if err == nil {
 				final[a.ID] = o
 			}
-			if err == nil && a.Kind == UndoStuck && o.Status == order.StatusError && !a.Redriven {
-				orders[i].Redriven = redrive(a.ID)
+			if err == nil && a.Kind == UndoStuck && o.Status == order.StatusError && a.redrives < maxRedrives {
+				orders[i].redrives++
+				if redrive(a.ID) {
+					orders[i].Redriven = true
+				}
+				pending++
+				continue
 			}
 			if err != nil || !settled(orders[i], o) {
 				pending++
