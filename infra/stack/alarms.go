@@ -72,11 +72,13 @@ func newAlarms(s *Stack) {
 		alarm(id+"Throttles", "the "+f.name+" function is throttled",
 			f.fn.MetricThrottles(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Sum")}), 1)
 	}
-	// Orders entering Error: the Scheduler (permanent faults) and the
-	// Supervisor (timeouts) emit OrdersFailed as Embedded Metric Format.
+	// Orders entering Error, where an operator must act: the Scheduler (an
+	// undo refused) and the Supervisor (an undo timing out, a step nobody
+	// claims) emit OrdersInError as Embedded Metric Format. Orders that
+	// end Failed or Cancelled, their work undone, need nobody.
 	failed := func(service string) awscloudwatch.IMetric {
 		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-			Namespace: jsii.String(metrics.Namespace), MetricName: jsii.String(metrics.OrdersFailed),
+			Namespace: jsii.String(metrics.Namespace), MetricName: jsii.String(metrics.OrdersInError),
 			DimensionsMap: &map[string]*string{"Service": jsii.String(service)},
 			Period:        minute, Statistic: jsii.String("Sum"),
 		})
@@ -91,11 +93,11 @@ func newAlarms(s *Stack) {
 				Period:        minute, Statistic: jsii.String("Sum"),
 			}), 1)
 	}
-	alarm("OrdersFailed", "orders entered Error; each also sent an alert naming the order and step",
+	alarm("OrdersInError", "orders entered Error and need an operator; each also sent an alert naming the order and the stuck step or undo",
 		awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
 			Expression:   jsii.String("FILL(scheduler, 0) + FILL(supervisor, 0)"),
 			UsingMetrics: &map[string]awscloudwatch.IMetric{"scheduler": failed("scheduler"), "supervisor": failed("supervisor")},
 			Period:       minute,
-			Label:        jsii.String("orders failed"),
+			Label:        jsii.String("orders in Error"),
 		}), 1)
 }

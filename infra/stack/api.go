@@ -76,7 +76,13 @@ func newAPI(s *Stack) awsapigateway.RestApi {
 		RequestValidator:  validator,
 		RequestParameters: &map[string]*bool{"method.request.path.id": jsii.Bool(true)},
 	}
-	orders.AddResource(jsii.String("{id}"), nil).AddMethod(jsii.String("GET"), integration, getByID)
+	byID := orders.AddResource(jsii.String("{id}"), nil)
+	byID.AddMethod(jsii.String("GET"), integration, getByID)
+	// A client cancels its own order; an operator redrives any order in
+	// Error. Separate methods, so IAM grants them separately. Their
+	// optional bodies are checked by the function.
+	byID.AddResource(jsii.String("cancel"), nil).AddMethod(jsii.String("POST"), integration, getByID)
+	byID.AddResource(jsii.String("redrive"), nil).AddMethod(jsii.String("POST"), integration, getByID)
 	// Operators read any caller's order here; a caller reads only its own
 	// on /orders/{id}. IAM tells them apart: see the two policies below.
 	api.Root().AddResource(jsii.String("ops"), nil).AddResource(jsii.String("orders"), nil).
@@ -93,13 +99,13 @@ func newAPI(s *Stack) awsapigateway.RestApi {
 	}
 	s.clientPolicy = awsiam.NewManagedPolicy(s.Stack, jsii.String("ClientPolicy"), &awsiam.ManagedPolicyProps{
 		ManagedPolicyName: jsii.String("orderly-" + s.props.Stage + "-client"),
-		Description:       jsii.String("submit orders and read the caller's own orders"),
-		Document:          invoke("POST /orders", "GET /orders/*"),
+		Description:       jsii.String("submit orders, read and cancel the caller's own orders"),
+		Document:          invoke("POST /orders", "GET /orders/*", "POST /orders/*/cancel"),
 	})
 	s.operatorPolicy = awsiam.NewManagedPolicy(s.Stack, jsii.String("OperatorPolicy"), &awsiam.ManagedPolicyProps{
 		ManagedPolicyName: jsii.String("orderly-" + s.props.Stage + "-operator"),
-		Description:       jsii.String("read any caller's order"),
-		Document:          invoke("GET /ops/orders/*"),
+		Description:       jsii.String("read any caller's order, redrive an order in Error"),
+		Document:          invoke("GET /ops/orders/*", "POST /orders/*/redrive"),
 	})
 	return api
 }

@@ -441,7 +441,7 @@ func TestAlarmsNotifyOperators(t *testing.T) {
 		}
 		names = append(names, logicalName(id))
 	}
-	for _, want := range []string{"OrdersFailed", "SchedulerErrors", "SupervisorThrottles", "AgentPaymentErrors",
+	for _, want := range []string{"OrdersInError", "SchedulerErrors", "SupervisorThrottles", "AgentPaymentErrors",
 		"StreamFailuresNotEmpty", "ScheduleFailuresNotEmpty", "ResponseQueueDLQNotEmpty", "RequestQueueShippingOldestMessage",
 		"CircuitOpenInventory", "CircuitOpenPayment", "CircuitOpenShipping"} {
 		if !slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, want) }) {
@@ -469,7 +469,8 @@ func TestNoUnsuppressedNagErrors(t *testing.T) {
 }
 
 // Callers and operators are told apart by IAM: the client policy reaches
-// the caller's own routes only, the operator policy only the operator route.
+// the caller's own routes only (submit, read, cancel), the operator policy
+// only the operator routes (read any order, redrive).
 func TestClientAndOperatorPolicies(t *testing.T) {
 	policies := ofType("AWS::IAM::ManagedPolicy")
 	doc := func(name string) string {
@@ -488,9 +489,13 @@ func TestClientAndOperatorPolicies(t *testing.T) {
 		{"client", client, `/POST/orders"`, true},
 		{"client", client, `/GET/orders/*"`, true},
 		{"client", client, `/GET/ops/orders/*"`, false},
+		{"client", client, `/POST/orders/*/cancel"`, true},
+		{"client", client, `/POST/orders/*/redrive"`, false},
 		{"operator", operator, `/GET/ops/orders/*"`, true},
+		{"operator", operator, `/POST/orders/*/redrive"`, true},
 		{"operator", operator, `/POST/orders"`, false},
 		{"operator", operator, `/GET/orders/*"`, false},
+		{"operator", operator, `/POST/orders/*/cancel"`, false},
 	} {
 		if got := strings.Contains(c.doc, c.route); got != c.want {
 			t.Errorf("%s policy grants %s: %v, want %v (%s)", c.policy, c.route, got, c.want, c.doc)
