@@ -39,12 +39,13 @@ func main() {
 		os.Exit(1)
 	}
 	m := metrics.New(os.Stdout, "scheduler")
-	store := dynamo.NewStore(dynamodb.NewFromConfig(awsCfg), ordersTable)
+	// One execution environment is one Scheduler instance.
+	id := config.InstanceID("scheduler")
+	store := dynamo.NewStore(dynamodb.NewFromConfig(awsCfg), ordersTable).As("scheduler " + id)
 	alerter := sns.NewAlerter(awssns.NewFromConfig(awsCfg), topicARN)
 	requests := sqs.NewRequests(awssqs.NewFromConfig(awsCfg), queues)
 	svc := scheduler.New(scheduler.Config{
-		// One execution environment is one Scheduler instance.
-		InstanceID: config.InstanceID("scheduler"),
+		InstanceID: id,
 		Store:      store,
 		Dispatcher: dispatch.New(requests, store, workflow.ClaimWithin, time.Now, log, m),
 		Notifier:   alerting.NewNotifier(alerter, store, time.Now),

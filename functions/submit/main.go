@@ -40,9 +40,9 @@ func main() {
 	requests := sqs.NewRequests(awssqs.NewFromConfig(awsCfg), queues)
 	svc := api.NewService(api.Config{
 		InstanceID: config.InstanceID("submit"),
-		Store:      store,
-		Controls:   control.New(store, workflow, time.Now),
-		Dispatcher: dispatch.New(requests, store, workflow.ClaimWithin, time.Now, log, m),
+		Store:      store.As("submit"),
+		Controls:   control.New(store.As("api"), workflow, time.Now),
+		Dispatcher: dispatch.New(requests, store.As("submit"), workflow.ClaimWithin, time.Now, log, m),
 		Workflow:   workflow,
 		Now:        time.Now,
 		Log:        log,

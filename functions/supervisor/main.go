@@ -38,7 +38,7 @@ func main() {
 		log.Error("cannot start", "error", err)
 		os.Exit(1)
 	}
-	store := dynamo.NewStore(dynamodb.NewFromConfig(awsCfg), ordersTable)
+	store := dynamo.NewStore(dynamodb.NewFromConfig(awsCfg), ordersTable).As("supervisor")
 	alerter := sns.NewAlerter(awssns.NewFromConfig(awsCfg), topicARN)
 	svc := supervisor.New(supervisor.Config{
 		Store:    store,

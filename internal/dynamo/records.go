@@ -40,6 +40,8 @@ type orderRecord struct {
 	// Cancel is set when the client cancelled the order: the step in
 	// flight may finish, nothing new starts, and done work is undone.
 	Cancel bool `dynamodbav:"Cancel,omitempty"`
+	// By names the actor of the latest write, for the history.
+	By string `dynamodbav:"By,omitempty"`
 	// Unclaimed names the active step while it is Pending and unlocked. It
 	// is what the stream filter matches, so only those changes invoke the
 	// Scheduler.
@@ -85,6 +87,7 @@ const (
 	attrLastError    = "LastError"
 	attrUpdated      = "Updated"
 	attrCancel       = "Cancel"
+	attrBy           = "By"
 	attrSteps        = "Steps"
 	dueIndexName     = resources.DueIndexName
 )

@@ -38,6 +38,17 @@ type Store struct {
 	client Client
 	table  string
 	shards int
+	// actor, when set, is stamped on every write (the item's By), so the
+	// order's history says who made each change.
+	actor string
+}
+
+// As returns a store whose writes are stamped as made by actor: "submit",
+// "scheduler <id>", "supervisor", "agent <name>", "api".
+func (s *Store) As(actor string) *Store {
+	c := *s
+	c.actor = actor
+	return &c
 }
 
 // NewStore returns a store over the orders table.
@@ -54,7 +65,9 @@ func (s *Store) Shards() int { return s.shards }
 // order with an error wrapping order.ErrExists; the failed condition hands
 // back the stored item, so telling a replay from a conflict needs no read.
 func (s *Store) CreateOrder(ctx context.Context, o order.Order, steps []order.StepState) (order.Order, error) {
-	item, err := attributevalue.MarshalMap(newOrderRecord(o, steps, s.shards))
+	rec := newOrderRecord(o, steps, s.shards)
+	rec.By = s.actor
+	item, err := attributevalue.MarshalMap(rec)
 	if err != nil {
 		return order.Order{}, fmt.Errorf("marshal order %s: %w", o.ID, err)
 	}
@@ -149,6 +162,9 @@ func (e *staleError) Unwrap() error { return order.ErrStale }
 // A failed condition returns an error wrapping order.ErrStale that holds
 // the item as it was (a *staleError).
 func (s *Store) update(ctx context.Context, orderID string, cond expression.ConditionBuilder, upd expression.UpdateBuilder) (orderRecord, error) {
+	if s.actor != "" {
+		upd = upd.Set(expression.Name(attrBy), expression.Value(s.actor))
+	}
 	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
 	if err != nil {
 		return orderRecord{}, fmt.Errorf("build update: %w", err)

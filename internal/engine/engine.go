@@ -163,8 +163,8 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 	e.Stack = stack
 	e.Store = dynamo.NewStore(e.fns.DynamoDB, catalog.Orders.Name)
 	e.API = api.NewService(api.Config{
-		InstanceID: "submit-local-" + rand.Text()[:6], Store: e.Store,
-		Controls:   control.New(e.Store, workflow, time.Now),
+		InstanceID: "submit-local-" + rand.Text()[:6], Store: e.Store.As("submit"),
+		Controls:   control.New(e.Store.As("api"), workflow, time.Now),
 		Dispatcher: e.dispatcher("submit"), Workflow: workflow, Now: time.Now,
 		Log: cfg.Log.With("service", "submit"), Metrics: e.metrics("submit"),
 	})
@@ -209,7 +209,7 @@ func (e *Engine) Clients() provision.Clients { return e.clients }
 // dispatcher sends claimed steps' requests on behalf of a function.
 func (e *Engine) dispatcher(service string) *dispatch.Dispatcher {
 	requests := sqs.NewRequests(e.fns.SQS, e.Stack.RequestQueueURLs())
-	return dispatch.New(requests, e.Store, e.cfg.Timing.ClaimWithin, time.Now,
+	return dispatch.New(requests, e.Store.As(service), e.cfg.Timing.ClaimWithin, time.Now,
 		e.cfg.Log.With("service", service), e.metrics(service))
 }
 
@@ -235,7 +235,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	workflow := order.OrderWorkflow(e.cfg.Timing)
 	alerter := sns.NewAlerter(e.fns.SNS, e.Stack.AlertTopicARN)
-	notifier := alerting.NewNotifier(alerter, e.Store, time.Now)
+	notifier := alerting.NewNotifier(alerter, e.Store.As("scheduler"), time.Now)
 
 	// API Gateway in front of the submission function.
 	apiServer := &http.Server{
@@ -261,7 +261,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		now := e.clock(i, e.cfg.Schedulers)
 		id := fmt.Sprintf("scheduler-local-%d-%s", i, rand.Text()[:6])
 		sched := scheduler.New(scheduler.Config{
-			InstanceID: id, Store: e.Store, Dispatcher: e.dispatcher("scheduler"), Notifier: notifier,
+			InstanceID: id, Store: e.Store.As("scheduler " + id), Dispatcher: e.dispatcher("scheduler " + id), Notifier: notifier,
 			Workflow: workflow, Now: now, Log: e.cfg.Log.With("service", "scheduler", "clock_offset", time.Until(now()).Round(time.Millisecond).String()), Metrics: e.metrics("scheduler"),
 		})
 		streamCfg := localrun.StreamConfig{StreamARN: e.Stack.StreamARN, Timeout: resources.SchedulerTimeout}
@@ -298,7 +298,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		q := e.Stack.RequestQueues[name]
 		ag := agent.New(agent.Config{
 			Name: name, Remote: caller, Replies: replier, Backoff: e.cfg.AgentBackoff, ReplyMargin: agent.DefaultReplyMargin,
-			TryTimeout: agent.DefaultTryTimeout, Deadlines: e.Store, Workflow: workflow, Holder: holder,
+			TryTimeout: agent.DefaultTryTimeout, Deadlines: e.Store.As("agent " + name), Workflow: workflow, Holder: holder,
 			Now: e.clock(i, len(agentNames)), Log: e.cfg.Log.With("service", "agent"), Metrics: e.metrics(name + "-agent"),
 		})
 		var handle SQSHandler = ag.Handle
@@ -320,7 +320,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		now := e.clock(i, supervisors)
 		log := e.cfg.Log.With("service", "supervisor", "clock_offset", time.Until(now()).Round(time.Millisecond).String())
 		sup := supervisor.New(supervisor.Config{
-			Store: e.Store, Notifier: alerting.NewNotifier(alerter, e.Store, now),
+			Store: e.Store.As("supervisor"), Notifier: alerting.NewNotifier(alerter, e.Store.As("supervisor"), now),
 			Backlogs: sqs.NewBacklogs(e.fns.SQS, e.Stack.RequestQueueURLs(), e.Stack.ResponseQueue.URL), Workflow: workflow,
 			Now: now, Log: log, Metrics: e.metrics("supervisor"),
 		})

@@ -74,7 +74,7 @@ func NewWorld(t testing.TB, timing order.Timing) *World {
 		w.Log = slog.New(slog.NewTextHandler(testWriter{t}, nil))
 	}
 	w.API = api.NewService(api.Config{
-		InstanceID: "submit-test", Store: w.Store, Controls: control.New(w.Store, wf, w.Clock.Now), Dispatcher: w.Dispatcher(), Workflow: wf,
+		InstanceID: "submit-test", Store: w.Store.As("submit"), Controls: control.New(w.Store.As("api"), wf, w.Clock.Now), Dispatcher: w.Dispatcher(), Workflow: wf,
 		Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard(),
 	})
 	w.Alerts = SubscribeAlerts(t, clients, stack.AlertTopicARN)
@@ -130,8 +130,8 @@ func (w *World) BrokenDispatcher() *dispatch.Dispatcher {
 func (w *World) Scheduler(id string, tweaks ...func(*scheduler.Config)) *scheduler.Service {
 	alerter := sns.NewAlerter(w.Clients.SNS, w.Stack.AlertTopicARN)
 	cfg := scheduler.Config{
-		InstanceID: id, Store: w.Store, Dispatcher: w.Dispatcher(),
-		Notifier: alerting.NewNotifier(alerter, w.Store, w.Clock.Now),
+		InstanceID: id, Store: w.Store.As("scheduler " + id), Dispatcher: w.Dispatcher(),
+		Notifier: alerting.NewNotifier(alerter, w.Store.As("scheduler "+id), w.Clock.Now),
 		Workflow: w.Workflow, Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard(),
 	}
 	for _, tweak := range tweaks {
@@ -144,7 +144,7 @@ func (w *World) Scheduler(id string, tweaks ...func(*scheduler.Config)) *schedul
 func (w *World) Supervisor(tweaks ...func(*supervisor.Config)) *supervisor.Service {
 	alerter := sns.NewAlerter(w.Clients.SNS, w.Stack.AlertTopicARN)
 	cfg := supervisor.Config{
-		Store: w.Store, Notifier: alerting.NewNotifier(alerter, w.Store, w.Clock.Now),
+		Store: w.Store.As("supervisor"), Notifier: alerting.NewNotifier(alerter, w.Store.As("supervisor"), w.Clock.Now),
 		Backlogs: sqs.NewBacklogs(w.Clients.SQS, w.Stack.RequestQueueURLs(), w.Stack.ResponseQueue.URL),
 		Workflow: w.Workflow, Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard(),
 	}
