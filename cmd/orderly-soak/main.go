@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -97,6 +98,7 @@ func run(log *slog.Logger) error {
 		Clients: *clients, BurstShare: *burst, Rate: *rate, KillEvery: *killEvery, Bound: *bound, Log: log, RuntimeLog: runtimeLog,
 	}, soak.Env{Clients: provision.Clients{
 		DynamoDB: dynamodb.NewFromConfig(awsCfg), SQS: sqs.NewFromConfig(awsCfg), SNS: sns.NewFromConfig(awsCfg),
+		EventBridge: eventbridge.NewFromConfig(awsCfg),
 	}, Stage: stage, Ledger: ledger})
 	if err != nil {
 		return err

@@ -36,12 +36,14 @@ func main() {
 		os.Exit(1)
 	}
 	m := metrics.New(os.Stdout, "submit")
-	store := dynamo.NewStore(dynamodb.NewFromConfig(awsCfg), ordersTable)
+	db := dynamodb.NewFromConfig(awsCfg)
+	store := dynamo.NewStore(db, ordersTable)
 	requests := sqs.NewRequests(awssqs.NewFromConfig(awsCfg), queues)
 	svc := api.NewService(api.Config{
 		InstanceID: config.InstanceID("submit"),
 		Store:      store.As("submit"),
 		Controls:   control.New(store.As("api"), workflow, time.Now),
+		History:    dynamo.NewHistory(db, env.Required(resources.EnvHistoryTable)),
 		Dispatcher: dispatch.New(requests, store.As("submit"), workflow.ClaimWithin, time.Now, log, m),
 		Workflow:   workflow,
 		Now:        time.Now,

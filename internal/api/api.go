@@ -37,6 +37,11 @@ type Controls interface {
 	Redrive(ctx context.Context, id, action string) (order.Order, error)
 }
 
+// History reads an order's history.
+type History interface {
+	List(ctx context.Context, orderID string) ([]order.Transition, error)
+}
+
 // Dispatcher sends the first step's request, which submission claims.
 type Dispatcher interface {
 	Send(ctx context.Context, o order.Order, st order.StepState)
@@ -54,6 +59,10 @@ const (
 	// ResourceRedrive is an operator's redrive of any order in Error; in
 	// AWS a separate IAM permission guards it.
 	ResourceRedrive = "/orders/{id}/redrive"
+	// ResourceHistory is the caller's order's history; operators read
+	// any order's on ResourceOperatorHistory.
+	ResourceHistory         = "/orders/{id}/history"
+	ResourceOperatorHistory = "/ops/orders/{id}/history"
 )
 
 // Service handles API Gateway proxy requests.
@@ -61,6 +70,7 @@ type Service struct {
 	id         string // LockedBy of the first steps this instance claims
 	store      Store
 	controls   Controls
+	history    History
 	dispatcher Dispatcher
 	workflow   order.Workflow
 	now        func() time.Time
@@ -73,6 +83,7 @@ type Config struct {
 	InstanceID string
 	Store      Store
 	Controls   Controls
+	History    History
 	Dispatcher Dispatcher
 	Workflow   order.Workflow
 	Now        func() time.Time
@@ -82,7 +93,7 @@ type Config struct {
 
 // NewService returns the submission service.
 func NewService(c Config) *Service {
-	return &Service{id: c.InstanceID, store: c.Store, controls: c.Controls, dispatcher: c.Dispatcher, workflow: c.Workflow,
+	return &Service{id: c.InstanceID, store: c.Store, controls: c.Controls, history: c.History, dispatcher: c.Dispatcher, workflow: c.Workflow,
 		now: c.Now, log: c.Log, metrics: c.Metrics}
 }
 
@@ -132,8 +143,12 @@ func (s *Service) Handle(ctx context.Context, req events.APIGatewayProxyRequest)
 		resp, err = s.cancel(ctx, req)
 	case resource == ResourceRedrive && req.HTTPMethod == http.MethodPost:
 		resp, err = s.redrive(ctx, req)
+	case resource == ResourceHistory && req.HTTPMethod == http.MethodGet:
+		resp, err = s.showHistory(ctx, req, false)
+	case resource == ResourceOperatorHistory && req.HTTPMethod == http.MethodGet:
+		resp, err = s.showHistory(ctx, req, true)
 	case resource == ResourceOrders || resource == ResourceOrder || resource == ResourceOperatorOrder ||
-		resource == ResourceCancel || resource == ResourceRedrive:
+		resource == ResourceCancel || resource == ResourceRedrive || resource == ResourceHistory || resource == ResourceOperatorHistory:
 		err = fmt.Errorf("%s %s: %w", req.HTTPMethod, resource, errMethod)
 	default:
 		err = fmt.Errorf("no route for %s %s: %w", req.HTTPMethod, excerpt(req.Path), errNoRoute)
@@ -273,6 +288,43 @@ func (s *Service) redrive(ctx context.Context, req events.APIGatewayProxyRequest
 	}
 	s.log.InfoContext(ctx, "order redriven by an operator", "order_id", o.ID, "status", o.Status, "operator", operator, "action", r.Action)
 	return accepted(o, false), nil
+}
+
+// HistoryView is the body of GET /orders/{id}/history.
+type HistoryView struct {
+	OrderID string             `json:"orderId"`
+	Status  order.Status       `json:"status"`
+	History []order.Transition `json:"history"`
+}
+
+// showHistory lists every transition of an order and its steps, in order:
+// to the caller that submitted it, or, on the operator route, to anyone
+// API Gateway let through.
+func (s *Service) showHistory(ctx context.Context, req events.APIGatewayProxyRequest, operator bool) (events.APIGatewayProxyResponse, error) {
+	caller, err := callerOf(req)
+	if err != nil {
+		return events.APIGatewayProxyResponse{}, err
+	}
+	id := orderIDOf(req)
+	notFound := fmt.Errorf("no order has that id: %w", order.ErrNotFound)
+	if !order.ValidID(id) {
+		return events.APIGatewayProxyResponse{}, notFound
+	}
+	o, _, err := s.store.GetOrder(ctx, id)
+	if errors.Is(err, order.ErrNotFound) || (err == nil && !operator && o.Caller != caller) {
+		return events.APIGatewayProxyResponse{}, notFound
+	}
+	if err != nil {
+		return events.APIGatewayProxyResponse{}, err
+	}
+	ts, err := s.history.List(ctx, id)
+	if err != nil {
+		return events.APIGatewayProxyResponse{}, err
+	}
+	if ts == nil {
+		ts = []order.Transition{}
+	}
+	return jsonResponse(http.StatusOK, HistoryView{OrderID: id, Status: o.Status, History: ts}), nil
 }
 
 // replay answers a submission whose Idempotency-Key was seen before: the
@@ -443,6 +495,10 @@ func resourceOf(path string) string {
 		return ""
 	case action == "":
 		return tmpl
+	case action == "history" && prefix != "":
+		return ResourceOperatorHistory
+	case action == "history":
+		return ResourceHistory
 	case prefix != "":
 		return ""
 	case action == "cancel":

@@ -25,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	awssns "github.com/aws/aws-sdk-go-v2/service/sns"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
@@ -35,10 +36,12 @@ import (
 	"orderly/internal/control"
 	"orderly/internal/dispatch"
 	"orderly/internal/dynamo"
+	orderlyeb "orderly/internal/eventbridge"
 	"orderly/internal/localrun"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
 	"orderly/internal/provision"
+	"orderly/internal/recorder"
 	"orderly/internal/remote"
 	"orderly/internal/resources"
 	"orderly/internal/scheduler"
@@ -117,6 +120,8 @@ type Engine struct {
 	apiLn   net.Listener
 	simLn   net.Listener
 	Sim     *simulator.Server
+	// History is the history table the recorder writes.
+	History *dynamo.History
 	remote  string
 	clients provision.Clients // provisioning and the local event sources
 	fns     provision.Clients // the functions
@@ -138,13 +143,16 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 		DynamoDB: dynamodb.NewFromConfig(awsCfg),
 		SQS:      awssqs.NewFromConfig(awsCfg),
 		SNS:      awssns.NewFromConfig(awsCfg),
+		// Provisioning only: the recorder's publisher is made from fnCfg.
+		EventBridge: eventbridge.NewFromConfig(awsCfg),
 	}, streams: dynamodbstreams.NewFromConfig(awsCfg)}
 	fnCfg := awsCfg.Copy()
 	fnCfg.APIOptions = append(slices.Clone(fnCfg.APIOptions), cfg.APIOptions...)
 	e.fns = provision.Clients{
-		DynamoDB: dynamodb.NewFromConfig(fnCfg),
-		SQS:      awssqs.NewFromConfig(fnCfg),
-		SNS:      awssns.NewFromConfig(fnCfg),
+		DynamoDB:    dynamodb.NewFromConfig(fnCfg),
+		SQS:         awssqs.NewFromConfig(fnCfg),
+		SNS:         awssns.NewFromConfig(fnCfg),
+		EventBridge: eventbridge.NewFromConfig(fnCfg),
 	}
 
 	workflow := order.OrderWorkflow(cfg.Timing)
@@ -162,9 +170,11 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 	}
 	e.Stack = stack
 	e.Store = dynamo.NewStore(e.fns.DynamoDB, catalog.Orders.Name)
+	e.History = dynamo.NewHistory(e.fns.DynamoDB, catalog.History.Name)
 	e.API = api.NewService(api.Config{
 		InstanceID: "submit-local-" + rand.Text()[:6], Store: e.Store.As("submit"),
 		Controls:   control.New(e.Store.As("api"), workflow, time.Now),
+		History:    e.History,
 		Dispatcher: e.dispatcher("submit"), Workflow: workflow, Now: time.Now,
 		Log: cfg.Log.With("service", "submit"), Metrics: e.metrics("submit"),
 	})
@@ -245,6 +255,8 @@ func (e *Engine) Run(ctx context.Context) error {
 			{Method: http.MethodGet, Resource: api.ResourceOperatorOrder},
 			{Method: http.MethodPost, Resource: api.ResourceCancel},
 			{Method: http.MethodPost, Resource: api.ResourceRedrive},
+			{Method: http.MethodGet, Resource: api.ResourceHistory},
+			{Method: http.MethodGet, Resource: api.ResourceOperatorHistory},
 		}, e.cfg.Log.With("service", "apigateway")),
 		ReadHeaderTimeout: 5 * time.Second,
 	}
@@ -254,6 +266,24 @@ func (e *Engine) Run(ctx context.Context) error {
 		add("simulator", serve(simServer, e.simLn))
 		defer e.Sim.Close()
 	}
+
+	// The recorder: the orders table's stream, unfiltered, into the
+	// history and the event bus.
+	rec := recorder.New(e.History, orderlyeb.NewPublisher(e.fns.EventBridge, e.Stack.Catalog.EventBus),
+		e.cfg.Log.With("service", "recorder"), e.metrics("recorder"))
+	recCfg := localrun.StreamConfig{StreamARN: e.Stack.StreamARN, Timeout: resources.RecorderTimeout}
+	if e.cfg.StateDir != "" {
+		checkpoints, err := localrun.NewFileCheckpoints(filepath.Join(e.cfg.StateDir, e.cfg.Stage+"-recorder-stream.json"), e.Stack.StreamARN)
+		if err != nil {
+			return fmt.Errorf("recorder stream checkpoints: %w", err)
+		}
+		recCfg.Checkpoints = checkpoints
+	}
+	recStream, err := localrun.NewStreamPoller(e.streams, recCfg, rec.HandleStream, e.cfg.Log.With("service", "stream", "consumer", "recorder"))
+	if err != nil {
+		return fmt.Errorf("recorder stream poller: %w", err)
+	}
+	add("recorder", recStream.Run)
 
 	// Schedulers: each consumes the orders table's stream and the
 	// response queue.

@@ -52,6 +52,8 @@ const (
 	// its circuit was open.
 	RequestsHeld   = "RequestsHeld"
 	PoisonMessages = "PoisonMessages"
+	// StatusEvents counts status events the recorder published.
+	StatusEvents = "StatusEvents"
 )
 
 // Recorder writes EMF records for one service (function).

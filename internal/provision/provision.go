@@ -15,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -36,6 +38,9 @@ type Stack struct {
 	RequestQueues map[string]Queue // by agent
 	ResponseQueue Queue
 	AlertTopicARN string
+	// StatusQueue receives the event bus's status events (a rule on the
+	// bus targets it), for watching them locally.
+	StatusQueue Queue
 }
 
 // Env returns the environment variables the functions read.
@@ -44,6 +49,8 @@ func (s Stack) Env() map[string]string {
 		resources.EnvOrdersTable:      s.Catalog.Orders.Name,
 		resources.EnvResponseQueueURL: s.ResponseQueue.URL,
 		resources.EnvAlertTopicARN:    s.AlertTopicARN,
+		resources.EnvHistoryTable:     s.Catalog.History.Name,
+		resources.EnvEventBus:         s.Catalog.EventBus,
 	}
 	for agent, q := range s.RequestQueues {
 		env[resources.EnvRequestQueueURL(agent)] = q.URL
@@ -62,9 +69,10 @@ func (s Stack) RequestQueueURLs() map[string]string {
 
 // Clients are the SDK clients provisioning uses.
 type Clients struct {
-	DynamoDB *dynamodb.Client
-	SQS      *sqs.Client
-	SNS      *sns.Client
+	DynamoDB    *dynamodb.Client
+	SQS         *sqs.Client
+	SNS         *sns.Client
+	EventBridge *eventbridge.Client
 }
 
 // Create provisions every resource of the catalog.
@@ -90,20 +98,58 @@ func Create(ctx context.Context, c Clients, cat resources.Catalog) (Stack, error
 		return st, fmt.Errorf("create topic %s: %w", cat.AlertTopic, err)
 	}
 	st.AlertTopicARN = aws.ToString(topic.TopicArn)
+	if _, err := createTable(ctx, c.DynamoDB, cat.History); err != nil {
+		return st, err
+	}
+	if st.StatusQueue, err = createQueue(ctx, c.SQS, cat.StatusQueue); err != nil {
+		return st, err
+	}
+	if err := createBus(ctx, c.EventBridge, cat, st.StatusQueue.ARN); err != nil {
+		return st, err
+	}
 	return st, nil
+}
+
+// createBus creates the event bus and a rule that sends every status event
+// to queueARN.
+func createBus(ctx context.Context, client *eventbridge.Client, cat resources.Catalog, queueARN string) error {
+	_, err := client.CreateEventBus(ctx, &eventbridge.CreateEventBusInput{Name: aws.String(cat.EventBus)})
+	var exists *ebtypes.ResourceAlreadyExistsException
+	if err != nil && !errors.As(err, &exists) {
+		return fmt.Errorf("create event bus %s: %w", cat.EventBus, err)
+	}
+	rule := cat.StatusQueue.Name
+	pattern, _ := json.Marshal(map[string]any{"source": []string{resources.EventSource}})
+	if _, err := client.PutRule(ctx, &eventbridge.PutRuleInput{Name: aws.String(rule), EventBusName: aws.String(cat.EventBus),
+		EventPattern: aws.String(string(pattern))}); err != nil {
+		return fmt.Errorf("create rule %s: %w", rule, err)
+	}
+	_, err = client.PutTargets(ctx, &eventbridge.PutTargetsInput{Rule: aws.String(rule), EventBusName: aws.String(cat.EventBus),
+		Targets: []ebtypes.Target{{Id: aws.String("status-queue"), Arn: aws.String(queueARN)}}})
+	if err != nil {
+		return fmt.Errorf("target rule %s at %s: %w", rule, queueARN, err)
+	}
+	return nil
 }
 
 // Delete removes every resource of the catalog; tests use it to clean up.
 func Delete(ctx context.Context, c Clients, st Stack) error {
 	var errs []error
-	for _, t := range []string{st.Catalog.Orders.Name} {
+	for _, t := range []string{st.Catalog.Orders.Name, st.Catalog.History.Name} {
 		_, err := c.DynamoDB.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(t)})
 		var nf *dbtypes.ResourceNotFoundException
 		if err != nil && !errors.As(err, &nf) {
 			errs = append(errs, fmt.Errorf("delete table %s: %w", t, err))
 		}
 	}
-	queues := []Queue{st.ResponseQueue}
+	if st.Catalog.EventBus != "" && c.EventBridge != nil {
+		rule := aws.String(st.Catalog.StatusQueue.Name)
+		bus := aws.String(st.Catalog.EventBus)
+		_, _ = c.EventBridge.RemoveTargets(ctx, &eventbridge.RemoveTargetsInput{Rule: rule, EventBusName: bus, Ids: []string{"status-queue"}})
+		_, _ = c.EventBridge.DeleteRule(ctx, &eventbridge.DeleteRuleInput{Name: rule, EventBusName: bus})
+		_, _ = c.EventBridge.DeleteEventBus(ctx, &eventbridge.DeleteEventBusInput{Name: bus})
+	}
+	queues := []Queue{st.ResponseQueue, st.StatusQueue}
 	for _, q := range st.RequestQueues {
 		queues = append(queues, q)
 	}

@@ -18,6 +18,9 @@ const (
 	// AttrUnclaimed is present while the active step waits for a
 	// Scheduler's claim; the stream filter selects on it.
 	AttrUnclaimed = "Unclaimed"
+	// AttrSeq orders an order's history items: the stream sequence number
+	// of the change each records.
+	AttrSeq = "Seq"
 )
 
 // AttrType is a DynamoDB key attribute type.
@@ -94,6 +97,7 @@ const (
 	SchedulerTimeout  = 30 * time.Second
 	SupervisorTimeout = 60 * time.Second
 	AgentTimeout      = 150 * time.Second
+	RecorderTimeout   = 30 * time.Second
 )
 
 // Event source settings, for the CDK stack and the cost model.
@@ -111,6 +115,9 @@ const (
 	// so each remote service sees at most RequestBatchSize × the agent's
 	// maximum concurrency calls at once.
 	RequestBatchSize = 10
+	// RecorderBatchSize stream records per recorder invocation; the
+	// recorder sees every change of every order.
+	RecorderBatchSize = 100
 )
 
 // Function memory sizes in MB. Every function spends most of its time
@@ -120,6 +127,7 @@ const (
 	SchedulerMemoryMB  = 256
 	AgentMemoryMB      = 256
 	SupervisorMemoryMB = 256
+	RecorderMemoryMB   = 256
 )
 
 // Queue settings. AWS advises a visibility timeout of at least six times
@@ -153,7 +161,22 @@ type Catalog struct {
 	RequestQueues map[string]Queue // by agent name
 	ResponseQueue Queue
 	AlertTopic    string
+	// History holds every order's transitions, one item per change, which
+	// the recorder writes from the orders table's stream.
+	History Table
+	// EventBus receives an event for every order status change.
+	EventBus string
+	// StatusQueue is where the local runtime routes the bus's events, so
+	// a developer can watch them; on AWS, clients add rules of their own.
+	StatusQueue Queue
 }
+
+// Event source and detail-type prefix of status events: detail-type is
+// "Order " + the status, e.g. "Order Processed".
+const (
+	EventSource     = "orderly"
+	EventTypePrefix = "Order "
+)
 
 // New returns the catalog for a stage (e.g. "dev", "prod", "local") and the
 // given agents. Names are prefixed "orderly-<stage>-".
@@ -184,6 +207,13 @@ func New(stage string, agents []string) Catalog {
 		RequestQueues: map[string]Queue{},
 		ResponseQueue: queue("responses", SchedulerTimeout),
 		AlertTopic:    name("alerts"),
+		History: Table{
+			Name:         name("history"),
+			PartitionKey: Key{AttrOrderID, String},
+			SortKey:      &Key{AttrSeq, String},
+		},
+		EventBus:    name("events"),
+		StatusQueue: queue("status-events", RecorderTimeout),
 	}
 	for _, a := range agents {
 		c.RequestQueues[a] = queue(a+"-requests", AgentTimeout)
@@ -198,6 +228,8 @@ const (
 	EnvOrdersTable      = "ORDERS_TABLE"
 	EnvResponseQueueURL = "RESPONSE_QUEUE_URL"
 	EnvAlertTopicARN    = "ALERT_TOPIC_ARN"
+	EnvHistoryTable     = "HISTORY_TABLE"
+	EnvEventBus         = "EVENT_BUS_NAME"
 )
 
 // EnvRequestQueueURL names the variable holding an agent's request queue
@@ -207,7 +239,7 @@ func EnvRequestQueueURL(agent string) string {
 }
 
 // Tables lists the catalog's tables.
-func (c Catalog) Tables() []Table { return []Table{c.Orders} }
+func (c Catalog) Tables() []Table { return []Table{c.Orders, c.History} }
 
 // KeyNames lists the table's primary key attributes.
 func (t Table) KeyNames() []string {

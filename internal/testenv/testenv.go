@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -75,9 +76,10 @@ func Provision(t testing.TB, cfg aws.Config, cat resources.Catalog) (provision.S
 // Clients builds SDK clients from cfg.
 func Clients(cfg aws.Config) provision.Clients {
 	return provision.Clients{
-		DynamoDB: dynamodb.NewFromConfig(cfg),
-		SQS:      sqs.NewFromConfig(cfg),
-		SNS:      sns.NewFromConfig(cfg),
+		DynamoDB:    dynamodb.NewFromConfig(cfg),
+		SQS:         sqs.NewFromConfig(cfg),
+		SNS:         sns.NewFromConfig(cfg),
+		EventBridge: eventbridge.NewFromConfig(cfg),
 	}
 }
 

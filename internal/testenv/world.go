@@ -74,7 +74,8 @@ func NewWorld(t testing.TB, timing order.Timing) *World {
 		w.Log = slog.New(slog.NewTextHandler(testWriter{t}, nil))
 	}
 	w.API = api.NewService(api.Config{
-		InstanceID: "submit-test", Store: w.Store.As("submit"), Controls: control.New(w.Store.As("api"), wf, w.Clock.Now), Dispatcher: w.Dispatcher(), Workflow: wf,
+		InstanceID: "submit-test", Store: w.Store.As("submit"), Controls: control.New(w.Store.As("api"), wf, w.Clock.Now),
+		History: dynamo.NewHistory(clients.DynamoDB, stack.Catalog.History.Name), Dispatcher: w.Dispatcher(), Workflow: wf,
 		Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard(),
 	})
 	w.Alerts = SubscribeAlerts(t, clients, stack.AlertTopicARN)

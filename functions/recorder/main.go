@@ -1,0 +1,36 @@
+// Command recorder is the recorder Lambda, invoked by the orders table's
+// stream: it writes each order's history and publishes its status events.
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	awseventbridge "github.com/aws/aws-sdk-go-v2/service/eventbridge"
+
+	"orderly/internal/config"
+	"orderly/internal/dynamo"
+	"orderly/internal/eventbridge"
+	"orderly/internal/metrics"
+	"orderly/internal/recorder"
+	"orderly/internal/resources"
+)
+
+func main() {
+	log := config.Logger("recorder")
+	env := config.FromOS()
+	historyTable := env.Required(resources.EnvHistoryTable)
+	bus := env.Required(resources.EnvEventBus)
+	awsCfg, err := config.Load(context.Background(), env)
+	if err != nil {
+		log.Error("cannot start", "error", err)
+		os.Exit(1)
+	}
+	svc := recorder.New(
+		dynamo.NewHistory(dynamodb.NewFromConfig(awsCfg), historyTable),
+		eventbridge.NewPublisher(awseventbridge.NewFromConfig(awsCfg), bus),
+		log, metrics.New(os.Stdout, "recorder"))
+	lambda.Start(svc.HandleStream)
+}

@@ -1,0 +1,170 @@
+package dynamo
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"orderly/internal/order"
+)
+
+// Change is one write to an order, read from the table's stream: what it
+// changed, entry by entry, and the status change it made, if any.
+type Change struct {
+	OrderID     string
+	Transitions []order.Transition
+	Status      *order.StatusChange
+}
+
+// ChangeOf reads a stream record of the orders table (NEW_AND_OLD_IMAGES).
+// Every write to an order is one record, so the changes of all its records
+// are, in sequence, the order's exact history. A removal changes nothing.
+func ChangeOf(rec events.DynamoDBEventRecord) (Change, error) {
+	if rec.EventName == string(events.DynamoDBOperationTypeRemove) || len(rec.Change.NewImage) == 0 {
+		return Change{}, nil
+	}
+	now, err := recordOf(rec.Change.NewImage)
+	if err != nil {
+		return Change{}, fmt.Errorf("new image: %w", err)
+	}
+	var before *orderRecord
+	if len(rec.Change.OldImage) > 0 {
+		old, err := recordOf(rec.Change.OldImage)
+		if err != nil {
+			return Change{}, fmt.Errorf("old image: %w", err)
+		}
+		before = &old
+	}
+	c := Change{OrderID: now.OrderID, Transitions: diff(before, now)}
+	if before == nil || before.Status != now.Status {
+		c.Status = statusChange(before, now, rec.Change.SequenceNumber)
+	}
+	return c, nil
+}
+
+func recordOf(image map[string]events.DynamoDBAttributeValue) (orderRecord, error) {
+	item := make(map[string]types.AttributeValue, len(image))
+	for k, v := range image {
+		av, err := fromEvent(v)
+		if err != nil {
+			return orderRecord{}, fmt.Errorf("attribute %s: %w", k, err)
+		}
+		item[k] = av
+	}
+	return unmarshal(item)
+}
+
+// diff lists what a write changed, from the item before (nil for the
+// submission) to the item after.
+func diff(before *orderRecord, now orderRecord) []order.Transition {
+	at, by := fromMillis(now.UpdatedAt), now.By
+	var out []order.Transition
+	add := func(t order.Transition) {
+		t.At, t.By = at, by
+		out = append(out, t)
+	}
+	if before == nil {
+		add(order.Transition{Record: -1, Event: "status", To: now.Status, Reason: "submitted"})
+		for i, s := range now.Steps {
+			if s.State != string(order.NotStarted) {
+				add(order.Transition{Record: i, Step: s.Step, Undo: s.Undo, Event: "state", From: string(order.NotStarted), To: s.State, Attempt: s.Attempt})
+			}
+		}
+		return out
+	}
+	if before.Status != now.Status {
+		t := order.Transition{Record: -1, Event: "status", From: before.Status, To: now.Status}
+		if now.LastError != before.LastError {
+			t.Reason = now.LastError
+		}
+		add(t)
+	}
+	if now.Cancel && !before.Cancel {
+		add(order.Transition{Record: -1, Event: "cancel requested", Reason: "the client cancelled the order"})
+	}
+	for i := range max(len(before.Steps), len(now.Steps)) {
+		if i >= len(now.Steps) {
+			o := before.Steps[i]
+			add(order.Transition{Record: i, Step: o.Step, Undo: o.Undo, Event: "removed", From: o.State, Attempt: o.Attempt,
+				Reason: "an operator's redrive runs the failed step again instead"})
+			continue
+		}
+		n := now.Steps[i]
+		t := order.Transition{Record: i, Step: n.Step, Undo: n.Undo, Attempt: n.Attempt}
+		if i >= len(before.Steps) {
+			t.Event, t.To = "state", n.State
+			t.Reason = "appended to undo the work done"
+			add(t)
+			continue
+		}
+		o := before.Steps[i]
+		if n.LastError != o.LastError {
+			t.Reason = n.LastError
+		}
+		switch {
+		case o.State != n.State || o.Attempt != n.Attempt:
+			t.Event, t.From, t.To = "state", o.State, n.State
+			if n.Reference != "" && n.Reference != o.Reference {
+				t.Reason = "reference " + n.Reference
+			}
+		case n.Heartbeats > o.Heartbeats:
+			t.Event = "heartbeat"
+			t.Reason = fmt.Sprintf("deadline moved to %s (heartbeat %d)", fromMillis(n.CompleteBy).Format(time.RFC3339Nano), n.Heartbeats)
+		case n.Deferrals > o.Deferrals:
+			t.Event = "deferred"
+		case n.Nudges > o.Nudges:
+			t.Event = "re-announced"
+		default:
+			continue
+		}
+		add(t)
+	}
+	switch active := now.Active; {
+	case now.AlertPending && (!before.AlertPending || before.AlertKind != now.AlertKind):
+		add(alertTransition(now, active, "alert recorded", now.AlertKind))
+	case before.AlertPending && !now.AlertPending && sameRecord(before, now):
+		add(alertTransition(now, before.Active, "alert sent", before.AlertKind))
+	}
+	return out
+}
+
+// sameRecord reports whether a write left the active record's state as it
+// was: an alert cleared by such a write was sent, not made moot.
+func sameRecord(before *orderRecord, now orderRecord) bool {
+	if before.Active == nil || now.Active == nil || *before.Active != *now.Active {
+		return before.Active == nil && now.Active == nil
+	}
+	i := *now.Active
+	return i < len(before.Steps) && i < len(now.Steps) && before.Steps[i].State == now.Steps[i].State &&
+		before.Steps[i].Attempt == now.Steps[i].Attempt
+}
+
+func alertTransition(r orderRecord, active *int, event, kind string) order.Transition {
+	t := order.Transition{Record: -1, Event: event, Reason: kind}
+	if active != nil && *active < len(r.Steps) {
+		s := r.Steps[*active]
+		t.Record, t.Step, t.Undo, t.Attempt = *active, s.Step, s.Undo, s.Attempt
+	}
+	return t
+}
+
+// statusChange is the event of an order's new status.
+func statusChange(before *orderRecord, now orderRecord, seq string) *order.StatusChange {
+	c := &order.StatusChange{ID: now.OrderID + "/" + seq, OrderID: now.OrderID, CustomerID: now.CustomerID,
+		Status: order.Status(now.Status), NotificationTarget: now.NotificationTarget, At: fromMillis(now.UpdatedAt)}
+	if before != nil {
+		c.Previous = order.Status(before.Status)
+	}
+	switch c.Status {
+	case order.StatusCompensating, order.StatusFailed, order.StatusError:
+		c.Reason = now.LastError
+		for _, s := range now.Steps {
+			if s.State == string(order.Failed) || s.State == string(order.Error) {
+				c.FailedStep = s.Step
+			}
+		}
+	}
+	return c
+}

@@ -1,0 +1,57 @@
+// Package eventbridge is the EventBridge adapter: it publishes order
+// status changes on the stack's event bus, where clients subscribe with
+// rules of their own.
+package eventbridge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+
+	"orderly/internal/order"
+	"orderly/internal/resources"
+)
+
+// Client is the part of the EventBridge API the publisher uses.
+type Client interface {
+	PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, optFns ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error)
+}
+
+// Publisher puts status events on one bus.
+type Publisher struct {
+	client Client
+	bus    string
+}
+
+// NewPublisher returns a publisher for the bus.
+func NewPublisher(client Client, bus string) *Publisher {
+	return &Publisher{client: client, bus: bus}
+}
+
+// Publish puts one status change on the bus: source "orderly",
+// detail-type "Order <status>", the change as detail.
+func (p *Publisher) Publish(ctx context.Context, c order.StatusChange) error {
+	detail, err := json.Marshal(c)
+	if err != nil {
+		return fmt.Errorf("encode status event of order %s: %w", c.OrderID, err)
+	}
+	out, err := p.client.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: []types.PutEventsRequestEntry{{
+		EventBusName: aws.String(p.bus),
+		Source:       aws.String(resources.EventSource),
+		DetailType:   aws.String(resources.EventTypePrefix + string(c.Status)),
+		Detail:       aws.String(string(detail)),
+		Resources:    []string{},
+	}}})
+	if err != nil {
+		return fmt.Errorf("publish status %s of order %s: %w", c.Status, c.OrderID, err)
+	}
+	if out.FailedEntryCount > 0 && len(out.Entries) > 0 {
+		e := out.Entries[0]
+		return fmt.Errorf("publish status %s of order %s: %s: %s", c.Status, c.OrderID, aws.ToString(e.ErrorCode), aws.ToString(e.ErrorMessage))
+	}
+	return nil
+}

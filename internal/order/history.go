@@ -1,0 +1,43 @@
+package order
+
+import "time"
+
+// Transition is one change of an order, or of one of its records, as the
+// order's history shows it: who changed what from which state to which,
+// on which attempt, and why.
+type Transition struct {
+	At time.Time `json:"at" dynamodbav:"At"`
+	// Record is the index in the order's list of steps (workflow steps,
+	// then undo records); -1 is the order itself.
+	Record int    `json:"record" dynamodbav:"R"`
+	Step   string `json:"step,omitempty" dynamodbav:"S,omitempty"`
+	Undo   bool   `json:"undo,omitempty" dynamodbav:"U,omitempty"`
+	// Event is what happened: "status" (the order's), "state" (a
+	// record's), "heartbeat", "deferred", "re-announced", "cancel
+	// requested", "alert recorded", "alert sent", "removed".
+	Event   string `json:"event" dynamodbav:"E"`
+	From    string `json:"from,omitempty" dynamodbav:"F,omitempty"`
+	To      string `json:"to,omitempty" dynamodbav:"T,omitempty"`
+	Attempt int    `json:"attempt,omitempty" dynamodbav:"A,omitempty"`
+	// By is the actor that made the change: submit, scheduler <id>,
+	// supervisor, agent <name>, api (a client's cancel, an operator's
+	// redrive).
+	By     string `json:"by,omitempty" dynamodbav:"B,omitempty"`
+	Reason string `json:"reason,omitempty" dynamodbav:"W,omitempty"`
+}
+
+// StatusChange is an order's move to a new status, published as an event
+// for clients.
+type StatusChange struct {
+	// ID identifies the change, for consumers that drop duplicates
+	// (delivery is at least once).
+	ID                 string    `json:"eventId"`
+	OrderID            string    `json:"orderId"`
+	CustomerID         string    `json:"customerId"`
+	Status             Status    `json:"status"`
+	Previous           Status    `json:"previousStatus,omitempty"`
+	FailedStep         string    `json:"failedStep,omitempty"`
+	Reason             string    `json:"reason,omitempty"`
+	NotificationTarget string    `json:"notificationTarget,omitempty"`
+	At                 time.Time `json:"at"`
+}

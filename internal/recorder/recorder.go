@@ -1,0 +1,117 @@
+// Package recorder turns the orders table's stream into the order's
+// history and its status events. Every write to an order is one stream
+// record with the item before and after it, so the changes it lists are
+// exact and complete, and the stream is the outbox: a status change whose
+// event was not yet published when the recorder crashed is delivered again
+// (at least once), never lost. The state writes themselves pay nothing for
+// either.
+package recorder
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"orderly/internal/dynamo"
+	"orderly/internal/metrics"
+	"orderly/internal/order"
+	"orderly/internal/resources"
+)
+
+// History stores an order's transitions.
+type History interface {
+	Record(ctx context.Context, orderID, seq string, ts []order.Transition) error
+}
+
+// Publisher publishes a status change.
+type Publisher interface {
+	Publish(ctx context.Context, c order.StatusChange) error
+}
+
+// maxParallel bounds how many orders one invocation works on at once.
+const maxParallel = 10
+
+// Service is the recorder.
+type Service struct {
+	history   History
+	publisher Publisher
+	log       *slog.Logger
+	metrics   *metrics.Recorder
+}
+
+// New returns a recorder.
+func New(h History, p Publisher, log *slog.Logger, m *metrics.Recorder) *Service {
+	return &Service{history: h, publisher: p, log: log, metrics: m}
+}
+
+// HandleStream records every change of the batch: its transitions in the
+// history, then its status change on the bus. Records of one order are
+// handled in order, different orders in parallel. When a record fails,
+// the earliest failed record is reported and Lambda retries from it;
+// history writes are idempotent, and events are at least once.
+func (s *Service) HandleStream(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	groups := map[string][]int{}
+	var keys []string
+	for i, rec := range ev.Records {
+		key := rec.EventID
+		if k, ok := rec.Change.Keys[resources.AttrOrderID]; ok && k.DataType() == events.DataTypeString {
+			key = k.String()
+		}
+		if _, seen := groups[key]; !seen {
+			keys = append(keys, key)
+		}
+		groups[key] = append(groups[key], i)
+	}
+	failed := make([]bool, len(ev.Records))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, maxParallel)
+	for _, key := range keys {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			for _, i := range groups[key] {
+				if err := s.record(ctx, ev.Records[i]); err != nil {
+					s.log.ErrorContext(ctx, "change not recorded; it will be retried", "order_id", key,
+						"sequence_number", ev.Records[i].Change.SequenceNumber, "error", err)
+					failed[i] = true
+					return // later changes of this order wait for the retry
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i, f := range failed {
+		if f {
+			return events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{
+				{ItemIdentifier: ev.Records[i].Change.SequenceNumber},
+			}}, nil
+		}
+	}
+	return events.DynamoDBEventResponse{}, nil
+}
+
+func (s *Service) record(ctx context.Context, rec events.DynamoDBEventRecord) error {
+	c, err := dynamo.ChangeOf(rec)
+	if err != nil {
+		// An image we cannot read will not get better by retrying.
+		s.log.ErrorContext(ctx, "unreadable stream record skipped", "event_id", rec.EventID,
+			"sequence_number", rec.Change.SequenceNumber, "error", err)
+		s.metrics.Count(metrics.PoisonMessages, 1, "source", "recorder")
+		return nil
+	}
+	if len(c.Transitions) > 0 {
+		if err := s.history.Record(ctx, c.OrderID, rec.Change.SequenceNumber, c.Transitions); err != nil {
+			return err
+		}
+	}
+	if c.Status != nil {
+		if err := s.publisher.Publish(ctx, *c.Status); err != nil {
+			return fmt.Errorf("status event: %w", err)
+		}
+		s.metrics.Count(metrics.StatusEvents, 1, "status", string(c.Status.Status))
+	}
+	return nil
+}
