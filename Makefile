@@ -5,7 +5,7 @@ SHELL := /bin/bash
 
 EMULATORS      := localstack/emulators.sh
 WITH_EMULATORS := bash localstack/with-emulators.sh
-FUNCTIONS      := submit scheduler agent supervisor
+FUNCTIONS := submit scheduler agent supervisor recorder
 # The jsii runtime behind the CDK's Go bindings still runs on Node 20 but
 # prints a banner about its end of life on every synthesis.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20

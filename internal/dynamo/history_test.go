@@ -1,0 +1,85 @@
+package dynamo
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
+
+func TestDiffListsWhatAWriteChanged(t *testing.T) {
+	one := 0
+	three := 3
+	base := func() orderRecord {
+		return orderRecord{OrderID: "O", Status: "Processing", By: "supervisor", UpdatedAt: 1000, Active: &one,
+			Steps: []stepRecord{{Step: "a", State: "Processing", Attempt: 1, CompleteBy: 5000}, {Step: "b", State: "NotStarted"}}}
+	}
+	tests := []struct {
+		name   string
+		change func(r *orderRecord)
+		want   []string
+	}{
+		{"nothing but DueAt", func(r *orderRecord) { r.DueAt = 9 }, nil},
+		{"a retry", func(r *orderRecord) {
+			r.Steps[0].State, r.Steps[0].FailureCount, r.Steps[0].LastError = "Pending", 1, "attempt 1 timed out"
+		}, []string{"0 state Processing>Pending attempt 1 (attempt 1 timed out)"}},
+		{"a heartbeat", func(r *orderRecord) { r.Steps[0].Heartbeats, r.Steps[0].CompleteBy = 1, 8000 }, []string{"0 heartbeat > attempt 1"}},
+		{"a deferral", func(r *orderRecord) {
+			r.Steps[0].Deferrals, r.Steps[0].LastError = 1, "backlog"
+		}, []string{"0 deferred > attempt 1 (backlog)"}},
+		{"a re-announcement with an alert", func(r *orderRecord) {
+			r.Steps[0].State = "Pending"
+			r.Steps[0].Nudges, r.AlertPending, r.AlertKind = 3, true, "StepUnclaimed"
+		}, []string{"0 state Processing>Pending attempt 1", "0 alert recorded > attempt 1 (StepUnclaimed)"}},
+		{"a cancel", func(r *orderRecord) { r.Cancel, r.Status = true, "Cancelling" }, []string{
+			"-1 status Processing>Cancelling", "-1 cancel requested > (the client cancelled the order)"}},
+		{"undo records appended", func(r *orderRecord) {
+			r.Status, r.Active = "Compensating", &three
+			r.Steps[0].State = "Failed"
+			r.Steps = append(r.Steps, stepRecord{Step: "x"}, stepRecord{Step: "a", Undo: true, State: "Processing", Attempt: 1})
+		}, []string{"-1 status Processing>Compensating", "0 state Processing>Failed attempt 1", "2 state >", "3 state >Processing attempt 1 (appended to undo the work done)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before, now := base(), base()
+			now.Steps = slices.Clone(before.Steps)
+			tt.change(&now)
+			var got []string
+			for _, tr := range diff(&before, now) {
+				s := fmt.Sprintf("%d %s %s>%s", tr.Record, tr.Event, tr.From, tr.To)
+				if tr.Attempt > 0 {
+					s += fmt.Sprintf(" attempt %d", tr.Attempt)
+				}
+				if tr.Reason != "" && tr.Event != "heartbeat" && tr.Record != 2 {
+					s += " (" + tr.Reason + ")"
+				}
+				if tr.By != "supervisor" {
+					t.Errorf("transition %+v: by %q, want the write's actor", tr, tr.By)
+				}
+				got = append(got, s)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("diff:\n%q\nwant:\n%q", got, tt.want)
+			}
+		})
+	}
+}
+
+// An alert cleared while the record stays as it was was sent; one cleared
+// by a claim was answered, not sent.
+func TestDiffTellsASentAlertFromAnAnsweredOne(t *testing.T) {
+	one := 0
+	before := orderRecord{OrderID: "O", Status: "Error", Active: &one, AlertPending: true, AlertKind: "UndoFailed",
+		Steps: []stepRecord{{Step: "a", State: "Error", Attempt: 2}}}
+	sent := before
+	sent.AlertPending, sent.AlertKind = false, ""
+	if got := diff(&before, sent); len(got) != 1 || got[0].Event != "alert sent" || got[0].Reason != "UndoFailed" {
+		t.Errorf("cleared alert: %+v, want one 'alert sent'", got)
+	}
+	claimed := sent
+	claimed.Steps = []stepRecord{{Step: "a", State: "Processing", Attempt: 3}}
+	for _, tr := range diff(&before, claimed) {
+		if tr.Event == "alert sent" {
+			t.Errorf("a claim's cleared alert counted as sent: %+v", tr)
+		}
+	}
+}
