@@ -85,8 +85,11 @@ func newAPI(s *Stack) awsapigateway.RestApi {
 	byID.AddResource(jsii.String("redrive"), nil).AddMethod(jsii.String("POST"), integration, getByID)
 	// Operators read any caller's order here; a caller reads only its own
 	// on /orders/{id}. IAM tells them apart: see the two policies below.
-	api.Root().AddResource(jsii.String("ops"), nil).AddResource(jsii.String("orders"), nil).
-		AddResource(jsii.String("{id}"), nil).AddMethod(jsii.String("GET"), integration, getByID)
+	byID.AddResource(jsii.String("history"), nil).AddMethod(jsii.String("GET"), integration, getByID)
+	opsByID := api.Root().AddResource(jsii.String("ops"), nil).AddResource(jsii.String("orders"), nil).
+		AddResource(jsii.String("{id}"), nil)
+	opsByID.AddMethod(jsii.String("GET"), integration, getByID)
+	opsByID.AddResource(jsii.String("history"), nil).AddMethod(jsii.String("GET"), integration, getByID)
 
 	invoke := func(paths ...string) awsiam.PolicyDocument {
 		arns := make([]*string, len(paths))

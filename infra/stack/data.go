@@ -8,14 +8,14 @@ import (
 	"orderly/internal/resources"
 )
 
-// data holds the orders table: each order and its steps' states, its
-// stream and the due index.
+// data holds the orders table (each order and its steps' states, its
+// stream and the due index) and the history table the recorder writes.
 type data struct {
-	orders awsdynamodb.Table
+	orders, history awsdynamodb.Table
 }
 
 func newData(s *Stack) *data {
-	return &data{orders: table(s, "OrdersTable", s.cat.Orders)}
+	return &data{orders: table(s, "OrdersTable", s.cat.Orders), history: table(s, "HistoryTable", s.cat.History)}
 }
 
 // table builds an on-demand, point-in-time-recoverable table from its

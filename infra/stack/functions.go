@@ -19,8 +19,8 @@ import (
 
 // functions holds the Lambda functions, keyed for alarms and tests.
 type functions struct {
-	submit, scheduler, supervisor awslambda.Function
-	agents                        map[string]awslambda.Function
+	submit, scheduler, supervisor, recorder awslambda.Function
+	agents                                  map[string]awslambda.Function
 	// all lists every function with a short name, in a stable order.
 	all []named
 }
@@ -58,6 +58,8 @@ func newFunctions(s *Stack) *functions {
 	f.submit = f.lambda(s, "Submit", "submit", resources.SubmitTimeout, resources.SubmitMemoryMB, merge(tables, timing,
 		map[string]*string{resources.EnvRequestQueueURL(first): m.requests[first].QueueUrl()}))
 	allow(f.submit, d.orders.TableArn(), "dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem")
+	// It reads an order's history for GET /orders/{id}/history.
+	allow(f.submit, d.history.TableArn(), "dynamodb:Query")
 	allow(f.submit, m.requests[first].QueueArn(), "sqs:SendMessage")
 
 	// Scheduler: applies replies and claims each next step in one
@@ -138,6 +140,28 @@ func newFunctions(s *Stack) *functions {
 	allow(f.supervisor, jsii.String(*d.orders.TableArn()+"/index/"+resources.DueIndexName), "dynamodb:Query")
 	allow(f.supervisor, d.orders.TableArn(), "dynamodb:BatchGetItem", "dynamodb:UpdateItem")
 	f.publishAlerts(s, f.supervisor)
+
+	// Recorder: every change of every order, from the stream, into the
+	// history table and, for a status change, onto the event bus. The
+	// stream is its outbox: a record is retried until both are done, and
+	// never dropped for age while the stream keeps it (24 hours).
+	f.recorder = f.lambda(s, "Recorder", "recorder", resources.RecorderTimeout, resources.RecorderMemoryMB, map[string]*string{
+		resources.EnvHistoryTable: jsii.String(s.cat.History.Name),
+		resources.EnvEventBus:     m.bus.EventBusName(),
+	})
+	allow(f.recorder, d.history.TableArn(), "dynamodb:PutItem")
+	allow(f.recorder, m.bus.EventBusArn(), "events:PutEvents")
+	f.recorder.AddEventSource(awslambdaeventsources.NewDynamoEventSource(d.orders, &awslambdaeventsources.DynamoEventSourceProps{
+		StartingPosition:        awslambda.StartingPosition_TRIM_HORIZON,
+		BatchSize:               jsii.Number(resources.RecorderBatchSize),
+		BisectBatchOnError:      jsii.Bool(true),
+		ReportBatchItemFailures: jsii.Bool(true),
+		// Retries and record age are left unbounded (the defaults): its
+		// Errors alarm says when it is stuck.
+		Filters: &[]*map[string]interface{}{awslambda.FilterCriteria_Filter(&map[string]interface{}{
+			"eventName": awslambda.FilterRule_Or(jsii.String("INSERT"), jsii.String("MODIFY")),
+		})},
+	}))
 	return f
 }
 

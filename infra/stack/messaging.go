@@ -2,6 +2,7 @@ package stack
 
 import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
@@ -24,6 +25,9 @@ type messaging struct {
 	streamFailures, scheduleFailures awssqs.Queue
 	topic                            awssns.Topic
 	topicKey                         awskms.Key
+	// bus receives every order status change; clients subscribe with
+	// rules of their own.
+	bus awsevents.EventBus
 }
 
 func newMessaging(s *Stack) *messaging {
@@ -32,6 +36,7 @@ func newMessaging(s *Stack) *messaging {
 		m.requests[agent] = m.queue(s, "RequestQueue"+title(agent), s.cat.RequestQueues[agent])
 	}
 	m.responses = m.queue(s, "ResponseQueue", s.cat.ResponseQueue)
+	m.bus = awsevents.NewEventBus(s.Stack, jsii.String("EventBus"), &awsevents.EventBusProps{EventBusName: jsii.String(s.cat.EventBus)})
 	m.streamFailures = m.deadLetter(s, "StreamFailures", "orderly-"+s.props.Stage+"-stream-failures")
 	m.scheduleFailures = m.deadLetter(s, "ScheduleFailures", "orderly-"+s.props.Stage+"-schedule-failures")
 

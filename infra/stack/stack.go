@@ -188,6 +188,7 @@ func New(scope constructs.Construct, id string, props Props) (*Stack, error) {
 	awscdk.NewCfnOutput(s.Stack, jsii.String("ClientPolicyArn"), &awscdk.CfnOutputProps{Value: s.clientPolicy.ManagedPolicyArn(), Description: jsii.String("attach to roles that submit and read their own orders")})
 	awscdk.NewCfnOutput(s.Stack, jsii.String("OperatorPolicyArn"), &awscdk.CfnOutputProps{Value: s.operatorPolicy.ManagedPolicyArn(), Description: jsii.String("attach to operators' roles: read any order on /ops/orders/{id}")})
 	awscdk.NewCfnOutput(s.Stack, jsii.String("AlertTopicArn"), &awscdk.CfnOutputProps{Value: s.msg.topic.TopicArn(), Description: jsii.String("operator alerts and alarms")})
+	awscdk.NewCfnOutput(s.Stack, jsii.String("EventBusName"), &awscdk.CfnOutputProps{Value: s.msg.bus.EventBusName(), Description: jsii.String("order status events (source orderly, detail-type \"Order <status>\"): add a rule to your own target")})
 	out("OrdersTableName", s.cat.Orders.Name, "orders table: each order with its steps' states")
 	out("ResponseQueueName", s.cat.ResponseQueue.Name, "agents' replies")
 	for _, agent := range s.agents() {
