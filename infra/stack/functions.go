@@ -156,8 +156,11 @@ func newFunctions(s *Stack) *functions {
 		BatchSize:               jsii.Number(resources.RecorderBatchSize),
 		BisectBatchOnError:      jsii.Bool(true),
 		ReportBatchItemFailures: jsii.Bool(true),
-		// Retries and record age are left unbounded (the defaults): its
-		// Errors alarm says when it is stuck.
+		// Retries and record age are left unbounded (the defaults), so a
+		// record is retried while the stream keeps it; its Errors alarm
+		// says when it is stuck, and one that expires is reported to the
+		// stream-failures queue, which alarms too.
+		OnFailure: awslambdaeventsources.NewSqsDlq(m.streamFailures),
 		Filters: &[]*map[string]interface{}{awslambda.FilterCriteria_Filter(&map[string]interface{}{
 			"eventName": awslambda.FilterRule_Or(jsii.String("INSERT"), jsii.String("MODIFY")),
 		})},

@@ -35,7 +35,7 @@ const (
 	whyStandaloneDLQ = "this queue is itself a dead-letter destination (stream event source on-failure / EventBridge target DLQ), " +
 		"referenced outside any SQS redrive policy"
 	whyIAMAuth     = "the API uses IAM (SigV4) authorization on every method: callers are AWS principals, not Cognito users"
-	whyOrderIDs    = "order ids are made per request, so reading orders is granted on the GET method of every id under the route"
+	whyOrderIDs    = "order ids are made per request, so reading, cancelling or redriving orders is granted on that method of every id under the route"
 	whyAPILogsRole = "API Gateway's account-level logging role needs AmazonAPIGatewayPushToCloudWatchLogs, " +
 		"the AWS-documented policy for execution logs"
 )
@@ -109,8 +109,10 @@ func suppress(s *Stack) {
 	}
 	add(s.api, true, "AwsSolutions-COG4", whyIAMAuth)
 	// The stage's logical id changes with the stage name, hence regexes.
-	add(s.clientPolicy, false, "AwsSolutions-IAM5", whyOrderIDs, `/^Resource::arn:.*:execute-api:.*\/GET\/orders\/\*$/`)
-	add(s.operatorPolicy, false, "AwsSolutions-IAM5", whyOrderIDs, `/^Resource::arn:.*:execute-api:.*\/GET\/ops\/orders\/\*$/`)
+	add(s.clientPolicy, false, "AwsSolutions-IAM5", whyOrderIDs, `/^Resource::arn:.*:execute-api:.*\/GET\/orders\/\*$/`,
+		`/^Resource::arn:.*:execute-api:.*\/POST\/orders\/\*\/cancel$/`)
+	add(s.operatorPolicy, false, "AwsSolutions-IAM5", whyOrderIDs, `/^Resource::arn:.*:execute-api:.*\/GET\/ops\/orders\/\*$/`,
+		`/^Resource::arn:.*:execute-api:.*\/POST\/orders\/\*\/redrive$/`)
 	add(s.api, true, "AwsSolutions-IAM4", whyAPILogsRole,
 		"Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs")
 }

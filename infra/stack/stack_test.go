@@ -91,25 +91,26 @@ func props(r map[string]any) map[string]any {
 
 func TestResourceCounts(t *testing.T) {
 	want := map[string]int{
-		"AWS::Lambda::Function":             6, // submit, scheduler, supervisor, three agents
-		"AWS::Lambda::EventSourceMapping":   5, // stream + replies to the scheduler, one queue per agent
-		"AWS::IAM::Role":                    7, // one per function, plus API Gateway's logging role
-		"AWS::Logs::LogGroup":               7, // one per function, plus API access logs
-		"AWS::DynamoDB::Table":              1,
+		"AWS::Lambda::Function":             7, // submit, scheduler, supervisor, recorder, three agents
+		"AWS::Lambda::EventSourceMapping":   6, // stream + replies to the scheduler, the stream to the recorder, one queue per agent
+		"AWS::IAM::Role":                    8, // one per function, plus API Gateway's logging role
+		"AWS::Logs::LogGroup":               8, // one per function, plus API access logs
+		"AWS::DynamoDB::Table":              2, // orders, history
 		"AWS::SQS::Queue":                   10, // 4 queues, their 4 DLQs, stream and schedule failures
 		"AWS::SQS::QueuePolicy":             10, // TLS-only, one per queue
 		"AWS::SNS::Topic":                   1,
 		"AWS::KMS::Key":                     1,
+		"AWS::Events::EventBus":             1,
 		"AWS::ApiGateway::RestApi":          1,
-		"AWS::ApiGateway::Method":           3, // POST /orders, GET /orders/{id}, GET /ops/orders/{id}
+		"AWS::ApiGateway::Method":           7, // POST /orders, GET /orders/{id}, its history, cancel and redrive, GET /ops/orders/{id} and its history
 		"AWS::IAM::ManagedPolicy":           2, // the client and operator policies
 		"AWS::ApiGateway::RequestValidator": 1,
 		"AWS::ApiGateway::Model":            1,
 		"AWS::ApiGateway::GatewayResponse":  1,
 		"AWS::Events::Rule":                 1,
-		// 6 DLQs + 4 queue ages + 6 functions × (errors, throttles) + failed
-		// orders + 3 agents' open circuit breakers
-		"AWS::CloudWatch::Alarm": 6 + 4 + 12 + 1 + 3,
+		// 6 DLQs + 4 queue ages + 7 functions × (errors, throttles) +
+		// orders in Error + 3 agents' open circuit breakers
+		"AWS::CloudWatch::Alarm": 6 + 4 + 14 + 1 + 3,
 	}
 	for typ, n := range want {
 		template.ResourceCountIs(jsii.String(typ), jsii.Number(n))
