@@ -59,6 +59,9 @@ type Usage struct {
 	// StreamInvocations counts table changes that pass the Scheduler's
 	// stream filter: each is a record Lambda delivers.
 	StreamInvocations int
+	// StreamRecords counts every change of a streamed table: each is a
+	// record the recorder reads.
+	StreamRecords int
 	// RequestMessages and ReplyMessages count SQS messages sent to the
 	// agents' request queues and to the response queue.
 	RequestMessages int
@@ -289,8 +292,11 @@ func (m *Meter) record(ctx context.Context, op Op, params, result any, callErr e
 		now := after[i]
 		m.usage.TableWrites += m.writeCost(max(ItemSize(before), ItemSize(now)), w.transactional)
 		m.usage.IndexWrites += m.indexWrites(m.tables[w.table], before, now)
-		if m.tables[w.table].Stream && passes(m.tables[w.table].StreamFilter, now) {
-			m.usage.StreamInvocations++
+		if m.tables[w.table].Stream {
+			m.usage.StreamRecords++
+			if passes(m.tables[w.table].StreamFilter, now) {
+				m.usage.StreamInvocations++
+			}
 		}
 		if now == nil {
 			delete(m.images, id)

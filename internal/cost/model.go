@@ -23,6 +23,7 @@ type Prices struct {
 		RESTRequests        float64 `json:"apiGatewayRestRequests"`
 		HTTPRequests        float64 `json:"apiGatewayHttpRequests"`
 		SNSPublishes        float64 `json:"snsPublishes"`
+		EventBridgeEvents   float64 `json:"eventBridgeCustomEvents"`
 		StandardTransitions float64 `json:"stepFunctionsStandardTransitions"`
 		ExpressRequests     float64 `json:"stepFunctionsExpressRequests"`
 		ExpressGBSeconds    float64 `json:"stepFunctionsExpressGBSeconds"`
@@ -93,6 +94,9 @@ type PerOrder struct {
 	RequestMessages   float64
 	ReplyMessages     float64
 	StreamInvocations float64
+	// StreamRecords are the orders table's changes, every one of which
+	// the recorder reads.
+	StreamRecords float64
 	// LogBytes is what the functions logged, measured.
 	LogBytes float64
 	// ConditionFailures are the writes per order whose condition failed,
@@ -108,7 +112,7 @@ func Divide(u Usage, orders, apiRequests int, logBytes int64) PerOrder {
 		Orders: orders, APIRequests: float64(apiRequests) / n, Calls: map[Op]float64{},
 		TableWrites: u.TableWrites / n, IndexWrites: u.IndexWrites / n, Reads: u.Reads / n,
 		RequestMessages: float64(u.RequestMessages) / n, ReplyMessages: float64(u.ReplyMessages) / n,
-		StreamInvocations: float64(u.StreamInvocations) / n, LogBytes: float64(logBytes) / n,
+		StreamInvocations: float64(u.StreamInvocations) / n, StreamRecords: float64(u.StreamRecords) / n, LogBytes: float64(logBytes) / n,
 	}
 	for op, c := range u.Calls {
 		if c > 0 {
@@ -164,7 +168,7 @@ type Estimate struct {
 
 // Function memory sizes, in MB, as the stack deploys them.
 type Memory struct {
-	Submit, Scheduler, Agent float64
+	Submit, Scheduler, Agent, Recorder float64
 }
 
 // Estimate prices per-order usage at a load with the given API type.
@@ -186,7 +190,8 @@ func (p Prices) Estimate(u PerOrder, load Load, mem Memory, httpAPI bool) Estima
 	agentInv := u.RequestMessages / load.SQSBatch
 	replyInv := u.ReplyMessages / load.SQSBatch
 	streamInv := u.StreamInvocations / load.StreamBatch
-	invocations := u.APIRequests + agentInv + replyInv + streamInv
+	recorderInv := u.StreamRecords / load.StreamBatch
+	invocations := u.APIRequests + agentInv + replyInv + streamInv + recorderInv
 	add("Lambda invocations", invocations, "invocations", per.LambdaRequests)
 
 	// GB-seconds: a message's time, shared by a batch worked in parallel.
@@ -197,7 +202,8 @@ func (p Prices) Estimate(u PerOrder, load Load, mem Memory, httpAPI bool) Estima
 	secs := func(ms float64) float64 { return ms / 1000 }
 	gbs := u.APIRequests*secs(a.HandlerMillis["submit"])*mem.Submit/1024 +
 		(u.ReplyMessages+u.StreamInvocations)*share*secs(a.HandlerMillis["scheduler"])*mem.Scheduler/1024 +
-		u.RequestMessages*share*secs(a.HandlerMillis["agent"]+a.RemoteCallMillis)*mem.Agent/1024
+		u.RequestMessages*share*secs(a.HandlerMillis["agent"]+a.RemoteCallMillis)*mem.Agent/1024 +
+		u.StreamRecords*share*secs(a.HandlerMillis["recorder"])*mem.Recorder/1024
 	add("Lambda duration (arm64)", gbs, "GB-s", per.LambdaGBSeconds)
 
 	// The functions' own SQS requests (sends, the Supervisor's backlog
@@ -217,6 +223,7 @@ func (p Prices) Estimate(u PerOrder, load Load, mem Memory, httpAPI bool) Estima
 	add("DynamoDB writes (index)", u.IndexWrites, "WRU", per.DynamoDBWrites)
 	add("DynamoDB reads", u.Reads, "RRU", per.DynamoDBReads)
 	add("SNS publishes", u.Calls[Op{"SNS", "Publish"}], "publishes", per.SNSPublishes)
+	add("EventBridge status events", u.Calls[Op{"EventBridge", "PutEvents"}], "events", per.EventBridgeEvents)
 
 	logGB := (u.LogBytes + invocations*a.PlatformLogBytesPerInvocation) / (1 << 30)
 	e.Observability = append(e.Observability,

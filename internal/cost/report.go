@@ -14,6 +14,7 @@ import (
 // DeployedMemory is the functions' memory as the stack deploys them.
 var DeployedMemory = Memory{
 	Submit: resources.SubmitMemoryMB, Scheduler: resources.SchedulerMemoryMB, Agent: resources.AgentMemoryMB,
+	Recorder: resources.RecorderMemoryMB,
 }
 
 // Report prints every scenario's requests and costs, Step Functions'
