@@ -47,6 +47,9 @@ type Caller interface {
 // order.ErrHeartbeatLimit when the step allows no more.
 type Deadlines interface {
 	ExtendDeadline(ctx context.Context, st order.StepState, completeBy time.Time, maxHeartbeats int, now time.Time) (order.StepState, error)
+	// GaveUp records that the agent took the attempt's request and gave
+	// it up at its deadline: its timeout is not back-pressure.
+	GaveUp(ctx context.Context, st order.StepState, now time.Time) error
 }
 
 // Holder puts a request back in its agent's queue, delivered again after
@@ -302,9 +305,12 @@ func (s *Service) Process(ctx context.Context, req order.StepRequest) error {
 		return nil
 	default:
 		// Out of time. Silence is the protocol: the Supervisor will see
-		// the expired CompleteBy and retry or fail the step.
+		// the expired CompleteBy and retry or fail the step. It is told
+		// that this request was taken, so that a backlog in the queue
+		// does not make it wait for a request that is not there.
 		log.WarnContext(ctx, "gave up at complete_by; not replying", "error", err)
 		s.metrics.Count(metrics.RepliesWithheld, 1, "order_id", req.OrderID, "step", req.Step)
+		s.gaveUp(ctx, log, req)
 		return nil
 	}
 	if err := s.sendReply(ctx, rep, w.deadline()); err != nil {
@@ -313,6 +319,23 @@ func (s *Service) Process(ctx context.Context, req order.StepRequest) error {
 	}
 	log.InfoContext(ctx, "replied", "outcome", rep.Outcome, "reference", rep.Reference, "reason", rep.Reason)
 	return nil
+}
+
+// gaveUp records a given-up attempt; a failure only costs the Supervisor's
+// deferrals, so it is logged, not retried.
+func (s *Service) gaveUp(ctx context.Context, log *slog.Logger, req order.StepRequest) {
+	if s.deadlines == nil {
+		return
+	}
+	index, _ := req.StepIndex(s.workflow)
+	st := order.StepState{OrderID: req.OrderID, Step: req.Step, Index: index, Undo: req.Undo, Attempt: req.Attempt}
+	// The invocation may be at its end too: the write gets a moment of
+	// its own.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := s.deadlines.GaveUp(ctx, st, s.now()); err != nil && !errors.Is(err, order.ErrStale) {
+		log.WarnContext(ctx, "given-up attempt not recorded", "error", err)
+	}
 }
 
 // canExtend reports whether the agent may move req's deadline on.

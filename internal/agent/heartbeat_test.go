@@ -24,6 +24,7 @@ type fakeDeadlines struct {
 	completeBy time.Time
 	beats      int
 	extensions []time.Time // requested deadlines, in order
+	gaveUp     int
 }
 
 func (f *fakeDeadlines) ExtendDeadline(ctx context.Context, st order.StepState, completeBy time.Time, maxHeartbeats int, now time.Time) (order.StepState, error) {
@@ -39,6 +40,13 @@ func (f *fakeDeadlines) ExtendDeadline(ctx context.Context, st order.StepState, 
 	f.beats++
 	f.completeBy = completeBy
 	return order.StepState{CompleteBy: f.completeBy, Heartbeats: f.beats}, nil
+}
+
+func (f *fakeDeadlines) GaveUp(ctx context.Context, st order.StepState, now time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gaveUp++
+	return nil
 }
 
 func (f *fakeDeadlines) endAttempt() { f.mu.Lock(); f.over = true; f.mu.Unlock() }
@@ -142,10 +150,14 @@ func TestProcessHeartbeatsOnALongCall(t *testing.T) {
 		endAfter  time.Duration // the Supervisor ends the attempt then; 0 never
 		wantReply bool
 		wantBeats int // at least
+		// wantGaveUp: the agent records that it took the request and gave
+		// it up at its deadline, so its timeout is not taken for
+		// back-pressure; an attempt already over needs no such record.
+		wantGaveUp int
 	}{
-		{"a call three windows long succeeds", 900 * time.Millisecond, 20, 0, true, 5},
-		{"the limit ends the call at the last deadline", 2 * time.Second, 2, 0, false, 2},
-		{"an attempt that ended stops the call", 2 * time.Second, 20, 250 * time.Millisecond, false, 1},
+		{"a call three windows long succeeds", 900 * time.Millisecond, 20, 0, true, 5, 0},
+		{"the limit ends the call at the last deadline", 2 * time.Second, 2, 0, false, 2, 1},
+		{"an attempt that ended stops the call", 2 * time.Second, 20, 250 * time.Millisecond, false, 1, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -168,6 +180,12 @@ func TestProcessHeartbeatsOnALongCall(t *testing.T) {
 			}
 			if beats := len(deadlines.requested()); beats < tt.wantBeats {
 				t.Errorf("%d heartbeats, want at least %d", beats, tt.wantBeats)
+			}
+			deadlines.mu.Lock()
+			gaveUp := deadlines.gaveUp
+			deadlines.mu.Unlock()
+			if gaveUp != tt.wantGaveUp {
+				t.Errorf("recorded giving up %d times, want %d", gaveUp, tt.wantGaveUp)
 			}
 			if !tt.wantReply && took > tt.took/2+allowance {
 				t.Errorf("took %s: the call was not stopped", took)

@@ -369,6 +369,17 @@ func (s *Store) ExtendDeadline(ctx context.Context, st order.StepState, complete
 	return order.StepState{}, err
 }
 
+// GaveUp records that the agent working on a Processing step's attempt
+// gave it up at its deadline: it took the request, so a backlog in its
+// queue is no reason to defer the timeout. It sets the attempt's
+// deferrals to order.MaxDeferrals, fenced on the attempt.
+func (s *Store) GaveUp(ctx context.Context, st order.StepState, now time.Time) error {
+	i := st.Index
+	upd := expression.Set(expression.Name(stepAttr(i, "Deferrals")), expression.Value(order.MaxDeferrals))
+	_, _, err := s.transition(ctx, "record the agent gave up", st, i, on(st, order.Processing), touched(upd, i, now))
+	return err
+}
+
 // NudgeStep re-announces a Pending step that nobody claimed by its
 // deadline. Setting Unclaimed again makes a stream record that passes the
 // filter, which invokes a Scheduler again. With alert, the same write

@@ -88,6 +88,8 @@ type Config struct {
 	QueueVisibility time.Duration
 	// AgentBackoff is the agents' retry backoff; zero uses the default.
 	AgentBackoff agent.Backoff
+	// Breaker tunes the agents' circuit breakers; zero uses the default.
+	Breaker agent.Breaker
 	// WrapAgent, when set, wraps each agent's handler; tests use it to
 	// inject crashes the way a dying Lambda would produce them.
 	WrapAgent func(agent string, h SQSHandler) SQSHandler
@@ -113,13 +115,13 @@ type SQSHandler = func(context.Context, events.SQSEvent) (events.SQSEventRespons
 
 // Engine is a running orderly.
 type Engine struct {
-	cfg     Config
-	Stack   provision.Stack
-	Store   *dynamo.Store
-	API     *api.Service
-	apiLn   net.Listener
-	simLn   net.Listener
-	Sim     *simulator.Server
+	cfg   Config
+	Stack provision.Stack
+	Store *dynamo.Store
+	API   *api.Service
+	apiLn net.Listener
+	simLn net.Listener
+	Sim   *simulator.Server
 	// History is the history table the recorder writes.
 	History *dynamo.History
 	remote  string
@@ -328,7 +330,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		q := e.Stack.RequestQueues[name]
 		ag := agent.New(agent.Config{
 			Name: name, Remote: caller, Replies: replier, Backoff: e.cfg.AgentBackoff, ReplyMargin: agent.DefaultReplyMargin,
-			TryTimeout: agent.DefaultTryTimeout, Deadlines: e.Store.As("agent " + name), Workflow: workflow, Holder: holder,
+			TryTimeout: agent.DefaultTryTimeout, Deadlines: e.Store.As("agent " + name), Workflow: workflow, Holder: holder, Breaker: e.cfg.Breaker,
 			Now: e.clock(i, len(agentNames)), Log: e.cfg.Log.With("service", "agent"), Metrics: e.metrics(name + "-agent"),
 		})
 		var handle SQSHandler = ag.Handle
