@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/config"
 
@@ -40,7 +41,10 @@ func run(orders, concurrency int, pricesPath string, httpAPI bool) error {
 	if err != nil {
 		return fmt.Errorf("AWS configuration: %w", err)
 	}
-	results, err := cost.Run(ctx, awsCfg, cost.Options{Stage: "cost", Orders: orders, Concurrency: concurrency})
+	// A stage of its own per run: a table's stream holds every change of
+	// earlier runs, and the recorder would read them again.
+	stage := fmt.Sprintf("cost%d", time.Now().Unix())
+	results, err := cost.Run(ctx, awsCfg, cost.Options{Stage: stage, Orders: orders, Concurrency: concurrency})
 	if err != nil {
 		return err
 	}
