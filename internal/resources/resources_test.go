@@ -42,8 +42,11 @@ func TestCatalog(t *testing.T) {
 	if !c.Orders.Stream || len(c.Orders.StreamFilter.Present) == 0 {
 		t.Errorf("got stream %v with filter %+v, want the orders table streamed and filtered", c.Orders.Stream, c.Orders.StreamFilter)
 	}
-	if got := c.Tables(); len(got) != 1 || got[0].Name != c.Orders.Name {
-		t.Errorf("got tables %+v, want the orders table alone", got)
+	if got := c.Tables(); len(got) != 2 || got[0].Name != c.Orders.Name || got[1].Name != c.History.Name {
+		t.Errorf("got tables %+v, want the orders table and the history table", got)
+	}
+	if h := c.History; h.Stream || h.SortKey == nil || h.SortKey.Name != resources.AttrSeq || h.PartitionKey.Name != resources.AttrOrderID {
+		t.Errorf("got history table %+v, want keyed by order and sequence, not streamed", h)
 	}
 	if got := resources.EnvRequestQueueURL("payment"); got != "REQUEST_QUEUE_URL_PAYMENT" {
 		t.Errorf("got %s", got)
