@@ -154,6 +154,7 @@ func newFunctions(s *Stack) *functions {
 	f.recorder.AddEventSource(awslambdaeventsources.NewDynamoEventSource(d.orders, &awslambdaeventsources.DynamoEventSourceProps{
 		StartingPosition:        awslambda.StartingPosition_TRIM_HORIZON,
 		BatchSize:               jsii.Number(resources.RecorderBatchSize),
+		ParallelizationFactor:   jsii.Number(resources.StreamParallelization),
 		BisectBatchOnError:      jsii.Bool(true),
 		ReportBatchItemFailures: jsii.Bool(true),
 		// Retries and record age are left unbounded (the defaults), so a
