@@ -60,6 +60,34 @@ type Report struct {
 	P99Seconds float64     `json:"p99Seconds"`
 	MaxSeconds float64     `json:"maxSeconds"`
 	Poison     PoisonFacts `json:"poison"`
+	Events     EventFacts  `json:"statusEvents"`
+}
+
+// EventFacts says whether every order's final status was published.
+type EventFacts struct {
+	// Terminal counts terminal orders; Published those with an event
+	// for their final status; Missing lists (some of) the others.
+	Terminal  int      `json:"terminal"`
+	Published int      `json:"published"`
+	Missing   []string `json:"missing,omitempty"`
+}
+
+// eventFacts checks the status events against the final states.
+func eventFacts(orders []acked, final map[string]order.Order, published map[string]map[order.Status]bool) EventFacts {
+	var f EventFacts
+	for _, a := range orders {
+		o, ok := final[a.ID]
+		if !ok || !o.Status.Terminal() {
+			continue
+		}
+		f.Terminal++
+		if published[a.ID][o.Status] {
+			f.Published++
+		} else if len(f.Missing) < 20 {
+			f.Missing = append(f.Missing, fmt.Sprintf("%s: %s", a.ID, o.Status))
+		}
+	}
+	return f
 }
 
 // RunFacts describes the run.
@@ -85,7 +113,7 @@ type PoisonFacts struct {
 // OK reports whether the run kept every promise.
 func (r Report) OK() bool {
 	return r.Lost == 0 && r.DuplicateEffects == 0 && r.EffectsLeftInPlace == 0 && r.WrongOutcomes == 0 && r.ErrorsUnalerted == 0 &&
-		r.Run.Acknowledged == r.Run.Orders && r.Poison.InDeadLetterQueues >= r.Poison.Sent
+		r.Run.Acknowledged == r.Run.Orders && r.Poison.InDeadLetterQueues >= r.Poison.Sent && r.Events.Published == r.Events.Terminal
 }
 
 // account judges every acknowledged order by the evidence: its final
@@ -231,6 +259,7 @@ func (r Report) Print(w io.Writer) {
 	}
 	row("duplicate alerts", r.DuplicateAlerts)
 	row("poison messages sent / in dead-letter queues", fmt.Sprintf("%d / %d", r.Poison.Sent, r.Poison.InDeadLetterQueues))
+	row("terminal orders with a status event", fmt.Sprintf("%d / %d", r.Events.Published, r.Events.Terminal))
 	row("time to terminal p50 / p99 / max", fmt.Sprintf("%.1f s / %.1f s / %.1f s", r.P50Seconds, r.P99Seconds, r.MaxSeconds))
 	row("submitting took / settling took (bound)", fmt.Sprintf("%s / %s (%s)", secs(r.Run.SubmitSeconds), secs(r.Run.SettleSeconds), secs(r.Run.BoundSeconds)))
 }

@@ -98,3 +98,20 @@ func TestAccountCountsDuplicateEffects(t *testing.T) {
 		t.Errorf("duplicate effects = %d, want 2", r.DuplicateEffects)
 	}
 }
+
+// Every terminal order needs an event for its final status; an event for
+// an earlier status is not enough.
+func TestEventFactsWantTheFinalStatusPublished(t *testing.T) {
+	orders := []acked{{ID: "A"}, {ID: "B"}, {ID: "C"}}
+	final := map[string]order.Order{
+		"A": {Status: order.StatusProcessed}, "B": {Status: order.StatusFailed}, "C": {Status: order.StatusProcessing},
+	}
+	published := map[string]map[order.Status]bool{
+		"A": {order.StatusPending: true, order.StatusProcessed: true},
+		"B": {order.StatusPending: true, order.StatusCompensating: true},
+	}
+	f := eventFacts(orders, final, published)
+	if f.Terminal != 2 || f.Published != 1 || len(f.Missing) != 1 {
+		t.Errorf("got %+v, want 2 terminal, 1 published, B missing", f)
+	}
+}

@@ -120,6 +120,11 @@ func Run(ctx context.Context, cfg Config, env Env) (Report, error) {
 		return Report{}, err
 	}
 	cfg.Log.Info("alerts read", "alerts", len(alerts))
+	published, err := statusEvents(ctx, env, cat)
+	if err != nil {
+		return Report{}, err
+	}
+	cfg.Log.Info("status events read", "orders", len(published))
 	effects, err := simulator.ReadLedger(env.Ledger)
 	if err != nil {
 		return Report{}, fmt.Errorf("read the simulator's ledger: %w", err)
@@ -138,6 +143,7 @@ func Run(ctx context.Context, cfg Config, env Env) (Report, error) {
 	}
 	c.mu.Lock()
 	r := account(orders, final, effects, alerts)
+	r.Events = eventFacts(orders, final, published)
 	r.Run = RunFacts{Orders: cfg.Orders, Acknowledged: len(orders), Clients: cfg.Clients, Seed: cfg.Seed,
 		SubmitSeconds: submitted.Seconds(), SettleSeconds: waited.Seconds(), BoundSeconds: cfg.Bound.Seconds(),
 		Starts: c.starts, Kills: c.kills, Crashes: c.crashes}
@@ -330,6 +336,42 @@ func (in *alertInbox) drain(ctx context.Context, final map[string]order.Order, r
 		}
 	}
 	return out, nil
+}
+
+// statusEvents drains the queue a rule on the stage's event bus feeds and
+// returns, per order, the statuses it saw events for.
+func statusEvents(ctx context.Context, env Env, cat resources.Catalog) (map[string]map[order.Status]bool, error) {
+	url, err := env.Clients.SQS.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(cat.StatusQueue.Name)})
+	if err != nil {
+		return nil, fmt.Errorf("status events queue: %w", err)
+	}
+	seen := map[string]map[order.Status]bool{}
+	for quiet := 0; quiet < 3 && ctx.Err() == nil; {
+		got, err := env.Clients.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url.QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+		if err != nil {
+			return nil, fmt.Errorf("read status events: %w", err)
+		}
+		if len(got.Messages) == 0 {
+			quiet++
+			continue
+		}
+		quiet = 0
+		entries := make([]sqstypes.DeleteMessageBatchRequestEntry, 0, len(got.Messages))
+		for i, m := range got.Messages {
+			var ev struct {
+				Detail order.StatusChange `json:"detail"`
+			}
+			if json.Unmarshal([]byte(aws.ToString(m.Body)), &ev) == nil {
+				if seen[ev.Detail.OrderID] == nil {
+					seen[ev.Detail.OrderID] = map[order.Status]bool{}
+				}
+				seen[ev.Detail.OrderID][ev.Detail.Status] = true
+			}
+			entries = append(entries, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
+		}
+		_, _ = env.Clients.SQS.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: url.QueueUrl, Entries: entries})
+	}
+	return seen, nil
 }
 
 // sendPoison puts malformed messages on the response queue and on every
