@@ -72,7 +72,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func submit(t *testing.T, e running, sub order.Submission) string {
+func submit(t testing.TB, e running, sub order.Submission) string {
 	t.Helper()
 	body, _ := json.Marshal(sub)
 	resp, err := http.Post(e.URL()+"/orders", "application/json", bytes.NewReader(body))

@@ -20,7 +20,7 @@ import (
 	"orderly/internal/testenv"
 )
 
-func history(t *testing.T, e running, id string) api.HistoryView {
+func history(t testing.TB, e running, id string) api.HistoryView {
 	t.Helper()
 	resp, err := http.Get(e.URL() + "/orders/" + id + "/history")
 	if err != nil {
