@@ -91,11 +91,11 @@ func props(r map[string]any) map[string]any {
 
 func TestResourceCounts(t *testing.T) {
 	want := map[string]int{
-		"AWS::Lambda::Function":             7, // submit, scheduler, supervisor, recorder, three agents
-		"AWS::Lambda::EventSourceMapping":   6, // stream + replies to the scheduler, the stream to the recorder, one queue per agent
-		"AWS::IAM::Role":                    8, // one per function, plus API Gateway's logging role
-		"AWS::Logs::LogGroup":               8, // one per function, plus API access logs
-		"AWS::DynamoDB::Table":              2, // orders, history
+		"AWS::Lambda::Function":             7,  // submit, scheduler, supervisor, recorder, three agents
+		"AWS::Lambda::EventSourceMapping":   6,  // stream + replies to the scheduler, the stream to the recorder, one queue per agent
+		"AWS::IAM::Role":                    8,  // one per function, plus API Gateway's logging role
+		"AWS::Logs::LogGroup":               8,  // one per function, plus API access logs
+		"AWS::DynamoDB::Table":              2,  // orders, history
 		"AWS::SQS::Queue":                   10, // 4 queues, their 4 DLQs, stream and schedule failures
 		"AWS::SQS::QueuePolicy":             10, // TLS-only, one per queue
 		"AWS::SNS::Topic":                   1,
