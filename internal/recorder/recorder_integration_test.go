@@ -20,16 +20,15 @@ import (
 	"orderly/internal/testenv"
 )
 
-// crashing fails its first publish, as a recorder that crashed between
-// the history write and the publish would.
+// crashing fails every publish while down, as a recorder that crashed
+// between the history write and the publish would.
 type crashing struct {
 	recorder.Publisher
-	failed bool
+	down bool
 }
 
 func (c *crashing) Publish(ctx context.Context, s order.StatusChange) error {
-	if !c.failed {
-		c.failed = true
+	if c.down {
 		return errors.New("recorder crashed before the publish")
 	}
 	return c.Publisher.Publish(ctx, s)
@@ -44,7 +43,7 @@ func TestAStatusEventSurvivesACrashBeforeItsPublish(t *testing.T) {
 	w := testenv.NewWorld(t, order.Timing{Allowance: 10 * time.Second, MaxAllowance: 10 * time.Second, FailureThreshold: 2, ClaimWithin: 5 * time.Second})
 	id := w.Submit(t, order.Submission{CustomerID: "c-1", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}})
 	history := dynamo.NewHistory(w.Clients.DynamoDB, w.Stack.Catalog.History.Name)
-	pub := &crashing{Publisher: eventbridge.NewPublisher(w.Clients.EventBridge, w.Stack.Catalog.EventBus)}
+	pub := &crashing{Publisher: eventbridge.NewPublisher(w.Clients.EventBridge, w.Stack.Catalog.EventBus), down: true}
 	rec := recorder.New(history, pub, slog.New(slog.NewTextHandler(io.Discard, nil)), metrics.Discard())
 
 	ev := w.StreamEvent(t, id)
@@ -53,6 +52,7 @@ func TestAStatusEventSurvivesACrashBeforeItsPublish(t *testing.T) {
 	if err != nil || len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != ev.Records[0].Change.SequenceNumber {
 		t.Fatalf("first delivery: %+v, %v; want the record reported failed", resp, err)
 	}
+	pub.down = false
 	if resp, err = rec.HandleStream(context.Background(), ev); err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("redelivery: %+v, %v; want it recorded", resp, err)
 	}

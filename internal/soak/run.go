@@ -346,7 +346,9 @@ func statusEvents(ctx context.Context, env Env, cat resources.Catalog) (map[stri
 		return nil, fmt.Errorf("status events queue: %w", err)
 	}
 	seen := map[string]map[order.Status]bool{}
-	for quiet := 0; quiet < 3 && ctx.Err() == nil; {
+	// Until the queue stays quiet, or for 3 minutes at most: a recorder
+	// still catching up keeps publishing.
+	for quiet, giveUp := 0, time.Now().Add(3*time.Minute); quiet < 3 && ctx.Err() == nil && time.Now().Before(giveUp); {
 		got, err := env.Clients.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url.QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
 		if err != nil {
 			return nil, fmt.Errorf("read status events: %w", err)

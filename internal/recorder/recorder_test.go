@@ -1,0 +1,64 @@
+package recorder_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"orderly/internal/metrics"
+	"orderly/internal/order"
+	"orderly/internal/recorder"
+)
+
+type flaky struct {
+	fails, calls int
+	published    []order.StatusChange
+}
+
+func (f *flaky) Publish(_ context.Context, c order.StatusChange) error {
+	f.calls++
+	if f.calls <= f.fails {
+		return errors.New("throttled")
+	}
+	f.published = append(f.published, c)
+	return nil
+}
+
+func (f *flaky) Record(context.Context, string, string, []order.Transition) error { return nil }
+
+func submitted(id string) events.DynamoDBEventRecord {
+	return events.DynamoDBEventRecord{EventName: "INSERT", EventID: "e-" + id, Change: events.DynamoDBStreamRecord{
+		SequenceNumber: "100",
+		Keys:           map[string]events.DynamoDBAttributeValue{"OrderID": events.NewStringAttribute(id)},
+		NewImage: map[string]events.DynamoDBAttributeValue{
+			"OrderID": events.NewStringAttribute(id), "Status": events.NewStringAttribute("Pending"),
+			"CustomerID": events.NewStringAttribute("c-1"), "Updated": events.NewNumberAttribute("1000"),
+			"Steps": events.NewListAttribute(nil),
+		},
+	}}
+}
+
+// A failure that the next try gets past is retried inline: failing the
+// record would make every later record of the batch be delivered, and
+// published, again.
+func TestATransientFailureIsRetriedInline(t *testing.T) {
+	tests := []struct {
+		fails      int
+		wantFailed bool
+	}{{0, false}, {2, false}, {3, true}}
+	for _, tt := range tests {
+		f := &flaky{fails: tt.fails}
+		rec := recorder.New(f, f, slog.New(slog.NewTextHandler(io.Discard, nil)), metrics.Discard())
+		resp, err := rec.HandleStream(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{submitted("O1")}})
+		if err != nil || (len(resp.BatchItemFailures) == 1) != tt.wantFailed {
+			t.Errorf("%d failures: response %+v, %v; want the record failed: %v", tt.fails, resp, err, tt.wantFailed)
+		}
+		if !tt.wantFailed && (len(f.published) != 1 || f.published[0].Status != order.StatusPending) {
+			t.Errorf("%d failures: published %+v, want the Pending event once", tt.fails, f.published)
+		}
+	}
+}
