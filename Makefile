@@ -33,6 +33,10 @@ run: tools ## run orderly locally on the emulators: API on 127.0.0.1:8080
 	bash $(EMULATORS) start
 	eval "$$(bash $(EMULATORS) env)" && go run ./cmd/orderly-local
 
+.PHONY: events
+events: ## print (and consume) the status events `make run` published, from its local status-events queue
+	eval "$$(bash $(EMULATORS) env)" && $(TOOLS_VENV)/bin/python localstack/status_events.py $(or $(STAGE),local)
+
 .PHONY: test
 test: tools infra-tools lint build ## all tests: unit, integration against the emulators, the CDK stack and cfn-lint
 	$(MAKE) --no-print-directory cfn-lint
