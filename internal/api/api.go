@@ -232,17 +232,23 @@ func bodyOf(req events.APIGatewayProxyRequest, required bool) ([]byte, error) {
 	return body, nil
 }
 
+// actionOn reads what a POST on an order's action route carries: the
+// caller, the order id (an id that cannot be one is not found) and the
+// optional body.
+func actionOn(req events.APIGatewayProxyRequest) (caller, id string, body []byte, err error) {
+	if caller, err = callerOf(req); err != nil {
+		return "", "", nil, err
+	}
+	if id = orderIDOf(req); !order.ValidID(id) {
+		return "", "", nil, fmt.Errorf("no order has that id: %w", order.ErrNotFound)
+	}
+	body, err = bodyOf(req, false)
+	return caller, id, body, err
+}
+
 // cancel cancels the caller's order (POST /orders/{id}/cancel, no body).
 func (s *Service) cancel(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
-	caller, err := callerOf(req)
-	if err != nil {
-		return events.APIGatewayProxyResponse{}, err
-	}
-	id := orderIDOf(req)
-	if !order.ValidID(id) {
-		return events.APIGatewayProxyResponse{}, fmt.Errorf("no order has that id: %w", order.ErrNotFound)
-	}
-	body, err := bodyOf(req, false)
+	caller, id, body, err := actionOn(req)
 	if err != nil {
 		return events.APIGatewayProxyResponse{}, err
 	}
@@ -263,15 +269,7 @@ func (s *Service) cancel(ctx context.Context, req events.APIGatewayProxyRequest)
 // redrive resumes an order in Error (POST /orders/{id}/redrive, an
 // operator's route; optional body {"action":"retry"|"compensate"}).
 func (s *Service) redrive(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
-	operator, err := callerOf(req)
-	if err != nil {
-		return events.APIGatewayProxyResponse{}, err
-	}
-	id := orderIDOf(req)
-	if !order.ValidID(id) {
-		return events.APIGatewayProxyResponse{}, fmt.Errorf("no order has that id: %w", order.ErrNotFound)
-	}
-	body, err := bodyOf(req, false)
+	operator, id, body, err := actionOn(req)
 	if err != nil {
 		return events.APIGatewayProxyResponse{}, err
 	}

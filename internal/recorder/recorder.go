@@ -11,15 +11,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"orderly/internal/batch"
 	"orderly/internal/dynamo"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
-	"orderly/internal/resources"
 )
 
 // History stores an order's transitions.
@@ -54,44 +53,14 @@ func New(h History, p Publisher, log *slog.Logger, m *metrics.Recorder) *Service
 // the earliest failed record is reported and Lambda retries from it;
 // history writes are idempotent, and events are at least once.
 func (s *Service) HandleStream(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-	groups := map[string][]int{}
-	var keys []string
-	for i, rec := range ev.Records {
-		key := rec.EventID
-		if k, ok := rec.Change.Keys[resources.AttrOrderID]; ok && k.DataType() == events.DataTypeString {
-			key = k.String()
+	return batch.ByOrder(ev.Records, maxParallel, func(rec events.DynamoDBEventRecord) error {
+		err := s.record(ctx, rec)
+		if err != nil {
+			s.log.ErrorContext(ctx, "change not recorded; it will be retried", "event_id", rec.EventID,
+				"sequence_number", rec.Change.SequenceNumber, "error", err)
 		}
-		if _, seen := groups[key]; !seen {
-			keys = append(keys, key)
-		}
-		groups[key] = append(groups[key], i)
-	}
-	failed := make([]bool, len(ev.Records))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, maxParallel)
-	for _, key := range keys {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			for _, i := range groups[key] {
-				if err := s.record(ctx, ev.Records[i]); err != nil {
-					s.log.ErrorContext(ctx, "change not recorded; it will be retried", "order_id", key,
-						"sequence_number", ev.Records[i].Change.SequenceNumber, "error", err)
-					failed[i] = true
-					return // later changes of this order wait for the retry
-				}
-			}
-		})
-	}
-	wg.Wait()
-	for i, f := range failed {
-		if f {
-			return events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{
-				{ItemIdentifier: ev.Records[i].Change.SequenceNumber},
-			}}, nil
-		}
-	}
-	return events.DynamoDBEventResponse{}, nil
+		return err
+	}), nil
 }
 
 func (s *Service) record(ctx context.Context, rec events.DynamoDBEventRecord) error {

@@ -19,10 +19,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"orderly/internal/batch"
 	"orderly/internal/dynamo"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
-	"orderly/internal/resources"
 	"orderly/internal/sqs"
 )
 
@@ -119,35 +119,9 @@ func (s *Service) Handle(ctx context.Context, raw json.RawMessage) (any, error) 
 // earliest such record is reported and Lambda retries from it; claims are
 // conditional, so records handled twice change nothing.
 func (s *Service) HandleStream(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-	groups := map[string][]int{}
-	var keys []string
-	for i, rec := range ev.Records {
-		key := rec.EventID // a record without a readable key is a group of its own
-		if k, ok := rec.Change.Keys[resources.AttrOrderID]; ok && k.DataType() == events.DataTypeString {
-			key = k.String()
-		}
-		if _, seen := groups[key]; !seen {
-			keys = append(keys, key)
-		}
-		groups[key] = append(groups[key], i)
-	}
-	failed := make([]bool, len(ev.Records))
-	parallel(keys, func(key string) {
-		for _, i := range groups[key] {
-			if err := s.claimRecord(ctx, ev.Records[i]); err != nil {
-				failed[i] = true
-				return // later records of this order wait for the retry
-			}
-		}
-	})
-	for i, f := range failed {
-		if f {
-			return events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{
-				{ItemIdentifier: ev.Records[i].Change.SequenceNumber},
-			}}, nil
-		}
-	}
-	return events.DynamoDBEventResponse{}, nil
+	return batch.ByOrder(ev.Records, maxParallel, func(rec events.DynamoDBEventRecord) error {
+		return s.claimRecord(ctx, rec)
+	}), nil
 }
 
 func (s *Service) claimRecord(ctx context.Context, rec events.DynamoDBEventRecord) error {

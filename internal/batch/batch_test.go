@@ -1,0 +1,46 @@
+package batch_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"orderly/internal/batch"
+)
+
+func record(order string, seq int) events.DynamoDBEventRecord {
+	return events.DynamoDBEventRecord{EventID: fmt.Sprint(seq), Change: events.DynamoDBStreamRecord{
+		SequenceNumber: fmt.Sprint(seq),
+		Keys:           map[string]events.DynamoDBAttributeValue{"OrderID": events.NewStringAttribute(order)},
+	}}
+}
+
+// Records of one order are handled in order and stop at the first failure;
+// other orders go on; the earliest failed record is reported.
+func TestByOrder(t *testing.T) {
+	recs := []events.DynamoDBEventRecord{record("A", 1), record("B", 2), record("A", 3), record("B", 4), record("C", 5), record("B", 6)}
+	var mu sync.Mutex
+	var seen []string
+	resp := batch.ByOrder(recs, 2, func(r events.DynamoDBEventRecord) error {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, r.Change.SequenceNumber)
+		if r.Change.SequenceNumber == "4" || r.Change.SequenceNumber == "5" {
+			return errors.New("fails")
+		}
+		return nil
+	})
+	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "4" {
+		t.Errorf("failures %+v, want the earliest failed record, 4", resp.BatchItemFailures)
+	}
+	handled := map[string]bool{}
+	for _, s := range seen {
+		handled[s] = true
+	}
+	if handled["6"] || !handled["1"] || !handled["3"] || !handled["5"] {
+		t.Errorf("handled %v: want B's record after its failure left for the retry, the others handled", seen)
+	}
+}
