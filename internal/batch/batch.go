@@ -2,11 +2,15 @@
 // consumers (the Scheduler and the recorder) need it: the records of one
 // order in their order, different orders in parallel, and, when a record
 // fails, the earliest failed record reported, so that Lambda retries the
-// batch from it.
+// batch from it. Since that retry delivers every later record of the batch
+// again (other orders' too) and holds the shard back meanwhile, a record's
+// write is first retried inline (Retry).
 package batch
 
 import (
+	"context"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -53,4 +57,27 @@ func ByOrder(records []events.DynamoDBEventRecord, parallel int, handle func(eve
 		}
 	}
 	return events.DynamoDBEventResponse{}
+}
+
+// Tries is how often Retry makes a call before it gives up.
+const Tries = 3
+
+// Retry calls fn until it succeeds, Tries times at most, with a short
+// pause between tries.
+func Retry(ctx context.Context, fn func() error) error {
+	var err error
+	for i := range Tries {
+		if err = fn(); err == nil {
+			return nil
+		}
+		if i == Tries-1 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(i+1) * 50 * time.Millisecond):
+		}
+	}
+	return err
 }

@@ -11,7 +11,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -73,37 +72,15 @@ func (s *Service) record(ctx context.Context, rec events.DynamoDBEventRecord) er
 		return nil
 	}
 	if len(c.Transitions) > 0 {
-		if err := retry(ctx, func() error { return s.history.Record(ctx, c.OrderID, rec.Change.SequenceNumber, c.Transitions) }); err != nil {
+		if err := batch.Retry(ctx, func() error { return s.history.Record(ctx, c.OrderID, rec.Change.SequenceNumber, c.Transitions) }); err != nil {
 			return err
 		}
 	}
 	if c.Status != nil {
-		if err := retry(ctx, func() error { return s.publisher.Publish(ctx, *c.Status) }); err != nil {
+		if err := batch.Retry(ctx, func() error { return s.publisher.Publish(ctx, *c.Status) }); err != nil {
 			return fmt.Errorf("status event: %w", err)
 		}
 		s.metrics.Count(metrics.StatusEvents, 1, "status", string(c.Status.Status))
 	}
 	return nil
-}
-
-// tries is how often the recorder makes one write before it fails the
-// record: a failed record makes Lambda deliver it and every later record
-// of the batch again, whose events are then published twice.
-const tries = 3
-
-// retry calls fn until it succeeds, tries times at most, with a short
-// pause between tries.
-func retry(ctx context.Context, fn func() error) error {
-	var err error
-	for i := range tries {
-		if err = fn(); err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(time.Duration(i+1) * 50 * time.Millisecond):
-		}
-	}
-	return err
 }

@@ -150,7 +150,7 @@ func (s *Service) claimRecord(ctx context.Context, rec events.DynamoDBEventRecor
 		}
 		return err
 	}
-	if err := s.claim(ctx, st); err != nil {
+	if err := batch.Retry(ctx, func() error { return s.claim(ctx, st) }); err != nil {
 		s.log.ErrorContext(ctx, "claim failed; record will be retried", "order_id", st.OrderID,
 			"step", st.Step, "sequence_number", rec.Change.SequenceNumber, "error", err)
 		return err

@@ -27,6 +27,8 @@ type claimLog struct {
 	mu     sync.Mutex
 	claims []string // orderID/sequence
 	failOn map[string]bool
+	// failOnce fails an order's next claim only: a transient fault.
+	failOnce map[string]bool
 	// inFlight and most count claims under way, so the test sees claims
 	// of different orders in flight together.
 	inFlight, most int
@@ -44,6 +46,10 @@ func (s *claimLog) ClaimStep(_ context.Context, seen order.StepState, owner stri
 	s.claims = append(s.claims, seen.OrderID+"/"+seen.LastError)
 	if s.failOn[seen.OrderID] {
 		return order.Order{}, order.StepState{}, errors.New("throttled")
+	}
+	if s.failOnce[seen.OrderID] {
+		delete(s.failOnce, seen.OrderID)
+		return order.Order{}, order.StepState{}, errors.New("throttled once")
 	}
 	st := seen
 	st.ProcessState, st.LockedBy, st.Attempt = order.Processing, owner, seen.Attempt+1
@@ -95,6 +101,7 @@ func TestHandleStreamKeepsEachOrdersRecordsInOrder(t *testing.T) {
 		name       string
 		records    [][2]string
 		failOn     map[string]bool
+		failOnce   map[string]bool
 		wantFailed []string // sequence numbers reported
 		// wantOrder lists, per order, the tags its claims must come in.
 		wantOrder map[string][]string
@@ -105,16 +112,22 @@ func TestHandleStreamKeepsEachOrdersRecordsInOrder(t *testing.T) {
 			wantOrder: map[string][]string{a: {"1", "2", "3"}, b: {"1"}, c: {"1"}},
 		},
 		{
-			name:       "a failing order stops at its first record; the earliest failure is reported",
+			name:       "a failing order stops at its first record, tried 3 times; the earliest failure is reported",
 			records:    [][2]string{{a, "1"}, {b, "1"}, {b, "2"}, {c, "1"}},
 			failOn:     map[string]bool{b: true, c: true},
 			wantFailed: []string{"b"},
-			wantOrder:  map[string][]string{a: {"1"}, b: {"1"}, c: {"1"}},
+			wantOrder:  map[string][]string{a: {"1"}, b: {"1", "1", "1"}, c: {"1", "1", "1"}},
+		},
+		{
+			name:      "a claim that fails once is retried inline: no batch failure",
+			records:   [][2]string{{a, "1"}, {b, "1"}, {b, "2"}},
+			failOnce:  map[string]bool{b: true},
+			wantOrder: map[string][]string{a: {"1"}, b: {"1", "1", "2"}},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			store := &claimLog{failOn: tt.failOn}
+			store := &claimLog{failOn: tt.failOn, failOnce: tt.failOnce}
 			s := scheduler.New(scheduler.Config{InstanceID: "s1", Store: store, Dispatcher: nowhere{}, Notifier: nowhere{},
 				Workflow: order.OrderWorkflow(order.DefaultTiming), Now: time.Now,
 				Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: metrics.Discard()})
