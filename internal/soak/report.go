@@ -49,7 +49,8 @@ type Report struct {
 	// ErrorsLeft counts orders still in Error at the end (an operator must
 	// act). ErrorsAlerted counts orders that were in Error (at the end, or
 	// before the soak's operator redrove them) with at least one alert;
-	// DuplicateAlerts counts alerts beyond the first per order and record.
+	// DuplicateAlerts counts alerts beyond the first per order, record and
+	// attempt.
 	ErrorsLeft      int            `json:"errorsLeft"`
 	ErrorsAlerted   int            `json:"errorsAlerted"`
 	ErrorsUnalerted int            `json:"errorsUnalerted"`
@@ -139,7 +140,9 @@ func account(orders []acked, final map[string]order.Order, effects []simulator.E
 	perStep := map[string]int{}
 	for _, a := range alerts {
 		alerted[a.OrderID]++
-		perStep[fmt.Sprintf("%s %s %t %s", a.OrderID, a.Step, a.Undo, a.Kind)]++
+		// Per attempt: after an operator's redrive, a new refusal is a
+		// new alert, not a duplicate.
+		perStep[fmt.Sprintf("%s %s %t %s %d", a.OrderID, a.Step, a.Undo, a.Kind, a.Attempt)]++
 		r.Alerts[string(a.Kind)]++
 	}
 	for _, n := range perStep {

@@ -115,3 +115,16 @@ func TestEventFactsWantTheFinalStatusPublished(t *testing.T) {
 		t.Errorf("got %+v, want 2 terminal, 1 published, B missing", f)
 	}
 }
+
+// The same alert twice is a duplicate; a new refusal after a redrive (a
+// new attempt) is a new alert.
+func TestDuplicateAlertsArePerAttempt(t *testing.T) {
+	alerts := []order.Alert{
+		{Kind: order.AlertUndoFailed, OrderID: "A", Step: "s", Undo: true, Attempt: 1},
+		{Kind: order.AlertUndoFailed, OrderID: "A", Step: "s", Undo: true, Attempt: 1},
+		{Kind: order.AlertUndoFailed, OrderID: "A", Step: "s", Undo: true, Attempt: 2},
+	}
+	if r := account(nil, nil, nil, alerts); r.DuplicateAlerts != 1 {
+		t.Errorf("duplicate alerts = %d, want 1", r.DuplicateAlerts)
+	}
+}

@@ -69,6 +69,16 @@ func Run(ctx context.Context, cfg Config, env Env) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
+	// Status events are read while the soak runs: a queue left to grow
+	// to thousands of messages is slow to read on moto.
+	events, err := newEventReader(ctx, env, cat)
+	if err != nil {
+		return Report{}, err
+	}
+	readCtx, stopReading := context.WithCancel(ctx)
+	defer stopReading()
+	var reading sync.WaitGroup
+	reading.Go(func() { events.run(readCtx) })
 	poison, err := sendPoison(ctx, env, cat)
 	if err != nil {
 		return Report{}, err
@@ -120,10 +130,7 @@ func Run(ctx context.Context, cfg Config, env Env) (Report, error) {
 		return Report{}, err
 	}
 	cfg.Log.Info("alerts read", "alerts", len(alerts))
-	published, err := statusEvents(ctx, env, cat)
-	if err != nil {
-		return Report{}, err
-	}
+	published := events.finish(stopReading, &reading)
 	cfg.Log.Info("status events read", "orders", len(published))
 	effects, err := simulator.ReadLedger(env.Ledger)
 	if err != nil {
@@ -338,42 +345,73 @@ func (in *alertInbox) drain(ctx context.Context, final map[string]order.Order, r
 	return out, nil
 }
 
-// statusEvents drains the queue a rule on the stage's event bus feeds and
-// returns, per order, the statuses it saw events for.
-func statusEvents(ctx context.Context, env Env, cat resources.Catalog) (map[string]map[order.Status]bool, error) {
+// eventReader reads the queue a rule on the stage's event bus feeds and
+// keeps, per order, the statuses it saw events for.
+type eventReader struct {
+	env Env
+	url *string
+
+	mu   sync.Mutex
+	seen map[string]map[order.Status]bool
+}
+
+func newEventReader(ctx context.Context, env Env, cat resources.Catalog) (*eventReader, error) {
 	url, err := env.Clients.SQS.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(cat.StatusQueue.Name)})
 	if err != nil {
 		return nil, fmt.Errorf("status events queue: %w", err)
 	}
-	seen := map[string]map[order.Status]bool{}
-	// Until the queue stays quiet, or for 3 minutes at most: a recorder
-	// still catching up keeps publishing.
-	for quiet, giveUp := 0, time.Now().Add(3*time.Minute); quiet < 3 && ctx.Err() == nil && time.Now().Before(giveUp); {
-		got, err := env.Clients.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url.QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
-		if err != nil {
-			return nil, fmt.Errorf("read status events: %w", err)
-		}
-		if len(got.Messages) == 0 {
-			quiet++
-			continue
-		}
-		quiet = 0
-		entries := make([]sqstypes.DeleteMessageBatchRequestEntry, 0, len(got.Messages))
-		for i, m := range got.Messages {
-			var ev struct {
-				Detail order.StatusChange `json:"detail"`
-			}
-			if json.Unmarshal([]byte(aws.ToString(m.Body)), &ev) == nil {
-				if seen[ev.Detail.OrderID] == nil {
-					seen[ev.Detail.OrderID] = map[order.Status]bool{}
-				}
-				seen[ev.Detail.OrderID][ev.Detail.Status] = true
-			}
-			entries = append(entries, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
-		}
-		_, _ = env.Clients.SQS.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: url.QueueUrl, Entries: entries})
+	return &eventReader{env: env, url: url.QueueUrl, seen: map[string]map[order.Status]bool{}}, nil
+}
+
+// run reads events until ctx ends.
+func (r *eventReader) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		r.once(ctx)
 	}
-	return seen, nil
+}
+
+// once reads one batch and reports how many events it held.
+func (r *eventReader) once(ctx context.Context) int {
+	got, err := r.env.Clients.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: r.url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+	if err != nil || len(got.Messages) == 0 {
+		return 0
+	}
+	entries := make([]sqstypes.DeleteMessageBatchRequestEntry, 0, len(got.Messages))
+	r.mu.Lock()
+	for i, m := range got.Messages {
+		var ev struct {
+			Detail order.StatusChange `json:"detail"`
+		}
+		if json.Unmarshal([]byte(aws.ToString(m.Body)), &ev) == nil {
+			if r.seen[ev.Detail.OrderID] == nil {
+				r.seen[ev.Detail.OrderID] = map[order.Status]bool{}
+			}
+			r.seen[ev.Detail.OrderID][ev.Detail.Status] = true
+		}
+		entries = append(entries, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
+	}
+	r.mu.Unlock()
+	_, _ = r.env.Clients.SQS.DeleteMessageBatch(context.WithoutCancel(ctx), &sqs.DeleteMessageBatchInput{QueueUrl: r.url, Entries: entries})
+	return len(got.Messages)
+}
+
+// finish stops the background reading, reads on until the queue stays
+// quiet (or 3 minutes pass: a recorder still catching up keeps
+// publishing), and returns what it saw.
+func (r *eventReader) finish(stop context.CancelFunc, reading *sync.WaitGroup) map[string]map[order.Status]bool {
+	stop()
+	reading.Wait()
+	ctx := context.Background()
+	for quiet, giveUp := 0, time.Now().Add(3*time.Minute); quiet < 3 && time.Now().Before(giveUp); {
+		if r.once(ctx) == 0 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.seen
 }
 
 // sendPoison puts malformed messages on the response queue and on every
