@@ -193,9 +193,7 @@ func (s *Service) undoing(st order.StepState, from, ends order.ProcessState, can
 		Steps: len(s.workflow.Steps), ClaimBy: now.Add(s.workflow.ClaimWithin)}
 	// A step in Error may have done its work (it timed out), so it is
 	// undone too; a Pending step never ran.
-	for _, i := range s.workflow.UndoPlan(st.Index, from == order.Error) {
-		u.Plan = append(u.Plan, s.workflow.Steps[i])
-	}
+	u.Plan = s.workflow.UndoSteps(st.Index, from == order.Error)
 	return u
 }
 

@@ -178,6 +178,15 @@ func (w Workflow) Next(name string) (next StepDef, ok bool) {
 	return w.Steps[i+1], true
 }
 
+// UndoSteps is UndoPlan's steps themselves, in the order they are undone.
+func (w Workflow) UndoSteps(active int, activeMayHaveRun bool) []StepDef {
+	var defs []StepDef
+	for _, i := range w.UndoPlan(active, activeMayHaveRun) {
+		defs = append(defs, w.Steps[i])
+	}
+	return defs
+}
+
 // NextUndo returns the workflow step undone after the one at index undid:
 // the closest before it that has an undo. ok is false after the last.
 func (w Workflow) NextUndo(undid int) (next int, ok bool) {

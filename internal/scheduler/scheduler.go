@@ -309,9 +309,7 @@ func (s *Service) undo(ctx context.Context, log *slog.Logger, u dynamo.Undoing, 
 	// A permanent fault did no work and a cancelled step never ran; a
 	// success did its work, which is undone first.
 	mayHaveRun := u.Ends == order.Processed
-	for _, i := range s.workflow.UndoPlan(u.Step.Index, mayHaveRun) {
-		u.Plan = append(u.Plan, s.workflow.Steps[i])
-	}
+	u.Plan = s.workflow.UndoSteps(u.Step.Index, mayHaveRun)
 	if len(u.Plan) > 0 {
 		if claim {
 			u.Owner, u.CompleteBy = s.id, now.Add(u.Plan[0].AllowanceFor(0))

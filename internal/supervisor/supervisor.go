@@ -339,9 +339,7 @@ func (s *Service) compensate(ctx context.Context, st order.StepState, rec order.
 	} else {
 		u.Expired = true
 	}
-	for _, i := range s.workflow.UndoPlan(st.Index, rec.MayHaveRun) {
-		u.Plan = append(u.Plan, s.workflow.Steps[i])
-	}
+	u.Plan = s.workflow.UndoSteps(st.Index, rec.MayHaveRun)
 	o, _, err := s.store.StartUndo(ctx, u, now)
 	return o, err
 }
