@@ -47,18 +47,6 @@ func undid(id, step string, record int) order.StepReply {
 	return order.StepReply{OrderID: id, Step: step, Undo: true, Record: record, Attempt: 1, Outcome: order.OutcomeSucceeded}
 }
 
-func states(steps []order.StepState) []string {
-	var out []string
-	for _, st := range steps {
-		name := st.Step
-		if st.Undo {
-			name = "undo " + name
-		}
-		out = append(out, name+":"+string(st.ProcessState))
-	}
-	return out
-}
-
 // A cancel and the in-flight step's success reply, in either order: the
 // success is applied, then undone with the steps before it, and the order
 // ends Cancelled.
@@ -103,7 +91,7 @@ func TestCancelRacingTheStepsSuccess(t *testing.T) {
 				reply(t, s, undid(id, steps[rec].Step, rec))
 			}
 			o, steps := w.Records(t, id)
-			if got := states(steps); o.Status != order.StatusCancelled || !slices.Equal(got, tt.wantRecords) {
+			if got := testenv.States(steps); o.Status != order.StatusCancelled || !slices.Equal(got, tt.wantRecords) {
 				t.Errorf("got %s %v, want Cancelled %v", o.Status, got, tt.wantRecords)
 			}
 		})
@@ -153,8 +141,8 @@ func TestCancelRacingAClaim(t *testing.T) {
 	reply(t, s, undid(id, order.StepReserveInventory, 3))
 	o, steps = w.Records(t, id)
 	if want := []string{"reserve-inventory:Undone", "charge-payment:NotStarted", "arrange-shipping:NotStarted",
-		"undo reserve-inventory:Processed"}; o.Status != order.StatusCancelled || !slices.Equal(states(steps), want) {
-		t.Errorf("got %s %v, want Cancelled %v", o.Status, states(steps), want)
+		"undo reserve-inventory:Processed"}; o.Status != order.StatusCancelled || !slices.Equal(testenv.States(steps), want) {
+		t.Errorf("got %s %v, want Cancelled %v", o.Status, testenv.States(steps), want)
 	}
 }
 

@@ -214,19 +214,6 @@ func TestMalformedReplyDoesNotBlockItsBatch(t *testing.T) {
 	}
 }
 
-// states lists each record's step and state, undo records marked.
-func states(steps []order.StepState) []string {
-	var out []string
-	for _, st := range steps {
-		name := st.Step
-		if st.Undo {
-			name = "undo " + name
-		}
-		out = append(out, name+":"+string(st.ProcessState))
-	}
-	return out
-}
-
 func succeeded(id, step string, attempt int) order.StepReply {
 	return order.StepReply{OrderID: id, Step: step, Attempt: attempt, Outcome: order.OutcomeSucceeded, Reference: "ref-" + step}
 }
@@ -256,7 +243,7 @@ func TestPermanentFaultUndoesDoneStepsInReverse(t *testing.T) {
 	o, steps := w.Records(t, id)
 	want := []string{"reserve-inventory:Processed", "charge-payment:Processed", "arrange-shipping:Failed",
 		"undo charge-payment:Processing", "undo reserve-inventory:NotStarted"}
-	if got := states(steps); !slices.Equal(got, want) || o.Status != order.StatusCompensating {
+	if got := testenv.States(steps); !slices.Equal(got, want) || o.Status != order.StatusCompensating {
 		t.Fatalf("after the fault: %s %v, want Compensating %v", o.Status, got, want)
 	}
 	if reqs := w.Requests(t, order.AgentPayment); len(reqs) != 1 || !reqs[0].Undo || reqs[0].Record != 3 ||
@@ -275,7 +262,7 @@ func TestPermanentFaultUndoesDoneStepsInReverse(t *testing.T) {
 	o, steps = w.Records(t, id)
 	want = []string{"reserve-inventory:Undone", "charge-payment:Undone", "arrange-shipping:Failed",
 		"undo charge-payment:Processed", "undo reserve-inventory:Processed"}
-	if got := states(steps); !slices.Equal(got, want) || o.Status != order.StatusFailed {
+	if got := testenv.States(steps); !slices.Equal(got, want) || o.Status != order.StatusFailed {
 		t.Errorf("at the end: %s %v, want Failed %v", o.Status, got, want)
 	}
 	if due := steps[4].DueAt; !due.IsZero() {
@@ -297,7 +284,7 @@ func TestPermanentFaultAtTheFirstStepFailsAtOnce(t *testing.T) {
 	mustApplyReplies(t, s, refused(succeeded(id, order.StepReserveInventory, 1), "sku out of stock"))
 	o, steps := w.Records(t, id)
 	want := []string{"reserve-inventory:Failed", "charge-payment:NotStarted", "arrange-shipping:NotStarted"}
-	if got := states(steps); !slices.Equal(got, want) || o.Status != order.StatusFailed {
+	if got := testenv.States(steps); !slices.Equal(got, want) || o.Status != order.StatusFailed {
 		t.Errorf("got %s %v, want Failed %v", o.Status, got, want)
 	}
 	if steps[0].LastError != "sku out of stock" {
@@ -320,7 +307,7 @@ func TestUndoRefusedPutsTheOrderInError(t *testing.T) {
 	o, steps := w.Records(t, id)
 	if o.Status != order.StatusError || steps[4].ProcessState != order.Error || steps[1].ProcessState != order.Undone ||
 		steps[0].ProcessState != order.Processed {
-		t.Errorf("got %s %v, want Error with the payment undone and the reservation in place", o.Status, states(steps))
+		t.Errorf("got %s %v, want Error with the payment undone and the reservation in place", o.Status, testenv.States(steps))
 	}
 	alert := w.Alerts.Await(t, id, 10*time.Second)
 	if alert.Kind != order.AlertUndoFailed || !alert.Undo || alert.Step != order.StepReserveInventory ||

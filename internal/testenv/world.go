@@ -176,6 +176,20 @@ func (w *World) Records(t testing.TB, orderID string) (order.Order, []order.Step
 	return o, steps
 }
 
+// States lists each record's step and state, undo records marked:
+// "charge-payment:Processed", "undo charge-payment:Processing".
+func States(steps []order.StepState) []string {
+	var out []string
+	for _, st := range steps {
+		name := st.Step
+		if st.Undo {
+			name = "undo " + name
+		}
+		out = append(out, name+":"+string(st.ProcessState))
+	}
+	return out
+}
+
 // StreamEvent is the stream record Lambda would deliver for the order's
 // current item.
 func (w *World) StreamEvent(t testing.TB, orderID string) events.DynamoDBEvent {
