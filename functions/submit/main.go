@@ -42,7 +42,7 @@ func main() {
 	svc := api.NewService(api.Config{
 		InstanceID: config.InstanceID("submit"),
 		Store:      store.As("submit"),
-		Controls:   control.New(store.As("api"), workflow, time.Now),
+		Controls:   control.New(store.As(control.ByClientCancel), store.As(control.ByOperatorRedrive), workflow, time.Now),
 		History:    dynamo.NewHistory(db, env.Required(resources.EnvHistoryTable)),
 		Dispatcher: dispatch.New(requests, store.As("submit"), workflow.ClaimWithin, time.Now, log, m),
 		Workflow:   workflow,

@@ -32,16 +32,27 @@ const tries = 5
 // retry (the API answers 503).
 var ErrBusy = errors.New("the order changed under every try")
 
+// The actors a history names for the writes of this package: give New a
+// store stamped with each (dynamo.Store.As), so an order's history tells
+// a client's cancel from an operator's redrive.
+const (
+	ByClientCancel    = "client cancel"
+	ByOperatorRedrive = "operator redrive"
+)
+
 // Service applies cancels and redrives.
 type Service struct {
-	store    Store
-	workflow order.Workflow
-	now      func() time.Time
+	clients   Store // writes a client's cancel
+	operators Store // writes an operator's redrive
+	workflow  order.Workflow
+	now       func() time.Time
 }
 
-// New returns a control service.
-func New(store Store, w order.Workflow, now func() time.Time) *Service {
-	return &Service{store: store, workflow: w, now: now}
+// New returns a control service that writes cancels through clients and
+// redrives through operators: the same table, stamped with
+// ByClientCancel and ByOperatorRedrive.
+func New(clients, operators Store, w order.Workflow, now func() time.Time) *Service {
+	return &Service{clients: clients, operators: operators, workflow: w, now: now}
 }
 
 // Cancel cancels caller's order: a step in flight may finish or time out,
@@ -52,7 +63,7 @@ func New(store Store, w order.Workflow, now func() time.Time) *Service {
 // order.ErrNotFound.
 func (s *Service) Cancel(ctx context.Context, caller, id string) (order.Order, error) {
 	for range tries {
-		o, steps, err := s.store.GetOrder(ctx, id)
+		o, steps, err := s.clients.GetOrder(ctx, id)
 		if err != nil {
 			return o, err
 		}
@@ -73,9 +84,9 @@ func (s *Service) Cancel(ctx context.Context, caller, id string) (order.Order, e
 		now := s.now()
 		switch act.ProcessState {
 		case order.Processing:
-			o, err = s.store.RequestCancel(ctx, act, now)
+			o, err = s.clients.RequestCancel(ctx, act, now)
 		default: // Pending: nobody claimed it, so it never runs
-			o, _, err = s.store.StartUndo(ctx, s.undoing(act, order.Pending, order.Cancelled, false,
+			o, _, err = s.clients.StartUndo(ctx, s.undoing(act, order.Pending, order.Cancelled, false,
 				"the order was cancelled before the step was claimed", now, true), now)
 		}
 		if errors.Is(err, order.ErrStale) {
@@ -112,7 +123,7 @@ func (s *Service) Redrive(ctx context.Context, id, action string) (order.Order, 
 		return order.Order{}, fmt.Errorf("action %q: want %q or %q: %w", action, order.RedriveRetry, order.RedriveCompensate, order.ErrInvalid)
 	}
 	for range tries {
-		o, steps, err := s.store.GetOrder(ctx, id)
+		o, steps, err := s.operators.GetOrder(ctx, id)
 		if err != nil {
 			return o, err
 		}
@@ -135,7 +146,7 @@ func (s *Service) Redrive(ctx context.Context, id, action string) (order.Order, 
 		reason := fmt.Sprintf("redriven by an operator (%s)", act)
 		switch {
 		case act == order.RedriveCompensate && !stuck.Undo:
-			o, _, err = s.store.StartUndo(ctx, s.undoing(stuck, order.Error, order.Failed, stuck.CancelRequested, reason, now, false), now)
+			o, _, err = s.operators.StartUndo(ctx, s.undoing(stuck, order.Error, order.Failed, stuck.CancelRequested, reason, now, false), now)
 		case act == order.RedriveCompensate || !stuck.Undo:
 			status := order.StatusCompensating
 			switch {
@@ -146,14 +157,14 @@ func (s *Service) Redrive(ctx context.Context, id, action string) (order.Order, 
 			case !stuck.Undo:
 				status = order.StatusProcessing
 			}
-			o, _, err = s.store.Redrive(ctx, dynamo.Resume{Step: stuck, Status: status, ClaimBy: claimBy, Reason: reason, Records: len(steps)}, now)
+			o, _, err = s.operators.Redrive(ctx, dynamo.Resume{Step: stuck, Status: status, ClaimBy: claimBy, Reason: reason, Records: len(steps)}, now)
 		default: // retry forward from a stuck undo
 			r, ferr := s.forward(steps, stuck)
 			if ferr != nil {
 				return o, fmt.Errorf("order %s: %w", id, ferr)
 			}
 			r.ClaimBy, r.Reason = claimBy, reason
-			o, _, err = s.store.Redrive(ctx, r, now)
+			o, _, err = s.operators.Redrive(ctx, r, now)
 		}
 		if errors.Is(err, order.ErrStale) {
 			continue

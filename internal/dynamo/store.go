@@ -44,7 +44,8 @@ type Store struct {
 }
 
 // As returns a store whose writes are stamped as made by actor: "submit",
-// "scheduler <id>", "supervisor", "agent <name>", "api".
+// "scheduler <id>", "supervisor", "agent <name>", "client cancel",
+// "operator redrive".
 func (s *Store) As(actor string) *Store {
 	c := *s
 	c.actor = actor

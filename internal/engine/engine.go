@@ -175,7 +175,7 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 	e.History = dynamo.NewHistory(e.fns.DynamoDB, catalog.History.Name)
 	e.API = api.NewService(api.Config{
 		InstanceID: "submit-local-" + rand.Text()[:6], Store: e.Store.As("submit"),
-		Controls:   control.New(e.Store.As("api"), workflow, time.Now),
+		Controls:   control.New(e.Store.As(control.ByClientCancel), e.Store.As(control.ByOperatorRedrive), workflow, time.Now),
 		History:    e.History,
 		Dispatcher: e.dispatcher("submit"), Workflow: workflow, Now: time.Now,
 		Log: cfg.Log.With("service", "submit"), Metrics: e.metrics("submit"),

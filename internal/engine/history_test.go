@@ -34,8 +34,10 @@ func history(t testing.TB, e running, id string) api.HistoryView {
 	return v
 }
 
-// brief writes a transition as "record event from>to": o is the order,
-// u3 undo record 3, 1 workflow step 1.
+// brief writes a transition as "record event from>to by": o is the
+// order, u3 undo record 3, 1 workflow step 1; by is the kind of actor
+// (submit, scheduler, supervisor, agent, client, operator), without the
+// instance.
 func brief(tr order.Transition) string {
 	who := "o"
 	if tr.Record >= 0 {
@@ -44,10 +46,11 @@ func brief(tr order.Transition) string {
 			who = "u" + who
 		}
 	}
+	by, _, _ := strings.Cut(tr.By, " ")
 	if tr.Event == "status" || tr.Event == "state" {
-		return fmt.Sprintf("%s %s>%s", who, tr.From, tr.To)
+		return fmt.Sprintf("%s %s>%s %s", who, tr.From, tr.To, by)
 	}
-	return who + " " + tr.Event
+	return fmt.Sprintf("%s %s %s", who, tr.Event, by)
 }
 
 // statusEvents reads the local status-events queue, which a rule on the
@@ -103,31 +106,42 @@ func TestHistoryAndStatusEvents(t *testing.T) {
 		name     string
 		skus     []string
 		cancel   bool
+		redrive  bool // once the order stops in Error
 		history  []string
 		statuses []order.Status
 	}{
-		{"processed", []string{"BOOK-1"}, false, []string{
-			"o >Pending", "0 NotStarted>Processing",
-			"o Pending>Processing", "0 Processing>Processed", "1 NotStarted>Processing",
-			"1 Processing>Processed", "2 NotStarted>Processing",
-			"o Processing>Processed", "2 Processing>Processed",
+		{"processed", []string{"BOOK-1"}, false, false, []string{
+			"o >Pending submit", "0 NotStarted>Processing submit",
+			"o Pending>Processing scheduler", "0 Processing>Processed scheduler", "1 NotStarted>Processing scheduler",
+			"1 Processing>Processed scheduler", "2 NotStarted>Processing scheduler",
+			"o Processing>Processed scheduler", "2 Processing>Processed scheduler",
 		}, []order.Status{order.StatusPending, order.StatusProcessing, order.StatusProcessed}},
-		{"a permanent fault at step 3, compensated", []string{"TEST-SHIPPING-PERMANENT"}, false, []string{
-			"o >Pending", "0 NotStarted>Processing",
-			"o Pending>Processing", "0 Processing>Processed", "1 NotStarted>Processing",
-			"1 Processing>Processed", "2 NotStarted>Processing",
-			"o Processing>Compensating", "2 Processing>Failed", "u3 >Processing", "u4 >NotStarted",
-			"1 Processed>Undone", "u3 Processing>Processed", "u4 NotStarted>Processing",
-			"o Compensating>Failed", "0 Processed>Undone", "u4 Processing>Processed",
+		{"a permanent fault at step 3, compensated", []string{"TEST-SHIPPING-PERMANENT"}, false, false, []string{
+			"o >Pending submit", "0 NotStarted>Processing submit",
+			"o Pending>Processing scheduler", "0 Processing>Processed scheduler", "1 NotStarted>Processing scheduler",
+			"1 Processing>Processed scheduler", "2 NotStarted>Processing scheduler",
+			"o Processing>Compensating scheduler", "2 Processing>Failed scheduler", "u3 >Processing scheduler", "u4 >NotStarted scheduler",
+			"1 Processed>Undone scheduler", "u3 Processing>Processed scheduler", "u4 NotStarted>Processing scheduler",
+			"o Compensating>Failed scheduler", "0 Processed>Undone scheduler", "u4 Processing>Processed scheduler",
 		}, []order.Status{order.StatusPending, order.StatusProcessing, order.StatusCompensating, order.StatusFailed}},
-		{"cancelled while step 2 runs", []string{"TEST-PAYMENT-SLOW-1500"}, true, []string{
-			"o >Pending", "0 NotStarted>Processing",
-			"o Pending>Processing", "0 Processing>Processed", "1 NotStarted>Processing",
-			"o Processing>Cancelling", "o cancel requested",
-			"1 Processing>Processed", "u3 >Processing", "u4 >NotStarted",
-			"1 Processed>Undone", "u3 Processing>Processed", "u4 NotStarted>Processing",
-			"o Cancelling>Cancelled", "0 Processed>Undone", "u4 Processing>Processed",
+		{"cancelled while step 2 runs", []string{"TEST-PAYMENT-SLOW-1500"}, true, false, []string{
+			"o >Pending submit", "0 NotStarted>Processing submit",
+			"o Pending>Processing scheduler", "0 Processing>Processed scheduler", "1 NotStarted>Processing scheduler",
+			"o Processing>Cancelling client", "o cancel requested client",
+			"1 Processing>Processed scheduler", "u3 >Processing scheduler", "u4 >NotStarted scheduler",
+			"1 Processed>Undone scheduler", "u3 Processing>Processed scheduler", "u4 NotStarted>Processing scheduler",
+			"o Cancelling>Cancelled scheduler", "0 Processed>Undone scheduler", "u4 Processing>Processed scheduler",
 		}, []order.Status{order.StatusPending, order.StatusProcessing, order.StatusCancelling, order.StatusCancelled}},
+		{"an undo refused, then redriven", []string{"TEST-SHIPPING-PERMANENT", "TEST-PAYMENT-UNDO-PERMANENT-1"}, false, true, []string{
+			"o >Pending submit", "0 NotStarted>Processing submit",
+			"o Pending>Processing scheduler", "0 Processing>Processed scheduler", "1 NotStarted>Processing scheduler",
+			"1 Processing>Processed scheduler", "2 NotStarted>Processing scheduler",
+			"o Processing>Compensating scheduler", "2 Processing>Failed scheduler", "u3 >Processing scheduler", "u4 >NotStarted scheduler",
+			"o Compensating>Error scheduler", "u3 Processing>Error scheduler", "u3 alert recorded scheduler", "u3 alert sent scheduler",
+			"o Error>Compensating operator", "u3 Error>Pending operator", "u3 Pending>Processing scheduler",
+			"1 Processed>Undone scheduler", "u3 Processing>Processed scheduler", "u4 NotStarted>Processing scheduler",
+			"o Compensating>Failed scheduler", "0 Processed>Undone scheduler", "u4 Processing>Processed scheduler",
+		}, []order.Status{order.StatusPending, order.StatusProcessing, order.StatusCompensating, order.StatusError, order.StatusCompensating, order.StatusFailed}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -143,6 +157,22 @@ func TestHistoryAndStatusEvents(t *testing.T) {
 				}
 			}
 			v := await(t, e, id, 30*time.Second)
+			if tt.redrive {
+				if v.Status != order.StatusError {
+					t.Fatalf("before the redrive: %s, want Error: %s", v.Status, testenv.Describe(v))
+				}
+				// An operator redrives once alerted. (A redrive made while the
+				// alert is being sent ends its outbox entry, so the history
+				// would show no "alert sent" although the alert went out.)
+				testenv.Eventually(t, 10*time.Second, func() (bool, string) {
+					h := history(t, e, id).History
+					return slices.ContainsFunc(h, func(tr order.Transition) bool { return tr.Event == "alert sent" }), fmt.Sprint(h)
+				})
+				if code, body := post(t, e, "/orders/"+id+"/redrive", ``); code != http.StatusAccepted {
+					t.Fatalf("redrive: %d %v", code, body)
+				}
+				v = await(t, e, id, 30*time.Second)
+			}
 			var got []string
 			testenv.Eventually(t, 10*time.Second, func() (bool, string) {
 				got = got[:0]

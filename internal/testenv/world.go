@@ -74,7 +74,7 @@ func NewWorld(t testing.TB, timing order.Timing) *World {
 		w.Log = slog.New(slog.NewTextHandler(testWriter{t}, nil))
 	}
 	w.API = api.NewService(api.Config{
-		InstanceID: "submit-test", Store: w.Store.As("submit"), Controls: control.New(w.Store.As("api"), wf, w.Clock.Now),
+		InstanceID: "submit-test", Store: w.Store.As("submit"), Controls: control.New(w.Store.As(control.ByClientCancel), w.Store.As(control.ByOperatorRedrive), wf, w.Clock.Now),
 		History: dynamo.NewHistory(clients.DynamoDB, stack.Catalog.History.Name), Dispatcher: w.Dispatcher(), Workflow: wf,
 		Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard(),
 	})
