@@ -1,7 +1,9 @@
 package control_test
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -182,5 +184,85 @@ func TestCancelOfAnotherCallersOrder(t *testing.T) {
 	}
 	if after, _ := w.Records(t, id); after.Status != before.Status || !after.UpdatedAt.Equal(before.UpdatedAt) {
 		t.Errorf("the order changed: %s at %s, was %s at %s", after.Status, after.UpdatedAt, before.Status, before.UpdatedAt)
+	}
+}
+
+// A workflow that stops on failure leaves a step refused for good in
+// Error; the operator's redrive runs it again (by default, or asked to
+// retry) or undoes the work done, the failed step included, in reverse.
+// Either way the attempt counter goes on, so the old attempt's reply is
+// dropped.
+func TestRedriveOfAStoppedWorkflowStep(t *testing.T) {
+	tests := []struct {
+		action      string
+		wantStatus  order.Status
+		wantRecords []string
+	}{
+		{"", order.StatusProcessed,
+			[]string{"reserve-inventory:Processed", "charge-payment:Processed", "arrange-shipping:Processed"}},
+		{order.RedriveRetry, order.StatusProcessed,
+			[]string{"reserve-inventory:Processed", "charge-payment:Processed", "arrange-shipping:Processed"}},
+		{order.RedriveCompensate, order.StatusFailed,
+			[]string{"reserve-inventory:Undone", "charge-payment:Undone", "arrange-shipping:Undone",
+				"undo arrange-shipping:Processed", "undo charge-payment:Processed", "undo reserve-inventory:Processed"}},
+	}
+	for _, tt := range tests {
+		t.Run("action "+cmp.Or(tt.action, "(none)"), func(t *testing.T) {
+			w := world(t)
+			w.Workflow.StopOnFailure = true
+			s := w.Scheduler("s1")
+			c := control.New(w.Store, w.Store, w.Workflow, w.Clock.Now)
+			id := w.Submit(t, someOrder)
+			reply(t, s, ok(id, order.StepReserveInventory, 1))
+			reply(t, s, ok(id, order.StepChargePayment, 1))
+			reply(t, s, order.StepReply{OrderID: id, Step: order.StepArrangeShipping, Attempt: 1,
+				Outcome: order.OutcomeFailed, Reason: "address undeliverable"})
+			o, steps := w.Records(t, id)
+			if o.Status != order.StatusError || steps[2].ProcessState != order.Error {
+				t.Fatalf("before the redrive: %s %v, want Error at the failed step", o.Status, testenv.States(steps))
+			}
+			if _, err := c.Cancel(context.Background(), caller, id); !errors.Is(err, order.ErrNotAllowed) {
+				t.Errorf("cancel of an order in Error: %v, want ErrNotAllowed", err)
+			}
+
+			o, err := c.Redrive(context.Background(), id, tt.action)
+			if err != nil {
+				t.Fatalf("redrive: %v", err)
+			}
+			if tt.wantStatus == order.StatusProcessed {
+				if o.Status != order.StatusProcessing {
+					t.Errorf("redriven forward: %s, want Processing", o.Status)
+				}
+				// The stream announces the step; a Scheduler claims attempt 2.
+				if resp, err := s.HandleStream(context.Background(), w.StreamEvent(t, id)); err != nil || len(resp.BatchItemFailures) > 0 {
+					t.Fatalf("claim: %+v, %v", resp, err)
+				}
+				if st := w.Step(t, id, order.StepArrangeShipping); st.ProcessState != order.Processing || st.Attempt != 2 || st.FailureCount != 0 {
+					t.Fatalf("after the claim: %s attempt %d failures %d, want Processing attempt 2 failures 0",
+						st.ProcessState, st.Attempt, st.FailureCount)
+				}
+				reply(t, s, order.StepReply{OrderID: id, Step: order.StepArrangeShipping, Attempt: 1, Outcome: order.OutcomeFailed}) // stale
+				reply(t, s, ok(id, order.StepArrangeShipping, 2))
+			} else {
+				if o.Status != order.StatusCompensating {
+					t.Errorf("redriven into compensation: %s, want Compensating", o.Status)
+				}
+				// The stream announces the first undo; a Scheduler claims it.
+				if resp, err := s.HandleStream(context.Background(), w.StreamEvent(t, id)); err != nil || len(resp.BatchItemFailures) > 0 {
+					t.Fatalf("claim: %+v, %v", resp, err)
+				}
+				for rec := 3; rec <= 5; rec++ {
+					_, steps = w.Records(t, id)
+					reply(t, s, undid(id, steps[rec].Step, rec))
+				}
+			}
+			o, steps = w.Records(t, id)
+			if got := testenv.States(steps); o.Status != tt.wantStatus || !slices.Equal(got, tt.wantRecords) {
+				t.Errorf("got %s %v, want %s %v", o.Status, got, tt.wantStatus, tt.wantRecords)
+			}
+			if _, err := c.Redrive(context.Background(), id, tt.action); !errors.Is(err, order.ErrNotAllowed) {
+				t.Errorf("second redrive of a %s order: %v, want ErrNotAllowed", o.Status, err)
+			}
+		})
 	}
 }
