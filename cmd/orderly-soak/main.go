@@ -42,8 +42,8 @@ func run(log *slog.Logger) error {
 	var (
 		orders    = flag.Int("orders", 10000, "orders to submit")
 		clients   = flag.Int("clients", 20, "concurrent submitting clients")
-		burst     = flag.Float64("burst", 0.2, "share of the orders submitted at once, first")
-		rate      = flag.Float64("rate", 4, "submissions per second after the burst (about what 2 cores process under every fault, so the burst is the overload)")
+		burst     = flag.Float64("burst", 0.1, "share of the orders submitted at once, first")
+		rate      = flag.Float64("rate", 2.5, "submissions per second after the burst (below what 2 cores process under every fault, about 3.3 a second, so the burst is the overload and its backlog drains)")
 		killEvery = flag.Duration("kill-every", 45*time.Second, "SIGKILL the runtime this often (0: never)")
 		spec      = flag.String("faults", "throttle=0.005,5xx=0.005,timeout=0.003,ambiguous=0.003,drop=0.002,duplicate=0.005,crash=0.0002", "faults injected into the runtime's AWS calls")
 		outageOf  = flag.String("outage", "payment", "remote service taken down for -outage-for, starting -outage-after into the run (empty: none)")

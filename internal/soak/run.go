@@ -193,6 +193,9 @@ func submitAll(ctx context.Context, cfg Config, plan []Planned) []acked {
 		})
 	}
 	var tick <-chan time.Time
+	// An interrupt stops the submissions at once; the orders already
+	// acknowledged are still accounted for.
+plan:
 	for i, p := range plan {
 		if i == burst && cfg.Rate > 0 {
 			t := time.NewTicker(time.Duration(float64(time.Second) / cfg.Rate))
@@ -200,9 +203,17 @@ func submitAll(ctx context.Context, cfg Config, plan []Planned) []acked {
 			tick = t.C
 		}
 		if tick != nil {
-			<-tick
+			select {
+			case <-tick:
+			case <-ctx.Done():
+				break plan
+			}
 		}
-		next <- p
+		select {
+		case next <- p:
+		case <-ctx.Done():
+			break plan
+		}
 	}
 	close(next)
 	wg.Wait()
