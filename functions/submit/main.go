@@ -49,6 +49,8 @@ func main() {
 		Now:        time.Now,
 		Log:        log,
 		Metrics:    m,
+		// Empty in AWS, where the IAM authorizer names every caller.
+		AnonymousCaller: env.String(resources.EnvAnonymousCaller, ""),
 	})
 	lambda.Start(svc.Handle)
 }

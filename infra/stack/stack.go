@@ -47,6 +47,10 @@ type Props struct {
 	ReplyMaxConcurrency float64
 	// Timing is the workflow timing passed to the functions.
 	Timing order.Timing
+	// AnonymousCaller, for LocalStack only, is the caller the API gives
+	// requests that name none: LocalStack's API Gateway enforces no IAM
+	// and passes no caller identity. Leave it empty in AWS.
+	AnonymousCaller string
 }
 
 // Context keys and their defaults.
@@ -61,6 +65,7 @@ const (
 	CtxAgentMaxConcurrency = "agentMaxConcurrency"
 	CtxReplyMaxConcurrency = "replyMaxConcurrency"
 	CtxAssetsDir           = "assetsDir"
+	CtxAnonymousCaller     = "anonymousCaller"
 )
 
 // FromContext reads Props from CDK context (cdk.json or -c key=value).
@@ -99,6 +104,7 @@ func FromContext(scope constructs.Construct) (Props, error) {
 		AgentMaxConcurrency: num(CtxAgentMaxConcurrency, 5),
 		ReplyMaxConcurrency: num(CtxReplyMaxConcurrency, 20),
 		Timing:              order.DefaultTiming,
+		AnonymousCaller:     str(CtxAnonymousCaller, ""),
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Props{}, err

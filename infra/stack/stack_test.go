@@ -379,6 +379,13 @@ func TestFunctionsAreConfigured(t *testing.T) {
 		if p["Timeout"] == nil || p["MemorySize"] == nil {
 			t.Errorf("function %s has no explicit timeout or memory", id)
 		}
+		// Only a LocalStack deployment names a caller for unidentified
+		// requests; in AWS the IAM authorizer names every caller.
+		if env, _ := p["Environment"].(map[string]any); env != nil {
+			if vars, _ := env["Variables"].(map[string]any); vars[resources.EnvAnonymousCaller] != nil {
+				t.Errorf("function %s names an anonymous caller without the %s context", id, stack.CtxAnonymousCaller)
+			}
+		}
 	}
 	for id, lg := range ofType("AWS::Logs::LogGroup") {
 		if props(lg)["RetentionInDays"] == nil {

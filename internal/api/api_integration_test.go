@@ -366,3 +366,32 @@ func TestLifecycleRoutesRejectBadInputAndWriteNothing(t *testing.T) {
 		})
 	}
 }
+
+// On LocalStack, whose API Gateway passes no caller identity, the stack
+// names one caller for requests that name none; a request that names its
+// caller keeps it.
+func TestAnonymousCallerForLocalStack(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	cfg := w.APIConfig()
+	cfg.AnonymousCaller = "LOCALSTACK"
+	w.API = api.NewService(cfg)
+	anon := postAs(t, w, "", validBody, nil)
+	if anon.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST without a caller: got %d %s, want 202", anon.StatusCode, anon.Body)
+	}
+	named := postAs(t, w, testenv.Caller, validBody, nil)
+	tests := []struct {
+		id, caller string
+	}{
+		{orderID(t, anon), "LOCALSTACK"},
+		{orderID(t, named), strings.Split(testenv.Caller, ":")[0]},
+	}
+	for _, tt := range tests {
+		if o, _ := w.Records(t, tt.id); o.Caller != tt.caller {
+			t.Errorf("order %s: caller %q, want %q", tt.id, o.Caller, tt.caller)
+		}
+	}
+	if resp := getAs(t, w, "", api.ResourceOrder, orderID(t, anon)); resp.StatusCode != http.StatusOK {
+		t.Errorf("GET without a caller: got %d %s, want the anonymous caller's order", resp.StatusCode, resp.Body)
+	}
+}

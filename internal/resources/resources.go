@@ -230,6 +230,9 @@ const (
 	EnvAlertTopicARN    = "ALERT_TOPIC_ARN"
 	EnvHistoryTable     = "HISTORY_TABLE"
 	EnvEventBus         = "EVENT_BUS_NAME"
+	// EnvAnonymousCaller names the caller of API requests that name none:
+	// set only for LocalStack, whose API Gateway passes no identity.
+	EnvAnonymousCaller = "ANONYMOUS_CALLER"
 )
 
 // EnvRequestQueueURL names the variable holding an agent's request queue

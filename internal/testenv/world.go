@@ -73,13 +73,20 @@ func NewWorld(t testing.TB, timing order.Timing) *World {
 	if testing.Verbose() {
 		w.Log = slog.New(slog.NewTextHandler(testWriter{t}, nil))
 	}
-	w.API = api.NewService(api.Config{
-		InstanceID: "submit-test", Store: w.Store.As("submit"), Controls: control.New(w.Store.As(control.ByClientCancel), w.Store.As(control.ByOperatorRedrive), wf, w.Clock.Now),
-		History: dynamo.NewHistory(clients.DynamoDB, stack.Catalog.History.Name), Dispatcher: w.Dispatcher(), Workflow: wf,
-		Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard(),
-	})
+	w.API = api.NewService(w.APIConfig())
 	w.Alerts = SubscribeAlerts(t, clients, stack.AlertTopicARN)
 	return w
+}
+
+// APIConfig is the configuration of the World's API service, to build a
+// variant of it.
+func (w *World) APIConfig() api.Config {
+	return api.Config{
+		InstanceID: "submit-test", Store: w.Store.As("submit"),
+		Controls: control.New(w.Store.As(control.ByClientCancel), w.Store.As(control.ByOperatorRedrive), w.Workflow, w.Clock.Now),
+		History:  dynamo.NewHistory(w.Clients.DynamoDB, w.Stack.Catalog.History.Name), Dispatcher: w.Dispatcher(), Workflow: w.Workflow,
+		Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard(),
+	}
 }
 
 type testWriter struct{ t testing.TB }

@@ -1,0 +1,1 @@
+"""orderly's LocalStack Lambda runtime executor: functions as host processes."""
