@@ -38,8 +38,9 @@ events: ## print (and consume) the status events `make run` published, from its 
 	eval "$$(bash $(EMULATORS) env)" && $(TOOLS_VENV)/bin/python localstack/status_events.py $(or $(STAGE),local)
 
 .PHONY: test
-test: tools infra-tools lint build ## all tests: unit, integration against the emulators, the CDK stack and cfn-lint
+test: tools infra-tools lint build ## all tests: unit, integration against the emulators, the CDK stack and cfn-lint (LocalStack's: make test-localstack)
 	$(MAKE) --no-print-directory cfn-lint
+	$(TOOLS_VENV)/bin/python -m unittest discover -s localstack/executor/tests -t localstack/executor
 	$(WITH_EMULATORS) env ORDERLY_INTEGRATION=1 $(GOTEST) ./...
 
 .PHONY: lint
@@ -110,19 +111,6 @@ SHA256             := $(shell command -v sha256sum >/dev/null 2>&1 && echo sha25
 SYNTH_ENV          := AWS_REGION="$${AWS_REGION:-$${AWS_DEFAULT_REGION:-us-east-1}}" \
                       CDK_DEFAULT_REGION="$${CDK_DEFAULT_REGION:-$${AWS_REGION:-$${AWS_DEFAULT_REGION:-us-east-1}}}" \
                       AWS_EC2_METADATA_DISABLED="$${AWS_EC2_METADATA_DISABLED:-true}"
-# cdklocal points the CLI at LocalStack itself (test credentials, us-east-1).
-# Endpoint variables left over from `emulators.sh env` would point it at
-# moto instead, so drop them.
-LOCAL_ENV          := env -u AWS_ENDPOINT_URL -u AWS_ENDPOINT_URL_S3 \
-                      -u AWS_ENDPOINT_URL_DYNAMODB -u AWS_ENDPOINT_URL_DYNAMODB_STREAMS
-LOCALSTACK_COMPOSE := localstack/docker-compose.yml
-LOCALSTACK_HEALTH  := http://127.0.0.1:4566/_localstack/health
-LOCALSTACK_TIMEOUT ?= 180
-# `docker compose` (v2 plugin) or a standalone docker-compose v2+.
-COMPOSE             = $(shell if docker compose version >/dev/null 2>&1; then echo 'docker compose'; \
-                        elif command -v docker-compose >/dev/null 2>&1; then echo docker-compose; fi)
-NEED_DOCKER        := if ! docker info >/dev/null 2>&1; then \
-                        echo "error: this target needs a Docker engine (docker info failed). CI has none and tests the Docker-free emulator path instead (make test)." >&2; exit 1; fi
 
 .PHONY: infra-tools
 infra-tools: ## install the pinned CDK CLI, cdklocal and cfn-lint (idempotent)
@@ -169,42 +157,66 @@ deploy: build infra-tools ## deploy to the configured AWS account (asks before I
 destroy: build infra-tools ## delete the deployed stack (tables are retained)
 	cd infra && $(CDK) destroy $(STACKS) --force $(CONTEXT)
 
-.PHONY: docker-check
-docker-check:
-	@$(NEED_DOCKER)
+# ------------------------------------------------------------- LocalStack ---
+# LocalStack runs as a host process (no Docker; localstack/localstack.sh),
+# and so do the deployed Lambdas: orderly's executor plugin
+# (localstack/executor) runs each bootstrap, built for this host, on
+# LocalStack's behalf. The agents call the simulator on SIMULATOR_ADDR.
+LOCALSTACK         := localstack/localstack.sh
+SIMULATOR          := localstack/simulator.sh
+HOST_BIN           := .local/lambda-host
+LOCAL_STAGE        ?= local
+SIMULATOR_ADDR     ?= 127.0.0.1:8091
+LOCAL_OUTPUTS      := .local/localstack-outputs.json
+# LocalStack's API Gateway passes no caller identity: the stack names one.
+LOCAL_CONTEXT      := -c stage=$(LOCAL_STAGE) -c assetsDir=../$(HOST_BIN) \
+                      -c remoteUrl=http://$(SIMULATOR_ADDR) -c anonymousCaller=LOCALSTACK
+# cdklocal would use localhost.localstack.cloud, a name that needs public
+# DNS; the emulators' variables would point it at moto.
+LOCAL_ENV          := env -u AWS_ENDPOINT_URL_DYNAMODB -u AWS_ENDPOINT_URL_DYNAMODB_STREAMS \
+                      AWS_ENDPOINT_URL=http://127.0.0.1:4566 AWS_ENDPOINT_URL_S3=http://127.0.0.1:4566 \
+                      AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
 
-.PHONY: localstack-up
-localstack-up: docker-check ## start LocalStack in Docker and wait until it is healthy
-	@compose='$(COMPOSE)'; \
-	if [[ -z "$$compose" ]]; then echo "error: needs Docker Compose v2 ('docker compose' or docker-compose)" >&2; exit 1; fi; \
-	$$compose -f $(LOCALSTACK_COMPOSE) up -d || exit 1; \
-	echo "[localstack] waiting for $(LOCALSTACK_HEALTH) (up to $(LOCALSTACK_TIMEOUT)s)"; \
-	deadline=$$(( $$(date +%s) + $(LOCALSTACK_TIMEOUT) )); \
-	until curl -fsS -o /dev/null -m 2 $(LOCALSTACK_HEALTH) 2>/dev/null; do \
-		if (( $$(date +%s) >= deadline )); then \
-			echo "error: LocalStack did not answer $(LOCALSTACK_HEALTH) within $(LOCALSTACK_TIMEOUT)s; its last log lines:" >&2; \
-			$$compose -f $(LOCALSTACK_COMPOSE) logs --tail 40 >&2; exit 1; \
-		fi; \
-		sleep 2; \
-	done; \
-	echo "[localstack] up on 127.0.0.1:4566"
+.PHONY: build-host
+build-host: ## build the Lambda functions for this host, for LocalStack's host executor: .local/lambda-host/<function>/bootstrap
+	@for f in $(FUNCTIONS); do \
+		CGO_ENABLED=0 GOOS=linux go build -tags lambda.norpc -trimpath -ldflags='-s -w' \
+			-o $(HOST_BIN)/$$f/bootstrap ./functions/$$f || exit 1; \
+	done
 
-.PHONY: localstack-down
-localstack-down: docker-check ## stop LocalStack (its state is not persisted)
-	@compose='$(COMPOSE)'; \
-	if [[ -z "$$compose" ]]; then echo "error: needs Docker Compose v2 ('docker compose' or docker-compose)" >&2; exit 1; fi; \
-	$$compose -f $(LOCALSTACK_COMPOSE) down --remove-orphans
+.PHONY: localstack
+localstack: ## start LocalStack on 127.0.0.1:4566 as a host process (no Docker, no auth token)
+	bash $(LOCALSTACK) start
+
+.PHONY: localstack-stop
+localstack-stop: ## stop LocalStack (its state is not kept)
+	bash $(LOCALSTACK) stop
 
 .PHONY: deploy-local
-deploy-local: docker-check build infra-tools localstack-up ## deploy the stack to LocalStack in Docker (needs a Docker engine)
-	cd infra && $(LOCAL_ENV) $(CDKLOCAL) bootstrap $(CONTEXT)
-	cd infra && $(LOCAL_ENV) $(CDKLOCAL) deploy $(STACKS) --require-approval never $(CONTEXT)
+deploy-local: build-host infra-tools localstack ## deploy the stack to LocalStack (stage local), with the simulator for its agents
+	bash $(SIMULATOR) start
+	cd infra && $(LOCAL_ENV) $(CDKLOCAL) bootstrap $(LOCAL_CONTEXT) $(CONTEXT)
+	cd infra && $(LOCAL_ENV) $(CDKLOCAL) deploy $(STACKS) --require-approval never \
+		--outputs-file ../$(LOCAL_OUTPUTS) $(LOCAL_CONTEXT) $(CONTEXT)
 
 .PHONY: destroy-local
-destroy-local: docker-check build infra-tools ## delete the stack from LocalStack, then stop LocalStack
-	@if curl -fsS -o /dev/null -m 2 $(LOCALSTACK_HEALTH) 2>/dev/null; then \
-		cd infra && $(LOCAL_ENV) $(CDKLOCAL) destroy $(STACKS) --force $(CONTEXT); \
+destroy-local: build-host infra-tools ## delete the stack from LocalStack, then stop LocalStack and the simulator
+	@if curl -fsS -o /dev/null -m 2 http://127.0.0.1:4566/_localstack/health 2>/dev/null; then \
+		cd infra && $(LOCAL_ENV) $(CDKLOCAL) destroy $(STACKS) --force $(LOCAL_CONTEXT) $(CONTEXT); \
 	else \
 		echo "[localstack] not running: nothing to destroy"; \
 	fi
-	@$(MAKE) --no-print-directory localstack-down
+	bash $(SIMULATOR) stop
+	bash $(LOCALSTACK) stop
+
+# The end-to-end tests deploy with a 5 s allowance and no heartbeats, so a
+# hung call outlasts its attempt and the Supervisor's schedule retries it.
+E2E_CONTEXT        := -c stepAllowance=5s -c maxHeartbeats=0
+
+.PHONY: test-localstack
+test-localstack: tools ## deploy to LocalStack, run the end-to-end tests through its API Gateway, tear it all down
+	@status=0; \
+	$(MAKE) --no-print-directory deploy-local CONTEXT="$(E2E_CONTEXT) $(CONTEXT)" && \
+	$(LOCAL_ENV) ORDERLY_LOCALSTACK_OUTPUTS="$$PWD/$(LOCAL_OUTPUTS)" go test -count=1 -v -timeout 15m ./e2e || status=$$?; \
+	$(MAKE) --no-print-directory destroy-local || true; \
+	exit $$status

@@ -27,6 +27,8 @@ func main() {
 	log := config.Logger("submit")
 	env := config.FromOS()
 	ordersTable := env.Required(resources.EnvOrdersTable)
+	historyTable := env.Required(resources.EnvHistoryTable)
+	anonymous := env.String(resources.EnvAnonymousCaller, "")
 	workflow := order.OrderWorkflow(env.Timing())
 	// Submission only ever sends the first step's request.
 	queues := env.RequestQueueURLs([]string{workflow.Steps[0].Agent})
@@ -43,14 +45,14 @@ func main() {
 		InstanceID: config.InstanceID("submit"),
 		Store:      store.As("submit"),
 		Controls:   control.New(store.As(control.ByClientCancel), store.As(control.ByOperatorRedrive), workflow, time.Now),
-		History:    dynamo.NewHistory(db, env.Required(resources.EnvHistoryTable)),
+		History:    dynamo.NewHistory(db, historyTable),
 		Dispatcher: dispatch.New(requests, store.As("submit"), workflow.ClaimWithin, time.Now, log, m),
 		Workflow:   workflow,
 		Now:        time.Now,
 		Log:        log,
 		Metrics:    m,
 		// Empty in AWS, where the IAM authorizer names every caller.
-		AnonymousCaller: env.String(resources.EnvAnonymousCaller, ""),
+		AnonymousCaller: anonymous,
 	})
 	lambda.Start(svc.Handle)
 }

@@ -55,13 +55,14 @@ func newFunctions(s *Stack) *functions {
 	// that step's request; reads orders back. A request it cannot send is
 	// released (UpdateItem) for the Scheduler to claim through the stream.
 	first := order.OrderWorkflow(s.props.Timing).Steps[0].Agent
-	submitEnv := map[string]*string{resources.EnvRequestQueueURL(first): m.requests[first].QueueUrl()}
+	// It reads an order's history for GET /orders/{id}/history.
+	submitEnv := map[string]*string{resources.EnvRequestQueueURL(first): m.requests[first].QueueUrl(),
+		resources.EnvHistoryTable: jsii.String(s.cat.History.Name)}
 	if s.props.AnonymousCaller != "" {
 		submitEnv[resources.EnvAnonymousCaller] = jsii.String(s.props.AnonymousCaller)
 	}
 	f.submit = f.lambda(s, "Submit", "submit", resources.SubmitTimeout, resources.SubmitMemoryMB, merge(tables, timing, submitEnv))
 	allow(f.submit, d.orders.TableArn(), "dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem")
-	// It reads an order's history for GET /orders/{id}/history.
 	allow(f.submit, d.history.TableArn(), "dynamodb:Query")
 	allow(f.submit, m.requests[first].QueueArn(), "sqs:SendMessage")
 

@@ -66,6 +66,11 @@ const (
 	CtxReplyMaxConcurrency = "replyMaxConcurrency"
 	CtxAssetsDir           = "assetsDir"
 	CtxAnonymousCaller     = "anonymousCaller"
+	// The workflow's timing (README, Configuration): Go durations, and a
+	// count that may be 0.
+	CtxStepAllowance    = "stepAllowance"
+	CtxStepMaxAllowance = "stepMaxAllowance"
+	CtxMaxHeartbeats    = "maxHeartbeats"
 )
 
 // FromContext reads Props from CDK context (cdk.json or -c key=value).
@@ -92,6 +97,34 @@ func FromContext(scope constructs.Construct) (Props, error) {
 		errs = append(errs, fmt.Errorf("context %s=%v: want a positive number", key, node.TryGetContext(jsii.String(key))))
 		return def
 	}
+	dur := func(key string, def time.Duration) time.Duration {
+		v := str(key, "")
+		if v == "" {
+			return def
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("context %s=%q: want a positive duration like 30s", key, v))
+			return def
+		}
+		return d
+	}
+	timing := order.DefaultTiming
+	timing.Allowance = dur(CtxStepAllowance, timing.Allowance)
+	// A shorter allowance without a maximum keeps the default ratio, as the
+	// functions' own STEP_ALLOWANCE does.
+	timing.MaxAllowance = dur(CtxStepMaxAllowance, timing.Allowance*(order.DefaultTiming.MaxAllowance/order.DefaultTiming.Allowance))
+	switch v := node.TryGetContext(jsii.String(CtxMaxHeartbeats)).(type) {
+	case nil:
+	case float64:
+		timing.MaxHeartbeats = int(v)
+	case string:
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			errs = append(errs, fmt.Errorf("context %s=%q: want a count, 0 or more", CtxMaxHeartbeats, v))
+		}
+		timing.MaxHeartbeats = n
+	}
 	p := Props{
 		Stage:               str(CtxStage, "dev"),
 		RemoteURL:           str(CtxRemoteURL, "https://remote.example.com"),
@@ -103,7 +136,7 @@ func FromContext(scope constructs.Construct) (Props, error) {
 		APIBurstLimit:       num(CtxAPIBurstLimit, 100),
 		AgentMaxConcurrency: num(CtxAgentMaxConcurrency, 5),
 		ReplyMaxConcurrency: num(CtxReplyMaxConcurrency, 20),
-		Timing:              order.DefaultTiming,
+		Timing:              timing,
 		AnonymousCaller:     str(CtxAnonymousCaller, ""),
 	}
 	if err := errors.Join(errs...); err != nil {

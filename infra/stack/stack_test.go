@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
@@ -394,6 +395,44 @@ func TestFunctionsAreConfigured(t *testing.T) {
 	}
 }
 
+// Every function gets each variable its main requires (a missing one is
+// empty at run time, a failure only a deployed stack shows).
+func TestFunctionsGetTheVariablesTheyRequire(t *testing.T) {
+	required := map[string][]string{
+		"submit":    {resources.EnvOrdersTable, resources.EnvHistoryTable, resources.EnvRequestQueueURL(order.AgentInventory)},
+		"scheduler": {resources.EnvOrdersTable, resources.EnvAlertTopicARN, resources.EnvRequestQueueURL(order.AgentInventory), resources.EnvRequestQueueURL(order.AgentPayment), resources.EnvRequestQueueURL(order.AgentShipping)},
+		"supervisor": {resources.EnvOrdersTable, resources.EnvAlertTopicARN, resources.EnvResponseQueueURL,
+			resources.EnvRequestQueueURL(order.AgentInventory), resources.EnvRequestQueueURL(order.AgentPayment), resources.EnvRequestQueueURL(order.AgentShipping)},
+		"recorder":        {resources.EnvHistoryTable, resources.EnvEventBus},
+		"inventory-agent": {"AGENT_NAME", "REMOTE_URL", resources.EnvResponseQueueURL, resources.EnvOrdersTable, resources.EnvRequestQueueURL(order.AgentInventory)},
+		"payment-agent":   {"AGENT_NAME", "REMOTE_URL", resources.EnvResponseQueueURL, resources.EnvOrdersTable, resources.EnvRequestQueueURL(order.AgentPayment)},
+		"shipping-agent":  {"AGENT_NAME", "REMOTE_URL", resources.EnvResponseQueueURL, resources.EnvOrdersTable, resources.EnvRequestQueueURL(order.AgentShipping)},
+	}
+	seen := map[string]bool{}
+	for id, fn := range ofType("AWS::Lambda::Function") {
+		p := props(fn)
+		name, _ := p["FunctionName"].(string)
+		env, _ := p["Environment"].(map[string]any)
+		vars, _ := env["Variables"].(map[string]any)
+		for suffix, want := range required {
+			if !strings.HasSuffix(name, "-"+suffix) {
+				continue
+			}
+			seen[suffix] = true
+			for _, v := range want {
+				if vars[v] == nil {
+					t.Errorf("function %s (%s) lacks %s", name, id, v)
+				}
+			}
+		}
+	}
+	for suffix := range required {
+		if !seen[suffix] {
+			t.Errorf("no function named …-%s", suffix)
+		}
+	}
+}
+
 func TestEveryAPIMethodIsAuthorizedAndValidated(t *testing.T) {
 	methods := ofType("AWS::ApiGateway::Method")
 	for id, m := range methods {
@@ -518,4 +557,43 @@ func keys[V any](m map[string]V) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// The workflow's timing can be set per stage from context; the functions
+// get it as their timing variables.
+func TestTimingFromContext(t *testing.T) {
+	tests := []struct {
+		name    string
+		ctx     map[string]any
+		want    order.Timing
+		wantErr bool
+	}{
+		{"defaults", map[string]any{}, order.DefaultTiming, false},
+		{"a short allowance keeps the ratio, heartbeats off", map[string]any{stack.CtxStepAllowance: "5s", stack.CtxMaxHeartbeats: "0"},
+			func() order.Timing {
+				d := order.DefaultTiming
+				d.Allowance, d.MaxAllowance, d.MaxHeartbeats = 5*time.Second, 20*time.Second, 0
+				return d
+			}(), false},
+		{"both allowances", map[string]any{stack.CtxStepAllowance: "10s", stack.CtxStepMaxAllowance: "15s"},
+			func() order.Timing {
+				d := order.DefaultTiming
+				d.Allowance, d.MaxAllowance = 10*time.Second, 15*time.Second
+				return d
+			}(), false},
+		{"not a duration", map[string]any{stack.CtxStepAllowance: "fast"}, order.Timing{}, true},
+		{"negative heartbeats", map[string]any{stack.CtxMaxHeartbeats: "-1"}, order.Timing{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			app := awscdk.NewApp(&awscdk.AppProps{Context: &tt.ctx})
+			p, err := stack.FromContext(app)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("FromContext: %v, want error %t", err, tt.wantErr)
+			}
+			if err == nil && p.Timing != tt.want {
+				t.Errorf("timing %+v, want %+v", p.Timing, tt.want)
+			}
+		})
+	}
 }

@@ -95,6 +95,20 @@ func (e *Env) Int(name string, def int) int {
 	return n
 }
 
+// Count returns a whole number, 0 or more, or def when unset.
+func (e *Env) Count(name string, def int) int {
+	v, ok := e.lookup(name)
+	if !ok || v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		e.problems = append(e.problems, fmt.Sprintf("%s=%q is not a count (0 or more)", name, v))
+		return def
+	}
+	return n
+}
+
 // RequestQueueURLs reads the request queue URL of every agent, which the
 // functions that dispatch steps need.
 func (e *Env) RequestQueueURLs(agents []string) map[string]string {
@@ -119,7 +133,7 @@ func (e *Env) Timing() order.Timing {
 		FailureThreshold: e.Int(EnvFailureThreshold, d.FailureThreshold),
 		ClaimWithin:      e.Duration(EnvClaimWithin, d.ClaimWithin),
 		SkewGrace:        e.Duration(EnvSkewGrace, d.SkewGrace),
-		MaxHeartbeats:    e.Int(EnvMaxHeartbeats, d.MaxHeartbeats),
+		MaxHeartbeats:    e.Count(EnvMaxHeartbeats, d.MaxHeartbeats), // 0 turns them off
 	}
 	// A short allowance without an explicit maximum keeps the default
 	// ratio rather than jumping to the default maximum.

@@ -170,6 +170,10 @@ func TestTiming(t *testing.T) {
 				config.EnvFailureThreshold: "4", config.EnvClaimWithin: "3s", config.EnvSkewGrace: "1500ms", config.EnvMaxHeartbeats: "2"},
 			order.Timing{Allowance: 2 * time.Second, MaxAllowance: 5 * time.Second, FailureThreshold: 4, ClaimWithin: 3 * time.Second,
 				SkewGrace: 1500 * time.Millisecond, MaxHeartbeats: 2}, nil},
+		{"heartbeats off (README: 0 turns them off)",
+			map[string]string{config.EnvMaxHeartbeats: "0"},
+			order.Timing{Allowance: d.Allowance, MaxAllowance: d.MaxAllowance, FailureThreshold: d.FailureThreshold,
+				ClaimWithin: d.ClaimWithin, SkewGrace: d.SkewGrace, MaxHeartbeats: 0}, nil},
 		{"max below allowance",
 			map[string]string{config.EnvAllowance: "1m", config.EnvMaxAllowance: "30s"},
 			order.Timing{Allowance: time.Minute, MaxAllowance: 30 * time.Second,
@@ -177,9 +181,9 @@ func TestTiming(t *testing.T) {
 			[]string{"max allowance"}},
 		{"every variable malformed",
 			map[string]string{config.EnvAllowance: "fast", config.EnvMaxAllowance: "-1m",
-				config.EnvFailureThreshold: "0", config.EnvClaimWithin: "1"},
+				config.EnvFailureThreshold: "0", config.EnvClaimWithin: "1", config.EnvMaxHeartbeats: "-1"},
 			d,
-			[]string{config.EnvAllowance, config.EnvMaxAllowance, config.EnvFailureThreshold, config.EnvClaimWithin}},
+			[]string{config.EnvAllowance, config.EnvMaxAllowance, config.EnvFailureThreshold, config.EnvClaimWithin, config.EnvMaxHeartbeats}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -43,6 +43,13 @@ class HostRuntimeExecutor(RuntimeExecutor):
         try:
             self.runtime.start()
         except StartupError as e:
+            # LocalStack reports only that the start failed: say why here.
+            LOG.warning(
+                "function %s did not start: %s; its last output:\n%s",
+                self.function_version.qualified_arn,
+                e.payload.decode("utf-8", "replace"),
+                "".join(list(self.runtime.all_logs)[-20:]),
+            )
             raise StatusErrorException(str(e), payload=e.payload) from e
         except Stopped as e:
             raise ShutdownDuringStartup(str(e)) from e

@@ -179,6 +179,17 @@ def _handler_for(process: _Process):
             self.wfile.write(body)
 
         def _body(self) -> bytes:
+            # aws-lambda-go streams a response: chunked, with no length.
+            if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+                body = bytearray()
+                while True:
+                    size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                    if size == 0:
+                        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                            pass  # trailers
+                        return bytes(body)
+                    body += self.rfile.read(size)
+                    self.rfile.readline()  # the CRLF after each chunk
             return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
         def do_GET(self):

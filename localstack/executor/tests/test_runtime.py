@@ -55,6 +55,14 @@ class RuntimeTest(unittest.TestCase):
             pids.add(body["pid"])
         self.assertEqual(len(pids), 1, "one warm process serves every invocation")
 
+    def test_a_chunked_response_is_read_whole(self):
+        rt = runtime(self)
+        rt.start()
+        res = rt.invoke(invocation("chunked"))
+        self.assertFalse(res.is_error, res.payload)
+        self.assertEqual(json.loads(res.payload)["echo"], {"do": "chunked"})
+        self.assertFalse(rt.invoke(invocation("echo", 1)).is_error, "the connection stays usable")
+
     def test_internal_variables_are_not_passed_on(self):
         rt = runtime(self)
         rt.start()

@@ -1,0 +1,274 @@
+// Package e2e tests orderly as deployed: the CDK stack on LocalStack, its
+// Lambdas run as host processes by orderly's executor plugin, reached only
+// through the stack's API Gateway. `make test-localstack` deploys the stack,
+// runs these tests and tears it down; they are skipped unless
+// ORDERLY_LOCALSTACK_STACK names the deployed stack.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"orderly/internal/api"
+	"orderly/internal/order"
+	"orderly/internal/provision"
+	"orderly/internal/resources"
+	"orderly/internal/testenv"
+)
+
+// deployed is the stack under test, read from its outputs.
+type deployed struct {
+	api     string // base URL of the REST API through LocalStack's gateway
+	clients provision.Clients
+	alerts  *testenv.AlertInbox
+	events  string // a queue a rule on the stack's bus feeds
+	orders  string // the orders table
+}
+
+func stack(t *testing.T) deployed {
+	t.Helper()
+	file := os.Getenv("ORDERLY_LOCALSTACK_OUTPUTS")
+	if file == "" {
+		t.Skip("needs a stack deployed to LocalStack: make test-localstack")
+	}
+	// cdk deploy --outputs-file: {"Orderly-<stage>": {"ApiUrl": …, …}}.
+	raw, err := os.ReadFile(file)
+	var stacks map[string]map[string]string
+	if err == nil {
+		err = json.Unmarshal(raw, &stacks)
+	}
+	if err != nil || len(stacks) != 1 {
+		t.Fatalf("stack outputs %s: %v (want one stack, got %d)", file, err, len(stacks))
+	}
+	var stage string
+	var outputs map[string]string
+	for name, out := range stacks {
+		stage, outputs = strings.TrimPrefix(name, "Orderly-"), out
+	}
+	cfg, err := awsconfig.LoadDefaultConfig(context.Background())
+	if err != nil {
+		t.Fatalf("AWS config: %v", err)
+	}
+	d := deployed{clients: provision.Clients{DynamoDB: dynamodb.NewFromConfig(cfg), SQS: sqs.NewFromConfig(cfg),
+		SNS: sns.NewFromConfig(cfg), EventBridge: eventbridge.NewFromConfig(cfg)}}
+	d.api = gatewayURL(t, aws.ToString(cfg.BaseEndpoint), outputs["ApiUrl"])
+	d.orders = resources.New(stage, order.OrderWorkflow(order.DefaultTiming).Agents()).Orders.Name
+	d.alerts = testenv.SubscribeAlerts(t, d.clients, outputs["AlertTopicArn"])
+	d.events = statusEvents(t, d.clients, outputs["EventBusName"])
+	return d
+}
+
+// gatewayURL turns the stack's ApiUrl (https://<api id>.execute-api.
+// localhost.localstack.cloud:4566/<stage>/, a name that needs public DNS)
+// into LocalStack's path form on its own endpoint.
+func gatewayURL(t *testing.T, endpoint, apiURL string) string {
+	t.Helper()
+	u, err := url.Parse(apiURL)
+	if err != nil || endpoint == "" {
+		t.Fatalf("ApiUrl %q, endpoint %q: %v", apiURL, endpoint, err)
+	}
+	apiID, _, _ := strings.Cut(u.Host, ".")
+	stage := strings.Trim(u.Path, "/")
+	return fmt.Sprintf("%s/_aws/execute-api/%s/%s", strings.TrimSuffix(endpoint, "/"), apiID, stage)
+}
+
+// statusEvents adds a rule on the stack's bus to a fresh queue, as a
+// client subscribes to its orders' status events.
+func statusEvents(t *testing.T, c provision.Clients, bus string) string {
+	t.Helper()
+	ctx := context.Background()
+	name := "e2e-status-" + strings.ToLower(fmt.Sprint(time.Now().UnixNano()%1e9))
+	q, err := c.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
+	if err != nil {
+		t.Fatalf("create queue: %v", err)
+	}
+	attrs, err := c.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: q.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+	if err != nil {
+		t.Fatalf("queue arn: %v", err)
+	}
+	pattern, _ := json.Marshal(map[string]any{"source": []string{"orderly"}})
+	if _, err := c.EventBridge.PutRule(ctx, &eventbridge.PutRuleInput{Name: aws.String(name), EventBusName: aws.String(bus),
+		EventPattern: aws.String(string(pattern))}); err != nil {
+		t.Fatalf("put rule: %v", err)
+	}
+	if _, err := c.EventBridge.PutTargets(ctx, &eventbridge.PutTargetsInput{Rule: aws.String(name), EventBusName: aws.String(bus),
+		Targets: []ebtypes.Target{{Id: aws.String("queue"), Arn: aws.String(attrs.Attributes["QueueArn"])}}}); err != nil {
+		t.Fatalf("put targets: %v", err)
+	}
+	t.Cleanup(func() {
+		c.EventBridge.RemoveTargets(ctx, &eventbridge.RemoveTargetsInput{Rule: aws.String(name), EventBusName: aws.String(bus), Ids: []string{"queue"}})
+		c.EventBridge.DeleteRule(ctx, &eventbridge.DeleteRuleInput{Name: aws.String(name), EventBusName: aws.String(bus)})
+		c.SQS.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: q.QueueUrl})
+	})
+	return aws.ToString(q.QueueUrl)
+}
+
+func (d deployed) call(t *testing.T, method, path, body string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, d.api+path, bytes.NewReader([]byte(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	got, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, got
+}
+
+func (d deployed) submit(t *testing.T, skus ...string) string {
+	t.Helper()
+	lines := make([]order.Line, len(skus))
+	for i, s := range skus {
+		lines[i] = order.Line{SKU: s, Quantity: 1}
+	}
+	body, _ := json.Marshal(order.Submission{CustomerID: "c-e2e", Lines: lines})
+	code, got := d.call(t, http.MethodPost, "/orders", string(body))
+	var out struct{ OrderID string }
+	if code != http.StatusAccepted || json.Unmarshal(got, &out) != nil || out.OrderID == "" {
+		t.Fatalf("POST /orders: %d %s", code, got)
+	}
+	return out.OrderID
+}
+
+// await polls the order until its status is one of want.
+func (d deployed) await(t *testing.T, id string, timeout time.Duration, want ...order.Status) api.OrderView {
+	t.Helper()
+	var v api.OrderView
+	testenv.Eventually(t, timeout, func() (bool, string) {
+		code, got := d.call(t, http.MethodGet, "/orders/"+id, "")
+		if code != http.StatusOK || json.Unmarshal(got, &v) != nil {
+			return false, fmt.Sprintf("GET: %d %s", code, got)
+		}
+		return slices.Contains(want, v.Status), string(got)
+	})
+	return v
+}
+
+// statuses reads the status events of order id from the rule's queue
+// until want have arrived.
+func (d deployed) statuses(t *testing.T, id string, want []order.Status, timeout time.Duration) {
+	t.Helper()
+	var got []order.Status
+	testenv.Eventually(t, timeout, func() (bool, string) {
+		out, err := d.clients.SQS.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(d.events),
+			MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, m := range out.Messages {
+			var ev struct {
+				DetailType string             `json:"detail-type"`
+				Detail     order.StatusChange `json:"detail"`
+			}
+			if json.Unmarshal([]byte(aws.ToString(m.Body)), &ev) == nil && ev.Detail.OrderID == id &&
+				ev.DetailType == "Order "+string(ev.Detail.Status) {
+				got = append(got, ev.Detail.Status)
+			}
+			// Other orders' events are left for their tests.
+			if ev.Detail.OrderID == id {
+				d.clients.SQS.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(d.events), ReceiptHandle: m.ReceiptHandle})
+			}
+		}
+		return len(got) >= len(want), fmt.Sprint(got)
+	})
+	if !slices.Equal(got, want) {
+		t.Errorf("order %s status events %v, want %v", id, got, want)
+	}
+}
+
+// An order flows through the deployed wiring: API Gateway with its
+// validator, Submit, the table's stream and its filter, the Scheduler,
+// the request queues and the agents (calling the simulator on the host),
+// the response queue, the Supervisor on its EventBridge schedule, the
+// recorder's status events on the bus, and SNS alerts.
+func TestDeployedStack(t *testing.T) {
+	d := stack(t)
+	// First, alone: nothing else writes meanwhile.
+	t.Run("malformed input is refused and nothing is written", func(t *testing.T) {
+		before := d.count(t)
+		for _, body := range []string{`{"customerId":"c"}`, `{"customerId":"c","lines":[{"sku":"BOOK-1","quantity":0}]}`, `not json`} {
+			if code, got := d.call(t, http.MethodPost, "/orders", body); code != http.StatusBadRequest {
+				t.Errorf("POST %s: %d %s, want 400", body, code, got)
+			}
+		}
+		if after := d.count(t); after != before {
+			t.Errorf("orders stored went from %d to %d", before, after)
+		}
+	})
+	t.Run("processed", func(t *testing.T) {
+		t.Parallel()
+		id := d.submit(t, "BOOK-1")
+		v := d.await(t, id, 2*time.Minute, order.StatusProcessed, order.StatusFailed, order.StatusError)
+		if v.Status != order.StatusProcessed {
+			t.Fatalf("status %s, want Processed: %s", v.Status, testenv.Describe(v))
+		}
+		d.statuses(t, id, []order.Status{order.StatusPending, order.StatusProcessing, order.StatusProcessed}, time.Minute)
+		code, got := d.call(t, http.MethodGet, "/orders/"+id+"/history", "")
+		if code != http.StatusOK || !strings.Contains(string(got), `"to":"Processed"`) {
+			t.Errorf("history: %d %s", code, got)
+		}
+	})
+	t.Run("a permanent failure is compensated", func(t *testing.T) {
+		t.Parallel()
+		id := d.submit(t, "TEST-PAYMENT-PERMANENT")
+		v := d.await(t, id, 2*time.Minute, order.StatusFailed, order.StatusProcessed, order.StatusError)
+		if v.Status != order.StatusFailed || v.Steps[0].State != string(order.Undone) {
+			t.Fatalf("status %s, want Failed with the reservation undone: %s", v.Status, testenv.Describe(v))
+		}
+		d.statuses(t, id, []order.Status{order.StatusPending, order.StatusProcessing, order.StatusCompensating, order.StatusFailed}, time.Minute)
+	})
+	t.Run("an undo refused ends in Error with an alert", func(t *testing.T) {
+		t.Parallel()
+		id := d.submit(t, "TEST-SHIPPING-PERMANENT", "TEST-PAYMENT-UNDO-PERMANENT")
+		if v := d.await(t, id, 2*time.Minute, order.StatusError, order.StatusFailed, order.StatusProcessed); v.Status != order.StatusError {
+			t.Fatalf("status %s, want Error: %s", v.Status, testenv.Describe(v))
+		}
+		if a := d.alerts.Await(t, id, time.Minute); a.Kind != order.AlertUndoFailed {
+			t.Errorf("alert %+v, want %s", a, order.AlertUndoFailed)
+		}
+	})
+	t.Run("a hang is recovered by the Supervisor", func(t *testing.T) {
+		t.Parallel()
+		id := d.submit(t, "TEST-INVENTORY-HANG-1")
+		v := d.await(t, id, 5*time.Minute, order.StatusProcessed, order.StatusFailed, order.StatusError)
+		if v.Status != order.StatusProcessed || v.Steps[0].Attempt < 2 {
+			t.Fatalf("status %s, want Processed on a later attempt: %s", v.Status, testenv.Describe(v))
+		}
+	})
+
+}
+
+// count is how many orders the table holds (a test-sized Scan).
+func (d deployed) count(t *testing.T) int32 {
+	t.Helper()
+	out, err := d.clients.DynamoDB.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(d.orders), Select: "COUNT"})
+	if err != nil {
+		t.Fatalf("scan %s: %v", d.orders, err)
+	}
+	return out.Count
+}
