@@ -16,6 +16,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,8 +41,8 @@ type deployed struct {
 	api     string // base URL of the REST API through LocalStack's gateway
 	clients provision.Clients
 	alerts  *testenv.AlertInbox
-	events  string // a queue a rule on the stack's bus feeds
-	orders  string // the orders table
+	events  *eventInbox // a queue a rule on the stack's bus feeds
+	orders  string      // the orders table
 }
 
 func stack(t *testing.T) deployed {
@@ -73,7 +74,7 @@ func stack(t *testing.T) deployed {
 	d.api = gatewayURL(t, aws.ToString(cfg.BaseEndpoint), outputs["ApiUrl"])
 	d.orders = resources.New(stage, order.OrderWorkflow(order.DefaultTiming).Agents()).Orders.Name
 	d.alerts = testenv.SubscribeAlerts(t, d.clients, outputs["AlertTopicArn"])
-	d.events = statusEvents(t, d.clients, outputs["EventBusName"])
+	d.events = &eventInbox{sqs: d.clients.SQS, url: statusEvents(t, d.clients, outputs["EventBusName"]), seen: map[string][]order.Status{}}
 	return d
 }
 
@@ -169,31 +170,41 @@ func (d deployed) await(t *testing.T, id string, timeout time.Duration, want ...
 	return v
 }
 
-// statuses reads the status events of order id from the rule's queue
-// until want have arrived.
-func (d deployed) statuses(t *testing.T, id string, want []order.Status, timeout time.Duration) {
+// eventInbox reads the rule's queue for every test, keeping each order's
+// status events for the test that waits on them (a message one test
+// received and left would be hidden from the others until its visibility
+// timeout).
+type eventInbox struct {
+	sqs  *sqs.Client
+	url  string
+	mu   sync.Mutex
+	seen map[string][]order.Status
+}
+
+// statuses waits until order id's status events are want.
+func (in *eventInbox) statuses(t *testing.T, id string, want []order.Status, timeout time.Duration) {
 	t.Helper()
 	var got []order.Status
 	testenv.Eventually(t, timeout, func() (bool, string) {
-		out, err := d.clients.SQS.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(d.events),
+		out, err := in.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(in.url),
 			MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
 		if err != nil {
 			return false, err.Error()
 		}
+		in.mu.Lock()
+		defer in.mu.Unlock()
 		for _, m := range out.Messages {
 			var ev struct {
 				DetailType string             `json:"detail-type"`
 				Detail     order.StatusChange `json:"detail"`
 			}
-			if json.Unmarshal([]byte(aws.ToString(m.Body)), &ev) == nil && ev.Detail.OrderID == id &&
-				ev.DetailType == "Order "+string(ev.Detail.Status) {
-				got = append(got, ev.Detail.Status)
+			if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &ev); err != nil || ev.DetailType != "Order "+string(ev.Detail.Status) {
+				t.Errorf("status event %s: %v", aws.ToString(m.Body), err)
 			}
-			// Other orders' events are left for their tests.
-			if ev.Detail.OrderID == id {
-				d.clients.SQS.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(d.events), ReceiptHandle: m.ReceiptHandle})
-			}
+			in.seen[ev.Detail.OrderID] = append(in.seen[ev.Detail.OrderID], ev.Detail.Status)
+			in.sqs.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(in.url), ReceiptHandle: m.ReceiptHandle})
 		}
+		got = slices.Clone(in.seen[id])
 		return len(got) >= len(want), fmt.Sprint(got)
 	})
 	if !slices.Equal(got, want) {
@@ -227,7 +238,7 @@ func TestDeployedStack(t *testing.T) {
 		if v.Status != order.StatusProcessed {
 			t.Fatalf("status %s, want Processed: %s", v.Status, testenv.Describe(v))
 		}
-		d.statuses(t, id, []order.Status{order.StatusPending, order.StatusProcessing, order.StatusProcessed}, time.Minute)
+		d.events.statuses(t, id, []order.Status{order.StatusPending, order.StatusProcessing, order.StatusProcessed}, time.Minute)
 		code, got := d.call(t, http.MethodGet, "/orders/"+id+"/history", "")
 		if code != http.StatusOK || !strings.Contains(string(got), `"to":"Processed"`) {
 			t.Errorf("history: %d %s", code, got)
@@ -240,7 +251,7 @@ func TestDeployedStack(t *testing.T) {
 		if v.Status != order.StatusFailed || v.Steps[0].State != string(order.Undone) {
 			t.Fatalf("status %s, want Failed with the reservation undone: %s", v.Status, testenv.Describe(v))
 		}
-		d.statuses(t, id, []order.Status{order.StatusPending, order.StatusProcessing, order.StatusCompensating, order.StatusFailed}, time.Minute)
+		d.events.statuses(t, id, []order.Status{order.StatusPending, order.StatusProcessing, order.StatusCompensating, order.StatusFailed}, time.Minute)
 	})
 	t.Run("an undo refused ends in Error with an alert", func(t *testing.T) {
 		t.Parallel()
