@@ -209,9 +209,10 @@ destroy-local: build-host infra-tools ## delete the stack from LocalStack, then 
 	bash $(SIMULATOR) stop
 	bash $(LOCALSTACK) stop
 
-# The end-to-end tests deploy with a 5 s allowance and no heartbeats, so a
-# hung call outlasts its attempt and the Supervisor's schedule retries it.
-E2E_CONTEXT        := -c stepAllowance=5s -c maxHeartbeats=0
+# The end-to-end tests deploy with an 8 s allowance and no heartbeats, so a
+# hung call (given up after STEP_TRY_TIMEOUT, 10 s) outlasts its attempt and
+# the Supervisor's schedule retries it.
+E2E_CONTEXT        := -c stepAllowance=8s -c maxHeartbeats=0
 
 .PHONY: test-localstack
 test-localstack: tools ## deploy to LocalStack, run the end-to-end tests through its API Gateway, tear it all down

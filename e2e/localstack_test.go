@@ -156,6 +156,23 @@ func (d deployed) submit(t *testing.T, skus ...string) string {
 	return out.OrderID
 }
 
+// logHistory logs the order's history, one line per transition with its
+// time since submission, so a slow or failed run shows where time went.
+func (d deployed) logHistory(t *testing.T, id string) {
+	t.Helper()
+	code, got := d.call(t, http.MethodGet, "/orders/"+id+"/history", "")
+	var v api.HistoryView
+	if code != http.StatusOK || json.Unmarshal(got, &v) != nil || len(v.History) == 0 {
+		t.Logf("history of %s: %d %s", id, code, got)
+		return
+	}
+	var b strings.Builder
+	for _, tr := range v.History {
+		fmt.Fprintf(&b, "\n  +%6.1fs record %2d %-18s %s>%s by %s", tr.At.Sub(v.History[0].At).Seconds(), tr.Record, tr.Event, tr.From, tr.To, tr.By)
+	}
+	t.Logf("history of %s (%s):%s", id, v.Status, b.String())
+}
+
 // await polls the order until its status is one of want.
 func (d deployed) await(t *testing.T, id string, timeout time.Duration, want ...order.Status) api.OrderView {
 	t.Helper()
@@ -234,6 +251,7 @@ func TestDeployedStack(t *testing.T) {
 	t.Run("processed", func(t *testing.T) {
 		t.Parallel()
 		id := d.submit(t, "BOOK-1")
+		defer d.logHistory(t, id)
 		v := d.await(t, id, 2*time.Minute, order.StatusProcessed, order.StatusFailed, order.StatusError)
 		if v.Status != order.StatusProcessed {
 			t.Fatalf("status %s, want Processed: %s", v.Status, testenv.Describe(v))
@@ -247,6 +265,7 @@ func TestDeployedStack(t *testing.T) {
 	t.Run("a permanent failure is compensated", func(t *testing.T) {
 		t.Parallel()
 		id := d.submit(t, "TEST-PAYMENT-PERMANENT")
+		defer d.logHistory(t, id)
 		v := d.await(t, id, 2*time.Minute, order.StatusFailed, order.StatusProcessed, order.StatusError)
 		if v.Status != order.StatusFailed || v.Steps[0].State != string(order.Undone) {
 			t.Fatalf("status %s, want Failed with the reservation undone: %s", v.Status, testenv.Describe(v))
@@ -256,6 +275,7 @@ func TestDeployedStack(t *testing.T) {
 	t.Run("an undo refused ends in Error with an alert", func(t *testing.T) {
 		t.Parallel()
 		id := d.submit(t, "TEST-SHIPPING-PERMANENT", "TEST-PAYMENT-UNDO-PERMANENT")
+		defer d.logHistory(t, id)
 		if v := d.await(t, id, 2*time.Minute, order.StatusError, order.StatusFailed, order.StatusProcessed); v.Status != order.StatusError {
 			t.Fatalf("status %s, want Error: %s", v.Status, testenv.Describe(v))
 		}
@@ -266,6 +286,7 @@ func TestDeployedStack(t *testing.T) {
 	t.Run("a hang is recovered by the Supervisor", func(t *testing.T) {
 		t.Parallel()
 		id := d.submit(t, "TEST-INVENTORY-HANG-1")
+		defer d.logHistory(t, id)
 		v := d.await(t, id, 5*time.Minute, order.StatusProcessed, order.StatusFailed, order.StatusError)
 		if v.Status != order.StatusProcessed || v.Steps[0].Attempt < 2 {
 			t.Fatalf("status %s, want Processed on a later attempt: %s", v.Status, testenv.Describe(v))

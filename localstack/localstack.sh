@@ -357,6 +357,11 @@ launch() {
         # stream is ready when CreateTable returns. No kinesis-mock state on disk.
         KINESIS_LATENCY="${KINESIS_LATENCY:-0}"
         KINESIS_PERSISTENCE=0
+        # An event source mapping that found its queue or stream empty backs
+        # off up to 10 s by default, so a step's request could wait longer
+        # than a short allowance before its agent runs. Lambda's own pollers
+        # keep polling; 1 s comes closer.
+        LAMBDA_EVENT_SOURCE_MAPPING_MAX_BACKOFF_ON_EMPTY_POLL_SEC="${LAMBDA_EVENT_SOURCE_MAPPING_MAX_BACKOFF_ON_EMPTY_POLL_SEC:-1}"
         # State is not kept across restarts anyway: DynamoDB Local -inMemory
         # instead of an SQLite file under tmp/.
         DYNAMODB_IN_MEMORY="${DYNAMODB_IN_MEMORY:-1}"
