@@ -275,15 +275,39 @@ func TestDeployedStack(t *testing.T) {
 		}
 		d.events.statuses(t, id, []order.Status{order.StatusPending, order.StatusProcessing, order.StatusCompensating, order.StatusFailed}, time.Minute)
 	})
-	t.Run("an undo refused ends in Error with an alert", func(t *testing.T) {
+	t.Run("an undo refused ends in Error with an alert, then is redriven", func(t *testing.T) {
 		t.Parallel()
-		id := d.submit(t, "TEST-SHIPPING-PERMANENT", "TEST-PAYMENT-UNDO-PERMANENT")
+		// The refund is refused once: after the alert, an operator's
+		// redrive resumes the compensation, which ends Failed.
+		id := d.submit(t, "TEST-SHIPPING-PERMANENT", "TEST-PAYMENT-UNDO-PERMANENT-1")
 		defer d.logHistory(t, id)
 		if v := d.await(t, id, 2*time.Minute, order.StatusError, order.StatusFailed, order.StatusProcessed); v.Status != order.StatusError {
 			t.Fatalf("status %s, want Error: %s", v.Status, testenv.Describe(v))
 		}
 		if a := d.alerts.Await(t, id, time.Minute); a.Kind != order.AlertUndoFailed {
 			t.Errorf("alert %+v, want %s", a, order.AlertUndoFailed)
+		}
+		if code, got := d.call(t, http.MethodPost, "/orders/"+id+"/redrive", ""); code != http.StatusAccepted {
+			t.Fatalf("redrive: %d %s, want 202", code, got)
+		}
+		if v := d.await(t, id, 2*time.Minute, order.StatusFailed, order.StatusError, order.StatusProcessed); v.Status != order.StatusFailed {
+			t.Errorf("after the redrive: %s, want Failed: %s", v.Status, testenv.Describe(v))
+		}
+	})
+	t.Run("a cancel while a step runs", func(t *testing.T) {
+		t.Parallel()
+		id := d.submit(t, "TEST-PAYMENT-SLOW-3000")
+		defer d.logHistory(t, id)
+		d.await(t, id, time.Minute, order.StatusProcessing)
+		if code, got := d.call(t, http.MethodPost, "/orders/"+id+"/cancel", ""); code != http.StatusAccepted {
+			t.Fatalf("cancel: %d %s, want 202", code, got)
+		}
+		v := d.await(t, id, 2*time.Minute, order.StatusCancelled, order.StatusProcessed, order.StatusFailed, order.StatusError)
+		if v.Status != order.StatusCancelled {
+			t.Errorf("status %s, want Cancelled: %s", v.Status, testenv.Describe(v))
+		}
+		if code, _ := d.call(t, http.MethodPost, "/orders/"+id+"/cancel", ""); code != http.StatusAccepted {
+			t.Errorf("second cancel: %d, want 202 (idempotent)", code)
 		}
 	})
 	t.Run("a hang is recovered by the Supervisor", func(t *testing.T) {
