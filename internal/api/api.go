@@ -411,6 +411,12 @@ func (s *Service) get(ctx context.Context, req events.APIGatewayProxyRequest, op
 	if err != nil {
 		return events.APIGatewayProxyResponse{}, err
 	}
+	return jsonResponse(http.StatusOK, NewOrderView(o, steps)), nil
+}
+
+// NewOrderView is how the API (and the operator's CLI) shows an order and
+// its records.
+func NewOrderView(o order.Order, steps []order.StepState) OrderView {
 	view := OrderView{
 		OrderID: o.ID, CustomerID: o.CustomerID, Status: o.Status, Lines: o.Lines,
 		NotificationTarget: o.NotificationTarget, LastError: o.LastError,
@@ -427,7 +433,7 @@ func (s *Service) get(ctx context.Context, req events.APIGatewayProxyRequest, op
 		}
 		view.Steps[i] = v
 	}
-	return jsonResponse(http.StatusOK, view), nil
+	return view
 }
 
 func (s *Service) errorResponse(ctx context.Context, req events.APIGatewayProxyRequest, err error) (events.APIGatewayProxyResponse, error) {

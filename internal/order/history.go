@@ -20,8 +20,8 @@ type Transition struct {
 	To      string `json:"to,omitempty" dynamodbav:"T,omitempty"`
 	Attempt int    `json:"attempt,omitempty" dynamodbav:"A,omitempty"`
 	// By is the actor that made the change: submit, scheduler <id>,
-	// supervisor, agent <name>, api (a client's cancel, an operator's
-	// redrive).
+	// supervisor, agent <name>, client cancel, operator redrive, operator
+	// cancel (the CLI's).
 	By     string `json:"by,omitempty" dynamodbav:"B,omitempty"`
 	Reason string `json:"reason,omitempty" dynamodbav:"W,omitempty"`
 }

@@ -1,0 +1,328 @@
+// Command orderly is the operator's tool: it reads and changes a stage's
+// orders (a local run or a deployed stack) with the caller's usual AWS
+// configuration (profile, region, endpoint variables), through the same
+// packages and fenced transitions as the functions.
+//
+//	orderly [-stage NAME] [-o text|json] show ID
+//	orderly history ID
+//	orderly watch ID [-every 1s] [-timeout 10m]
+//	orderly cancel ID
+//	orderly redrive ID [-action retry|compensate]
+//	orderly dlq list
+//	orderly dlq redrive QUEUE [-max N] [-dry-run]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"orderly/internal/api"
+	"orderly/internal/config"
+	"orderly/internal/ops"
+	"orderly/internal/order"
+)
+
+const usage = `orderly: operate a stage's orders.
+
+Usage:
+  orderly [-stage NAME] [-o text|json] COMMAND [ARGS]
+
+Commands:
+  show ID                    the order and each of its records (steps and undos)
+  history ID                 every transition of the order, in order, with who made it
+  watch ID                   print the order each time it changes, until it is terminal
+  cancel ID                  cancel the order for its client (Pending or Processing only)
+  redrive ID                 resume an order in Error where it stopped
+  dlq list                   the stage's dead-letter queues and their depth
+  dlq redrive QUEUE          move a dead-letter queue's messages back to their queue
+
+Every command takes -h. The stage's AWS endpoints come from the usual
+variables and profile: for 'make run', eval "$(bash localstack/emulators.sh env)".
+`
+
+type app struct {
+	stage  *ops.Stage
+	out    io.Writer
+	asJSON bool
+}
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "orderly:", err)
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(args []string, out io.Writer) error {
+	global := flag.NewFlagSet("orderly", flag.ContinueOnError)
+	global.Usage = func() { fmt.Fprint(global.Output(), usage); global.PrintDefaults() }
+	stage := global.String("stage", envOr("ORDERLY_STAGE", "local"), "the stage: resources are named orderly-<stage>-…")
+	format := global.String("o", "text", "output: text or json")
+	if err := global.Parse(args); err != nil {
+		return err
+	}
+	if *format != "text" && *format != "json" {
+		return fmt.Errorf("-o %q: want text or json", *format)
+	}
+	if global.NArg() == 0 {
+		global.Usage()
+		return flag.ErrHelp
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	awsCfg, err := config.AWS(ctx)
+	if err != nil {
+		return err
+	}
+	a := &app{stage: ops.Open(*stage, dynamodb.NewFromConfig(awsCfg), sqs.NewFromConfig(awsCfg)), out: out, asJSON: *format == "json"}
+	cmd, rest := global.Arg(0), global.Args()[1:]
+	switch cmd {
+	case "show":
+		return a.show(ctx, rest)
+	case "history":
+		return a.history(ctx, rest)
+	case "watch":
+		return a.watch(ctx, rest)
+	case "cancel":
+		return a.cancel(ctx, rest)
+	case "redrive":
+		return a.redrive(ctx, rest)
+	case "dlq":
+		return a.dlq(ctx, rest)
+	}
+	global.Usage()
+	return fmt.Errorf("unknown command %q: %w", cmd, flag.ErrHelp)
+}
+
+// command parses a command's flags and returns its one ID argument.
+func command(name, synopsis string, args []string, define func(*flag.FlagSet)) (string, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprintf(fs.Output(), "Usage: orderly %s\n\n", synopsis); fs.PrintDefaults() }
+	if define != nil {
+		define(fs)
+	}
+	if err := fs.Parse(args); err != nil {
+		return "", err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return "", fmt.Errorf("%s takes one argument: %w", name, flag.ErrHelp)
+	}
+	return fs.Arg(0), nil
+}
+
+func (a *app) show(ctx context.Context, args []string) error {
+	id, err := command("show", "show ID: the order and each of its records", args, nil)
+	if err != nil {
+		return err
+	}
+	v, err := a.stage.Show(ctx, id)
+	if err != nil {
+		return err
+	}
+	return a.print(v, func(w io.Writer) { writeOrder(w, v) })
+}
+
+func (a *app) history(ctx context.Context, args []string) error {
+	id, err := command("history", "history ID: every transition of the order, in order", args, nil)
+	if err != nil {
+		return err
+	}
+	ts, err := a.stage.History(ctx, id)
+	if err != nil {
+		return err
+	}
+	return a.print(api.HistoryView{OrderID: id, History: ts}, func(w io.Writer) { writeHistory(w, ts) })
+}
+
+func (a *app) watch(ctx context.Context, args []string) error {
+	var every, timeout time.Duration
+	id, err := command("watch", "watch ID: print the order each time it changes, until it is terminal", args, func(fs *flag.FlagSet) {
+		fs.DurationVar(&every, "every", time.Second, "how often to read the order")
+		fs.DurationVar(&timeout, "timeout", 10*time.Minute, "give up after this long")
+	})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	last := time.Time{}
+	for {
+		v, err := a.stage.Show(ctx, id)
+		if err != nil {
+			return err
+		}
+		if v.UpdatedAt.After(last) {
+			last = v.UpdatedAt
+			if err := a.print(v, func(w io.Writer) { writeOrder(w, v); fmt.Fprintln(w) }); err != nil {
+				return err
+			}
+		}
+		if v.Status.Terminal() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("order %s still %s: %w", id, v.Status, ctx.Err())
+		case <-time.After(every):
+		}
+	}
+}
+
+func (a *app) cancel(ctx context.Context, args []string) error {
+	id, err := command("cancel", "cancel ID: cancel the order for its client; a step in flight finishes or times out, then the work done is undone", args, nil)
+	if err != nil {
+		return err
+	}
+	o, err := a.stage.Cancel(ctx, id)
+	if err != nil {
+		return err
+	}
+	return a.print(map[string]any{"orderId": o.ID, "status": o.Status}, func(w io.Writer) { fmt.Fprintf(w, "order %s: %s\n", o.ID, o.Status) })
+}
+
+func (a *app) redrive(ctx context.Context, args []string) error {
+	var action string
+	id, err := command("redrive", "redrive ID [-action retry|compensate]: resume an order in Error where it stopped", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&action, "action", "", "retry (run the failed step again) or compensate (undo the work done); default: what the stuck record calls for")
+	})
+	if err != nil {
+		return err
+	}
+	o, err := a.stage.Redrive(ctx, id, action)
+	if err != nil {
+		return err
+	}
+	return a.print(map[string]any{"orderId": o.ID, "status": o.Status}, func(w io.Writer) { fmt.Fprintf(w, "order %s: %s\n", o.ID, o.Status) })
+}
+
+func (a *app) dlq(ctx context.Context, args []string) error {
+	sub := ""
+	if len(args) > 0 {
+		sub, args = args[0], args[1:]
+	}
+	switch sub {
+	case "list":
+		qs, err := a.stage.DeadLetters(ctx)
+		if err != nil {
+			return err
+		}
+		return a.print(qs, func(w io.Writer) {
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "QUEUE\tMESSAGES\tIN FLIGHT\tMOVES BACK TO")
+			for _, q := range qs {
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", q.Name, q.Messages, q.InFlight, or(q.Source, "(failure records)"))
+			}
+			tw.Flush()
+		})
+	case "redrive":
+		var maxN int
+		var dryRun bool
+		queue, err := command("dlq redrive", "dlq redrive QUEUE [-max N] [-dry-run]: move a dead-letter queue's messages back to their queue", args, func(fs *flag.FlagSet) {
+			fs.IntVar(&maxN, "max", 1000, "move at most this many")
+			fs.BoolVar(&dryRun, "dry-run", false, "count what would move, move nothing")
+		})
+		if err != nil {
+			return err
+		}
+		m, err := a.stage.RedriveDeadLetters(ctx, queue, maxN, dryRun)
+		if err != nil {
+			return err
+		}
+		return a.print(m, func(w io.Writer) {
+			verb := "moved"
+			if m.DryRun {
+				verb = "would move"
+			}
+			fmt.Fprintf(w, "%s %d messages from %s to %s\n", verb, m.Moved, m.Queue, m.Source)
+		})
+	}
+	fmt.Fprint(os.Stderr, "Usage: orderly dlq list | orderly dlq redrive QUEUE [-max N] [-dry-run]\n")
+	return fmt.Errorf("dlq %q: want list or redrive: %w", sub, flag.ErrHelp)
+}
+
+// print writes v as JSON with -o json, else as text.
+func (a *app) print(v any, text func(io.Writer)) error {
+	if a.asJSON {
+		enc := json.NewEncoder(a.out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	text(a.out)
+	return nil
+}
+
+func writeOrder(w io.Writer, v api.OrderView) {
+	fmt.Fprintf(w, "order %s  %s  customer %s  updated %s\n", v.OrderID, v.Status, v.CustomerID, v.UpdatedAt.UTC().Format(time.RFC3339))
+	if v.LastError != "" {
+		fmt.Fprintf(w, "  last error: %s\n", v.LastError)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  #\tSTEP\tSTATE\tATTEMPT\tFAILURES\tCOMPLETE BY\tREFERENCE\tLAST ERROR")
+	for i, s := range v.Steps {
+		step := s.Step
+		if s.Undo {
+			step = "undo " + step
+		}
+		by := ""
+		if s.CompleteBy != nil {
+			by = s.CompleteBy.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", i, step, s.State, s.Attempt, s.FailureCount, by, s.Reference, clip(s.LastError, 60))
+	}
+	tw.Flush()
+}
+
+func writeHistory(w io.Writer, ts []order.Transition) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tRECORD\tEVENT\tFROM\tTO\tATTEMPT\tBY\tREASON")
+	for _, t := range ts {
+		rec := "order"
+		if t.Record >= 0 {
+			rec = fmt.Sprintf("%d %s", t.Record, t.Step)
+			if t.Undo {
+				rec = fmt.Sprintf("%d undo %s", t.Record, t.Step)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", t.At.UTC().Format("15:04:05.000"), rec, t.Event, t.From, t.To, t.Attempt, t.By, clip(t.Reason, 60))
+	}
+	tw.Flush()
+}
+
+func clip(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > n {
+		return s[:n-1] + "…"
+	}
+	return s
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}

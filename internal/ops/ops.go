@@ -1,0 +1,259 @@
+// Package ops is what an operator does to a stage with the orderly CLI:
+// read an order and its history, cancel or redrive it, and look at and
+// move back dead letters. It works on the stage's own tables and queues
+// through the functions' own packages, so every change is one of the
+// fenced transitions the API makes (control), never a raw table edit.
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
+
+	"orderly/internal/api"
+	"orderly/internal/control"
+	"orderly/internal/dynamo"
+	"orderly/internal/order"
+	"orderly/internal/resources"
+)
+
+// Actors the history names for an operator's changes made with the CLI.
+const (
+	ByOperatorCancel  = "operator cancel"
+	ByOperatorRedrive = control.ByOperatorRedrive
+)
+
+// SQS is the part of *sqs.Client the dead-letter commands use.
+type SQS interface {
+	GetQueueUrl(ctx context.Context, params *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
+	GetQueueAttributes(ctx context.Context, params *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+	ReceiveMessage(ctx context.Context, params *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+	DeleteMessage(ctx context.Context, params *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
+}
+
+// Stage is one deployment (or `make run`) as an operator sees it.
+type Stage struct {
+	Name     string
+	catalog  resources.Catalog
+	store    *dynamo.Store
+	history  *dynamo.History
+	controls *control.Service
+	sqs      SQS
+	now      func() time.Time
+}
+
+// Open returns the stage's view over the given clients. The resource names
+// follow from the stage's name, as the stack and the local runtime name
+// them.
+func Open(name string, db *dynamodb.Client, queues SQS) *Stage {
+	wf := order.OrderWorkflow(order.DefaultTiming)
+	cat := resources.New(name, wf.Agents())
+	store := dynamo.NewStore(db, cat.Orders.Name)
+	return &Stage{
+		Name: name, catalog: cat, store: store,
+		history:  dynamo.NewHistory(db, cat.History.Name),
+		controls: control.New(store.As(ByOperatorCancel), store.As(ByOperatorRedrive), wf, time.Now),
+		sqs:      queues, now: time.Now,
+	}
+}
+
+// Show reads an order and its records in one consistent read.
+func (s *Stage) Show(ctx context.Context, id string) (api.OrderView, error) {
+	o, steps, err := s.store.GetOrder(ctx, id)
+	if err != nil {
+		return api.OrderView{}, fmt.Errorf("order %s: %w", id, err)
+	}
+	return api.NewOrderView(o, steps), nil
+}
+
+// History lists every transition of an order, in order.
+func (s *Stage) History(ctx context.Context, id string) ([]order.Transition, error) {
+	ts, err := s.history.List(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("history of order %s: %w", id, err)
+	}
+	return ts, nil
+}
+
+// Cancel cancels an order on its client's behalf, as the client's own
+// POST /orders/{id}/cancel would.
+func (s *Stage) Cancel(ctx context.Context, id string) (order.Order, error) {
+	o, _, err := s.store.GetOrder(ctx, id)
+	if err != nil {
+		return o, fmt.Errorf("order %s: %w", id, err)
+	}
+	return s.controls.Cancel(ctx, o.Caller, id)
+}
+
+// Redrive resumes an order in Error: action is order.RedriveRetry,
+// order.RedriveCompensate or empty (what the stuck record calls for).
+func (s *Stage) Redrive(ctx context.Context, id, action string) (order.Order, error) {
+	return s.controls.Redrive(ctx, id, action)
+}
+
+// DeadLetterQueue is one dead-letter queue of the stage and what waits in it.
+type DeadLetterQueue struct {
+	Name string `json:"name"`
+	// Source is the queue its messages came from; empty for a queue of
+	// failure records (a stream's or a schedule's), which are not moved back.
+	Source   string `json:"source,omitempty"`
+	Messages int    `json:"messages"`
+	InFlight int    `json:"inFlight"`
+}
+
+// DeadLetters lists the stage's dead-letter queues that exist, with their
+// depth.
+func (s *Stage) DeadLetters(ctx context.Context) ([]DeadLetterQueue, error) {
+	var out []DeadLetterQueue
+	for _, q := range s.deadLetterQueues() {
+		url, err := s.url(ctx, q.Name)
+		if errors.Is(err, errNoQueue) {
+			continue // a stack-only queue under `make run`
+		}
+		if err != nil {
+			return nil, err
+		}
+		d, err := s.depth(ctx, q.Name, url)
+		if err != nil {
+			return nil, err
+		}
+		q.Messages, q.InFlight = d.Messages, d.InFlight
+		out = append(out, q)
+	}
+	return out, nil
+}
+
+// depth reads a queue's approximate counts of waiting and in-flight
+// messages.
+func (s *Stage) depth(ctx context.Context, name, url string) (DeadLetterQueue, error) {
+	attrs, err := s.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+	if err != nil {
+		return DeadLetterQueue{}, fmt.Errorf("queue %s: %w", name, err)
+	}
+	var d DeadLetterQueue
+	var errs []error
+	for k, into := range map[sqstypes.QueueAttributeName]*int{
+		sqstypes.QueueAttributeNameApproximateNumberOfMessages:           &d.Messages,
+		sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible: &d.InFlight,
+	} {
+		n, err := strconv.Atoi(attrs.Attributes[string(k)])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("queue %s: %s: %w", name, k, err))
+		}
+		*into = n
+	}
+	return d, errors.Join(errs...)
+}
+
+func (s *Stage) deadLetterQueues() []DeadLetterQueue {
+	var qs []DeadLetterQueue
+	for _, agent := range order.OrderWorkflow(order.DefaultTiming).Agents() {
+		q := s.catalog.RequestQueues[agent]
+		qs = append(qs, DeadLetterQueue{Name: q.DeadLetterName, Source: q.Name})
+	}
+	qs = append(qs, DeadLetterQueue{Name: s.catalog.ResponseQueue.DeadLetterName, Source: s.catalog.ResponseQueue.Name})
+	// The stack's failure destinations hold records about failures, not
+	// the messages themselves.
+	qs = append(qs, DeadLetterQueue{Name: "orderly-" + s.Name + "-stream-failures"},
+		DeadLetterQueue{Name: "orderly-" + s.Name + "-schedule-failures"})
+	return qs
+}
+
+// Moved is what a dead-letter redrive did.
+type Moved struct {
+	Queue  string `json:"queue"`
+	Source string `json:"source"`
+	// Moved counts the messages sent back to Source and deleted from
+	// Queue; with a dry run, the messages that would have been.
+	Moved  int  `json:"moved"`
+	DryRun bool `json:"dryRun"`
+}
+
+// RedriveDeadLetters moves up to max messages of a dead-letter queue back to
+// its source queue: each is sent there, then deleted from the dead-letter
+// queue, so a crash in between leaves a duplicate, never a loss (every
+// consumer is idempotent). A dry run touches no message: it reports how
+// many would move from the queue's (approximate) depth.
+func (s *Stage) RedriveDeadLetters(ctx context.Context, name string, max int, dryRun bool) (Moved, error) {
+	var q DeadLetterQueue
+	for _, c := range s.deadLetterQueues() {
+		if c.Name == name {
+			q = c
+		}
+	}
+	if q.Name == "" {
+		return Moved{}, fmt.Errorf("%s is not a dead-letter queue of stage %s", name, s.Name)
+	}
+	if q.Source == "" {
+		return Moved{}, fmt.Errorf("%s holds failure records, not messages to move back; read them with dlq show", name)
+	}
+	res := Moved{Queue: q.Name, Source: q.Source, DryRun: dryRun}
+	from, err := s.url(ctx, q.Name)
+	if err != nil {
+		return res, err
+	}
+	if dryRun {
+		depth, err := s.depth(ctx, q.Name, from)
+		res.Moved = min(depth.Messages, max)
+		return res, err
+	}
+	to, err := s.url(ctx, q.Source)
+	if err != nil {
+		return res, err
+	}
+	seen := map[string]bool{}
+	for res.Moved < max {
+		out, err := s.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(from),
+			MaxNumberOfMessages: int32(min(10, max-res.Moved)), WaitTimeSeconds: 1,
+			MessageAttributeNames: []string{"All"}})
+		if err != nil {
+			return res, fmt.Errorf("receive from %s: %w", q.Name, err)
+		}
+		fresh := 0
+		for _, m := range out.Messages {
+			if seen[aws.ToString(m.MessageId)] {
+				continue
+			}
+			seen[aws.ToString(m.MessageId)] = true
+			fresh++
+			if _, err := s.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(to), MessageBody: m.Body,
+				MessageAttributes: m.MessageAttributes}); err != nil {
+				return res, fmt.Errorf("send to %s: %w", q.Source, err)
+			}
+			if _, err := s.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(from), ReceiptHandle: m.ReceiptHandle}); err != nil {
+				return res, fmt.Errorf("delete from %s (the message was sent back, and will be again): %w", q.Name, err)
+			}
+			res.Moved++
+		}
+		if fresh == 0 {
+			return res, nil
+		}
+	}
+	return res, nil
+}
+
+var errNoQueue = errors.New("no such queue")
+
+func (s *Stage) url(ctx context.Context, name string) (string, error) {
+	out, err := s.sqs.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
+	var missing *sqstypes.QueueDoesNotExist
+	var apiErr smithy.APIError
+	if errors.As(err, &missing) || errors.As(err, &apiErr) && apiErr.ErrorCode() == "AWS.SimpleQueueService.NonExistentQueue" {
+		return "", fmt.Errorf("queue %s: %w", name, errNoQueue)
+	}
+	if err != nil {
+		return "", fmt.Errorf("queue %s: %w", name, err)
+	}
+	return aws.ToString(out.QueueUrl), nil
+}

@@ -1,0 +1,166 @@
+package ops_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"orderly/internal/dynamo"
+	"orderly/internal/ops"
+	"orderly/internal/order"
+	"orderly/internal/resources"
+	"orderly/internal/scheduler"
+	"orderly/internal/testenv"
+)
+
+var (
+	timing    = order.Timing{Allowance: 10 * time.Second, MaxAllowance: 40 * time.Second, FailureThreshold: 3, ClaimWithin: 5 * time.Second}
+	someOrder = order.Submission{CustomerID: "c-1", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}}
+)
+
+func world(t *testing.T) (*testenv.World, *ops.Stage) {
+	t.Helper()
+	if !testenv.Enabled() {
+		t.Skip("set ORDERLY_INTEGRATION=1 to run against the emulators")
+	}
+	w := testenv.NewWorld(t, timing)
+	return w, ops.Open(w.Stack.Catalog.Stage, w.Clients.DynamoDB, w.Clients.SQS)
+}
+
+func reply(t *testing.T, s *scheduler.Service, r order.StepReply) {
+	t.Helper()
+	resp, err := s.HandleReplies(context.Background(), testenv.ReplyEvent(r))
+	if err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("HandleReplies: %+v, %v", resp, err)
+	}
+}
+
+// An operator finds an order in Error, reads it and its history, and
+// redrives it; the history names the operator.
+func TestShowHistoryAndRedrive(t *testing.T) {
+	w, stage := world(t)
+	s := w.Scheduler("s1")
+	id := w.Submit(t, someOrder)
+	ok := func(step string) order.StepReply {
+		return order.StepReply{OrderID: id, Step: step, Attempt: 1, Outcome: order.OutcomeSucceeded}
+	}
+	reply(t, s, ok(order.StepReserveInventory))
+	reply(t, s, ok(order.StepChargePayment))
+	reply(t, s, order.StepReply{OrderID: id, Step: order.StepArrangeShipping, Attempt: 1, Outcome: order.OutcomeFailed, Reason: "no such address"})
+	// The first undo (of the payment) is refused for good: Error.
+	reply(t, s, order.StepReply{OrderID: id, Step: order.StepChargePayment, Undo: true, Record: 3, Attempt: 1, Outcome: order.OutcomeFailed, Reason: "refund refused"})
+
+	v, err := stage.Show(context.Background(), id)
+	if err != nil || v.Status != order.StatusError || len(v.Steps) != 5 || v.Steps[3].State != string(order.Error) {
+		t.Fatalf("show: %+v, %v; want Error at the payment's undo", v, err)
+	}
+	o, err := stage.Redrive(context.Background(), id, "")
+	if err != nil || o.Status != order.StatusCompensating {
+		t.Fatalf("redrive: %s, %v; want Compensating", o.Status, err)
+	}
+	if _, err := stage.Redrive(context.Background(), id, ""); err == nil {
+		t.Error("a second redrive of an order no longer in Error succeeded")
+	}
+	// The write is stamped with the operator as its actor, which the
+	// recorder copies into the history.
+	item, err := w.Clients.DynamoDB.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(w.Stack.Catalog.Orders.Name),
+		Key: map[string]dbtypes.AttributeValue{resources.AttrOrderID: &dbtypes.AttributeValueMemberS{Value: id}}})
+	if by, _ := item.Item["By"].(*dbtypes.AttributeValueMemberS); err != nil || by == nil || by.Value != ops.ByOperatorRedrive {
+		t.Errorf("the redrive's write is stamped %v, want %q", item.Item["By"], ops.ByOperatorRedrive)
+	}
+	// The history is read from the stage's history table.
+	want := []order.Transition{{At: time.Now().UTC().Truncate(time.Millisecond), Record: -1, Event: "status", From: "Error", To: "Compensating", By: ops.ByOperatorRedrive}}
+	if err := dynamo.NewHistory(w.Clients.DynamoDB, w.Stack.Catalog.History.Name).Record(context.Background(), id, "1", want); err != nil {
+		t.Fatal(err)
+	}
+	ts, err := stage.History(context.Background(), id)
+	if err != nil || len(ts) != 1 || !ts[0].At.Equal(want[0].At) || ts[0].By != want[0].By {
+		t.Errorf("history %+v, %v; want %+v", ts, err, want)
+	}
+}
+
+// An operator cancels an order for its client; another order is not
+// touched.
+func TestCancelForTheClient(t *testing.T) {
+	w, stage := world(t)
+	id := w.Submit(t, someOrder) // step 1 in flight
+	o, err := stage.Cancel(context.Background(), id)
+	if err != nil || o.Status != order.StatusCancelling {
+		t.Fatalf("cancel: %s, %v; want Cancelling", o.Status, err)
+	}
+	if _, err := stage.Cancel(context.Background(), "NOSUCHORDER0000000000000000"); err == nil {
+		t.Error("cancel of an order that does not exist succeeded")
+	}
+}
+
+// Dead letters are listed with their depth and moved back to their queue;
+// a dry run moves nothing.
+func TestDeadLetters(t *testing.T) {
+	w, stage := world(t)
+	ctx := context.Background()
+	q := w.Stack.Catalog.RequestQueues[order.AgentPayment]
+	dlq, err := w.Clients.SQS.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(q.DeadLetterName)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, body := range []string{"a", "b", "c"} {
+		if _, err := w.Clients.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: dlq.QueueUrl, MessageBody: aws.String(body),
+			MessageAttributes: map[string]sqstypes.MessageAttributeValue{"kind": {DataType: aws.String("String"), StringValue: aws.String(body)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	qs, err := stage.DeadLetters(ctx)
+	if err != nil {
+		t.Fatalf("list: %v", err)
+	}
+	got := map[string]int{}
+	for _, d := range qs {
+		got[d.Name] = d.Messages
+		if strings.HasSuffix(d.Name, "stream-failures") {
+			t.Errorf("listed %s, which only a deployed stack has", d.Name)
+		}
+	}
+	if got[q.DeadLetterName] != 3 || len(qs) != 4 {
+		t.Fatalf("dead-letter queues %v, want 4 with 3 in %s", got, q.DeadLetterName)
+	}
+	if m, err := stage.RedriveDeadLetters(ctx, q.DeadLetterName, 10, true); err != nil || m.Moved != 3 || !m.DryRun {
+		t.Fatalf("dry run: %+v, %v; want 3 counted", m, err)
+	}
+	if m, err := stage.RedriveDeadLetters(ctx, q.DeadLetterName, 2, false); err != nil || m.Moved != 2 {
+		t.Fatalf("redrive -max 2: %+v, %v", m, err)
+	}
+	if m, err := stage.RedriveDeadLetters(ctx, q.DeadLetterName, 10, false); err != nil || m.Moved != 1 {
+		t.Fatalf("redrive the rest: %+v, %v; want the last one", m, err)
+	}
+	src, _ := w.Clients.SQS.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(q.Name)})
+	var bodies []string
+	testenv.Eventually(t, 10*time.Second, func() (bool, string) {
+		out, err := w.Clients.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: src.QueueUrl, MaxNumberOfMessages: 10,
+			MessageAttributeNames: []string{"All"}, WaitTimeSeconds: 1})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, m := range out.Messages {
+			if m.MessageAttributes["kind"].StringValue == nil || *m.MessageAttributes["kind"].StringValue != aws.ToString(m.Body) {
+				t.Errorf("message %s lost its attributes: %v", aws.ToString(m.Body), m.MessageAttributes)
+			}
+			bodies = append(bodies, aws.ToString(m.Body))
+		}
+		return len(bodies) >= 3, strings.Join(bodies, ",")
+	})
+	slices.Sort(bodies)
+	if !slices.Equal(bodies, []string{"a", "b", "c"}) {
+		t.Errorf("source queue got %v, want a, b, c once each", bodies)
+	}
+	if _, err := stage.RedriveDeadLetters(ctx, q.Name, 10, false); err == nil {
+		t.Error("a redrive of a queue that is not a dead-letter queue succeeded")
+	}
+}
