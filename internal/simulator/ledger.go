@@ -23,6 +23,11 @@ type Effect struct {
 	Undo        bool      `json:"undo,omitempty"`
 	Undid       string    `json:"undid,omitempty"`
 	At          time.Time `json:"at"`
+	// Call, on a line that records no effect, is the number of a call for
+	// Key that a counted test value (TRANSIENT-<N>, PERMANENT-<N>,
+	// HANG-<N>) answered, so a restarted simulator goes on counting
+	// instead of failing the first N calls again.
+	Call int `json:"call,omitempty"`
 }
 
 // ledger appends effects to a file, each written and synced before the
@@ -41,7 +46,7 @@ func WithLedger(path string) Option {
 }
 
 func (s *Server) openLedger() error {
-	effects, err := ReadLedger(s.ledgerPath)
+	effects, err := readLedger(s.ledgerPath)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
@@ -52,9 +57,17 @@ func (s *Server) openLedger() error {
 			st = &keyState{}
 			s.keys[ck] = st
 		}
-		if e.Undo {
+		switch {
+		case e.Call > 0 && e.Undo:
+			st.undoCalls = max(st.undoCalls, e.Call)
+		case e.Call > 0:
+			st.calls = max(st.calls, e.Call)
+			if st.fingerprint == "" {
+				st.fingerprint = e.Fingerprint
+			}
+		case e.Undo:
 			st.undoRef = e.Reference
-		} else {
+		default:
 			st.fingerprint, st.reference = e.Fingerprint, e.Reference
 		}
 	}
@@ -80,6 +93,18 @@ func (l *ledger) append(e Effect) error {
 // ReadLedger returns every effect recorded in the ledger at path. A last
 // line cut short by a crash is ignored: its call was never answered.
 func ReadLedger(path string) ([]Effect, error) {
+	lines, err := readLedger(path)
+	var effects []Effect
+	for _, e := range lines {
+		if e.Call == 0 {
+			effects = append(effects, e)
+		}
+	}
+	return effects, err
+}
+
+// readLedger returns every line: effects and call counts.
+func readLedger(path string) ([]Effect, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,5 +56,50 @@ func TestOutageTakesOneServiceDown(t *testing.T) {
 	}
 	if status, _, _ := post(t, ts.URL+"/inventory/reservations", "ORDER1/reserve-inventory", "application/json", validBody); status != http.StatusCreated {
 		t.Errorf("inventory during payment's outage: status %d, want 201", status)
+	}
+}
+
+// A counted test value counts across restarts: a refund refused once is
+// refused once, and a service failing two calls fails two, however often
+// the simulator restarts in between. Effects-only readers do not see the
+// counting lines.
+func TestCountedTestValuesOutliveARestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.jsonl")
+	body := func(sku string) string {
+		return `{"orderId":"ORDER1","lines":[{"sku":"` + sku + `","quantity":1}]}`
+	}
+	tests := []struct {
+		name, url, key, sku string
+		want                []int // status of each call, a restart before each
+	}{
+		{"a refund refused once", "/payment/refunds", "ORDER1/charge-payment", "TEST-PAYMENT-UNDO-PERMANENT-1",
+			[]int{http.StatusUnprocessableEntity, http.StatusOK}},
+		{"two failing calls", "/inventory/reservations", "ORDER1/reserve-inventory", "TEST-INVENTORY-TRANSIENT-2",
+			[]int{http.StatusServiceUnavailable, http.StatusServiceUnavailable, http.StatusCreated}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for i, want := range tt.want {
+				_, ts, _ := start(t, simulator.WithLedger(path))
+				req, _ := http.NewRequest(http.MethodPost, ts.URL+tt.url, strings.NewReader(body(tt.sku)))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Idempotency-Key", tt.key)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != want {
+					t.Fatalf("call %d after a restart: status %d, want %d", i+1, resp.StatusCode, want)
+				}
+			}
+		})
+	}
+	effects, err := simulator.ReadLedger(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(effects) != 2 || effects[0].Call != 0 || effects[1].Call != 0 {
+		t.Errorf("effects %+v, want the undo (nothing to undo) and the reservation only", effects)
 	}
 }

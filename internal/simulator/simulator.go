@@ -300,7 +300,17 @@ func (s *Server) serve(r *http.Request) (call, reply) {
 		c.n = st.calls
 	}
 	reference, undoRef, conflict := st.reference, st.undoRef, st.fingerprint != fingerprint
+	// A counted test value's count outlives a restart: on disk before the
+	// answer, like an effect.
+	var counted error
+	if s.ledger != nil && m.calls > 0 && m.affects(c.n) {
+		counted = s.ledger.append(Effect{Service: ck.service, Key: ck.key, OrderID: req.OrderID, Fingerprint: st.fingerprint,
+			Undo: undo, Call: c.n, At: time.Now().UTC()})
+	}
 	s.mu.Unlock()
+	if counted != nil {
+		return c, fail(http.StatusServiceUnavailable, "%s could not record the call: %v", svc.name, counted)
+	}
 
 	switch {
 	case undo && undoRef != "":
