@@ -176,7 +176,10 @@ def _handler_for(process: _Process):
             for k, v in (headers or {}).items():
                 self.send_header(k, v)
             self.end_headers()
-            self.wfile.write(body)
+            try:
+                self.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True  # the runtime was killed meanwhile
 
         def _body(self) -> bytes:
             # aws-lambda-go streams a response: chunked, with no length.
@@ -198,9 +201,9 @@ def _handler_for(process: _Process):
             if not process.ready.done():
                 process.ready.set_result(True)
             inv = process.queue.get()
-            if inv is None:  # killed or stopped
+            if inv is None:  # killed or stopped: nobody is left to answer
                 self.close_connection = True
-                return self._answer(500, error_body("Runtime.Stopped", "the environment is stopping"))
+                return
             deadline_ms = int((time.time() + process.runtime.timeout) * 1000)
             headers = {
                 "Lambda-Runtime-Aws-Request-Id": inv.request_id,
