@@ -3,7 +3,8 @@
 // configuration (profile, region, endpoint variables), through the same
 // packages and fenced transitions as the functions.
 //
-//	orderly [-stage NAME] [-o text|json] show ID
+//	orderly [-stage NAME] [-o text|json] list [-late 5m] [-max 100]
+//	orderly show ID
 //	orderly history ID
 //	orderly watch ID [-every 1s] [-timeout 10m]
 //	orderly cancel ID
@@ -41,6 +42,7 @@ Usage:
   orderly [-stage NAME] [-o text|json] COMMAND [ARGS]
 
 Commands:
+  list [-late 5m]            orders in flight (from the due index, no Scan); with -late, those whose deadline passed that long ago
   show ID                    the order and each of its records (steps and undos)
   history ID                 every transition of the order, in order, with who made it
   watch ID                   print the order each time it changes, until it is terminal
@@ -93,6 +95,8 @@ func run(args []string, out io.Writer) error {
 	a := &app{stage: ops.Open(*stage, dynamodb.NewFromConfig(awsCfg), sqs.NewFromConfig(awsCfg)), out: out, asJSON: *format == "json"}
 	cmd, rest := global.Arg(0), global.Args()[1:]
 	switch cmd {
+	case "list":
+		return a.list(ctx, rest)
 	case "show":
 		return a.show(ctx, rest)
 	case "history":
@@ -125,6 +129,36 @@ func command(name, synopsis string, args []string, define func(*flag.FlagSet)) (
 		return "", fmt.Errorf("%s takes one argument: %w", name, flag.ErrHelp)
 	}
 	return fs.Arg(0), nil
+}
+
+func (a *app) list(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("list", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "Usage: orderly list [-late 5m] [-max 100]: orders in flight, or stuck past a deadline\n\n")
+		fs.PrintDefaults()
+	}
+	late := fs.Duration("late", 0, "only orders whose deadline passed at least this long ago")
+	maxN := fs.Int("max", 100, "list at most this many")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ls, err := a.stage.InFlight(ctx, *late, *maxN)
+	if err != nil {
+		return err
+	}
+	return a.print(ls, func(w io.Writer) {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ORDER\tRECORD\tSTATE\tATTEMPT\tFAILURES\tCOMPLETE BY\tLATE\tLAST ERROR")
+		for _, l := range ls {
+			step := l.Step
+			if l.Undo {
+				step = "undo " + step
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", l.OrderID, step, l.State, l.Attempt, l.Failures,
+				l.CompleteBy.UTC().Format(time.RFC3339), l.Late.Round(time.Second), clip(l.LastError, 50))
+		}
+		tw.Flush()
+	})
 }
 
 func (a *app) show(ctx context.Context, args []string) error {

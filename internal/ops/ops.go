@@ -66,6 +66,63 @@ func Open(name string, db *dynamodb.Client, queues SQS) *Stage {
 	}
 }
 
+// WithClock returns the stage with another clock (tests).
+func (s *Stage) WithClock(now func() time.Time) *Stage {
+	c := *s
+	c.now = now
+	return &c
+}
+
+// Listed is one order in flight: its active record and how late it is.
+type Listed struct {
+	OrderID    string    `json:"orderId"`
+	Step       string    `json:"step"`
+	Undo       bool      `json:"undo,omitempty"`
+	State      string    `json:"state"`
+	Attempt    int       `json:"attempt"`
+	Failures   int       `json:"failureCount"`
+	CompleteBy time.Time `json:"completeBy"`
+	// Late is how long ago CompleteBy passed; 0 while it has not.
+	Late      time.Duration `json:"lateNanos"`
+	LastError string        `json:"lastError,omitempty"`
+}
+
+// InFlight lists up to limit orders with a running record (a step or an
+// undo waiting for a claim, a reply, or its alert to be sent), from the
+// due index the Supervisor reads, without a Scan; with late > 0, only
+// those whose deadline passed at least that long ago: the stuck ones.
+func (s *Stage) InFlight(ctx context.Context, late time.Duration, limit int) ([]Listed, error) {
+	now := s.now()
+	upTo := now.Add(-late)
+	if late <= 0 {
+		upTo = now.AddDate(100, 0, 0) // every entry of the index
+	}
+	var out []Listed
+	for shard := range s.store.Shards() {
+		var cursor dynamo.Cursor
+		for len(out) < limit {
+			steps, next, err := s.store.DueSteps(ctx, shard, upTo, limit-len(out), cursor)
+			if err != nil {
+				return nil, fmt.Errorf("list orders in flight: %w", err)
+			}
+			for _, st := range steps {
+				l := Listed{OrderID: st.OrderID, Step: st.Step, Undo: st.Undo, State: string(st.ProcessState), Attempt: st.Attempt,
+					Failures: st.FailureCount, CompleteBy: st.CompleteBy, LastError: st.LastError}
+				if !st.CompleteBy.IsZero() && now.After(st.CompleteBy) {
+					l.Late = now.Sub(st.CompleteBy)
+				}
+				if late <= 0 || l.Late >= late {
+					out = append(out, l)
+				}
+			}
+			if cursor = next; len(cursor) == 0 {
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
 // Show reads an order and its records in one consistent read.
 func (s *Stage) Show(ctx context.Context, id string) (api.OrderView, error) {
 	o, steps, err := s.store.GetOrder(ctx, id)

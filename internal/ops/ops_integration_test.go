@@ -164,3 +164,52 @@ func TestDeadLetters(t *testing.T) {
 		t.Error("a redrive of a queue that is not a dead-letter queue succeeded")
 	}
 }
+
+// Orders in flight are listed from the due index; with -late, only those
+// whose deadline passed at least that long ago.
+func TestInFlight(t *testing.T) {
+	w, stage := world(t)
+	ctx := context.Background()
+	a, b := w.Submit(t, someOrder), w.Submit(t, someOrder)
+	ids := func(ls []ops.Listed) []string {
+		var out []string
+		for _, l := range ls {
+			out = append(out, l.OrderID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	want := []string{a, b}
+	slices.Sort(want)
+	tests := []struct {
+		name  string
+		after time.Duration // the clock moved on by
+		late  time.Duration
+		want  []string
+	}{
+		{"every order in flight", 0, 0, want},
+		{"none late yet", 0, time.Minute, nil},
+		{"both late by a minute and more", timing.Allowance + 2*time.Minute, time.Minute, want},
+		{"not late by an hour", timing.Allowance + 2*time.Minute, time.Hour, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			now := time.Now().Add(tt.after)
+			ls, err := stage.WithClock(func() time.Time { return now }).InFlight(ctx, tt.late, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ids(ls); !slices.Equal(got, tt.want) {
+				t.Errorf("listed %v, want %v", got, tt.want)
+			}
+			for _, l := range ls {
+				if l.Step != order.StepReserveInventory || l.State != string(order.Processing) || (tt.late > 0 && l.Late < tt.late) {
+					t.Errorf("listed %+v", l)
+				}
+			}
+		})
+	}
+	if ls, err := stage.InFlight(ctx, 0, 1); err != nil || len(ls) != 1 {
+		t.Errorf("-max 1: %d listed, %v", len(ls), err)
+	}
+}
