@@ -3,7 +3,7 @@
 // configuration (profile, region, endpoint variables), through the same
 // packages and fenced transitions as the functions.
 //
-//	orderly [-stage NAME] [-o text|json] list [-late 5m] [-max 100]
+//	orderly [-stage NAME] [-o text|json] list [-late 5m | -status Error] [-max 100]
 //	orderly show ID
 //	orderly history ID
 //	orderly watch ID [-every 1s] [-timeout 10m]
@@ -43,6 +43,7 @@ Usage:
 
 Commands:
   list [-late 5m]            orders in flight (from the due index, no Scan); with -late, those whose deadline passed that long ago
+  list -status Error         orders in Error, with the record that stopped them
   show ID                    the order and each of its records (steps and undos)
   history ID                 every transition of the order, in order, with who made it
   watch ID                   print the order each time it changes, until it is terminal
@@ -134,15 +135,25 @@ func command(name, synopsis string, args []string, define func(*flag.FlagSet)) (
 func (a *app) list(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("list", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: orderly list [-late 5m] [-max 100]: orders in flight, or stuck past a deadline\n\n")
+		fmt.Fprint(fs.Output(), "Usage: orderly list [-late 5m | -status Error] [-max 100]: orders in flight, stuck past a deadline, or in Error\n\n")
 		fs.PrintDefaults()
 	}
 	late := fs.Duration("late", 0, "only orders whose deadline passed at least this long ago")
+	status := fs.String("status", "", "Error: the orders an operator must act on (default: the orders in flight)")
 	maxN := fs.Int("max", 100, "list at most this many")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	ls, err := a.stage.InFlight(ctx, *late, *maxN)
+	var ls []ops.Listed
+	var err error
+	switch *status {
+	case "":
+		ls, err = a.stage.InFlight(ctx, *late, *maxN)
+	case string(order.StatusError):
+		ls, err = a.stage.InError(ctx, *maxN)
+	default:
+		return fmt.Errorf("-status %q: only Error can be listed (the orders in flight are the default): %w", *status, flag.ErrHelp)
+	}
 	if err != nil {
 		return err
 	}

@@ -354,6 +354,13 @@ func TestTablesAreRecoverableAndRetained(t *testing.T) {
 				map[string]any{"AttributeName": resources.AttrDueAt, "KeyType": "RANGE"},
 			},
 			"Projection": map[string]any{"ProjectionType": "KEYS_ONLY"},
+		}, map[string]any{
+			"IndexName": resources.ErrorIndexName,
+			"KeySchema": []any{
+				map[string]any{"AttributeName": resources.AttrInError, "KeyType": "HASH"},
+				map[string]any{"AttributeName": resources.AttrInErrorSince, "KeyType": "RANGE"},
+			},
+			"Projection": map[string]any{"ProjectionType": "KEYS_ONLY"},
 		}},
 	})
 }

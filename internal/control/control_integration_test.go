@@ -8,9 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"orderly/internal/control"
 	"orderly/internal/dynamo"
+	"orderly/internal/ops"
 	"orderly/internal/order"
+	"orderly/internal/resources"
 	"orderly/internal/scheduler"
 	"orderly/internal/testenv"
 )
@@ -224,6 +230,16 @@ func TestRedriveOfAStoppedWorkflowStep(t *testing.T) {
 			if _, err := c.Cancel(context.Background(), caller, id); !errors.Is(err, order.ErrNotAllowed) {
 				t.Errorf("cancel of an order in Error: %v, want ErrNotAllowed", err)
 			}
+			inError := func() int {
+				ls, err := ops.Open(w.Stack.Catalog.Stage, w.Clients.DynamoDB, w.Clients.SQS).InError(context.Background(), 10)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return len(ls)
+			}
+			if n := inError(); n != 1 {
+				t.Errorf("%d orders listed in Error, want this one", n)
+			}
 
 			o, err := c.Redrive(context.Background(), id, tt.action)
 			if err != nil {
@@ -262,6 +278,16 @@ func TestRedriveOfAStoppedWorkflowStep(t *testing.T) {
 			}
 			if _, err := c.Redrive(context.Background(), id, tt.action); !errors.Is(err, order.ErrNotAllowed) {
 				t.Errorf("second redrive of a %s order: %v, want ErrNotAllowed", o.Status, err)
+			}
+			if n := inError(); n != 0 {
+				t.Errorf("%d orders listed in Error after the redrive, want none", n)
+			}
+			// Nor is it left in the index (the listing skips orders with no
+			// running record, so look at the item itself).
+			item, err := w.Clients.DynamoDB.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(w.Stack.Catalog.Orders.Name),
+				Key: map[string]dbtypes.AttributeValue{resources.AttrOrderID: &dbtypes.AttributeValueMemberS{Value: id}}})
+			if err != nil || item.Item[resources.AttrInError] != nil {
+				t.Errorf("after the redrive the order still carries %s: %v, %v", resources.AttrInError, item.Item[resources.AttrInError], err)
 			}
 		})
 	}

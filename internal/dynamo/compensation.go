@@ -80,6 +80,9 @@ func (s *Store) startUndo(ctx context.Context, u Undoing, now time.Time) (order.
 		Remove(expression.Name(stepAttr(i, "CompleteBy"))).
 		Remove(expression.Name(attrAlertPending)).
 		Remove(expression.Name(attrAlertKind))
+	if u.From == order.Error {
+		upd = upd.Remove(expression.Name(attrInError)).Remove(expression.Name(attrInErrorSince)) // an operator's redrive into compensation
+	}
 	if u.Reference != "" {
 		upd = upd.Set(expression.Name(stepAttr(i, "Ref")), expression.Value(u.Reference))
 	}
@@ -191,7 +194,9 @@ func (s *Store) Redrive(ctx context.Context, r Resume, now time.Time) (order.Ord
 		Set(expression.Name(attrUpdated), msValue(now)).
 		Set(expression.Name(attrLastError), expression.Value(r.Reason)).
 		Remove(expression.Name(attrAlertPending)).
-		Remove(expression.Name(attrAlertKind))
+		Remove(expression.Name(attrAlertKind)).
+		Remove(expression.Name(attrInError)).
+		Remove(expression.Name(attrInErrorSince))
 	if r.Forward != nil {
 		target = *r.Forward
 		cond = cond.And(expression.Name(stepAttr(target.Index, "State")).Equal(expression.Value(order.Failed))).

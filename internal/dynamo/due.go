@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"orderly/internal/order"
+	"orderly/internal/resources"
 )
 
 // batchGetLimit is BatchGetItem's most keys per request.
@@ -31,13 +32,35 @@ type Cursor map[string]types.AttributeValue
 func (s *Store) DueSteps(ctx context.Context, shard int, now time.Time, limit int, after Cursor) ([]order.StepState, Cursor, error) {
 	kc := expression.Key(attrDueShard).Equal(expression.Value(fmt.Sprint(shard))).
 		And(expression.Key(attrDueAt).LessThanEqual(expression.Value(millis(now))))
+	steps, next, err := s.activeIn(ctx, dueIndexName, kc, limit, after)
+	if err != nil {
+		return nil, nil, fmt.Errorf("due shard %d: %w", shard, err)
+	}
+	return steps, next, nil
+}
+
+// InError returns the stuck records of up to limit orders in Error, of
+// one shard of the sparse error index, oldest change first, starting
+// after cursor. The orders are read with strongly consistent reads.
+func (s *Store) InError(ctx context.Context, shard int, limit int, after Cursor) ([]order.StepState, Cursor, error) {
+	kc := expression.Key(attrInError).Equal(expression.Value(fmt.Sprint(shard)))
+	steps, next, err := s.activeIn(ctx, resources.ErrorIndexName, kc, limit, after)
+	if err != nil {
+		return nil, nil, fmt.Errorf("error shard %d: %w", shard, err)
+	}
+	return steps, next, nil
+}
+
+// activeIn queries a keys-only index and returns the active record of
+// each order found, read back from the table.
+func (s *Store) activeIn(ctx context.Context, index string, kc expression.KeyConditionBuilder, limit int, after Cursor) ([]order.StepState, Cursor, error) {
 	expr, err := expression.NewBuilder().WithKeyCondition(kc).Build()
 	if err != nil {
-		return nil, nil, fmt.Errorf("build due query: %w", err)
+		return nil, nil, fmt.Errorf("build %s query: %w", index, err)
 	}
 	page, err := s.client.Query(ctx, &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
-		IndexName:                 aws.String(dueIndexName),
+		IndexName:                 aws.String(index),
 		KeyConditionExpression:    expr.KeyCondition(),
 		ExpressionAttributeNames:  expr.Names(),
 		ExpressionAttributeValues: expr.Values(),
@@ -45,7 +68,7 @@ func (s *Store) DueSteps(ctx context.Context, shard int, now time.Time, limit in
 		Limit:                     aws.Int32(int32(min(max(limit, 1), 1000))),
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("due shard %d: query: %w", shard, err)
+		return nil, nil, fmt.Errorf("query %s: %w", index, err)
 	}
 	keys := make([]map[string]types.AttributeValue, 0, len(page.Items))
 	for _, it := range page.Items {
@@ -56,12 +79,12 @@ func (s *Store) DueSteps(ctx context.Context, shard int, now time.Time, limit in
 	for start := 0; start < len(keys); start += batchGetLimit {
 		items, err := s.batchGet(ctx, keys[start:min(start+batchGetLimit, len(keys))])
 		if err != nil {
-			return nil, nil, fmt.Errorf("due shard %d: %w", shard, err)
+			return nil, nil, err
 		}
 		for _, item := range items {
 			rec, err := unmarshal(item)
 			if err != nil {
-				return nil, nil, fmt.Errorf("due shard %d: %w", shard, err)
+				return nil, nil, err
 			}
 			if st, ok := rec.active(); ok {
 				steps = append(steps, st)

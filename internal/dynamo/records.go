@@ -86,6 +86,8 @@ const (
 	attrAlertKind    = "AlertKind"
 	attrLastError    = "LastError"
 	attrUpdated      = "Updated"
+	attrInError      = resources.AttrInError
+	attrInErrorSince = resources.AttrInErrorSince
 	attrCancel       = "Cancel"
 	attrBy           = "By"
 	attrSteps        = "Steps"

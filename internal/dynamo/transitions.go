@@ -291,6 +291,8 @@ func (s *Store) fail(ctx context.Context, st order.StepState, cond expression.Co
 		Set(expression.Name(attrDueAt), msValue(now.Add(order.AlertLease))).
 		Set(expression.Name(attrAlertPending), expression.Value(true)).
 		Set(expression.Name(attrAlertKind), expression.Value(kind)).
+		Set(expression.Name(attrInError), expression.Value(shardOf(st.OrderID, s.shards))).
+		Set(expression.Name(attrInErrorSince), msValue(now)).
 		Remove(expression.Name(attrUnclaimed))
 	if countFailure {
 		upd = upd.Set(expression.Name(stepAttr(i, "Failures")), expression.Name(stepAttr(i, "Failures")).Plus(expression.Value(1)))

@@ -106,12 +106,7 @@ func (s *Stage) InFlight(ctx context.Context, late time.Duration, limit int) ([]
 				return nil, fmt.Errorf("list orders in flight: %w", err)
 			}
 			for _, st := range steps {
-				l := Listed{OrderID: st.OrderID, Step: st.Step, Undo: st.Undo, State: string(st.ProcessState), Attempt: st.Attempt,
-					Failures: st.FailureCount, CompleteBy: st.CompleteBy, LastError: st.LastError}
-				if !st.CompleteBy.IsZero() && now.After(st.CompleteBy) {
-					l.Late = now.Sub(st.CompleteBy)
-				}
-				if late <= 0 || l.Late >= late {
+				if l := listed(st, now); late <= 0 || l.Late >= late {
 					out = append(out, l)
 				}
 			}
@@ -121,6 +116,38 @@ func (s *Stage) InFlight(ctx context.Context, late time.Duration, limit int) ([]
 		}
 	}
 	return out, nil
+}
+
+// InError lists up to limit orders in Error with their stuck record, from
+// the sparse error index (never a Scan), each shard's oldest first.
+func (s *Stage) InError(ctx context.Context, limit int) ([]Listed, error) {
+	now := s.now()
+	var out []Listed
+	for shard := range s.store.Shards() {
+		var cursor dynamo.Cursor
+		for len(out) < limit {
+			steps, next, err := s.store.InError(ctx, shard, limit-len(out), cursor)
+			if err != nil {
+				return nil, fmt.Errorf("list orders in Error: %w", err)
+			}
+			for _, st := range steps {
+				out = append(out, listed(st, now))
+			}
+			if cursor = next; len(cursor) == 0 {
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+func listed(st order.StepState, now time.Time) Listed {
+	l := Listed{OrderID: st.OrderID, Step: st.Step, Undo: st.Undo, State: string(st.ProcessState), Attempt: st.Attempt,
+		Failures: st.FailureCount, CompleteBy: st.CompleteBy, LastError: st.LastError}
+	if !st.CompleteBy.IsZero() && now.After(st.CompleteBy) {
+		l.Late = now.Sub(st.CompleteBy)
+	}
+	return l
 }
 
 // Show reads an order and its records in one consistent read.

@@ -62,12 +62,22 @@ func TestShowHistoryAndRedrive(t *testing.T) {
 	if err != nil || v.Status != order.StatusError || len(v.Steps) != 5 || v.Steps[3].State != string(order.Error) {
 		t.Fatalf("show: %+v, %v; want Error at the payment's undo", v, err)
 	}
+	// It is listed in Error, with the undo that stopped it; another
+	// order, in flight, is not.
+	other := w.Submit(t, someOrder)
+	ls, err := stage.InError(context.Background(), 100)
+	if err != nil || len(ls) != 1 || ls[0].OrderID != id || ls[0].Step != order.StepChargePayment || !ls[0].Undo || ls[0].State != string(order.Error) {
+		t.Fatalf("list -status Error: %+v, %v; want %s's payment undo only (not %s)", ls, err, id, other)
+	}
 	o, err := stage.Redrive(context.Background(), id, "")
 	if err != nil || o.Status != order.StatusCompensating {
 		t.Fatalf("redrive: %s, %v; want Compensating", o.Status, err)
 	}
 	if _, err := stage.Redrive(context.Background(), id, ""); err == nil {
 		t.Error("a second redrive of an order no longer in Error succeeded")
+	}
+	if ls, err := stage.InError(context.Background(), 100); err != nil || len(ls) != 0 {
+		t.Errorf("after the redrive, listed in Error: %+v, %v", ls, err)
 	}
 	// The write is stamped with the operator as its actor, which the
 	// recorder copies into the history.

@@ -15,6 +15,11 @@ const (
 	AttrOrderID  = "OrderID"
 	AttrDueShard = "DueShard"
 	AttrDueAt    = "DueAt"
+	AttrInError  = "InError"
+	// AttrInErrorSince is when the order went into Error: the error
+	// index's sort key, set with InError and never changed while it is
+	// there (an index key that changes costs two index writes).
+	AttrInErrorSince = "InErrorSince"
 	// AttrUnclaimed is present while the active step waits for a
 	// Scheduler's claim; the stream filter selects on it.
 	AttrUnclaimed = "Unclaimed"
@@ -153,6 +158,13 @@ const (
 	DueShards    = 16
 )
 
+// ErrorIndex is the sparse GSI of the orders in Error, for operators
+// (`orderly list -status Error`): only an order in Error carries InError
+// (its shard, as DueShard), set by the write that puts it there and
+// removed by the redrive that takes it out. It projects keys only, so an
+// order that never fails never writes to it.
+const ErrorIndexName = "in-error"
+
 // Catalog is the full set of resources of one deployment stage.
 type Catalog struct {
 	Stage string
@@ -199,6 +211,11 @@ func New(stage string, agents []string) Catalog {
 				Name:         DueIndexName,
 				PartitionKey: Key{AttrDueShard, String},
 				SortKey:      Key{AttrDueAt, Number},
+				Projection:   ProjectKeysOnly,
+			}, {
+				Name:         ErrorIndexName,
+				PartitionKey: Key{AttrInError, String},
+				SortKey:      Key{AttrInErrorSince, Number},
 				Projection:   ProjectKeysOnly,
 			}},
 			Stream:       true,
