@@ -1,6 +1,7 @@
 package resources_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -33,11 +34,14 @@ func TestCatalog(t *testing.T) {
 	if d := order.DefaultTiming; resources.AgentTimeout <= d.MaxAllowance {
 		t.Errorf("agent timeout %s does not cover the largest allowance %s", resources.AgentTimeout, d.MaxAllowance)
 	}
-	ix := c.Orders.Indexes
-	if len(ix) != 1 || ix[0].PartitionKey.Name != resources.AttrDueShard ||
-		ix[0].SortKey != (resources.Key{Name: resources.AttrDueAt, Type: resources.Number}) ||
-		ix[0].Projection != resources.ProjectKeysOnly {
-		t.Errorf("got indexes %+v, want the sparse, keys-only due index on DueShard, DueAt (number)", ix)
+	want := []resources.Index{
+		{Name: resources.DueIndexName, PartitionKey: resources.Key{Name: resources.AttrDueShard, Type: resources.String},
+			SortKey: resources.Key{Name: resources.AttrDueAt, Type: resources.Number}, Projection: resources.ProjectKeysOnly},
+		{Name: resources.ErrorIndexName, PartitionKey: resources.Key{Name: resources.AttrInError, Type: resources.String},
+			SortKey: resources.Key{Name: resources.AttrInErrorSince, Type: resources.Number}, Projection: resources.ProjectKeysOnly},
+	}
+	if ix := c.Orders.Indexes; !slices.Equal(ix, want) {
+		t.Errorf("got indexes %+v, want the sparse, keys-only due and error indexes %+v", ix, want)
 	}
 	if !c.Orders.Stream || len(c.Orders.StreamFilter.Present) == 0 {
 		t.Errorf("got stream %v with filter %+v, want the orders table streamed and filtered", c.Orders.Stream, c.Orders.StreamFilter)
