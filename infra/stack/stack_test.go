@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -18,6 +19,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"orderly/infra/stack"
+	"orderly/internal/openapi"
 	"orderly/internal/order"
 	"orderly/internal/resources"
 )
@@ -602,5 +604,29 @@ func TestTimingFromContext(t *testing.T) {
 				t.Errorf("timing %+v, want %+v", p.Timing, tt.want)
 			}
 		})
+	}
+}
+
+// The API Gateway request model is the OpenAPI document's submission
+// schema: one description of a valid order for the gateway, the Go code
+// and clients.
+func TestRequestModelIsTheOpenAPISchema(t *testing.T) {
+	models := ofType("AWS::ApiGateway::Model")
+	if len(models) != 1 {
+		t.Fatalf("%d request models, want 1", len(models))
+	}
+	for id, m := range models {
+		got, _ := props(m)["Schema"].(map[string]any)
+		delete(got, "$schema") // the draft API Gateway is told; OpenAPI 3.1 states its own
+		delete(got, "title")
+		raw, _ := json.Marshal(openapi.SubmissionSchema())
+		var want map[string]any
+		if err := json.Unmarshal(raw, &want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			g, _ := json.MarshalIndent(got, "", " ")
+			t.Errorf("model %s:\n%s\nwant the OpenAPI submission schema:\n%s", id, g, raw)
+		}
 	}
 }

@@ -39,6 +39,7 @@ import (
 	orderlyeb "orderly/internal/eventbridge"
 	"orderly/internal/localrun"
 	"orderly/internal/metrics"
+	"orderly/internal/openapi"
 	"orderly/internal/order"
 	"orderly/internal/provision"
 	"orderly/internal/recorder"
@@ -250,18 +251,27 @@ func (e *Engine) Run(ctx context.Context) error {
 	notifier := alerting.NewNotifier(alerter, e.Store.As("scheduler"), time.Now)
 
 	// API Gateway in front of the submission function.
-	apiServer := &http.Server{
-		Handler: localrun.NewAPIGateway(e.API.Handle, []localrun.Route{
-			{Method: http.MethodPost, Resource: api.ResourceOrders},
-			{Method: http.MethodGet, Resource: api.ResourceOrder},
-			{Method: http.MethodGet, Resource: api.ResourceOperatorOrder},
-			{Method: http.MethodPost, Resource: api.ResourceCancel},
-			{Method: http.MethodPost, Resource: api.ResourceRedrive},
-			{Method: http.MethodGet, Resource: api.ResourceHistory},
-			{Method: http.MethodGet, Resource: api.ResourceOperatorHistory},
-		}, e.cfg.Log.With("service", "apigateway")),
-		ReadHeaderTimeout: 5 * time.Second,
-	}
+	gateway := localrun.NewAPIGateway(e.API.Handle, []localrun.Route{
+		{Method: http.MethodPost, Resource: api.ResourceOrders},
+		{Method: http.MethodGet, Resource: api.ResourceOrder},
+		{Method: http.MethodGet, Resource: api.ResourceOperatorOrder},
+		{Method: http.MethodPost, Resource: api.ResourceCancel},
+		{Method: http.MethodPost, Resource: api.ResourceRedrive},
+		{Method: http.MethodGet, Resource: api.ResourceHistory},
+		{Method: http.MethodGet, Resource: api.ResourceOperatorHistory},
+	}, e.cfg.Log.With("service", "apigateway"))
+	// The API's description is served beside it, as API Gateway can export
+	// a stage's.
+	// (Not a ServeMux, which would redirect paths the gateway answers.)
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == "/openapi.json" {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(openapi.JSON())
+			return
+		}
+		gateway.ServeHTTP(w, r)
+	})
+	apiServer := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
 	add("api", serve(apiServer, e.apiLn))
 	if e.Sim != nil {
 		simServer := &http.Server{Handler: e.Sim, ReadHeaderTimeout: 5 * time.Second}
