@@ -45,7 +45,9 @@ test: tools infra-tools lint build ## all tests: unit, integration against the e
 
 .PHONY: lint
 lint: tools ## gofmt, go vet, staticcheck, and go mod tidy leaving go.mod as it is
-	@unformatted="$$(gofmt -l $$(go list -f '{{.Dir}}' ./...))"; if [[ -n "$$unformatted" ]]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+	@# The packages' own files: gofmt on a directory would walk into infra/node_modules.
+	@unformatted="$$(gofmt -l $$(go list -f '{{$$d := .Dir}}{{range .GoFiles}}{{$$d}}/{{.}} {{end}}{{range .TestGoFiles}}{{$$d}}/{{.}} {{end}}{{range .XTestGoFiles}}{{$$d}}/{{.}} {{end}}{{range .IgnoredGoFiles}}{{$$d}}/{{.}} {{end}}' ./...))"; \
+	if [[ -n "$$unformatted" ]]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	go vet ./...
 	$(STATICCHECK) ./...
 	@go mod tidy -diff >/dev/null || { echo "go.mod or go.sum is not tidy: run go mod tidy"; exit 1; }
