@@ -38,10 +38,11 @@ events: ## print (and consume) the status events `make run` published, from its 
 	eval "$$(bash $(EMULATORS) env)" && $(TOOLS_VENV)/bin/python localstack/status_events.py $(or $(STAGE),local)
 
 .PHONY: test
-test: tools infra-tools lint build ## all tests: unit, integration against the emulators, the CDK stack and cfn-lint (LocalStack's: make test-localstack)
+test: tools infra-tools lint build ## all tests: unit, integration against the emulators, the CDK stack, cfn-lint, schemathesis on the local API (LocalStack's: make test-localstack)
 	$(MAKE) --no-print-directory cfn-lint
 	$(TOOLS_VENV)/bin/python -m unittest discover -s localstack/executor/tests -t localstack/executor
 	$(WITH_EMULATORS) env ORDERLY_INTEGRATION=1 $(GOTEST) ./...
+	$(WITH_EMULATORS) bash fuzz/run.sh
 
 .PHONY: lint
 lint: tools ## gofmt, go vet, staticcheck, and go mod tidy leaving go.mod as it is

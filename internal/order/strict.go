@@ -30,8 +30,8 @@ var submissionShape = &shape{fields: map[string]*shape{
 	}}},
 }}
 
-// checkShape reports every repeated key and every field name that is not
-// the shape's, exactly as spelled. It returns a syntax error as is, for
+// checkShape reports every repeated key, every field name that is not
+// the shape's, exactly as spelled, and every null. It returns a syntax error as is, for
 // the caller to report as malformed JSON.
 func checkShape(body []byte, want *shape) ([]FieldError, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -42,6 +42,10 @@ func checkShape(body []byte, want *shape) ([]FieldError, error) {
 		tok, err := dec.Token()
 		if err != nil {
 			return err
+		}
+		if tok == nil && path != "" {
+			// No field of the request model may be null: leave it out.
+			problems = append(problems, FieldError{Field: path, Problem: "is null; leave an optional field out instead"})
 		}
 		switch tok {
 		case json.Delim('{'):

@@ -319,6 +319,10 @@ func TestParseSubmissionIsStrict(t *testing.T) {
 		{"zero-width space", submissionBody("ab\u200bc", valid), "customerId", "U+200B"},
 		{"NUL in notificationTarget", `{"customerId":"a","lines":[` + valid + `],"notificationTarget":"q\u0000x"}`, "notificationTarget", "U+0000"},
 		{"newline in notificationTarget", `{"customerId":"a","lines":[` + valid + `],"notificationTarget":"q\nx"}`, "notificationTarget", "U+000A"},
+		// The request model allows no null (schemathesis found it accepted).
+		{"null notificationTarget", `{"customerId":"a","lines":[` + valid + `],"notificationTarget":null}`, "notificationTarget", "null"},
+		{"null customerId", `{"customerId":null,"lines":[` + valid + `]}`, "customerId", "null"},
+		{"null quantity", `{"customerId":"a","lines":[{"sku":"A","quantity":null}]}`, "lines[0].quantity", "null"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
