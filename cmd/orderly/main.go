@@ -14,6 +14,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -75,7 +76,7 @@ func main() {
 func run(args []string, out io.Writer) error {
 	global := flag.NewFlagSet("orderly", flag.ContinueOnError)
 	global.Usage = func() { fmt.Fprint(global.Output(), usage); global.PrintDefaults() }
-	stage := global.String("stage", envOr("ORDERLY_STAGE", "local"), "the stage: resources are named orderly-<stage>-…")
+	stage := global.String("stage", cmp.Or(os.Getenv("ORDERLY_STAGE"), "local"), "the stage: resources are named orderly-<stage>-…")
 	format := global.String("o", "text", "output: text or json")
 	if err := global.Parse(args); err != nil {
 		return err
@@ -272,7 +273,7 @@ func (a *app) dlq(ctx context.Context, args []string) error {
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "QUEUE\tMESSAGES\tIN FLIGHT\tMOVES BACK TO")
 			for _, q := range qs {
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", q.Name, q.Messages, q.InFlight, or(q.Source, "(failure records)"))
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", q.Name, q.Messages, q.InFlight, cmp.Or(q.Source, "(failure records)"))
 			}
 			tw.Flush()
 		})
@@ -353,21 +354,7 @@ func writeHistory(w io.Writer, ts []order.Transition) {
 func clip(s string, n int) string {
 	s = strings.ReplaceAll(s, "\n", " ")
 	if len(s) > n {
-		return s[:n-1] + "…"
+		return strings.ToValidUTF8(s[:n-1], "") + "…"
 	}
 	return s
-}
-
-func or(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }

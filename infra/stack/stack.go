@@ -17,6 +17,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"orderly/internal/config"
 	"orderly/internal/order"
 	"orderly/internal/resources"
 )
@@ -97,33 +98,19 @@ func FromContext(scope constructs.Construct) (Props, error) {
 		errs = append(errs, fmt.Errorf("context %s=%v: want a positive number", key, node.TryGetContext(jsii.String(key))))
 		return def
 	}
-	dur := func(key string, def time.Duration) time.Duration {
-		v := str(key, "")
-		if v == "" {
-			return def
+	// The workflow's timing is read by the functions' own parser, from
+	// the context keys that stand for their variables.
+	timingVars := map[string]string{}
+	for key, name := range map[string]string{CtxStepAllowance: config.EnvAllowance,
+		CtxStepMaxAllowance: config.EnvMaxAllowance, CtxMaxHeartbeats: config.EnvMaxHeartbeats} {
+		if v := node.TryGetContext(jsii.String(key)); v != nil {
+			timingVars[name] = fmt.Sprint(v)
 		}
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			errs = append(errs, fmt.Errorf("context %s=%q: want a positive duration like 30s", key, v))
-			return def
-		}
-		return d
 	}
-	timing := order.DefaultTiming
-	timing.Allowance = dur(CtxStepAllowance, timing.Allowance)
-	// A shorter allowance without a maximum keeps the default ratio, as the
-	// functions' own STEP_ALLOWANCE does.
-	timing.MaxAllowance = dur(CtxStepMaxAllowance, timing.Allowance*(order.DefaultTiming.MaxAllowance/order.DefaultTiming.Allowance))
-	switch v := node.TryGetContext(jsii.String(CtxMaxHeartbeats)).(type) {
-	case nil:
-	case float64:
-		timing.MaxHeartbeats = int(v)
-	case string:
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			errs = append(errs, fmt.Errorf("context %s=%q: want a count, 0 or more", CtxMaxHeartbeats, v))
-		}
-		timing.MaxHeartbeats = n
+	timingEnv := config.FromMap(timingVars)
+	timing := timingEnv.Timing()
+	if err := timingEnv.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("context %s, %s or %s: %w", CtxStepAllowance, CtxStepMaxAllowance, CtxMaxHeartbeats, err))
 	}
 	p := Props{
 		Stage:               str(CtxStage, "dev"),

@@ -81,7 +81,7 @@ func (s *Store) startUndo(ctx context.Context, u Undoing, now time.Time) (order.
 		Remove(expression.Name(attrAlertPending)).
 		Remove(expression.Name(attrAlertKind))
 	if u.From == order.Error {
-		upd = upd.Remove(expression.Name(attrInError)).Remove(expression.Name(attrInErrorSince)) // an operator's redrive into compensation
+		upd = outOfErrorIndex(upd) // an operator's redrive into compensation
 	}
 	if u.Reference != "" {
 		upd = upd.Set(expression.Name(stepAttr(i, "Ref")), expression.Value(u.Reference))
@@ -194,9 +194,8 @@ func (s *Store) Redrive(ctx context.Context, r Resume, now time.Time) (order.Ord
 		Set(expression.Name(attrUpdated), msValue(now)).
 		Set(expression.Name(attrLastError), expression.Value(r.Reason)).
 		Remove(expression.Name(attrAlertPending)).
-		Remove(expression.Name(attrAlertKind)).
-		Remove(expression.Name(attrInError)).
-		Remove(expression.Name(attrInErrorSince))
+		Remove(expression.Name(attrAlertKind))
+	upd = outOfErrorIndex(upd)
 	if r.Forward != nil {
 		target = *r.Forward
 		cond = cond.And(expression.Name(stepAttr(target.Index, "State")).Equal(expression.Value(order.Failed))).

@@ -278,6 +278,18 @@ func (s *Store) FailUnclaimedStep(ctx context.Context, st order.StepState, reaso
 	return s.fail(ctx, st, cond, order.AlertStepAbandoned, false, reason, now)
 }
 
+// intoErrorIndex adds the order to the sparse error index (the write puts
+// it in Error); outOfErrorIndex takes it out (a redrive). Its keys go
+// together: the order's shard, and when it went into Error.
+func (s *Store) intoErrorIndex(upd expression.UpdateBuilder, orderID string, now time.Time) expression.UpdateBuilder {
+	return upd.Set(expression.Name(attrInError), expression.Value(shardOf(orderID, s.shards))).
+		Set(expression.Name(attrInErrorSince), msValue(now))
+}
+
+func outOfErrorIndex(upd expression.UpdateBuilder) expression.UpdateBuilder {
+	return upd.Remove(expression.Name(attrInError)).Remove(expression.Name(attrInErrorSince))
+}
+
 func (s *Store) fail(ctx context.Context, st order.StepState, cond expression.ConditionBuilder, kind order.AlertKind, countFailure bool, reason string, now time.Time) (order.StepState, error) {
 	i := st.Index
 	upd := expression.Set(expression.Name(stepAttr(i, "State")), expression.Value(order.Error)).
@@ -291,9 +303,8 @@ func (s *Store) fail(ctx context.Context, st order.StepState, cond expression.Co
 		Set(expression.Name(attrDueAt), msValue(now.Add(order.AlertLease))).
 		Set(expression.Name(attrAlertPending), expression.Value(true)).
 		Set(expression.Name(attrAlertKind), expression.Value(kind)).
-		Set(expression.Name(attrInError), expression.Value(shardOf(st.OrderID, s.shards))).
-		Set(expression.Name(attrInErrorSince), msValue(now)).
 		Remove(expression.Name(attrUnclaimed))
+	upd = s.intoErrorIndex(upd, st.OrderID, now)
 	if countFailure {
 		upd = upd.Set(expression.Name(stepAttr(i, "Failures")), expression.Name(stepAttr(i, "Failures")).Plus(expression.Value(1)))
 	}

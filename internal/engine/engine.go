@@ -263,10 +263,11 @@ func (e *Engine) Run(ctx context.Context) error {
 	// The API's description is served beside it, as API Gateway can export
 	// a stage's.
 	// (Not a ServeMux, which would redirect paths the gateway answers.)
+	doc := openapi.JSON()
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && r.URL.Path == "/openapi.json" {
 			w.Header().Set("Content-Type", "application/json")
-			w.Write(openapi.JSON())
+			w.Write(doc)
 			return
 		}
 		gateway.ServeHTTP(w, r)

@@ -48,6 +48,7 @@ type Stage struct {
 	history  *dynamo.History
 	controls *control.Service
 	sqs      SQS
+	agents   []string
 	now      func() time.Time
 }
 
@@ -62,7 +63,7 @@ func Open(name string, db *dynamodb.Client, queues SQS) *Stage {
 		Name: name, catalog: cat, store: store,
 		history:  dynamo.NewHistory(db, cat.History.Name),
 		controls: control.New(store.As(ByOperatorCancel), store.As(ByOperatorRedrive), wf, time.Now),
-		sqs:      queues, now: time.Now,
+		sqs:      queues, agents: wf.Agents(), now: time.Now,
 	}
 }
 
@@ -92,46 +93,48 @@ type Listed struct {
 // due index the Supervisor reads, without a Scan; with late > 0, only
 // those whose deadline passed at least that long ago: the stuck ones.
 func (s *Stage) InFlight(ctx context.Context, late time.Duration, limit int) ([]Listed, error) {
-	now := s.now()
-	upTo := now.Add(-late)
+	upTo := s.now().Add(-late)
 	if late <= 0 {
-		upTo = now.AddDate(100, 0, 0) // every entry of the index
+		upTo = s.now().AddDate(100, 0, 0) // every entry of the index
 	}
-	var out []Listed
-	for shard := range s.store.Shards() {
-		var cursor dynamo.Cursor
-		for len(out) < limit {
-			steps, next, err := s.store.DueSteps(ctx, shard, upTo, limit-len(out), cursor)
-			if err != nil {
-				return nil, fmt.Errorf("list orders in flight: %w", err)
-			}
-			for _, st := range steps {
-				if l := listed(st, now); late <= 0 || l.Late >= late {
-					out = append(out, l)
-				}
-			}
-			if cursor = next; len(cursor) == 0 {
-				break
-			}
-		}
+	due := func(ctx context.Context, shard, n int, after dynamo.Cursor) ([]order.StepState, dynamo.Cursor, error) {
+		return s.store.DueSteps(ctx, shard, upTo, n, after)
 	}
-	return out, nil
+	ls, err := s.collect(ctx, limit, due, func(l Listed) bool { return late <= 0 || l.Late >= late })
+	if err != nil {
+		return nil, fmt.Errorf("list orders in flight: %w", err)
+	}
+	return ls, nil
 }
 
 // InError lists up to limit orders in Error with their stuck record, from
 // the sparse error index (never a Scan), each shard's oldest first.
 func (s *Stage) InError(ctx context.Context, limit int) ([]Listed, error) {
+	ls, err := s.collect(ctx, limit, s.store.InError, func(Listed) bool { return true })
+	if err != nil {
+		return nil, fmt.Errorf("list orders in Error: %w", err)
+	}
+	return ls, nil
+}
+
+// collect reads every shard of an index, page by page, and keeps up to
+// limit of the records found.
+func (s *Stage) collect(ctx context.Context, limit int,
+	read func(ctx context.Context, shard, n int, after dynamo.Cursor) ([]order.StepState, dynamo.Cursor, error),
+	keep func(Listed) bool) ([]Listed, error) {
 	now := s.now()
 	var out []Listed
 	for shard := range s.store.Shards() {
 		var cursor dynamo.Cursor
 		for len(out) < limit {
-			steps, next, err := s.store.InError(ctx, shard, limit-len(out), cursor)
+			steps, next, err := read(ctx, shard, limit-len(out), cursor)
 			if err != nil {
-				return nil, fmt.Errorf("list orders in Error: %w", err)
+				return nil, err
 			}
 			for _, st := range steps {
-				out = append(out, listed(st, now))
+				if l := listed(st, now); keep(l) {
+					out = append(out, l)
+				}
 			}
 			if cursor = next; len(cursor) == 0 {
 				break
@@ -242,7 +245,7 @@ func (s *Stage) depth(ctx context.Context, name, url string) (DeadLetterQueue, e
 
 func (s *Stage) deadLetterQueues() []DeadLetterQueue {
 	var qs []DeadLetterQueue
-	for _, agent := range order.OrderWorkflow(order.DefaultTiming).Agents() {
+	for _, agent := range s.agents {
 		q := s.catalog.RequestQueues[agent]
 		qs = append(qs, DeadLetterQueue{Name: q.DeadLetterName, Source: q.Name})
 	}
