@@ -37,11 +37,26 @@ run: tools ## run orderly locally on the emulators: API on 127.0.0.1:8080
 events: ## print (and consume) the status events `make run` published, from its local status-events queue
 	eval "$$(bash $(EMULATORS) env)" && $(TOOLS_VENV)/bin/python localstack/status_events.py $(or $(STAGE),local)
 
+# The console's browser test drives Debian's Chromium (package chromium).
+# Debian's security archive keeps only its current build, so the version is
+# Debian's current one for this release; the test needs none in particular.
+CHROMIUM ?= /usr/bin/chromium
+
+.PHONY: browser
+browser: ## install Debian's Chromium for the console's browser test (idempotent)
+	@if [[ ! -x "$(CHROMIUM)" ]]; then \
+		echo "[browser] installing Debian's chromium"; \
+		sudo=""; [[ "$$(id -u)" == 0 ]] || sudo=sudo; \
+		$$sudo apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 || \
+		{ $$sudo apt-get update -qq && $$sudo apt-get install -y --no-install-recommends chromium; } || exit 1; \
+	fi
+	@"$(CHROMIUM)" --version 2>/dev/null
+
 .PHONY: test
-test: tools infra-tools lint build ## all tests: unit, integration against the emulators, the CDK stack, cfn-lint, schemathesis on the local API (LocalStack's: make test-localstack)
+test: tools infra-tools browser lint build ## all tests: unit, integration against the emulators (the console in Chromium too), the CDK stack, cfn-lint, schemathesis on the local API (LocalStack's: make test-localstack)
 	$(MAKE) --no-print-directory cfn-lint
 	$(TOOLS_VENV)/bin/python -m unittest discover -s localstack/executor/tests -t localstack/executor
-	$(WITH_EMULATORS) env ORDERLY_INTEGRATION=1 $(GOTEST) ./...
+	$(WITH_EMULATORS) env ORDERLY_INTEGRATION=1 ORDERLY_CHROMIUM=$(CHROMIUM) $(GOTEST) ./...
 	$(WITH_EMULATORS) bash fuzz/run.sh
 
 .PHONY: lint

@@ -1,8 +1,9 @@
 // Command orderly-local runs the whole engine in one process against the
 // AWS endpoints the SDK is configured for (the local emulators under
-// `make run`): the API on ORDERLY_API_ADDR, the simulated remote services,
-// SQS and stream pollers that invoke the same handlers the Lambdas run, and
-// the Supervisor on a ticker.
+// `make run`): the API on ORDERLY_API_ADDR, the operator's web console on
+// ORDERLY_CONSOLE_ADDR, the simulated remote services, SQS and stream
+// pollers that invoke the same handlers the Lambdas run, and the
+// Supervisor on a ticker.
 //
 // For the chaos soak it also takes faults to inject into the functions' AWS
 // calls (ORDERLY_FAULTS, see internal/faults), a simulator ledger
@@ -45,6 +46,7 @@ func run(log *slog.Logger) error {
 	cfg := engine.Config{
 		Stage:           env.String("ORDERLY_STAGE", "local"),
 		APIAddr:         env.String("ORDERLY_API_ADDR", "127.0.0.1:8080"),
+		ConsoleAddr:     consoleAddr(env.String("ORDERLY_CONSOLE_ADDR", "127.0.0.1:8082")),
 		SimulatorAddr:   env.String("ORDERLY_SIMULATOR_ADDR", "127.0.0.1:8081"),
 		RemoteURL:       env.String("REMOTE_URL", ""),
 		Timing:          timing,
@@ -92,7 +94,17 @@ func run(log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(os.Stderr, "\norderly is running on stage %s\n  API:     %s\n  console: %s\n  remote:  %s\nCtrl-C stops it.\n\n",
+		cfg.Stage, e.URL(), e.ConsoleURL(), e.RemoteURL())
 	return e.Run(ctx)
+}
+
+// consoleAddr is where the console listens; "off" starts none.
+func consoleAddr(v string) string {
+	if v == "off" {
+		return ""
+	}
+	return v
 }
 
 // parseOutage reads "service,from,till" with RFC 3339 times.

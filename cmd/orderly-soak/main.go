@@ -72,7 +72,7 @@ func run(log *slog.Logger) error {
 	apiAddr, simAddr := freeAddr(), freeAddr()
 	ledger := filepath.Join(dir, "ledger.jsonl")
 	env := []string{
-		"ORDERLY_STAGE=" + stage, "ORDERLY_API_ADDR=" + apiAddr, "ORDERLY_SIMULATOR_ADDR=" + simAddr,
+		"ORDERLY_STAGE=" + stage, "ORDERLY_CONSOLE_ADDR=off", "ORDERLY_API_ADDR=" + apiAddr, "ORDERLY_SIMULATOR_ADDR=" + simAddr,
 		"ORDERLY_STATE_DIR=" + filepath.Join(dir, "state"), "ORDERLY_SIM_LEDGER=" + ledger,
 		"ORDERLY_FAULTS=" + *spec,
 		// Two Schedulers and two Supervisors, clocks spread over ±1 s.

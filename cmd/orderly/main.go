@@ -11,6 +11,7 @@
 //	orderly redrive ID [-action retry|compensate]
 //	orderly dlq list
 //	orderly dlq redrive QUEUE [-max N] [-dry-run]
+//	orderly console [-addr 127.0.0.1:8082]
 package main
 
 import (
@@ -21,6 +22,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -33,6 +36,7 @@ import (
 
 	"orderly/internal/api"
 	"orderly/internal/config"
+	"orderly/internal/console"
 	"orderly/internal/ops"
 	"orderly/internal/order"
 )
@@ -52,6 +56,7 @@ Commands:
   redrive ID                 resume an order in Error where it stopped
   dlq list                   the stage's dead-letter queues and their depth
   dlq redrive QUEUE          move a dead-letter queue's messages back to their queue
+  console [-addr HOST:PORT]  serve the web console for the stage (default 127.0.0.1:8082)
 
 Every command takes -h. The stage's AWS endpoints come from the usual
 variables and profile: for 'make run', eval "$(bash localstack/emulators.sh env)".
@@ -111,6 +116,8 @@ func run(args []string, out io.Writer) error {
 		return a.redrive(ctx, rest)
 	case "dlq":
 		return a.dlq(ctx, rest)
+	case "console":
+		return a.console(ctx, rest)
 	}
 	global.Usage()
 	return fmt.Errorf("unknown command %q: %w", cmd, flag.ErrHelp)
@@ -357,4 +364,30 @@ func clip(s string, n int) string {
 		return strings.ToValidUTF8(s[:n-1], "") + "…"
 	}
 	return s
+}
+
+func (a *app) console(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("console", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "Usage: orderly console [-addr 127.0.0.1:8082]: serve the web console for the stage\n\n")
+		fs.PrintDefaults()
+	}
+	addr := fs.String("addr", "127.0.0.1:8082", "where to listen; keep it on loopback: the console acts with your AWS credentials")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("console: %w", err)
+	}
+	srv := &http.Server{Handler: console.New(a.stage.Name, a.stage, config.Logger("console")), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	fmt.Fprintf(a.out, "orderly console for stage %s: http://%s/ (Ctrl-C stops it)\n", a.stage.Name, ln.Addr())
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("console: %w", err)
+	}
+	return nil
 }

@@ -33,6 +33,7 @@ import (
 	"orderly/internal/agent"
 	"orderly/internal/alerting"
 	"orderly/internal/api"
+	"orderly/internal/console"
 	"orderly/internal/control"
 	"orderly/internal/dispatch"
 	"orderly/internal/dynamo"
@@ -40,6 +41,7 @@ import (
 	"orderly/internal/localrun"
 	"orderly/internal/metrics"
 	"orderly/internal/openapi"
+	"orderly/internal/ops"
 	"orderly/internal/order"
 	"orderly/internal/provision"
 	"orderly/internal/recorder"
@@ -62,6 +64,9 @@ type Config struct {
 	Stage string
 	// APIAddr is where the API listens, e.g. 127.0.0.1:8080; port 0 picks one.
 	APIAddr string
+	// ConsoleAddr, when set, is where the operator's web console listens
+	// (package console), over the stage the engine runs.
+	ConsoleAddr string
 	// RemoteURL is the base URL of the remote services. Empty starts the
 	// simulator on SimulatorAddr and uses it.
 	RemoteURL     string
@@ -122,6 +127,7 @@ type Engine struct {
 	API   *api.Service
 	apiLn net.Listener
 	simLn net.Listener
+	conLn net.Listener // nil without a console
 	Sim   *simulator.Server
 	// History is the history table the recorder writes.
 	History *dynamo.History
@@ -185,10 +191,22 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 	if e.apiLn, err = net.Listen("tcp", cfg.APIAddr); err != nil {
 		return nil, fmt.Errorf("listen for the API on %s: %w", cfg.APIAddr, err)
 	}
+	if cfg.ConsoleAddr != "" {
+		if e.conLn, err = net.Listen("tcp", cfg.ConsoleAddr); err != nil {
+			e.apiLn.Close()
+			return nil, fmt.Errorf("listen for the console on %s: %w", cfg.ConsoleAddr, err)
+		}
+	}
+	closeAll := func() {
+		e.apiLn.Close()
+		if e.conLn != nil {
+			e.conLn.Close()
+		}
+	}
 	e.remote = cfg.RemoteURL
 	if e.remote == "" {
 		if e.simLn, err = net.Listen("tcp", cfg.SimulatorAddr); err != nil {
-			e.apiLn.Close()
+			closeAll()
 			return nil, fmt.Errorf("listen for the simulator on %s: %w", cfg.SimulatorAddr, err)
 		}
 		opts := []simulator.Option{simulator.WithLogger(cfg.Log.With("service", "simulator"))}
@@ -200,7 +218,7 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 		}
 		sim, err := simulator.New(opts...)
 		if err != nil {
-			e.apiLn.Close()
+			closeAll()
 			e.simLn.Close()
 			return nil, fmt.Errorf("simulator: %w", err)
 		}
@@ -212,6 +230,14 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 
 // URL is the base URL of the API.
 func (e *Engine) URL() string { return "http://" + e.apiLn.Addr().String() }
+
+// ConsoleURL is the base URL of the web console; empty without one.
+func (e *Engine) ConsoleURL() string {
+	if e.conLn == nil {
+		return ""
+	}
+	return "http://" + e.conLn.Addr().String() + "/"
+}
 
 // RemoteURL is the base URL of the remote services (the simulator's).
 func (e *Engine) RemoteURL() string { return e.remote }
@@ -274,6 +300,12 @@ func (e *Engine) Run(ctx context.Context) error {
 	})
 	apiServer := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
 	add("api", serve(apiServer, e.apiLn))
+	if e.conLn != nil {
+		// The operator's console, over the stage as the CLI opens it.
+		stage := ops.Open(e.cfg.Stage, e.clients.DynamoDB, e.clients.SQS)
+		conServer := &http.Server{Handler: console.New(e.cfg.Stage, stage, e.cfg.Log.With("service", "console")), ReadHeaderTimeout: 5 * time.Second}
+		add("console", serve(conServer, e.conLn))
+	}
 	if e.Sim != nil {
 		simServer := &http.Server{Handler: e.Sim, ReadHeaderTimeout: 5 * time.Second}
 		add("simulator", serve(simServer, e.simLn))
@@ -393,7 +425,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			}
 		})
 	}
-	e.cfg.Log.Info("orderly running", "api", e.URL(), "remote", e.remote, "stage", e.cfg.Stage)
+	e.cfg.Log.Info("orderly running", "api", e.URL(), "console", e.ConsoleURL(), "remote", e.remote, "stage", e.cfg.Stage)
 	<-ctx.Done()
 	shutdown, stop := context.WithTimeout(context.Background(), 5*time.Second)
 	defer stop()

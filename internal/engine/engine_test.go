@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -16,15 +14,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"orderly/internal/agent"
 	"orderly/internal/api"
 	"orderly/internal/engine"
+	"orderly/internal/enginetest"
 	"orderly/internal/order"
 	"orderly/internal/testenv"
 )
 
-// fast timing: every recovery path completes within seconds.
-var fast = order.Timing{Allowance: time.Second, MaxAllowance: 2 * time.Second, FailureThreshold: 2, ClaimWithin: 2 * time.Second}
+var fast = enginetest.Fast
 
 type running struct {
 	*engine.Engine
@@ -33,43 +30,8 @@ type running struct {
 
 func start(t testing.TB, tweak func(*engine.Config)) running {
 	t.Helper()
-	cfg := engine.Config{
-		Stage: testenv.Stage(t), APIAddr: "127.0.0.1:0", SimulatorAddr: "127.0.0.1:0",
-		Timing: fast, SupervisorEvery: 200 * time.Millisecond, Schedulers: 2,
-		QueueVisibility: 30 * time.Second,
-		AgentBackoff:    agent.Backoff{Base: 20 * time.Millisecond, Cap: 200 * time.Millisecond},
-		Log:             slog.New(slog.NewJSONHandler(io.Discard, nil)),
-	}
-	if testing.Verbose() {
-		cfg.Log = slog.New(slog.NewJSONHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	}
-	if tweak != nil {
-		tweak(&cfg)
-	}
-	awsCfg := testenv.AWS(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	e, err := engine.New(ctx, awsCfg, cfg)
-	if err != nil {
-		t.Fatalf("engine: %v", err)
-	}
-	clients := e.Clients()
-	done := make(chan error, 1)
-	go func() { done <- e.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("engine stopped with %v", err)
-		}
-		testenv.Cleanup(t, clients, e.Stack)
-	})
-	return running{Engine: e, alerts: testenv.SubscribeAlerts(t, clients, e.Stack.AlertTopicARN)}
-}
-
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(bytes.TrimSpace(p)))
-	return len(p), nil
+	e := enginetest.Start(t, tweak)
+	return running{Engine: e, alerts: testenv.SubscribeAlerts(t, e.Clients(), e.Stack.AlertTopicARN)}
 }
 
 func submit(t testing.TB, e running, sub order.Submission) string {

@@ -76,13 +76,15 @@ func (s *Stage) WithClock(now func() time.Time) *Stage {
 
 // Listed is one order in flight: its active record and how late it is.
 type Listed struct {
-	OrderID    string    `json:"orderId"`
-	Step       string    `json:"step"`
-	Undo       bool      `json:"undo,omitempty"`
-	State      string    `json:"state"`
-	Attempt    int       `json:"attempt"`
-	Failures   int       `json:"failureCount"`
-	CompleteBy time.Time `json:"completeBy"`
+	OrderID string `json:"orderId"`
+	// Status is the order's, as its active record implies it.
+	Status     order.Status `json:"status"`
+	Step       string       `json:"step"`
+	Undo       bool         `json:"undo,omitempty"`
+	State      string       `json:"state"`
+	Attempt    int          `json:"attempt"`
+	Failures   int          `json:"failureCount"`
+	CompleteBy time.Time    `json:"completeBy"`
 	// Late is how long ago CompleteBy passed; 0 while it has not.
 	Late      time.Duration `json:"lateNanos"`
 	LastError string        `json:"lastError,omitempty"`
@@ -145,12 +147,29 @@ func (s *Stage) collect(ctx context.Context, limit int,
 }
 
 func listed(st order.StepState, now time.Time) Listed {
-	l := Listed{OrderID: st.OrderID, Step: st.Step, Undo: st.Undo, State: string(st.ProcessState), Attempt: st.Attempt,
+	l := Listed{OrderID: st.OrderID, Status: statusOf(st), Step: st.Step, Undo: st.Undo, State: string(st.ProcessState), Attempt: st.Attempt,
 		Failures: st.FailureCount, CompleteBy: st.CompleteBy, LastError: st.LastError}
 	if !st.CompleteBy.IsZero() && now.After(st.CompleteBy) {
 		l.Late = now.Sub(st.CompleteBy)
 	}
 	return l
+}
+
+// statusOf is the status of the order whose active record is st: its
+// first step waits in Pending, an undo in Compensating (Cancelling after a
+// cancel), a stuck record in Error, any other step in Processing.
+func statusOf(st order.StepState) order.Status {
+	switch {
+	case st.ProcessState == order.Error:
+		return order.StatusError
+	case st.Undo && st.CancelRequested:
+		return order.StatusCancelling
+	case st.Undo:
+		return order.StatusCompensating
+	case st.Index == 0:
+		return order.StatusPending
+	}
+	return order.StatusProcessing
 }
 
 // Show reads an order and its records in one consistent read.

@@ -33,7 +33,7 @@ func TestShortSoakLosesNothing(t *testing.T) {
 	ledger := filepath.Join(dir, "ledger.jsonl")
 	from := time.Now().Add(10 * time.Second).UTC()
 	env := []string{
-		"ORDERLY_STAGE=" + stage, "ORDERLY_API_ADDR=" + api, "ORDERLY_SIMULATOR_ADDR=" + sim,
+		"ORDERLY_STAGE=" + stage, "ORDERLY_CONSOLE_ADDR=off", "ORDERLY_API_ADDR=" + api, "ORDERLY_SIMULATOR_ADDR=" + sim,
 		"ORDERLY_STATE_DIR=" + filepath.Join(dir, "state"), "ORDERLY_SIM_LEDGER=" + ledger,
 		"ORDERLY_FAULTS=throttle=0.01,5xx=0.01,timeout=0.005,ambiguous=0.005,drop=0.005,duplicate=0.01,crash=0.001",
 		"SCHEDULERS=2", "SUPERVISORS=2", "ORDERLY_CLOCK_SKEW=1s",

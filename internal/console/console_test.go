@@ -1,0 +1,191 @@
+package console_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"orderly/internal/api"
+	"orderly/internal/console"
+	"orderly/internal/ops"
+	"orderly/internal/order"
+)
+
+const (
+	stuckID  = "STUCKORDERAAAAAAAAAAAAAAAA"
+	flyingID = "FLYINGORDERAAAAAAAAAAAAAAA"
+)
+
+// fakeStage is a stage with one order in Error and one in flight. It
+// records the changes asked of it.
+type fakeStage struct {
+	actions  []string
+	failWith error
+}
+
+func (f *fakeStage) InFlight(context.Context, time.Duration, int) ([]ops.Listed, error) {
+	return []ops.Listed{{OrderID: flyingID, Status: order.StatusProcessing, Step: order.StepChargePayment, State: "Processing", Attempt: 2,
+		CompleteBy: t0.Add(-5 * time.Minute), Late: 5 * time.Minute}}, nil
+}
+
+func (f *fakeStage) InError(context.Context, int) ([]ops.Listed, error) {
+	return []ops.Listed{{OrderID: stuckID, Status: order.StatusError, Step: order.StepChargePayment, Undo: true, State: "Error",
+		Attempt: 1, LastError: "refund refused"}}, nil
+}
+
+func (f *fakeStage) Show(_ context.Context, id string) (api.OrderView, error) {
+	switch id {
+	case stuckID:
+		return api.OrderView{OrderID: id, Status: order.StatusError, CreatedAt: t0, UpdatedAt: t0.Add(time.Second),
+			Steps: []api.StepView{{Step: order.StepChargePayment, State: "Failed"},
+				{Step: order.StepChargePayment, Undo: true, State: "Error", Attempt: 1, LastError: "refund refused"}}}, nil
+	case flyingID:
+		return api.OrderView{OrderID: id, Status: order.StatusProcessing, CreatedAt: t0,
+			Steps: []api.StepView{{Step: order.StepChargePayment, State: "Processing"}}}, nil
+	}
+	return api.OrderView{}, fmt.Errorf("order %s: %w", id, order.ErrNotFound)
+}
+
+func (f *fakeStage) History(context.Context, string) ([]order.Transition, error) {
+	return []order.Transition{{At: t0, Record: -1, Event: "status", To: "Pending", By: "submit", Reason: "submitted"}}, nil
+}
+
+func (f *fakeStage) Cancel(_ context.Context, id string) (order.Order, error) {
+	f.actions = append(f.actions, "cancel "+id)
+	return order.Order{ID: id, Status: order.StatusCancelling}, f.failWith
+}
+
+func (f *fakeStage) Redrive(_ context.Context, id, action string) (order.Order, error) {
+	f.actions = append(f.actions, "redrive "+id+" "+action)
+	return order.Order{ID: id, Status: order.StatusCompensating}, f.failWith
+}
+
+func (f *fakeStage) DeadLetters(context.Context) ([]ops.DeadLetterQueue, error) {
+	return []ops.DeadLetterQueue{{Name: "orderly-t-payment-requests-dlq", Source: "orderly-t-payment-requests", Messages: 3}}, nil
+}
+
+func serve(t *testing.T, f *fakeStage) *httptest.Server {
+	t.Helper()
+	c := console.New("t", f, slog.New(slog.NewTextHandler(io.Discard, nil))).WithClock(func() time.Time { return t0.Add(time.Minute) })
+	srv := httptest.NewServer(c)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+func get(t *testing.T, u string) (int, string) {
+	t.Helper()
+	resp, err := noRedirect.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+var tokenField = regexp.MustCompile(`name="token" value="([0-9a-f]+)"`)
+
+func TestPages(t *testing.T) {
+	srv := serve(t, &fakeStage{})
+	tests := []struct {
+		path   string
+		status int
+		want   []string
+	}{
+		{"/", 200, []string{`data-count="Error"`, `Orders in Error: an operator must act`, `/orders/` + stuckID, "refund refused", "orderly-t-payment-requests-dlq"}},
+		{"/?show=stuck", 200, []string{`Orders stuck past their deadline`, `/orders/` + flyingID, "6m0s ago"}},
+		{"/orders/" + stuckID, 200, []string{`id="redrive-retry"`, `id="redrive-compensate"`, `id="timeline"`, "undo charge-payment", "submitted"}},
+		{"/orders/" + flyingID, 200, []string{`id="cancel"`, "Watch live"}},
+		{"/orders/" + stuckID + "/redrive-retry", 200, []string{"Redrive order " + stuckID, "The undo of charge-payment runs again", `id="confirm"`}},
+		{"/orders/" + stuckID + "/redrive-compensate", 200, []string{"then the rest of the order"}},
+		{"/orders/" + flyingID + "/cancel", 200, []string{"Cancel order " + flyingID}},
+		{"/orders/" + flyingID + "/redrive-retry", 409, []string{"only an order in Error can be redriven"}},
+		{"/orders/" + stuckID + "/cancel", 409, []string{"only a Pending or Processing order can be cancelled"}},
+		{"/orders/NOSUCHORDERAAAAAAAAAAAAAAA", 404, []string{"has no order"}},
+		{"/orders/not-an-id", 404, []string{"No order has that id"}},
+		{"/orders/" + stuckID + "/delete", 404, []string{"is not an action"}},
+		{"/find?id=" + url.QueryEscape("<script>"), 400, []string{"&#34;&lt;script&gt;&#34; is not an order id"}},
+		{"/dlq", 200, []string{"dlq redrive orderly-t-payment-requests-dlq -dry-run"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			status, body := get(t, srv.URL+tt.path)
+			if status != tt.status {
+				t.Errorf("status %d, want %d", status, tt.status)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("page lacks %q", w)
+				}
+			}
+		})
+	}
+}
+
+// A change needs the console's token from its own confirmation page: a
+// form posted from elsewhere changes nothing.
+func TestActionsNeedTheConsolesToken(t *testing.T) {
+	f := &fakeStage{}
+	srv := serve(t, f)
+	_, page := get(t, srv.URL+"/orders/"+stuckID+"/redrive-retry")
+	m := tokenField.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("the confirmation page has no token")
+	}
+	post := func(action string, form url.Values, site string) *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/orders/"+stuckID+"/"+action, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if site != "" {
+			req.Header.Set("Sec-Fetch-Site", site)
+		}
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	for _, tt := range []struct {
+		name string
+		form url.Values
+		site string
+	}{
+		{"no token", url.Values{}, ""},
+		{"a wrong token", url.Values{"token": {strings.Repeat("0", 32)}}, ""},
+		{"the right token from another site", url.Values{"token": {m[1]}}, "cross-site"},
+	} {
+		if resp := post("redrive-retry", tt.form, tt.site); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s: status %d, want 403", tt.name, resp.StatusCode)
+		}
+	}
+	if len(f.actions) != 0 {
+		t.Fatalf("refused posts changed the stage: %v", f.actions)
+	}
+	resp := post("redrive-retry", url.Values{"token": {m[1]}}, "same-origin")
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/orders/"+stuckID+"?live=1&done=") {
+		t.Errorf("confirmed redrive: %d to %q, want 303 back to the order, watching it", resp.StatusCode, loc)
+	}
+	resp = post("redrive-compensate", url.Values{"token": {m[1]}}, "")
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("confirmed compensate: %d", resp.StatusCode)
+	}
+	want := []string{"redrive " + stuckID + " retry", "redrive " + stuckID + " compensate"}
+	if strings.Join(f.actions, ",") != strings.Join(want, ",") {
+		t.Errorf("actions %v, want %v", f.actions, want)
+	}
+	// A change the order's state no longer allows is a 409 with the reason.
+	f.failWith = fmt.Errorf("order %s is Compensating: %w", stuckID, order.ErrNotAllowed)
+	if resp := post("redrive-retry", url.Values{"token": {m[1]}}, ""); resp.StatusCode != http.StatusConflict {
+		t.Errorf("redrive of an order that moved on: %d, want 409", resp.StatusCode)
+	}
+}

@@ -1,0 +1,66 @@
+// Package enginetest starts a whole local engine (package engine) on the
+// emulators for a test, with timing fast enough that every recovery path
+// ends within seconds, and stops and removes it when the test ends.
+package enginetest
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"orderly/internal/agent"
+	"orderly/internal/engine"
+	"orderly/internal/order"
+	"orderly/internal/testenv"
+)
+
+// Fast is the engine's timing in tests: every recovery path completes
+// within seconds.
+var Fast = order.Timing{Allowance: time.Second, MaxAllowance: 2 * time.Second, FailureThreshold: 2, ClaimWithin: 2 * time.Second}
+
+// Start provisions a stage of its own for the test, starts the engine on
+// it (API, simulator and, with ConsoleAddr, the console on free ports)
+// and stops it and removes the stage at the test's end. tweak, when set,
+// changes the configuration first. With -v the engine logs into the test's.
+func Start(t testing.TB, tweak func(*engine.Config)) *engine.Engine {
+	t.Helper()
+	cfg := engine.Config{
+		Stage: testenv.Stage(t), APIAddr: "127.0.0.1:0", SimulatorAddr: "127.0.0.1:0",
+		Timing: Fast, SupervisorEvery: 200 * time.Millisecond, Schedulers: 2,
+		QueueVisibility: 30 * time.Second,
+		AgentBackoff:    agent.Backoff{Base: 20 * time.Millisecond, Cap: 200 * time.Millisecond},
+		Log:             slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	}
+	if testing.Verbose() {
+		cfg.Log = slog.New(slog.NewJSONHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e, err := engine.New(ctx, testenv.AWS(t), cfg)
+	if err != nil {
+		cancel()
+		t.Fatalf("engine: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("engine stopped with %v", err)
+		}
+		testenv.Cleanup(t, e.Clients(), e.Stack)
+	})
+	return e
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(bytes.TrimSpace(p)))
+	return len(p), nil
+}
