@@ -3,7 +3,7 @@
 // configuration (profile, region, endpoint variables), through the same
 // packages and fenced transitions as the functions.
 //
-//	orderly [-stage NAME] [-o text|json] list [-late 5m | -status Error] [-max 100]
+//	orderly [-stage NAME] [-o text|json] list [-late 5m | -status Error|Pending|Processing|Compensating|Cancelling] [-max 100]
 //	orderly show ID
 //	orderly history ID
 //	orderly watch ID [-every 1s] [-timeout 10m]
@@ -11,6 +11,7 @@
 //	orderly redrive ID [-action retry|compensate]
 //	orderly dlq list
 //	orderly dlq redrive QUEUE [-max N] [-dry-run]
+//	orderly alerts [-since 24h] [-kind UndoFailed] [-max 100]
 //	orderly console [-addr 127.0.0.1:8082]
 package main
 
@@ -48,7 +49,8 @@ Usage:
 
 Commands:
   list [-late 5m]            orders in flight (from the due index, no Scan); with -late, those whose deadline passed that long ago
-  list -status Error         orders in Error, with the record that stopped them
+  list -status STATUS        orders in Error, with the record that stopped them; or
+                             those Pending, Processing, Compensating or Cancelling
   show ID                    the order and each of its records (steps and undos)
   history ID                 every transition of the order, in order, with who made it
   watch ID                   print the order each time it changes, until it is terminal
@@ -56,6 +58,8 @@ Commands:
   redrive ID                 resume an order in Error where it stopped
   dlq list                   the stage's dead-letter queues and their depth
   dlq redrive QUEUE          move a dead-letter queue's messages back to their queue
+  alerts [-since 24h]        the alerts sent to operators, newest first, with the
+                             order, the stuck step or undo and the reason
   console [-addr HOST:PORT]  serve the web console for the stage (default 127.0.0.1:8082)
 
 Every command takes -h. The stage's AWS endpoints come from the usual
@@ -70,7 +74,7 @@ type app struct {
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "orderly:", err)
+		fmt.Fprintln(os.Stderr, "orderly:", strings.TrimSuffix(err.Error(), ": "+flag.ErrHelp.Error()))
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(2)
 		}
@@ -116,6 +120,8 @@ func run(args []string, out io.Writer) error {
 		return a.redrive(ctx, rest)
 	case "dlq":
 		return a.dlq(ctx, rest)
+	case "alerts":
+		return a.alerts(ctx, rest)
 	case "console":
 		return a.console(ctx, rest)
 	}
@@ -147,33 +153,36 @@ func (a *app) list(ctx context.Context, args []string) error {
 		fs.PrintDefaults()
 	}
 	late := fs.Duration("late", 0, "only orders whose deadline passed at least this long ago")
-	status := fs.String("status", "", "Error: the orders an operator must act on (default: the orders in flight)")
+	status := fs.String("status", "", "Error (the orders an operator must act on), Pending, Processing, Compensating or Cancelling (default: every order in flight)")
 	maxN := fs.Int("max", 100, "list at most this many")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	var ls []ops.Listed
 	var err error
-	switch *status {
-	case "":
+	switch {
+	case *status == "":
 		ls, err = a.stage.InFlight(ctx, *late, *maxN)
-	case string(order.StatusError):
-		ls, err = a.stage.InError(ctx, *maxN)
+	case *late > 0:
+		return fmt.Errorf("-late lists the orders in flight, whatever their status: leave out -status: %w", flag.ErrHelp)
 	default:
-		return fmt.Errorf("-status %q: only Error can be listed (the orders in flight are the default): %w", *status, flag.ErrHelp)
+		ls, err = a.stage.InStatus(ctx, order.Status(*status), *maxN)
+	}
+	if errors.Is(err, ops.ErrNotListed) {
+		return fmt.Errorf("-status %s: %v: %w", *status, err, flag.ErrHelp)
 	}
 	if err != nil {
 		return err
 	}
 	return a.print(ls, func(w io.Writer) {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ORDER\tRECORD\tSTATE\tATTEMPT\tFAILURES\tCOMPLETE BY\tLATE\tLAST ERROR")
+		fmt.Fprintln(tw, "ORDER\tSTATUS\tRECORD\tSTATE\tATTEMPT\tFAILURES\tCOMPLETE BY\tLATE\tLAST ERROR")
 		for _, l := range ls {
 			step := l.Step
 			if l.Undo {
 				step = "undo " + step
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", l.OrderID, step, l.State, l.Attempt, l.Failures,
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", l.OrderID, l.Status, step, l.State, l.Attempt, l.Failures,
 				l.CompleteBy.UTC().Format(time.RFC3339), l.Late.Round(time.Second), clip(l.LastError, 50))
 		}
 		tw.Flush()
@@ -364,6 +373,37 @@ func clip(s string, n int) string {
 		return strings.ToValidUTF8(s[:n-1], "") + "…"
 	}
 	return s
+}
+
+func (a *app) alerts(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("alerts", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "Usage: orderly alerts [-since 24h] [-kind KIND] [-max 100]: the alerts sent to operators, newest first\n\n")
+		fs.PrintDefaults()
+	}
+	since := fs.Duration("since", 24*time.Hour, "how far back to look")
+	kind := fs.String("kind", "", "only alerts of this kind: StepFailed, StepTimedOut, StepUnclaimed, StepAbandoned, UndoFailed, UndoTimedOut")
+	maxN := fs.Int("max", 100, "list at most this many")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	alerts, err := a.stage.Alerts(ctx, time.Now().Add(-*since), order.AlertKind(*kind), *maxN)
+	if err != nil {
+		return err
+	}
+	return a.print(alerts, func(w io.Writer) {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "SENT\tKIND\tORDER\tRECORD\tATTEMPT\tFAILURES\tREASON")
+		for _, al := range alerts {
+			step := al.Step
+			if al.Undo {
+				step = "undo " + step
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", al.At.UTC().Format(time.RFC3339), al.Kind, al.OrderID, step,
+				al.Attempt, al.FailureCount, clip(al.Reason, 60))
+		}
+		tw.Flush()
+	})
 }
 
 func (a *app) console(ctx context.Context, args []string) error {

@@ -40,6 +40,7 @@ type Stage interface {
 	Cancel(ctx context.Context, id string) (order.Order, error)
 	Redrive(ctx context.Context, id, action string) (order.Order, error)
 	DeadLetters(ctx context.Context) ([]ops.DeadLetterQueue, error)
+	Alerts(ctx context.Context, since time.Time, kind order.AlertKind, limit int) ([]order.Alert, error)
 }
 
 // CountLimit caps how many orders the overview reads per listing; a count
@@ -80,7 +81,7 @@ func New(name string, stage Stage, log *slog.Logger) *Console {
 		"dur":   func(d time.Duration) string { return d.Round(time.Second).String() },
 		"final": final,
 	}
-	for _, page := range []string{"overview", "order", "confirm", "dlq", "problem"} {
+	for _, page := range []string{"overview", "order", "confirm", "dlq", "alerts", "problem"} {
 		c.pages[page] = template.Must(template.New(page).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+page+".html"))
 	}
 	c.mux = http.NewServeMux()
@@ -90,6 +91,7 @@ func New(name string, stage Stage, log *slog.Logger) *Console {
 	c.mux.HandleFunc("GET /orders/{id}/{action}", c.confirm)
 	c.mux.HandleFunc("POST /orders/{id}/{action}", c.act)
 	c.mux.HandleFunc("GET /dlq", c.deadLetters)
+	c.mux.HandleFunc("GET /alerts", c.alerts)
 	return c
 }
 
@@ -388,6 +390,32 @@ func (c *Console) deadLetters(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.render(w, http.StatusOK, "dlq", dlqPage{Stage: c.name, Dead: dead})
+}
+
+type alertsPage struct {
+	Stage  string
+	Since  time.Duration
+	Alerts []order.Alert
+}
+
+// alerts lists the alerts sent to operators over the last day (?since=
+// another duration).
+func (c *Console) alerts(w http.ResponseWriter, r *http.Request) {
+	since := 24 * time.Hour
+	if v := r.URL.Query().Get("since"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			c.problem(w, http.StatusBadRequest, "Not a duration", fmt.Sprintf("since=%q: want a duration such as 1h or 168h.", v))
+			return
+		}
+		since = d
+	}
+	alerts, err := c.stage.Alerts(r.Context(), c.now().Add(-since), "", CountLimit)
+	if err != nil {
+		c.fail(w, err)
+		return
+	}
+	c.render(w, http.StatusOK, "alerts", alertsPage{Stage: c.name, Since: since, Alerts: alerts})
 }
 
 type problemPage struct {

@@ -72,6 +72,11 @@ func (f *fakeStage) DeadLetters(context.Context) ([]ops.DeadLetterQueue, error) 
 	return []ops.DeadLetterQueue{{Name: "orderly-t-payment-requests-dlq", Source: "orderly-t-payment-requests", Messages: 3}}, nil
 }
 
+func (f *fakeStage) Alerts(context.Context, time.Time, order.AlertKind, int) ([]order.Alert, error) {
+	return []order.Alert{{Kind: order.AlertUndoFailed, OrderID: stuckID, Step: order.StepChargePayment, Undo: true, Attempt: 1,
+		Reason: "refund refused", Undone: []string{order.StepArrangeShipping}, At: t0}}, nil
+}
+
 func serve(t *testing.T, f *fakeStage) *httptest.Server {
 	t.Helper()
 	c := console.New("t", f, slog.New(slog.NewTextHandler(io.Discard, nil))).WithClock(func() time.Time { return t0.Add(time.Minute) })
@@ -116,6 +121,8 @@ func TestPages(t *testing.T) {
 		{"/orders/" + stuckID + "/delete", 404, []string{"is not an action"}},
 		{"/find?id=" + url.QueryEscape("<script>"), 400, []string{"&#34;&lt;script&gt;&#34; is not an order id"}},
 		{"/dlq", 200, []string{"dlq redrive orderly-t-payment-requests-dlq -dry-run"}},
+		{"/alerts", 200, []string{"UndoFailed", "/orders/" + stuckID, "undo charge-payment (undone before: arrange-shipping)", "refund refused"}},
+		{"/alerts?since=-1h", 400, []string{"want a duration"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {

@@ -16,6 +16,9 @@ type Change struct {
 	OrderID     string
 	Transitions []order.Transition
 	Status      *order.StatusChange
+	// Sent is the alert the change recorded as sent to operators, as the
+	// notifier sent it (its time is the change's); nil for other changes.
+	Sent *order.Alert
 }
 
 // ChangeOf reads a stream record of the orders table (NEW_AND_OLD_IMAGES).
@@ -37,11 +40,26 @@ func ChangeOf(rec events.DynamoDBEventRecord) (Change, error) {
 		}
 		before = &old
 	}
-	c := Change{OrderID: now.OrderID, Transitions: diff(before, now)}
+	c := Change{OrderID: now.OrderID, Transitions: diff(before, now), Sent: sentAlert(before, now)}
 	if before == nil || before.Status != now.Status {
 		c.Status = statusChange(before, now, rec.Change.SequenceNumber)
 	}
 	return c, nil
+}
+
+// sentAlert is the alert a write recorded as sent: it cleared a pending alert
+// and left the record as it was (a write that moved the record on made the
+// alert moot instead).
+func sentAlert(before *orderRecord, now orderRecord) *order.Alert {
+	if before == nil || !before.AlertPending || now.AlertPending || !sameRecord(before, now) {
+		return nil
+	}
+	st, ok := before.active()
+	if !ok {
+		return nil
+	}
+	return &order.Alert{Kind: order.AlertKind(before.AlertKind), OrderID: before.OrderID, Step: st.Step, Attempt: st.Attempt,
+		FailureCount: st.FailureCount, Reason: st.LastError, Undo: st.Undo, Undone: st.Undone, At: fromMillis(now.UpdatedAt)}
 }
 
 func recordOf(image map[string]events.DynamoDBAttributeValue) (orderRecord, error) {

@@ -2,8 +2,12 @@ package dynamo
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
+	"time"
+
+	"orderly/internal/order"
 )
 
 func TestDiffListsWhatAWriteChanged(t *testing.T) {
@@ -75,11 +79,26 @@ func TestDiffTellsASentAlertFromAnAnsweredOne(t *testing.T) {
 	if got := diff(&before, sent); len(got) != 1 || got[0].Event != "alert sent" || got[0].Reason != "UndoFailed" {
 		t.Errorf("cleared alert: %+v, want one 'alert sent'", got)
 	}
+	// The change carries the alert as it was sent, for the alert index.
+	before.Steps[0].LastError, before.Steps[0].FailureCount = "refund refused", 1
+	sent.Steps, sent.UpdatedAt = before.Steps, 1_700_000_000_123
+	a := sentAlert(&before, sent)
+	want := order.Alert{Kind: "UndoFailed", OrderID: "O", Step: "a", Attempt: 2, FailureCount: 1, Reason: "refund refused",
+		At: time.UnixMilli(1_700_000_000_123).UTC()}
+	if a == nil || !reflect.DeepEqual(*a, want) {
+		t.Errorf("sent alert %+v, want %+v", a, want)
+	}
 	claimed := sent
 	claimed.Steps = []stepRecord{{Step: "a", State: "Processing", Attempt: 3}}
 	for _, tr := range diff(&before, claimed) {
 		if tr.Event == "alert sent" {
 			t.Errorf("a claim's cleared alert counted as sent: %+v", tr)
 		}
+	}
+	if a := sentAlert(&before, claimed); a != nil {
+		t.Errorf("a claim's cleared alert recorded as sent: %+v", a)
+	}
+	if a := sentAlert(&before, before); a != nil {
+		t.Errorf("an alert still pending recorded as sent: %+v", a)
 	}
 }

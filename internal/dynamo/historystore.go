@@ -3,7 +3,9 @@ package dynamo
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -39,6 +41,11 @@ type historyItem struct {
 	OrderID string             `dynamodbav:"OrderID"`
 	Seq     string             `dynamodbav:"Seq"`
 	Entries []order.Transition `dynamodbav:"E"`
+	// The alert index's keys and the alert, only on the item of a change
+	// that recorded an alert sent.
+	AlertDay string       `dynamodbav:"AlertDay,omitempty"`
+	AlertAt  int64        `dynamodbav:"AlertAt,omitempty"`
+	Alert    *order.Alert `dynamodbav:"Alert,omitempty"`
 }
 
 // seqWidth pads sequence numbers (decimal strings of up to 40 digits in
@@ -46,9 +53,14 @@ type historyItem struct {
 const seqWidth = 40
 
 // Record stores the transitions of the change with stream sequence number
-// seq.
-func (h *History) Record(ctx context.Context, orderID, seq string, ts []order.Transition) error {
-	item, err := attributevalue.MarshalMap(historyItem{OrderID: orderID, Seq: pad(seq), Entries: ts})
+// seq and, when the change recorded an alert sent, the alert, in the alert
+// index under the day it was sent.
+func (h *History) Record(ctx context.Context, orderID, seq string, ts []order.Transition, sent *order.Alert) error {
+	hi := historyItem{OrderID: orderID, Seq: pad(seq), Entries: ts}
+	if sent != nil {
+		hi.AlertDay, hi.AlertAt, hi.Alert = alertDay(sent.At), sent.At.UnixMilli(), sent
+	}
+	item, err := attributevalue.MarshalMap(hi)
 	if err != nil {
 		return fmt.Errorf("marshal history of order %s: %w", orderID, err)
 	}
@@ -88,6 +100,50 @@ func (h *History) List(ctx context.Context, orderID string) ([]order.Transition,
 			return out, nil
 		}
 	}
+}
+
+// alertDay is the alert index's partition of a time: its UTC day.
+func alertDay(t time.Time) string { return t.UTC().Format(time.DateOnly) }
+
+// Alerts returns up to limit alerts sent since the given time, newest
+// first, from the alert index: one Query per day, no Scan. The index is
+// eventually consistent: an alert sent a moment ago may not be listed yet.
+func (h *History) Alerts(ctx context.Context, since, now time.Time, limit int) ([]order.Alert, error) {
+	var out []order.Alert
+	for day := now.UTC().Truncate(24 * time.Hour); !day.Before(since.UTC().Truncate(24 * time.Hour)); day = day.AddDate(0, 0, -1) {
+		var next map[string]types.AttributeValue
+		for len(out) < limit {
+			page, err := h.client.Query(ctx, &dynamodb.QueryInput{
+				TableName:              aws.String(h.table),
+				IndexName:              aws.String(resources.AlertIndexName),
+				KeyConditionExpression: aws.String("#day = :day AND #at >= :since"),
+				ExpressionAttributeNames: map[string]string{
+					"#day": resources.AttrAlertDay, "#at": resources.AttrAlertAt},
+				ExpressionAttributeValues: map[string]types.AttributeValue{
+					":day":   &types.AttributeValueMemberS{Value: alertDay(day)},
+					":since": &types.AttributeValueMemberN{Value: strconv.FormatInt(since.UnixMilli(), 10)}},
+				ScanIndexForward:  aws.Bool(false),
+				Limit:             aws.Int32(int32(min(max(limit-len(out), 1), 1000))),
+				ExclusiveStartKey: next,
+			})
+			if err != nil {
+				return nil, fmt.Errorf("read the alerts of %s: %w", alertDay(day), err)
+			}
+			for _, it := range page.Items {
+				var hi historyItem
+				if err := attributevalue.UnmarshalMap(it, &hi); err != nil {
+					return nil, fmt.Errorf("alert of order %s: %w", hi.OrderID, err)
+				}
+				if hi.Alert != nil {
+					out = append(out, *hi.Alert)
+				}
+			}
+			if next = page.LastEvaluatedKey; len(next) == 0 {
+				break
+			}
+		}
+	}
+	return out, nil
 }
 
 func pad(seq string) string {

@@ -168,6 +168,13 @@ func TestHistoryAndStatusEvents(t *testing.T) {
 					h := history(t, e, id).History
 					return slices.ContainsFunc(h, func(tr order.Transition) bool { return tr.Event == "alert sent" }), fmt.Sprint(h)
 				})
+				// The alert is listed among the stage's recent alerts, as sent.
+				testenv.Eventually(t, 10*time.Second, func() (bool, string) {
+					alerts, err := e.History.Alerts(context.Background(), time.Now().Add(-time.Hour), time.Now(), 1000)
+					i := slices.IndexFunc(alerts, func(a order.Alert) bool { return a.OrderID == id })
+					return err == nil && i >= 0 && alerts[i].Kind == order.AlertUndoFailed && alerts[i].Undo &&
+						alerts[i].Step == order.StepChargePayment && strings.Contains(alerts[i].Reason, "refund"), fmt.Sprint(alerts, err)
+				})
 				if code, body := post(t, e, "/orders/"+id+"/redrive", ``); code != http.StatusAccepted {
 					t.Fatalf("redrive: %d %v", code, body)
 				}

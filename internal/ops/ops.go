@@ -109,6 +109,31 @@ func (s *Stage) InFlight(ctx context.Context, late time.Duration, limit int) ([]
 	return ls, nil
 }
 
+// InStatus lists up to limit orders in a status: Error from the error
+// index, a status in flight (Pending, Processing, Compensating,
+// Cancelling) from the due index. Orders that ended are in neither: they
+// are looked up by id.
+func (s *Stage) InStatus(ctx context.Context, status order.Status, limit int) ([]Listed, error) {
+	switch status {
+	case order.StatusError:
+		return s.InError(ctx, limit)
+	case order.StatusPending, order.StatusProcessing, order.StatusCompensating, order.StatusCancelling:
+		due := func(ctx context.Context, shard, n int, after dynamo.Cursor) ([]order.StepState, dynamo.Cursor, error) {
+			return s.store.DueSteps(ctx, shard, s.now().AddDate(100, 0, 0), n, after)
+		}
+		ls, err := s.collect(ctx, limit, due, func(l Listed) bool { return l.Status == status })
+		if err != nil {
+			return nil, fmt.Errorf("list orders %s: %w", status, err)
+		}
+		return ls, nil
+	}
+	return nil, fmt.Errorf("orders %q are not listed: %w", status, ErrNotListed)
+}
+
+// ErrNotListed marks a status no index lists: an order that ended
+// (Processed, Failed, Cancelled) is looked up by id.
+var ErrNotListed = errors.New("only Error and the statuses in flight (Pending, Processing, Compensating, Cancelling) are indexed; an order that ended is looked up by id")
+
 // InError lists up to limit orders in Error with their stuck record, from
 // the sparse error index (never a Scan), each shard's oldest first.
 func (s *Stage) InError(ctx context.Context, limit int) ([]Listed, error) {
@@ -155,14 +180,15 @@ func listed(st order.StepState, now time.Time) Listed {
 	return l
 }
 
-// statusOf is the status of the order whose active record is st: its
-// first step waits in Pending, an undo in Compensating (Cancelling after a
-// cancel), a stuck record in Error, any other step in Processing.
+// statusOf is the status of the order whose active record is st: a stuck
+// record's is Error, a cancelled order's Cancelling (its step still
+// running, or its undos), an undo's Compensating, the first step's
+// Pending, any other step's Processing.
 func statusOf(st order.StepState) order.Status {
 	switch {
 	case st.ProcessState == order.Error:
 		return order.StatusError
-	case st.Undo && st.CancelRequested:
+	case st.CancelRequested:
 		return order.StatusCancelling
 	case st.Undo:
 		return order.StatusCompensating
@@ -188,6 +214,26 @@ func (s *Stage) History(ctx context.Context, id string) ([]order.Transition, err
 		return nil, fmt.Errorf("history of order %s: %w", id, err)
 	}
 	return ts, nil
+}
+
+// Alerts lists up to limit alerts sent to operators since the given time,
+// newest first, from the history's alert index (no Scan); with kind set,
+// only alerts of that kind. The stage keeps them as long as the history.
+func (s *Stage) Alerts(ctx context.Context, since time.Time, kind order.AlertKind, limit int) ([]order.Alert, error) {
+	all, err := s.history.Alerts(ctx, since, s.now(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("alerts of stage %s: %w", s.Name, err)
+	}
+	if kind == "" {
+		return all, nil
+	}
+	var out []order.Alert
+	for _, a := range all {
+		if a.Kind == kind {
+			out = append(out, a)
+		}
+	}
+	return out, nil
 }
 
 // Cancel cancels an order on its client's behalf, as the client's own

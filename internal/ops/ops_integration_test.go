@@ -2,6 +2,8 @@ package ops_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -88,7 +90,7 @@ func TestShowHistoryAndRedrive(t *testing.T) {
 	}
 	// The history is read from the stage's history table.
 	want := []order.Transition{{At: time.Now().UTC().Truncate(time.Millisecond), Record: -1, Event: "status", From: "Error", To: "Compensating", By: ops.ByOperatorRedrive}}
-	if err := dynamo.NewHistory(w.Clients.DynamoDB, w.Stack.Catalog.History.Name).Record(context.Background(), id, "1", want); err != nil {
+	if err := dynamo.NewHistory(w.Clients.DynamoDB, w.Stack.Catalog.History.Name).Record(context.Background(), id, "1", want, nil); err != nil {
 		t.Fatal(err)
 	}
 	ts, err := stage.History(context.Background(), id)
@@ -221,5 +223,90 @@ func TestInFlight(t *testing.T) {
 	}
 	if ls, err := stage.InFlight(ctx, 0, 1); err != nil || len(ls) != 1 {
 		t.Errorf("-max 1: %d listed, %v", len(ls), err)
+	}
+}
+
+// Orders are listed by status from the indexes: the statuses in flight
+// from the due index, Error from the error index; an ended status is
+// refused rather than scanned for.
+func TestInStatus(t *testing.T) {
+	w, stage := world(t)
+	ctx := context.Background()
+	pending := w.Submit(t, someOrder)
+	cancelled := w.Submit(t, someOrder)
+	if _, err := stage.Cancel(ctx, cancelled); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		status order.Status
+		want   []string
+	}{
+		{order.StatusPending, []string{pending}},
+		{order.StatusCancelling, []string{cancelled}},
+		{order.StatusProcessing, nil},
+		{order.StatusCompensating, nil},
+		{order.StatusError, nil},
+	} {
+		ls, err := stage.InStatus(ctx, tt.status, 100)
+		var got []string
+		for _, l := range ls {
+			got = append(got, l.OrderID)
+			if l.Status != tt.status {
+				t.Errorf("%s: listed %+v", tt.status, l)
+			}
+		}
+		if err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("%s: %v, %v; want %v", tt.status, got, err, tt.want)
+		}
+	}
+	if _, err := stage.InStatus(ctx, order.StatusProcessed, 100); !errors.Is(err, ops.ErrNotListed) {
+		t.Errorf("Processed: %v, want ErrNotListed", err)
+	}
+}
+
+// The alerts the recorder keeps are listed newest first, by kind, within
+// the period asked for.
+func TestAlerts(t *testing.T) {
+	w, stage := world(t)
+	ctx := context.Background()
+	history := dynamo.NewHistory(w.Clients.DynamoDB, w.Stack.Catalog.History.Name)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	sent := []order.Alert{
+		{Kind: order.AlertUndoFailed, OrderID: "A", Step: order.StepChargePayment, Undo: true, Reason: "refund refused", At: now.Add(-time.Minute)},
+		{Kind: order.AlertStepTimedOut, OrderID: "B", Step: order.StepArrangeShipping, Attempt: 2, At: now.Add(-2 * time.Hour)},
+		{Kind: order.AlertUndoFailed, OrderID: "C", Step: order.StepReserveInventory, Undo: true, At: now.Add(-50 * time.Hour)}, // two days back
+	}
+	for i, a := range sent {
+		tr := []order.Transition{{At: a.At, Record: 3, Event: "alert sent", Reason: string(a.Kind)}}
+		if err := history.Record(ctx, a.OrderID, fmt.Sprint(i+1), tr, &a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A change with no alert is not listed.
+	if err := history.Record(ctx, "A", "9", []order.Transition{{At: now, Record: -1, Event: "status", To: "Failed"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		since time.Duration
+		kind  order.AlertKind
+		want  []string
+	}{
+		{time.Hour, "", []string{"A"}},
+		{3 * time.Hour, "", []string{"A", "B"}},
+		{72 * time.Hour, "", []string{"A", "B", "C"}},
+		{72 * time.Hour, order.AlertUndoFailed, []string{"A", "C"}},
+	} {
+		got, err := stage.Alerts(ctx, now.Add(-tt.since), tt.kind, 100)
+		var ids []string
+		for _, a := range got {
+			ids = append(ids, a.OrderID)
+		}
+		if err != nil || !slices.Equal(ids, tt.want) {
+			t.Errorf("alerts since %s of kind %q: %v, %v; want %v", tt.since, tt.kind, ids, err, tt.want)
+		}
+	}
+	got, err := stage.Alerts(ctx, now.Add(-time.Hour), "", 100)
+	if err != nil || len(got) != 1 || !got[0].At.Equal(sent[0].At) || got[0].Reason != "refund refused" || !got[0].Undo {
+		t.Errorf("the alert as listed: %+v, %v; want %+v", got, err, sent[0])
 	}
 }

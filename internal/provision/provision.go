@@ -220,7 +220,53 @@ func createTable(ctx context.Context, client *dynamodb.Client, t resources.Table
 	if err != nil {
 		return "", fmt.Errorf("describe table %s: %w", t.Name, err)
 	}
+	if err := addIndexes(ctx, client, t, out.Table, in); err != nil {
+		return "", err
+	}
 	return aws.ToString(out.Table.LatestStreamArn), nil
+}
+
+// addIndexes adds the indexes a table made by an older version lacks, so
+// a local run kept across an upgrade gets them (the stack's tables get
+// them from CloudFormation), and waits until they are active.
+func addIndexes(ctx context.Context, client *dynamodb.Client, t resources.Table, have *dbtypes.TableDescription, create *dynamodb.CreateTableInput) error {
+	existing := map[string]bool{}
+	for _, ix := range have.GlobalSecondaryIndexes {
+		existing[aws.ToString(ix.IndexName)] = true
+	}
+	added := false
+	for _, ix := range create.GlobalSecondaryIndexes {
+		if existing[aws.ToString(ix.IndexName)] {
+			continue
+		}
+		_, err := client.UpdateTable(ctx, &dynamodb.UpdateTableInput{
+			TableName:                   aws.String(t.Name),
+			AttributeDefinitions:        create.AttributeDefinitions,
+			GlobalSecondaryIndexUpdates: []dbtypes.GlobalSecondaryIndexUpdate{{Create: &dbtypes.CreateGlobalSecondaryIndexAction{IndexName: ix.IndexName, KeySchema: ix.KeySchema, Projection: ix.Projection}}},
+		})
+		if err != nil {
+			return fmt.Errorf("add index %s to table %s: %w", aws.ToString(ix.IndexName), t.Name, err)
+		}
+		added = true
+	}
+	for added {
+		out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(t.Name)})
+		if err != nil {
+			return fmt.Errorf("describe table %s: %w", t.Name, err)
+		}
+		added = false
+		for _, ix := range out.Table.GlobalSecondaryIndexes {
+			added = added || ix.IndexStatus != dbtypes.IndexStatusActive
+		}
+		if added {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	return nil
 }
 
 func createQueue(ctx context.Context, client *sqs.Client, q resources.Queue) (Queue, error) {

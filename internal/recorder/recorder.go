@@ -22,7 +22,7 @@ import (
 
 // History stores an order's transitions.
 type History interface {
-	Record(ctx context.Context, orderID, seq string, ts []order.Transition) error
+	Record(ctx context.Context, orderID, seq string, ts []order.Transition, sent *order.Alert) error
 }
 
 // Publisher publishes a status change.
@@ -72,7 +72,7 @@ func (s *Service) record(ctx context.Context, rec events.DynamoDBEventRecord) er
 		return nil
 	}
 	if len(c.Transitions) > 0 {
-		if err := batch.Retry(ctx, func() error { return s.history.Record(ctx, c.OrderID, rec.Change.SequenceNumber, c.Transitions) }); err != nil {
+		if err := batch.Retry(ctx, func() error { return s.history.Record(ctx, c.OrderID, rec.Change.SequenceNumber, c.Transitions, c.Sent) }); err != nil {
 			return err
 		}
 	}

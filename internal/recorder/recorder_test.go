@@ -28,7 +28,9 @@ func (f *flaky) Publish(_ context.Context, c order.StatusChange) error {
 	return nil
 }
 
-func (f *flaky) Record(context.Context, string, string, []order.Transition) error { return nil }
+func (f *flaky) Record(context.Context, string, string, []order.Transition, *order.Alert) error {
+	return nil
+}
 
 func submitted(id string) events.DynamoDBEventRecord {
 	return events.DynamoDBEventRecord{EventName: "INSERT", EventID: "e-" + id, Change: events.DynamoDBStreamRecord{

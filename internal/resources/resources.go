@@ -26,6 +26,11 @@ const (
 	// AttrSeq orders an order's history items: the stream sequence number
 	// of the change each records.
 	AttrSeq = "Seq"
+	// AttrAlertDay and AttrAlertAt key the history's alert index: the UTC
+	// day (2006-01-02) and time (Unix ms) an alert was sent, set only on
+	// the history item of the change that recorded it sent.
+	AttrAlertDay = "AlertDay"
+	AttrAlertAt  = "AlertAt"
 )
 
 // AttrType is a DynamoDB key attribute type.
@@ -158,6 +163,13 @@ const (
 	DueShards    = 16
 )
 
+// AlertIndexName is the history table's sparse GSI of the alerts sent to
+// operators, by day (`orderly alerts`): only the history item of a change
+// that recorded an alert sent carries its keys, so a day's alerts are one
+// Query and no other history write touches the index. It projects the
+// whole item: the alert as SNS carried it.
+const AlertIndexName = "alerts"
+
 // ErrorIndex is the sparse GSI of the orders in Error, for operators
 // (`orderly list -status Error`): only an order in Error carries InError
 // (its shard, as DueShard), set by the write that puts it there and
@@ -228,6 +240,12 @@ func New(stage string, agents []string) Catalog {
 			Name:         name("history"),
 			PartitionKey: Key{AttrOrderID, String},
 			SortKey:      &Key{AttrSeq, String},
+			Indexes: []Index{{
+				Name:         AlertIndexName,
+				PartitionKey: Key{AttrAlertDay, String},
+				SortKey:      Key{AttrAlertAt, Number},
+				Projection:   ProjectAll,
+			}},
 		},
 		EventBus:    name("events"),
 		StatusQueue: queue("status-events", RecorderTimeout),
