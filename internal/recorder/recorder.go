@@ -72,7 +72,9 @@ func (s *Service) record(ctx context.Context, rec events.DynamoDBEventRecord) er
 		return nil
 	}
 	if len(c.Transitions) > 0 {
-		if err := batch.Retry(ctx, func() error { return s.history.Record(ctx, c.OrderID, rec.Change.SequenceNumber, c.Transitions, c.Sent) }); err != nil {
+		if err := batch.Retry(ctx, func() error {
+			return s.history.Record(ctx, c.OrderID, rec.Change.SequenceNumber, c.Transitions, c.Sent)
+		}); err != nil {
 			return err
 		}
 	}
