@@ -318,6 +318,14 @@ func (s *Service) Process(ctx context.Context, req order.StepRequest) error {
 		return err
 	}
 	log.InfoContext(ctx, "replied", "outcome", rep.Outcome, "reference", rep.Reference, "reason", rep.Reason)
+	if rep.Outcome == order.OutcomeSucceeded && req.AllowanceMs > 0 {
+		// The claim set the request's deadline one allowance ahead.
+		name := metrics.StepLatency
+		if req.Undo {
+			name = metrics.UndoLatency
+		}
+		s.metrics.Duration(name, s.now().Sub(req.CompleteBy.Add(-req.Allowance())), "", "", "order_id", req.OrderID, "step", req.Step)
+	}
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -594,5 +595,51 @@ func TestProcessRetriesAReplyItCouldNotSend(t *testing.T) {
 	}
 	if calls := caller.callsFor(req.OrderID); len(calls) != 1 {
 		t.Errorf("remote calls = %d, want 1: only the reply is retried", len(calls))
+	}
+}
+
+// A success reports the step's latency from its claim (one allowance
+// before the request's deadline) to the reply; a failure reports none.
+func TestProcessReportsTheStepsLatency(t *testing.T) {
+	tests := []struct {
+		name   string
+		script []result
+		undo   bool
+		want   string // the metric written, or none
+	}{
+		{"a step's success", []result{ok("ch_1")}, false, metrics.StepLatency},
+		{"an undo's success", []result{ok("rf_1")}, true, metrics.UndoLatency},
+		{"a permanent failure", []result{permanent}, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			now := time.Now()
+			req := request("k-latency-"+tt.name, now.Add(5*time.Second))
+			req.AllowanceMs, req.Undo = 8000, tt.undo // claimed 3 s ago
+			var buf bytes.Buffer
+			a := agent.New(agent.Config{Name: order.AgentPayment, Remote: newFakeCaller(map[string][]result{req.OrderID: tt.script}),
+				Replies: &fakeReplier{}, Backoff: agent.Backoff{Base: time.Millisecond, Cap: time.Millisecond},
+				Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+				Metrics: metrics.New(&buf, "payment-agent")})
+			if err := a.Process(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+			var latency float64
+			for line := range strings.Lines(buf.String()) {
+				var rec map[string]any
+				json.Unmarshal([]byte(line), &rec)
+				for _, name := range []string{metrics.StepLatency, metrics.UndoLatency} {
+					if v, ok := rec[name].(float64); ok {
+						if name != tt.want {
+							t.Errorf("wrote %s = %v", name, v)
+						}
+						latency = v
+					}
+				}
+			}
+			if tt.want != "" && latency != 3000 {
+				t.Errorf("%s = %v ms, want 3000 (claimed 3 s before the reply)", tt.want, latency)
+			}
+		})
 	}
 }

@@ -19,6 +19,8 @@ type Change struct {
 	// Sent is the alert the change recorded as sent to operators, as the
 	// notifier sent it (its time is the change's); nil for other changes.
 	Sent *order.Alert
+	// Submitted is when the order was submitted, for its latency.
+	Submitted time.Time
 }
 
 // ChangeOf reads a stream record of the orders table (NEW_AND_OLD_IMAGES).
@@ -40,7 +42,7 @@ func ChangeOf(rec events.DynamoDBEventRecord) (Change, error) {
 		}
 		before = &old
 	}
-	c := Change{OrderID: now.OrderID, Transitions: diff(before, now), Sent: sentAlert(before, now)}
+	c := Change{OrderID: now.OrderID, Transitions: diff(before, now), Sent: sentAlert(before, now), Submitted: fromMillis(now.CreatedAt)}
 	if before == nil || before.Status != now.Status {
 		c.Status = statusChange(before, now, rec.Change.SequenceNumber)
 	}

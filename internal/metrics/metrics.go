@@ -56,6 +56,23 @@ const (
 	StatusEvents = "StatusEvents"
 )
 
+// Latencies, in milliseconds.
+const (
+	// OrderLatency is an order's time from submission to the status it
+	// ended in (the recorder's, with a Status dimension: Processed,
+	// Failed, Cancelled, or Error when it stopped for an operator).
+	OrderLatency = "OrderLatency"
+	// StepLatency is a workflow step's time from its claim to the
+	// agent's success reply: the wait in its queue and the remote call,
+	// retries included (each agent's: its Service is "<agent>-agent").
+	StepLatency = "StepLatency"
+	// UndoLatency is the same for an undo.
+	UndoLatency = "UndoLatency"
+)
+
+// DimStatus is the dimension of OrderLatency.
+const DimStatus = "Status"
+
 // Recorder writes EMF records for one service (function).
 type Recorder struct {
 	mu      sync.Mutex
@@ -76,17 +93,39 @@ func Discard() *Recorder { return New(io.Discard, "test") }
 // dimension, Service; properties are extra searchable fields (order id,
 // step) that do not become dimensions and so cost nothing.
 func (r *Recorder) Count(name string, n int, properties ...any) {
+	r.write(name, "Count", n, nil, properties)
+}
+
+// Duration records how long something took, in milliseconds, with the
+// Service dimension and, when dimension is set, that one too (a
+// percentile per value, e.g. per Status).
+func (r *Recorder) Duration(name string, d time.Duration, dimension, value string, properties ...any) {
+	var extra map[string]string
+	if dimension != "" {
+		extra = map[string]string{dimension: value}
+	}
+	r.write(name, "Milliseconds", float64(d.Microseconds())/1000, extra, properties)
+}
+
+func (r *Recorder) write(name, unit string, v any, dimensions map[string]string, properties []any) {
+	dims := []string{"Service"}
+	for k := range dimensions {
+		dims = append(dims, k)
+	}
 	rec := map[string]any{
 		"_aws": map[string]any{
 			"Timestamp": r.now().UnixMilli(),
 			"CloudWatchMetrics": []any{map[string]any{
 				"Namespace":  Namespace,
-				"Dimensions": [][]string{{"Service"}},
-				"Metrics":    []any{map[string]string{"Name": name, "Unit": "Count"}},
+				"Dimensions": [][]string{dims},
+				"Metrics":    []any{map[string]string{"Name": name, "Unit": unit}},
 			}},
 		},
 		"Service": r.service,
-		name:      n,
+		name:      v,
+	}
+	for k, v := range dimensions {
+		rec[k] = v
 	}
 	for i := 0; i+1 < len(properties); i += 2 {
 		if k, ok := properties[i].(string); ok {

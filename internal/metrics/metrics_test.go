@@ -162,3 +162,37 @@ func TestDiscard(t *testing.T) {
 	r := Discard()
 	r.Count(OrdersSubmitted, 1, "order_id", "X") // must not panic
 }
+
+func TestDurationWritesMillisecondsWithItsDimension(t *testing.T) {
+	at := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name      string
+		dimension string
+		value     string
+		wantDims  []string
+	}{
+		{"with a dimension", DimStatus, "Processed", []string{"Service", DimStatus}},
+		{"the Service dimension only", "", "", []string{"Service"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			r := New(&buf, "recorder")
+			r.now = func() time.Time { return at }
+			r.Duration(OrderLatency, 1500*time.Microsecond, tt.dimension, tt.value, "order_id", "O1")
+			var rec emf
+			var top map[string]any
+			if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
+				t.Fatal(err)
+			}
+			json.Unmarshal(buf.Bytes(), &top)
+			m := rec.AWS.CloudWatchMetrics[0]
+			if m.Metrics[0].Name != OrderLatency || m.Metrics[0].Unit != "Milliseconds" || fmt.Sprint(m.Dimensions) != fmt.Sprint([][]string{tt.wantDims}) {
+				t.Errorf("metric %+v", m)
+			}
+			if top[OrderLatency] != 1.5 || top["order_id"] != "O1" || (tt.dimension != "" && top[tt.dimension] != tt.value) {
+				t.Errorf("record %v", top)
+			}
+		})
+	}
+}

@@ -83,6 +83,10 @@ func (s *Service) record(ctx context.Context, rec events.DynamoDBEventRecord) er
 			return fmt.Errorf("status event: %w", err)
 		}
 		s.metrics.Count(metrics.StatusEvents, 1, "status", string(c.Status.Status))
+		switch st := c.Status.Status; st {
+		case order.StatusProcessed, order.StatusFailed, order.StatusCancelled, order.StatusError:
+			s.metrics.Duration(metrics.OrderLatency, c.Status.At.Sub(c.Submitted), metrics.DimStatus, string(st), "order_id", c.OrderID)
+		}
 	}
 	return nil
 }

@@ -1,10 +1,15 @@
 package recorder_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -61,6 +66,56 @@ func TestATransientFailureIsRetriedInline(t *testing.T) {
 		}
 		if !tt.wantFailed && (len(f.published) != 1 || f.published[0].Status != order.StatusPending) {
 			t.Errorf("%d failures: published %+v, want the Pending event once", tt.fails, f.published)
+		}
+	}
+}
+
+// An order that ends reports its latency from submission, by the status
+// it ended in; a change to a status in flight reports none.
+func TestAnEndedOrderReportsItsLatency(t *testing.T) {
+	change := func(from, to string) events.DynamoDBEventRecord {
+		r := submitted("O1")
+		r.EventName = "MODIFY"
+		r.Change.OldImage = map[string]events.DynamoDBAttributeValue{}
+		for k, v := range r.Change.NewImage {
+			r.Change.OldImage[k] = v
+		}
+		r.Change.OldImage["Status"] = events.NewStringAttribute(from)
+		r.Change.NewImage["Status"] = events.NewStringAttribute(to)
+		r.Change.NewImage["Created"] = events.NewNumberAttribute("1000")
+		r.Change.NewImage["Updated"] = events.NewNumberAttribute("3500")
+		return r
+	}
+	tests := []struct {
+		from, to string
+		want     bool
+	}{
+		{"Processing", "Processed", true},
+		{"Compensating", "Failed", true},
+		{"Compensating", "Error", true},
+		{"Pending", "Processing", false},
+	}
+	for _, tt := range tests {
+		var buf bytes.Buffer
+		f := &flaky{}
+		rec := recorder.New(f, f, slog.New(slog.NewTextHandler(io.Discard, nil)), metrics.New(&buf, "recorder"))
+		if _, err := rec.HandleStream(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{change(tt.from, tt.to)}}); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for line := range strings.Lines(buf.String()) {
+			var m map[string]any
+			json.Unmarshal([]byte(line), &m)
+			if v, ok := m[metrics.OrderLatency]; ok {
+				got = append(got, fmt.Sprint(m[metrics.DimStatus], " ", v))
+			}
+		}
+		want := []string(nil)
+		if tt.want {
+			want = []string{tt.to + " 2500"}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s to %s: latencies %v, want %v", tt.from, tt.to, got, want)
 		}
 	}
 }
