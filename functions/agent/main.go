@@ -18,7 +18,6 @@ import (
 	"orderly/internal/agent"
 	"orderly/internal/config"
 	"orderly/internal/dynamo"
-	"orderly/internal/metrics"
 	"orderly/internal/order"
 	"orderly/internal/remote"
 	"orderly/internal/resources"
@@ -54,7 +53,7 @@ func main() {
 		Holder:  sqs.NewRequests(sqsClient, map[string]string{name: ownQueue}),
 		Now:     time.Now,
 		Log:     log,
-		Metrics: metrics.New(os.Stdout, name+"-agent"),
+		Metrics: env.Metrics(os.Stdout, name+"-agent"),
 	})
 	lambda.Start(svc.Handle)
 }

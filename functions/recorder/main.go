@@ -13,7 +13,6 @@ import (
 	"orderly/internal/config"
 	"orderly/internal/dynamo"
 	"orderly/internal/eventbridge"
-	"orderly/internal/metrics"
 	"orderly/internal/recorder"
 	"orderly/internal/resources"
 )
@@ -31,6 +30,6 @@ func main() {
 	svc := recorder.New(
 		dynamo.NewHistory(dynamodb.NewFromConfig(awsCfg), historyTable),
 		eventbridge.NewPublisher(awseventbridge.NewFromConfig(awsCfg), bus),
-		log, metrics.New(os.Stdout, "recorder"))
+		log, env.Metrics(os.Stdout, "recorder"))
 	lambda.Start(svc.HandleStream)
 }

@@ -18,7 +18,6 @@ import (
 	"orderly/internal/config"
 	"orderly/internal/dispatch"
 	"orderly/internal/dynamo"
-	"orderly/internal/metrics"
 	"orderly/internal/order"
 	"orderly/internal/resources"
 	"orderly/internal/scheduler"
@@ -38,7 +37,7 @@ func main() {
 		log.Error("cannot start", "error", err)
 		os.Exit(1)
 	}
-	m := metrics.New(os.Stdout, "scheduler")
+	m := env.Metrics(os.Stdout, "scheduler")
 	// One execution environment is one Scheduler instance.
 	id := config.InstanceID("scheduler")
 	store := dynamo.NewStore(dynamodb.NewFromConfig(awsCfg), ordersTable).As("scheduler " + id)

@@ -17,7 +17,6 @@ import (
 	"orderly/internal/control"
 	"orderly/internal/dispatch"
 	"orderly/internal/dynamo"
-	"orderly/internal/metrics"
 	"orderly/internal/order"
 	"orderly/internal/resources"
 	"orderly/internal/sqs"
@@ -37,7 +36,7 @@ func main() {
 		log.Error("cannot start", "error", err)
 		os.Exit(1)
 	}
-	m := metrics.New(os.Stdout, "submit")
+	m := env.Metrics(os.Stdout, "submit")
 	db := dynamodb.NewFromConfig(awsCfg)
 	store := dynamo.NewStore(db, ordersTable)
 	requests := sqs.NewRequests(awssqs.NewFromConfig(awsCfg), queues)

@@ -15,7 +15,6 @@ import (
 	"orderly/internal/alerting"
 	"orderly/internal/config"
 	"orderly/internal/dynamo"
-	"orderly/internal/metrics"
 	"orderly/internal/order"
 	"orderly/internal/resources"
 	"orderly/internal/sns"
@@ -47,7 +46,7 @@ func main() {
 		Workflow: workflow,
 		Now:      time.Now,
 		Log:      log,
-		Metrics:  metrics.New(os.Stdout, "supervisor"),
+		Metrics:  env.Metrics(os.Stdout, "supervisor"),
 	})
 	lambda.Start(svc.Handle)
 }

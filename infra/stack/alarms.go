@@ -1,6 +1,8 @@
 package stack
 
 import (
+	"strings"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
@@ -37,12 +39,15 @@ const (
 // newAlarms wires every alarm to the alert topic: anything in a
 // dead-letter queue, messages waiting too long, function errors and
 // throttles, and orders entering Error.
-func newAlarms(s *Stack) {
+// Each names its runbook entry in README and links the stage's dashboard.
+func newAlarms(s *Stack) []awscloudwatch.IAlarm {
 	action := awscloudwatchactions.NewSnsAction(s.msg.topic)
+	var alarms []awscloudwatch.IAlarm
 	alarm := func(id, description string, metric awscloudwatch.IMetric, threshold float64) {
 		a := awscloudwatch.NewAlarm(s.Stack, jsii.String(id), &awscloudwatch.AlarmProps{
-			AlarmName:          jsii.String("orderly-" + s.props.Stage + "-" + id),
-			AlarmDescription:   jsii.String(description),
+			AlarmName: jsii.String("orderly-" + s.props.Stage + "-" + id),
+			AlarmDescription: jsii.String(description + ". Runbook: README, Runbook, " + runbookEntry(id) +
+				". Dashboard: " + s.dashboardURL()),
 			Metric:             metric,
 			Threshold:          jsii.Number(threshold),
 			EvaluationPeriods:  jsii.Number(1),
@@ -51,6 +56,7 @@ func newAlarms(s *Stack) {
 		})
 		a.AddAlarmAction(action)
 		a.AddOkAction(action)
+		alarms = append(alarms, a)
 	}
 	minute := awscdk.Duration_Minutes(jsii.Number(1))
 	for _, q := range s.msg.deadLetters {
@@ -78,7 +84,7 @@ func newAlarms(s *Stack) {
 	// end Failed or Cancelled, their work undone, need nobody.
 	failed := func(service string) awscloudwatch.IMetric {
 		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-			Namespace: jsii.String(metrics.Namespace), MetricName: jsii.String(metrics.OrdersInError),
+			Namespace: jsii.String(s.namespace()), MetricName: jsii.String(metrics.OrdersInError),
 			DimensionsMap: &map[string]*string{"Service": jsii.String(service)},
 			Period:        minute, Statistic: jsii.String("Sum"),
 		})
@@ -88,7 +94,7 @@ func newAlarms(s *Stack) {
 	for _, agent := range s.agents() {
 		alarm("CircuitOpen"+title(agent), "the "+agent+" agent's circuit breaker opened: its remote service is failing, requests are held in its queue",
 			awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-				Namespace: jsii.String(metrics.Namespace), MetricName: jsii.String(metrics.CircuitOpened),
+				Namespace: jsii.String(s.namespace()), MetricName: jsii.String(metrics.CircuitOpened),
 				DimensionsMap: &map[string]*string{"Service": jsii.String(agent + "-agent")},
 				Period:        minute, Statistic: jsii.String("Sum"),
 			}), 1)
@@ -100,4 +106,27 @@ func newAlarms(s *Stack) {
 			Period:       minute,
 			Label:        jsii.String("orders in Error"),
 		}), 1)
+	return alarms
+}
+
+// runbookEntry names the README runbook entry of an alarm, by the kind of
+// alarm its id shows.
+func runbookEntry(id string) string {
+	for _, k := range []struct{ suffix, entry string }{
+		{"NotEmpty", "\"A dead-letter queue is not empty\""},
+		{"OldestMessage", "\"Messages wait too long\""},
+		{"Errors", "\"A function fails\""},
+		{"Throttles", "\"A function is throttled\""},
+	} {
+		if strings.HasSuffix(id, k.suffix) {
+			return k.entry
+		}
+	}
+	switch {
+	case strings.HasPrefix(id, "CircuitOpen"):
+		return "\"A circuit breaker opened\""
+	case id == "OrdersInError":
+		return "\"Orders in Error\""
+	}
+	return "(none: add one)"
 }

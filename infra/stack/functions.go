@@ -26,8 +26,9 @@ type functions struct {
 }
 
 type named struct {
-	name string
-	fn   awslambda.Function
+	name     string
+	fn       awslambda.Function
+	memoryMB float64 // for the dashboard's cost estimate
 }
 
 // A failing stream batch is split to isolate the bad record, retried,
@@ -183,6 +184,7 @@ func (f *functions) lambda(s *Stack, id, name string, timeout time.Duration, mem
 // and its own log group with a set retention.
 func (f *functions) lambdaFrom(s *Stack, id, name, asset string, timeout time.Duration, memory float64, env map[string]*string, opts ...func(*awslambda.FunctionProps)) awslambda.Function {
 	fullName := "orderly-" + s.props.Stage + "-" + name
+	env = merge(env, map[string]*string{resources.EnvMetricsNamespace: jsii.String(s.namespace())})
 	role := awsiam.NewRole(s.Stack, jsii.String(id+"Role"), &awsiam.RoleProps{
 		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
 		Description: jsii.String("orderly " + name + " function"),
@@ -213,7 +215,7 @@ func (f *functions) lambdaFrom(s *Stack, id, name, asset string, timeout time.Du
 		opt(props)
 	}
 	fn := awslambda.NewFunction(s.Stack, jsii.String(id), props)
-	f.all = append(f.all, named{name, fn})
+	f.all = append(f.all, named{name: name, fn: fn, memoryMB: memory})
 	return fn
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"orderly/internal/config"
+	"orderly/internal/cost"
 	"orderly/internal/order"
 	"orderly/internal/resources"
 )
@@ -48,6 +49,9 @@ type Props struct {
 	ReplyMaxConcurrency float64
 	// Timing is the workflow timing passed to the functions.
 	Timing order.Timing
+	// Prices is the price table the dashboard's cost estimate uses
+	// (cost/prices.json, as `make cost` does).
+	Prices cost.Prices
 	// AnonymousCaller, for LocalStack only, is the caller the API gives
 	// requests that name none: LocalStack's API Gateway enforces no IAM
 	// and passes no caller identity. Leave it empty in AWS.
@@ -67,6 +71,7 @@ const (
 	CtxReplyMaxConcurrency = "replyMaxConcurrency"
 	CtxAssetsDir           = "assetsDir"
 	CtxAnonymousCaller     = "anonymousCaller"
+	CtxPricesFile          = "pricesFile"
 	// The workflow's timing (README, Configuration): Go durations, and a
 	// count that may be 0.
 	CtxStepAllowance    = "stepAllowance"
@@ -112,7 +117,12 @@ func FromContext(scope constructs.Construct) (Props, error) {
 	if err := timingEnv.Err(); err != nil {
 		errs = append(errs, fmt.Errorf("context %s, %s or %s: %w", CtxStepAllowance, CtxStepMaxAllowance, CtxMaxHeartbeats, err))
 	}
+	prices, err := cost.LoadPrices(str(CtxPricesFile, filepath.Join("..", "cost", "prices.json")))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("context %s: %w", CtxPricesFile, err))
+	}
 	p := Props{
+		Prices:              prices,
 		Stage:               str(CtxStage, "dev"),
 		RemoteURL:           str(CtxRemoteURL, "https://remote.example.com"),
 		AlarmEmail:          str(CtxAlarmEmail, ""),
@@ -204,7 +214,7 @@ func New(scope constructs.Construct, id string, props Props) (*Stack, error) {
 	s.fns = newFunctions(s)
 	s.api = newAPI(s)
 	newSchedule(s)
-	newAlarms(s)
+	newDashboard(s, newAlarms(s))
 	suppress(s)
 
 	out := func(name, value, desc string) {
@@ -215,6 +225,7 @@ func New(scope constructs.Construct, id string, props Props) (*Stack, error) {
 	awscdk.NewCfnOutput(s.Stack, jsii.String("OperatorPolicyArn"), &awscdk.CfnOutputProps{Value: s.operatorPolicy.ManagedPolicyArn(), Description: jsii.String("attach to operators' roles: read any order on /ops/orders/{id}")})
 	awscdk.NewCfnOutput(s.Stack, jsii.String("AlertTopicArn"), &awscdk.CfnOutputProps{Value: s.msg.topic.TopicArn(), Description: jsii.String("operator alerts and alarms")})
 	awscdk.NewCfnOutput(s.Stack, jsii.String("EventBusName"), &awscdk.CfnOutputProps{Value: s.msg.bus.EventBusName(), Description: jsii.String("order status events (source orderly, detail-type \"Order <status>\"): add a rule to your own target")})
+	awscdk.NewCfnOutput(s.Stack, jsii.String("DashboardUrl"), &awscdk.CfnOutputProps{Value: jsii.String(s.dashboardURL()), Description: jsii.String("the stage's CloudWatch dashboard")})
 	out("OrdersTableName", s.cat.Orders.Name, "orders table: each order with its steps' states")
 	out("ResponseQueueName", s.cat.ResponseQueue.Name, "agents' replies")
 	for _, agent := range s.agents() {

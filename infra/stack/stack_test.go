@@ -52,6 +52,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	cdkJSON.Context[stack.CtxAssetsDir] = filepath.Join("..", "..", "bin")
+	cdkJSON.Context[stack.CtxPricesFile] = filepath.Join("..", "..", "cost", "prices.json")
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &cdkJSON.Context})
 	props, err := stack.FromContext(app)
 	if err != nil {
@@ -595,6 +596,7 @@ func TestTimingFromContext(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			tt.ctx[stack.CtxPricesFile] = filepath.Join("..", "..", "cost", "prices.json")
 			app := awscdk.NewApp(&awscdk.AppProps{Context: &tt.ctx})
 			p, err := stack.FromContext(app)
 			if (err != nil) != tt.wantErr {

@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
+	"orderly/internal/metrics"
 	"orderly/internal/order"
 	"orderly/internal/resources"
 )
@@ -145,6 +147,12 @@ func (e *Env) Timing() order.Timing {
 }
 
 // Err reports every problem met so far, or nil.
+// Metrics returns the function's metrics recorder, writing to w in the
+// stage's namespace (METRICS_NAMESPACE, which the stack sets).
+func (e *Env) Metrics(w io.Writer, service string) *metrics.Recorder {
+	return metrics.New(w, service).In(e.String(resources.EnvMetricsNamespace, ""))
+}
+
 func (e *Env) Err() error {
 	if len(e.problems) == 0 {
 		return nil

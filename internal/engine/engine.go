@@ -256,7 +256,7 @@ func (e *Engine) metrics(service string) *metrics.Recorder {
 	if e.cfg.Metrics == nil {
 		return metrics.Discard()
 	}
-	return metrics.New(e.cfg.Metrics, service)
+	return metrics.New(e.cfg.Metrics, service).In(metrics.StageNamespace(e.cfg.Stage))
 }
 
 // Run starts every component and blocks until ctx is cancelled or one of

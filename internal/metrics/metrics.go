@@ -10,8 +10,13 @@ import (
 	"time"
 )
 
-// Namespace is the CloudWatch namespace of orderly's metrics.
+// Namespace is the CloudWatch namespace of orderly's metrics when no
+// stage names its own.
 const Namespace = "orderly"
+
+// StageNamespace is a stage's namespace, so that two stages in one
+// account keep their metrics, alarms and dashboards apart.
+func StageNamespace(stage string) string { return Namespace + "/" + stage }
 
 // Metric names. The CDK stack alarms on some of them.
 const (
@@ -75,15 +80,25 @@ const DimStatus = "Status"
 
 // Recorder writes EMF records for one service (function).
 type Recorder struct {
-	mu      sync.Mutex
-	w       io.Writer
-	service string
-	now     func() time.Time
+	mu        sync.Mutex
+	w         io.Writer
+	service   string
+	namespace string
+	now       func() time.Time
 }
 
-// New returns a recorder writing to w (stdout in Lambda).
+// New returns a recorder writing to w (stdout in Lambda) in Namespace.
 func New(w io.Writer, service string) *Recorder {
-	return &Recorder{w: w, service: service, now: time.Now}
+	return &Recorder{w: w, service: service, namespace: Namespace, now: time.Now}
+}
+
+// In returns the recorder writing in another namespace (a stage's); an
+// empty one keeps Namespace.
+func (r *Recorder) In(namespace string) *Recorder {
+	if namespace != "" {
+		r.namespace = namespace
+	}
+	return r
 }
 
 // Discard returns a recorder that writes nothing, for tests.
@@ -116,7 +131,7 @@ func (r *Recorder) write(name, unit string, v any, dimensions map[string]string,
 		"_aws": map[string]any{
 			"Timestamp": r.now().UnixMilli(),
 			"CloudWatchMetrics": []any{map[string]any{
-				"Namespace":  Namespace,
+				"Namespace":  r.namespace,
 				"Dimensions": [][]string{dims},
 				"Metrics":    []any{map[string]string{"Name": name, "Unit": unit}},
 			}},

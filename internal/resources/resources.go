@@ -265,6 +265,9 @@ const (
 	EnvAlertTopicARN    = "ALERT_TOPIC_ARN"
 	EnvHistoryTable     = "HISTORY_TABLE"
 	EnvEventBus         = "EVENT_BUS_NAME"
+	// EnvMetricsNamespace is the CloudWatch namespace of the stage's
+	// metrics (metrics.StageNamespace).
+	EnvMetricsNamespace = "METRICS_NAMESPACE"
 	// EnvAnonymousCaller names the caller of API requests that name none:
 	// set only for LocalStack, whose API Gateway passes no identity.
 	EnvAnonymousCaller = "ANONYMOUS_CALLER"
