@@ -10,6 +10,7 @@
 //	orderly cancel ID
 //	orderly redrive ID [-action retry|compensate]
 //	orderly dlq list
+//	orderly dlq show QUEUE [-max 10]
 //	orderly dlq redrive QUEUE [-max N] [-dry-run]
 //	orderly alerts [-since 24h] [-kind UndoFailed] [-max 100]
 //	orderly console [-addr 127.0.0.1:8082]
@@ -57,6 +58,7 @@ Commands:
   cancel ID                  cancel the order for its client (Pending or Processing only)
   redrive ID                 resume an order in Error where it stopped
   dlq list                   the stage's dead-letter queues and their depth
+  dlq show QUEUE             print a dead-letter queue's messages, leaving them there
   dlq redrive QUEUE          move a dead-letter queue's messages back to their queue
   alerts [-since 24h]        the alerts sent to operators, newest first, with the
                              order, the stuck step or undo and the reason
@@ -293,6 +295,26 @@ func (a *app) dlq(ctx context.Context, args []string) error {
 			}
 			tw.Flush()
 		})
+	case "show":
+		var maxN int
+		queue, err := command("dlq show", "dlq show QUEUE [-max 10]: print a dead-letter queue's messages, leaving them there", args, func(fs *flag.FlagSet) {
+			fs.IntVar(&maxN, "max", 10, "print at most this many")
+		})
+		if err != nil {
+			return err
+		}
+		letters, err := a.stage.PeekDeadLetters(ctx, queue, maxN)
+		if err != nil {
+			return err
+		}
+		return a.print(letters, func(w io.Writer) {
+			for _, l := range letters {
+				fmt.Fprintf(w, "%s  sent %s  received %d times\n  %s\n", l.ID, l.Sent.Format(time.RFC3339), l.Receives, clip(l.Body, 2000))
+			}
+			if len(letters) == 0 {
+				fmt.Fprintln(w, "no messages")
+			}
+		})
 	case "redrive":
 		var maxN int
 		var dryRun bool
@@ -315,8 +337,8 @@ func (a *app) dlq(ctx context.Context, args []string) error {
 			fmt.Fprintf(w, "%s %d messages from %s to %s\n", verb, m.Moved, m.Queue, m.Source)
 		})
 	}
-	fmt.Fprint(os.Stderr, "Usage: orderly dlq list | orderly dlq redrive QUEUE [-max N] [-dry-run]\n")
-	return fmt.Errorf("dlq %q: want list or redrive: %w", sub, flag.ErrHelp)
+	fmt.Fprint(os.Stderr, "Usage: orderly dlq list | orderly dlq show QUEUE [-max 10] | orderly dlq redrive QUEUE [-max N] [-dry-run]\n")
+	return fmt.Errorf("dlq %q: want list, show or redrive: %w", sub, flag.ErrHelp)
 }
 
 // print writes v as JSON with -o json, else as text.

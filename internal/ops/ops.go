@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -38,6 +39,7 @@ type SQS interface {
 	ReceiveMessage(ctx context.Context, params *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
 	SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 	DeleteMessage(ctx context.Context, params *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
+	ChangeMessageVisibility(ctx context.Context, params *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
 }
 
 // Stage is one deployment (or `make run`) as an operator sees it.
@@ -320,6 +322,67 @@ func (s *Stage) deadLetterQueues() []DeadLetterQueue {
 	qs = append(qs, DeadLetterQueue{Name: "orderly-" + s.Name + "-stream-failures"},
 		DeadLetterQueue{Name: "orderly-" + s.Name + "-schedule-failures"})
 	return qs
+}
+
+// Letter is one message in a dead-letter queue, as `dlq show` prints it.
+type Letter struct {
+	ID string `json:"messageId"`
+	// Sent is when it was first sent to its queue; Receives counts how
+	// often it was received, there and here.
+	Sent     time.Time `json:"sent"`
+	Receives int       `json:"receives"`
+	Body     string    `json:"body"`
+}
+
+// PeekDeadLetters reads up to max messages of a dead-letter queue without
+// taking them: each is hidden while the others are read, then made
+// visible again, so it stays there for a redrive. Reading counts as a
+// receive.
+func (s *Stage) PeekDeadLetters(ctx context.Context, name string, max int) ([]Letter, error) {
+	if !slices.ContainsFunc(s.deadLetterQueues(), func(q DeadLetterQueue) bool { return q.Name == name }) {
+		return nil, fmt.Errorf("%s is not a dead-letter queue of stage %s", name, s.Name)
+	}
+	url, err := s.url(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	var out []Letter
+	var handles []*string
+	defer func() {
+		// Visible again at once; one left hidden is back in 30 seconds.
+		for _, h := range handles {
+			s.sqs.ChangeMessageVisibility(context.WithoutCancel(ctx), &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(url), ReceiptHandle: h})
+		}
+	}()
+	seen := map[string]bool{}
+	for len(out) < max {
+		got, err := s.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url),
+			MaxNumberOfMessages: int32(min(10, max-len(out))), VisibilityTimeout: 30, WaitTimeSeconds: 1,
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{
+				sqstypes.MessageSystemAttributeNameSentTimestamp, sqstypes.MessageSystemAttributeNameApproximateReceiveCount}})
+		if err != nil {
+			return nil, fmt.Errorf("receive from %s: %w", name, err)
+		}
+		fresh := 0
+		for _, m := range got.Messages {
+			id := aws.ToString(m.MessageId)
+			handles = append(handles, m.ReceiptHandle)
+			if seen[id] {
+				continue
+			}
+			seen[id], fresh = true, fresh+1
+			l := Letter{ID: id, Body: aws.ToString(m.Body)}
+			if ms, err := strconv.ParseInt(m.Attributes[string(sqstypes.MessageSystemAttributeNameSentTimestamp)], 10, 64); err == nil {
+				l.Sent = time.UnixMilli(ms).UTC()
+			}
+			l.Receives, _ = strconv.Atoi(m.Attributes[string(sqstypes.MessageSystemAttributeNameApproximateReceiveCount)])
+			out = append(out, l)
+		}
+		if fresh == 0 {
+			break
+		}
+	}
+	return out, nil
 }
 
 // Moved is what a dead-letter redrive did.

@@ -143,6 +143,22 @@ func TestDeadLetters(t *testing.T) {
 	if got[q.DeadLetterName] != 3 || len(qs) != 4 {
 		t.Fatalf("dead-letter queues %v, want 4 with 3 in %s", got, q.DeadLetterName)
 	}
+	// Showing them leaves them where they are.
+	letters, err := stage.PeekDeadLetters(ctx, q.DeadLetterName, 10)
+	var shown []string
+	for _, l := range letters {
+		shown = append(shown, l.Body)
+		if l.Sent.IsZero() || l.Receives < 1 || l.ID == "" {
+			t.Errorf("letter %+v lacks its id, time or receive count", l)
+		}
+	}
+	slices.Sort(shown)
+	if err != nil || !slices.Equal(shown, []string{"a", "b", "c"}) {
+		t.Fatalf("show: %v, %v; want a, b, c", shown, err)
+	}
+	if _, err := stage.PeekDeadLetters(ctx, q.Name, 10); err == nil {
+		t.Error("showing a queue that is not a dead-letter queue succeeded")
+	}
 	if m, err := stage.RedriveDeadLetters(ctx, q.DeadLetterName, 10, true); err != nil || m.Moved != 3 || !m.DryRun {
 		t.Fatalf("dry run: %+v, %v; want 3 counted", m, err)
 	}
