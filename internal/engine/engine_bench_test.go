@@ -31,7 +31,7 @@ func BenchmarkOrderEndToEnd(b *testing.B) {
 
 func benchmarkOrders(b *testing.B, ordersInFlight int) {
 	// The default timing: with several orders in flight on a loaded
-	// emulator, fast's one-second allowance would turn slowness into
+	// emulator, enginetest.Fast's one-second allowance would turn slowness into
 	// timeouts and retries and measure those instead.
 	e := start(b, func(c *engine.Config) {
 		c.Timing, c.SupervisorEvery = order.DefaultTiming, engine.DefaultSupervisorEvery

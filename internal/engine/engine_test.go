@@ -21,8 +21,6 @@ import (
 	"orderly/internal/testenv"
 )
 
-var fast = enginetest.Fast
-
 type running struct {
 	*engine.Engine
 	alerts *testenv.AlertInbox
