@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -54,7 +55,9 @@ func run(log *slog.Logger) error {
 		Schedulers:      env.Int("SCHEDULERS", 2),
 		Supervisors:     env.Int("SUPERVISORS", 1),
 		ClockSkew:       env.Duration("ORDERLY_CLOCK_SKEW", 0),
-		SimulatorLedger: env.String("ORDERLY_SIM_LEDGER", ""),
+		// The simulated services keep their work across restarts, as real
+		// ones would: what was reserved, charged or refused stays so.
+		SimulatorLedger: env.String("ORDERLY_SIM_LEDGER", filepath.Join(env.String("ORDERLY_STATE_DIR", ".local/state"), "simulator-ledger.jsonl")),
 		// Locally a failed message should come back soon, but not while an
 		// agent may still be working on it.
 		QueueVisibility: env.Duration("QUEUE_VISIBILITY", timing.MaxAllowance+30*time.Second),

@@ -440,7 +440,7 @@ func (a *app) console(ctx context.Context, args []string) error {
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
-		return fmt.Errorf("console: %w", err)
+		return fmt.Errorf("console: %w (make run serves the local stage's console there already; -addr picks another address)", err)
 	}
 	srv := &http.Server{Handler: console.New(a.stage.Name, a.stage, config.Logger("console")), ReadHeaderTimeout: 5 * time.Second}
 	go func() {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -70,6 +71,9 @@ func (s *Server) openLedger() error {
 		default:
 			st.fingerprint, st.reference = e.Fingerprint, e.Reference
 		}
+	}
+	if err := os.MkdirAll(filepath.Dir(s.ledgerPath), 0o755); err != nil {
+		return fmt.Errorf("ledger directory: %w", err)
 	}
 	f, err := os.OpenFile(s.ledgerPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
