@@ -256,7 +256,7 @@ func (r *sentRequests) Send(_ context.Context, o order.Order, st order.StepState
 
 func newAPI(store api.Store, sent *sentRequests, now time.Time) *api.Service {
 	return api.NewService(api.Config{InstanceID: "submit-test", Store: store, Dispatcher: sent,
-		Workflow: workflow, Now: fixedClock(now), Log: discard, Metrics: metrics.Discard()})
+		Workflows: order.MustVersions(workflow), Now: fixedClock(now), Log: discard, Metrics: metrics.Discard()})
 }
 
 func (s *apiStore) GetOrder(_ context.Context, id string) (order.Order, []order.StepState, error) {
@@ -431,7 +431,7 @@ func newScheduler(store *schedulerStore, now time.Time) (*scheduler.Service, *re
 	requests, ops := &requestQueues{}, &operators{}
 	return scheduler.New(scheduler.Config{
 		InstanceID: schedulerID, Store: store, Dispatcher: requests, Notifier: ops,
-		Workflow: workflow, Now: fixedClock(now), Log: discard, Metrics: metrics.Discard(),
+		Workflows: order.MustVersions(workflow), Now: fixedClock(now), Log: discard, Metrics: metrics.Discard(),
 	}), requests, ops
 }
 
@@ -455,7 +455,8 @@ func checkStepUnclaimed(t *testing.T, raw []byte, ev events.DynamoDBEvent) {
 	// out, to be claimed within ClaimWithin.
 	resetAt := time.Date(2025, 3, 14, 9, 26, 54, 369e6, time.UTC)
 	want := order.StepState{
-		OrderID: "QMVF4LBCLJ4PRZERCUY25DASBK", Step: order.StepReserveInventory, Index: 0, Agent: order.AgentInventory,
+		// A record of before versions: version 1.
+		OrderID: "QMVF4LBCLJ4PRZERCUY25DASBK", Version: order.LegacyVersion, Step: order.StepReserveInventory, Index: 0, Agent: order.AgentInventory,
 		ProcessState: order.Pending, CompleteBy: resetAt.Add(workflow.ClaimWithin), Attempt: 1, FailureCount: 1,
 		LastError: "attempt 1 timed out: no reply by 2025-03-14T09:26:53.118Z", DueAt: resetAt.Add(workflow.ClaimWithin), UpdatedAt: resetAt,
 	}

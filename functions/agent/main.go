@@ -48,7 +48,7 @@ func main() {
 		ReplyMargin: margin,
 		TryTimeout:  tryTimeout,
 		Deadlines:   dynamo.NewStore(dynamodb.NewFromConfig(awsCfg), table).As("agent " + name),
-		Workflow:    order.OrderWorkflow(timing),
+		Workflows:   order.OrderWorkflows(timing),
 		// Requests wait in their own queue while the circuit is open.
 		Holder:  sqs.NewRequests(sqsClient, map[string]string{name: ownQueue}),
 		Now:     time.Now,

@@ -30,8 +30,8 @@ func main() {
 	env := config.FromOS()
 	ordersTable := env.Required(resources.EnvOrdersTable)
 	topicARN := env.Required(resources.EnvAlertTopicARN)
-	workflow := order.OrderWorkflow(env.Timing())
-	queues := env.RequestQueueURLs(workflow.Agents())
+	workflows := order.OrderWorkflows(env.Timing())
+	queues := env.RequestQueueURLs(workflows.Agents())
 	awsCfg, err := config.Load(context.Background(), env)
 	if err != nil {
 		log.Error("cannot start", "error", err)
@@ -46,9 +46,9 @@ func main() {
 	svc := scheduler.New(scheduler.Config{
 		InstanceID: id,
 		Store:      store,
-		Dispatcher: dispatch.New(requests, store, workflow.ClaimWithin, time.Now, log, m),
+		Dispatcher: dispatch.New(requests, store, workflows.Latest().ClaimWithin, time.Now, log, m),
 		Notifier:   alerting.NewNotifier(alerter, store, time.Now),
-		Workflow:   workflow,
+		Workflows:  workflows,
 		Now:        time.Now,
 		Log:        log,
 		Metrics:    m,

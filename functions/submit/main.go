@@ -28,7 +28,8 @@ func main() {
 	ordersTable := env.Required(resources.EnvOrdersTable)
 	historyTable := env.Required(resources.EnvHistoryTable)
 	anonymous := env.String(resources.EnvAnonymousCaller, "")
-	workflow := order.OrderWorkflow(env.Timing())
+	workflows := order.OrderWorkflows(env.Timing())
+	workflow := workflows.Latest()
 	// Submission only ever sends the first step's request.
 	queues := env.RequestQueueURLs([]string{workflow.Steps[0].Agent})
 	awsCfg, err := config.Load(context.Background(), env)
@@ -43,10 +44,10 @@ func main() {
 	svc := api.NewService(api.Config{
 		InstanceID: config.InstanceID("submit"),
 		Store:      store.As("submit"),
-		Controls:   control.New(store.As(control.ByClientCancel), store.As(control.ByOperatorRedrive), workflow, time.Now),
+		Controls:   control.New(store.As(control.ByClientCancel), store.As(control.ByOperatorRedrive), workflows, time.Now),
 		History:    dynamo.NewHistory(db, historyTable),
 		Dispatcher: dispatch.New(requests, store.As("submit"), workflow.ClaimWithin, time.Now, log, m),
-		Workflow:   workflow,
+		Workflows:  workflows,
 		Now:        time.Now,
 		Log:        log,
 		Metrics:    m,

@@ -27,10 +27,10 @@ func main() {
 	env := config.FromOS()
 	ordersTable := env.Required(resources.EnvOrdersTable)
 	topicARN := env.Required(resources.EnvAlertTopicARN)
-	workflow := order.OrderWorkflow(env.Timing())
+	workflows := order.OrderWorkflows(env.Timing())
 	// The Supervisor asks the agents' queues for their backlog, to tell
 	// queue wait from a timeout.
-	queues := env.RequestQueueURLs(workflow.Agents())
+	queues := env.RequestQueueURLs(workflows.Agents())
 	responses := env.Required(resources.EnvResponseQueueURL)
 	awsCfg, err := config.Load(context.Background(), env)
 	if err != nil {
@@ -40,13 +40,13 @@ func main() {
 	store := dynamo.NewStore(dynamodb.NewFromConfig(awsCfg), ordersTable).As("supervisor")
 	alerter := sns.NewAlerter(awssns.NewFromConfig(awsCfg), topicARN)
 	svc := supervisor.New(supervisor.Config{
-		Store:    store,
-		Notifier: alerting.NewNotifier(alerter, store, time.Now),
-		Backlogs: sqs.NewBacklogs(awssqs.NewFromConfig(awsCfg), queues, responses),
-		Workflow: workflow,
-		Now:      time.Now,
-		Log:      log,
-		Metrics:  env.Metrics(os.Stdout, "supervisor"),
+		Store:     store,
+		Notifier:  alerting.NewNotifier(alerter, store, time.Now),
+		Backlogs:  sqs.NewBacklogs(awssqs.NewFromConfig(awsCfg), queues, responses),
+		Workflows: workflows,
+		Now:       time.Now,
+		Log:       log,
+		Metrics:   env.Metrics(os.Stdout, "supervisor"),
 	})
 	lambda.Start(svc.Handle)
 }

@@ -55,7 +55,8 @@ func newFunctions(s *Stack) *functions {
 	// Submission: stores each order with its first step claimed and sends
 	// that step's request; reads orders back. A request it cannot send is
 	// released (UpdateItem) for the Scheduler to claim through the stream.
-	first := order.OrderWorkflow(s.props.Timing).Steps[0].Agent
+	// Submission sends only the first step of the latest version.
+	first := order.OrderWorkflows(s.props.Timing).Latest().Steps[0].Agent
 	// It reads an order's history for GET /orders/{id}/history.
 	submitEnv := map[string]*string{resources.EnvRequestQueueURL(first): m.requests[first].QueueUrl(),
 		resources.EnvHistoryTable: jsii.String(s.cat.History.Name)}

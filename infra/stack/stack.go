@@ -204,7 +204,7 @@ func New(scope constructs.Construct, id string, props Props) (*Stack, error) {
 	s := &Stack{
 		Stack: awscdk.NewStack(scope, jsii.String(id), &sp),
 		props: props,
-		cat:   resources.New(props.Stage, order.OrderWorkflow(props.Timing).Agents()),
+		cat:   resources.New(props.Stage, order.OrderWorkflows(props.Timing).Agents()),
 	}
 	awscdk.Tags_Of(s.Stack).Add(jsii.String("app"), jsii.String("orderly"), nil)
 	awscdk.Tags_Of(s.Stack).Add(jsii.String("stage"), jsii.String(props.Stage), nil)
@@ -234,7 +234,9 @@ func New(scope constructs.Construct, id string, props Props) (*Stack, error) {
 	return s, nil
 }
 
-func (s *Stack) agents() []string { return order.OrderWorkflow(s.props.Timing).Agents() }
+// agents are every workflow version's: an order of an older version still
+// needs its agents' queues.
+func (s *Stack) agents() []string { return order.OrderWorkflows(s.props.Timing).Agents() }
 
 func title(s string) string {
 	if s == "" {

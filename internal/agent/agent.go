@@ -122,9 +122,9 @@ type Service struct {
 	backoff Backoff
 	margin  time.Duration
 	tryFor  time.Duration
-	// deadlines and workflow, when set, let the agent move deadlines on.
+	// deadlines and workflows, when set, let the agent move deadlines on.
 	deadlines Deadlines
-	workflow  order.Workflow
+	workflows order.Versions
 	// circuit, when set, guards the remote service; holder keeps the
 	// requests it turns away for openFor.
 	circuit *gobreaker.CircuitBreaker[string]
@@ -148,11 +148,11 @@ type Config struct {
 	// TryTimeout bounds each call (see DefaultTryTimeout); zero means a
 	// call may take the whole window.
 	TryTimeout time.Duration
-	// Deadlines, with Workflow (for each step's MaxHeartbeats), lets the
+	// Deadlines, with Workflows (for each step's MaxHeartbeats), lets the
 	// agent start a late request's window afresh and heartbeat on long
 	// calls; nil keeps every request's CompleteBy as it came.
 	Deadlines Deadlines
-	Workflow  order.Workflow
+	Workflows order.Versions
 	// Holder, when set, turns the circuit breaker on (tuned by Breaker,
 	// DefaultBreaker when zero): requests it turns away are held there.
 	Holder  Holder
@@ -168,7 +168,7 @@ func New(c Config) *Service {
 		c.Backoff = DefaultBackoff
 	}
 	s := &Service{name: c.Name, remote: c.Remote, replies: c.Replies, backoff: c.Backoff, margin: c.ReplyMargin,
-		tryFor: c.TryTimeout, deadlines: c.Deadlines, workflow: c.Workflow, now: c.Now, rand: rand.Float64, log: c.Log.With("agent", c.Name), metrics: c.Metrics}
+		tryFor: c.TryTimeout, deadlines: c.Deadlines, workflows: c.Workflows, now: c.Now, rand: rand.Float64, log: c.Log.With("agent", c.Name), metrics: c.Metrics}
 	if c.Holder != nil {
 		b := c.Breaker
 		if b == (Breaker{}) {
@@ -291,7 +291,7 @@ func (s *Service) Process(ctx context.Context, req order.StepRequest) error {
 	ref, calls, err := s.callWithRetry(w, req)
 	log = log.With("remote_calls", calls)
 
-	rep := order.StepReply{OrderID: req.OrderID, Step: req.Step, Undo: req.Undo, Record: req.Record, Attempt: req.Attempt}
+	rep := order.StepReply{OrderID: req.OrderID, Version: req.Version, Step: req.Step, Undo: req.Undo, Record: req.Record, Attempt: req.Attempt}
 	switch {
 	case err == nil:
 		rep.Outcome, rep.Reference = order.OutcomeSucceeded, ref
@@ -332,10 +332,11 @@ func (s *Service) Process(ctx context.Context, req order.StepRequest) error {
 // gaveUp records a given-up attempt; a failure only costs the Supervisor's
 // deferrals, so it is logged, not retried.
 func (s *Service) gaveUp(ctx context.Context, log *slog.Logger, req order.StepRequest) {
-	if s.deadlines == nil {
+	wf, known := s.workflows.Get(req.Version)
+	if s.deadlines == nil || !known {
 		return
 	}
-	index, _ := req.StepIndex(s.workflow)
+	index, _ := req.StepIndex(wf)
 	st := order.StepState{OrderID: req.OrderID, Step: req.Step, Index: index, Undo: req.Undo, Attempt: req.Attempt}
 	// The invocation may be at its end too: the write gets a moment of
 	// its own.
@@ -351,8 +352,9 @@ func (s *Service) canExtend(req order.StepRequest) bool {
 	if s.deadlines == nil || req.Allowance() <= 0 {
 		return false
 	}
-	def, ok := s.workflow.Step(req.Step)
-	return ok && def.MaxHeartbeats > 0
+	wf, known := s.workflows.Get(req.Version)
+	def, ok := wf.Step(req.Step)
+	return known && ok && def.MaxHeartbeats > 0
 }
 
 // extend moves req's deadline on to a full window from now, never past the
@@ -366,8 +368,9 @@ func (s *Service) extend(ctx context.Context, req order.StepRequest, current, no
 	if !target.After(current) {
 		return current, nil
 	}
-	def, _ := s.workflow.Step(req.Step)
-	index, _ := req.StepIndex(s.workflow)
+	wf, _ := s.workflows.Get(req.Version) // canExtend checked it
+	def, _ := wf.Step(req.Step)
+	index, _ := req.StepIndex(wf)
 	st := order.StepState{OrderID: req.OrderID, Step: req.Step, Index: index, Undo: req.Undo, Attempt: req.Attempt}
 	stored, err := s.deadlines.ExtendDeadline(ctx, st, target, def.MaxHeartbeats, now)
 	if err != nil && !errors.Is(err, order.ErrHeartbeatLimit) {

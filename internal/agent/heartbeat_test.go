@@ -83,7 +83,7 @@ func (c *slowCaller) count() int { c.mu.Lock(); defer c.mu.Unlock(); return c.ca
 func heartbeatingAgent(c agent.Caller, r agent.Replier, d agent.Deadlines, maxHeartbeats int) *agent.Service {
 	return agent.New(agent.Config{
 		Name: order.AgentPayment, Remote: c, Replies: r, Deadlines: d,
-		Workflow: order.OrderWorkflow(order.Timing{Allowance: time.Second, MaxAllowance: time.Second, FailureThreshold: 1,
+		Workflows: order.OrderWorkflows(order.Timing{Allowance: time.Second, MaxAllowance: time.Second, FailureThreshold: 1,
 			ClaimWithin: time.Second, MaxHeartbeats: maxHeartbeats}),
 		Backoff:     agent.Backoff{Base: 10 * time.Millisecond, Cap: 50 * time.Millisecond},
 		ReplyMargin: 100 * time.Millisecond,

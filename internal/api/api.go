@@ -72,7 +72,7 @@ type Service struct {
 	controls   Controls
 	history    History
 	dispatcher Dispatcher
-	workflow   order.Workflow
+	workflows  order.Versions
 	now        func() time.Time
 	log        *slog.Logger
 	metrics    *metrics.Recorder
@@ -86,10 +86,12 @@ type Config struct {
 	Controls   Controls
 	History    History
 	Dispatcher Dispatcher
-	Workflow   order.Workflow
-	Now        func() time.Time
-	Log        *slog.Logger
-	Metrics    *metrics.Recorder
+	// Workflows are the workflow versions this build runs; a new order
+	// is submitted under the latest.
+	Workflows order.Versions
+	Now       func() time.Time
+	Log       *slog.Logger
+	Metrics   *metrics.Recorder
 	// AnonymousCaller, when set, is the caller of a request that names
 	// none. Only for LocalStack, whose API Gateway enforces no IAM and
 	// passes no caller identity; in AWS the IAM authorizer names the
@@ -99,7 +101,7 @@ type Config struct {
 
 // NewService returns the submission service.
 func NewService(c Config) *Service {
-	return &Service{id: c.InstanceID, store: c.Store, controls: c.Controls, history: c.History, dispatcher: c.Dispatcher, workflow: c.Workflow,
+	return &Service{id: c.InstanceID, store: c.Store, controls: c.Controls, history: c.History, dispatcher: c.Dispatcher, workflows: c.Workflows,
 		now: c.Now, log: c.Log, metrics: c.Metrics, anonymous: c.AnonymousCaller}
 }
 
@@ -205,7 +207,9 @@ func (s *Service) submit(ctx context.Context, req events.APIGatewayProxyRequest)
 	if key != "" {
 		o.ID = order.IDForKey(caller, sub.CustomerID, key)
 	}
-	steps := s.workflow.NewStates(o.ID, s.id, now)
+	wf := s.workflows.Latest()
+	o.Version = wf.Version
+	steps := wf.NewStates(o.ID, s.id, now)
 	existing, err := s.store.CreateOrder(ctx, o, steps)
 	if errors.Is(err, order.ErrExists) {
 		return s.replay(ctx, o, existing)

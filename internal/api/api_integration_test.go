@@ -136,7 +136,7 @@ func TestSubmitWritesOrderAndEveryStepAtomically(t *testing.T) {
 func TestSubmitReleasesTheClaimWhenTheRequestIsNotSent(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
 	broken := api.NewService(api.Config{InstanceID: "submit-test", Store: w.Store, Dispatcher: w.BrokenDispatcher(),
-		Workflow: w.Workflow, Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard()})
+		Workflows: w.Versions(), Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard()})
 	resp, err := broken.Handle(context.Background(), events.APIGatewayProxyRequest{
 		HTTPMethod: http.MethodPost, Resource: api.ResourceOrders, Path: "/orders", Body: validBody,
 		Headers: map[string]string{"Content-Type": "application/json"}, RequestContext: testenv.As(testenv.Caller)})

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"orderly/internal/dynamo"
@@ -44,15 +45,29 @@ const (
 type Service struct {
 	clients   Store // writes a client's cancel
 	operators Store // writes an operator's redrive
-	workflow  order.Workflow
+	workflows order.Versions
 	now       func() time.Time
 }
 
 // New returns a control service that writes cancels through clients and
 // redrives through operators: the same table, stamped with
 // ByClientCancel and ByOperatorRedrive.
-func New(clients, operators Store, w order.Workflow, now func() time.Time) *Service {
-	return &Service{clients: clients, operators: operators, workflow: w, now: now}
+func New(clients, operators Store, w order.Versions, now func() time.Time) *Service {
+	return &Service{clients: clients, operators: operators, workflows: w, now: now}
+}
+
+// ErrVersionUnknown marks an order whose workflow version this build
+// does not have: it waits for its version (see order.AlertVersionUnknown).
+var ErrVersionUnknown = errors.New("its workflow version is not in this build")
+
+// workflow is the definition o runs under.
+func (s *Service) workflow(o order.Order) (order.Workflow, error) {
+	wf, ok := s.workflows.Get(o.Version)
+	if !ok {
+		return wf, fmt.Errorf("order %s runs under workflow version %s, which this build does not have (it has %s): deploy it back first: %w: %w",
+			o.ID, o.Version, strings.Join(s.workflows.Known(), ", "), ErrVersionUnknown, order.ErrNotAllowed)
+	}
+	return wf, nil
 }
 
 // Cancel cancels caller's order: a step in flight may finish or time out,
@@ -81,12 +96,16 @@ func (s *Service) Cancel(ctx context.Context, caller, id string) (order.Order, e
 		if !ok {
 			return o, fmt.Errorf("order %s is %s with no step running: %w", id, o.Status, ErrBusy)
 		}
+		wf, err := s.workflow(o)
+		if err != nil {
+			return o, err
+		}
 		now := s.now()
 		switch act.ProcessState {
 		case order.Processing:
 			o, err = s.clients.RequestCancel(ctx, act, now)
 		default: // Pending: nobody claimed it, so it never runs
-			o, _, err = s.clients.StartUndo(ctx, s.undoing(act, order.Pending, order.Cancelled, false,
+			o, _, err = s.clients.StartUndo(ctx, undoing(wf, act, order.Pending, order.Cancelled, false,
 				"the order was cancelled before the step was claimed", now, true), now)
 		}
 		if errors.Is(err, order.ErrStale) {
@@ -134,6 +153,10 @@ func (s *Service) Redrive(ctx context.Context, id, action string) (order.Order, 
 		if !ok {
 			return o, fmt.Errorf("order %s is in Error with no step in Error: %w", id, order.ErrNotAllowed)
 		}
+		wf, err := s.workflow(o)
+		if err != nil {
+			return o, err
+		}
 		act := action
 		if act == "" {
 			act = order.RedriveRetry
@@ -142,11 +165,11 @@ func (s *Service) Redrive(ctx context.Context, id, action string) (order.Order, 
 			}
 		}
 		now := s.now()
-		claimBy := now.Add(s.workflow.ClaimWithin)
+		claimBy := now.Add(wf.ClaimWithin)
 		reason := fmt.Sprintf("redriven by an operator (%s)", act)
 		switch {
 		case act == order.RedriveCompensate && !stuck.Undo:
-			o, _, err = s.operators.StartUndo(ctx, s.undoing(stuck, order.Error, order.Failed, stuck.CancelRequested, reason, now, false), now)
+			o, _, err = s.operators.StartUndo(ctx, undoing(wf, stuck, order.Error, order.Failed, stuck.CancelRequested, reason, now, false), now)
 		case act == order.RedriveCompensate || !stuck.Undo:
 			status := order.StatusCompensating
 			switch {
@@ -159,7 +182,7 @@ func (s *Service) Redrive(ctx context.Context, id, action string) (order.Order, 
 			}
 			o, _, err = s.operators.Redrive(ctx, dynamo.Resume{Step: stuck, Status: status, ClaimBy: claimBy, Reason: reason, Records: len(steps)}, now)
 		default: // retry forward from a stuck undo
-			r, ferr := s.forward(steps, stuck)
+			r, ferr := forward(wf, steps, stuck)
 			if ferr != nil {
 				return o, fmt.Errorf("order %s: %w", id, ferr)
 			}
@@ -176,8 +199,8 @@ func (s *Service) Redrive(ctx context.Context, id, action string) (order.Order, 
 
 // forward is the redrive that drops a stuck compensation before it undid
 // anything and runs the failed workflow step again.
-func (s *Service) forward(steps []order.StepState, stuck order.StepState) (dynamo.Resume, error) {
-	n := len(s.workflow.Steps)
+func forward(wf order.Workflow, steps []order.StepState, stuck order.StepState) (dynamo.Resume, error) {
+	n := len(wf.Steps)
 	if stuck.CancelRequested {
 		return dynamo.Resume{}, fmt.Errorf("the client cancelled it; it can only be compensated: %w", order.ErrNotAllowed)
 	}
@@ -199,12 +222,12 @@ func (s *Service) forward(steps []order.StepState, stuck order.StepState) (dynam
 // undoing is the write that ends st (found in state from) and starts
 // undoing the order's work, announcing the first undo. With cancelNow the
 // write is the client's cancel itself.
-func (s *Service) undoing(st order.StepState, from, ends order.ProcessState, cancelled bool, reason string, now time.Time, cancelNow bool) dynamo.Undoing {
+func undoing(wf order.Workflow, st order.StepState, from, ends order.ProcessState, cancelled bool, reason string, now time.Time, cancelNow bool) dynamo.Undoing {
 	u := dynamo.Undoing{Step: st, From: from, Ends: ends, Reason: reason, Cancelled: cancelled, CancelNow: cancelNow,
-		Steps: len(s.workflow.Steps), ClaimBy: now.Add(s.workflow.ClaimWithin)}
+		Steps: len(wf.Steps), ClaimBy: now.Add(wf.ClaimWithin)}
 	// A step in Error may have done its work (it timed out), so it is
 	// undone too; a Pending step never ran.
-	u.Plan = s.workflow.UndoSteps(st.Index, from == order.Error)
+	u.Plan = wf.UndoSteps(st.Index, from == order.Error)
 	return u
 }
 

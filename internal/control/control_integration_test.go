@@ -76,7 +76,7 @@ func TestCancelRacingTheStepsSuccess(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			w := world(t)
 			s := w.Scheduler("s1")
-			c := control.New(w.Store, w.Store, w.Workflow, w.Clock.Now)
+			c := control.New(w.Store, w.Store, w.Versions(), w.Clock.Now)
 			id := w.Submit(t, someOrder)
 			reply(t, s, ok(id, order.StepReserveInventory, 1)) // step 2 in flight
 			if tt.cancelFirst {
@@ -141,7 +141,7 @@ func TestCancelRacingAClaim(t *testing.T) {
 			t.Errorf("claim: %+v, %v", resp, err)
 		}
 	}}
-	o, err := control.New(race, race, w.Workflow, w.Clock.Now).Cancel(context.Background(), caller, id)
+	o, err := control.New(race, race, w.Versions(), w.Clock.Now).Cancel(context.Background(), caller, id)
 	if err != nil || o.Status != order.StatusCancelling {
 		t.Fatalf("cancel: %s, %v; want Cancelling once the claim won", o.Status, err)
 	}
@@ -164,7 +164,7 @@ func TestCancelOfAnUnclaimedFirstStepEndsAtOnce(t *testing.T) {
 	if r, err := w.Supervisor().Run(context.Background()); err != nil || r.Retried != 1 {
 		t.Fatalf("supervisor: %+v, %v; want one retry", r, err)
 	}
-	o, err := control.New(w.Store, w.Store, w.Workflow, w.Clock.Now).Cancel(context.Background(), caller, id)
+	o, err := control.New(w.Store, w.Store, w.Versions(), w.Clock.Now).Cancel(context.Background(), caller, id)
 	if err != nil || o.Status != order.StatusCancelled {
 		t.Fatalf("cancel: %s, %v; want Cancelled at once", o.Status, err)
 	}
@@ -185,7 +185,7 @@ func TestCancelOfAnotherCallersOrder(t *testing.T) {
 	w := world(t)
 	id := w.Submit(t, someOrder)
 	before, _ := w.Records(t, id)
-	if _, err := control.New(w.Store, w.Store, w.Workflow, w.Clock.Now).Cancel(context.Background(), "AIDAOTHERCALLER", id); err == nil {
+	if _, err := control.New(w.Store, w.Store, w.Versions(), w.Clock.Now).Cancel(context.Background(), "AIDAOTHERCALLER", id); err == nil {
 		t.Fatal("cancel of another caller's order succeeded")
 	}
 	if after, _ := w.Records(t, id); after.Status != before.Status || !after.UpdatedAt.Equal(before.UpdatedAt) {
@@ -217,7 +217,7 @@ func TestRedriveOfAStoppedWorkflowStep(t *testing.T) {
 			w := world(t)
 			w.Workflow.StopOnFailure = true
 			s := w.Scheduler("s1")
-			c := control.New(w.Store, w.Store, w.Workflow, w.Clock.Now)
+			c := control.New(w.Store, w.Store, w.Versions(), w.Clock.Now)
 			id := w.Submit(t, someOrder)
 			reply(t, s, ok(id, order.StepReserveInventory, 1))
 			reply(t, s, ok(id, order.StepChargePayment, 1))

@@ -18,8 +18,14 @@ import (
 // Attribute names are short because they count towards the item's size,
 // and so towards every write's cost.
 type orderRecord struct {
-	OrderID            string       `dynamodbav:"OrderID"`
-	CustomerID         string       `dynamodbav:"CustomerID"`
+	OrderID    string `dynamodbav:"OrderID"`
+	CustomerID string `dynamodbav:"CustomerID"`
+	// Version is the workflow version the order runs under; none is
+	// order.LegacyVersion.
+	Version string `dynamodbav:"Version,omitempty"`
+	// Parked is the version whose absence parked the order last (see
+	// order.AlertVersionUnknown); the next claim removes it.
+	Parked             string       `dynamodbav:"Parked,omitempty"`
 	Lines              []order.Line `dynamodbav:"Lines"`
 	NotificationTarget string       `dynamodbav:"Notify,omitempty"`
 	Status             string       `dynamodbav:"Status"`
@@ -91,6 +97,7 @@ const (
 	attrCancel       = "Cancel"
 	attrBy           = "By"
 	attrSteps        = "Steps"
+	attrParked       = "Parked"
 	dueIndexName     = resources.DueIndexName
 )
 
@@ -102,7 +109,7 @@ func stepAttr(i int, name string) string { return stepPath(i) + "." + name }
 
 func newOrderRecord(o order.Order, steps []order.StepState, shards int) orderRecord {
 	r := orderRecord{
-		OrderID: o.ID, CustomerID: o.CustomerID, Lines: o.Lines,
+		OrderID: o.ID, CustomerID: o.CustomerID, Version: o.Version, Lines: o.Lines,
 		NotificationTarget: o.NotificationTarget, Status: string(o.Status),
 		RequestHash: o.RequestHash, IdempotencyKey: o.IdempotencyKey, Caller: o.Caller, LastError: o.LastError,
 		CreatedAt: millis(o.CreatedAt), UpdatedAt: millis(o.UpdatedAt),
@@ -131,7 +138,7 @@ func newOrderRecord(o order.Order, steps []order.StepState, shards int) orderRec
 // order returns the order and the states of its steps in workflow order.
 func (r orderRecord) order() (order.Order, []order.StepState) {
 	o := order.Order{
-		ID: r.OrderID, CustomerID: r.CustomerID, Lines: r.Lines,
+		ID: r.OrderID, CustomerID: r.CustomerID, Version: order.VersionOf(r.Version), Lines: r.Lines,
 		NotificationTarget: r.NotificationTarget, Status: order.Status(r.Status),
 		RequestHash: r.RequestHash, IdempotencyKey: r.IdempotencyKey, Caller: r.Caller, LastError: r.LastError,
 		CreatedAt: fromMillis(r.CreatedAt), UpdatedAt: fromMillis(r.UpdatedAt),
@@ -143,7 +150,8 @@ func (r orderRecord) order() (order.Order, []order.StepState) {
 			undone = append(undone, s.Step)
 		}
 		steps[i] = order.StepState{
-			OrderID: r.OrderID, Step: s.Step, Index: i, Undo: s.Undo, CancelRequested: r.Cancel, Agent: s.Agent,
+			OrderID: r.OrderID, Version: order.VersionOf(r.Version), Parked: r.Parked,
+			Step: s.Step, Index: i, Undo: s.Undo, CancelRequested: r.Cancel, Agent: s.Agent,
 			ProcessState: order.ProcessState(s.State), LockedBy: s.LockedBy,
 			CompleteBy: fromMillis(s.CompleteBy), FailureCount: s.FailureCount,
 			Attempt: s.Attempt, Nudges: s.Nudges, Releases: s.Releases, Deferrals: s.Deferrals, Heartbeats: s.Heartbeats, LastError: s.LastError,

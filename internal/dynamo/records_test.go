@@ -37,10 +37,10 @@ func TestShardOfSpreadsOrdersEvenly(t *testing.T) {
 func TestOrderRecordRoundTrip(t *testing.T) {
 	now := time.UnixMilli(1_800_000_000_123).UTC()
 	later := now.Add(30 * time.Second)
-	o := order.Order{ID: order.NewID(), CustomerID: "c-1", Lines: []order.Line{{SKU: "A", Quantity: 2}},
+	o := order.Order{ID: order.NewID(), Version: "2", CustomerID: "c-1", Lines: []order.Line{{SKU: "A", Quantity: 2}},
 		Status: order.StatusPending, RequestHash: "h", CreatedAt: now, UpdatedAt: now}
 	step := func(i int, state order.ProcessState) order.StepState {
-		return order.StepState{OrderID: o.ID, Step: fmt.Sprint("s", i), Index: i, Agent: "a",
+		return order.StepState{OrderID: o.ID, Version: o.Version, Step: fmt.Sprint("s", i), Index: i, Agent: "a",
 			ProcessState: state, UpdatedAt: now}
 	}
 	processing := step(0, order.Processing)

@@ -82,7 +82,10 @@ func (s *Store) ClaimStep(ctx context.Context, seen order.StepState, owner strin
 func claim(upd expression.UpdateBuilder, i int, owner string, completeBy time.Time) expression.UpdateBuilder {
 	return upd.Set(expression.Name(stepAttr(i, "State")), expression.Value(order.Processing)).
 		Set(expression.Name(stepAttr(i, "LockedBy")), expression.Value(owner)).
-		Set(expression.Name(stepAttr(i, "CompleteBy")), msValue(completeBy))
+		Set(expression.Name(stepAttr(i, "CompleteBy")), msValue(completeBy)).
+		// A claim is made by a build that knows the order's version: a
+		// later rollback alerts again.
+		Remove(expression.Name(attrParked))
 }
 
 // Completion is a successful reply applied to the state store.
@@ -409,6 +412,29 @@ func (s *Store) NudgeStep(ctx context.Context, st order.StepState, claimBy time.
 			Set(expression.Name(stepAttr(i, "LastError")), expression.Value(reason))
 	}
 	_, out, err := s.transition(ctx, "nudge", st, i, cond, touched(upd, i, now))
+	return out, err
+}
+
+// Park moves the Supervisor's next look at an order whose workflow
+// version the running build lacks to until, while its active record is as
+// read. With alert, the same write records a VersionUnknown alert (the
+// outbox) and marks the order parked for its version, once: a second
+// Supervisor that parks it finds the mark and gets order.ErrStale.
+func (s *Store) Park(ctx context.Context, st order.StepState, until time.Time, alert bool, reason string, now time.Time) (order.StepState, error) {
+	i := st.Index
+	cond := on(st, st.ProcessState)
+	upd := expression.Set(expression.Name(attrDueAt), msValue(until))
+	if alert {
+		cond = cond.And(expression.Or(expression.AttributeNotExists(expression.Name(attrParked)),
+			expression.Name(attrParked).NotEqual(expression.Value(st.Version)))).
+			And(expression.AttributeNotExists(expression.Name(attrAlertPending)))
+		upd = upd.Set(expression.Name(attrParked), expression.Value(st.Version)).
+			Set(expression.Name(attrAlertPending), expression.Value(true)).
+			Set(expression.Name(attrAlertKind), expression.Value(order.AlertVersionUnknown)).
+			Set(expression.Name(stepAttr(i, "LastError")), expression.Value(reason))
+	}
+	// The record itself is left as it is: only the order's time moves.
+	_, out, err := s.transition(ctx, "park", st, i, cond, upd.Set(expression.Name(attrUpdated), msValue(now)))
 	return out, err
 }
 

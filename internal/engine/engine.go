@@ -77,6 +77,12 @@ type Config struct {
 	SimulatorLedger string
 	Outages         []simulator.Outage
 	Timing          order.Timing
+	// Workflows, when set, are the workflow versions the engine runs
+	// (tests of version changes); empty means the shipped ones with Timing.
+	Workflows order.Versions
+	// ParkFor is how often an order of a version the engine lacks is
+	// looked at; zero means the Supervisor's default.
+	ParkFor time.Duration
 	// SupervisorEvery is how often the Supervisor runs (EventBridge's rate).
 	SupervisorEvery time.Duration
 	// Schedulers is how many Scheduler instances consume the stream, to
@@ -164,8 +170,12 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 		EventBridge: eventbridge.NewFromConfig(fnCfg),
 	}
 
-	workflow := order.OrderWorkflow(cfg.Timing)
-	catalog := resources.New(cfg.Stage, workflow.Agents())
+	if len(cfg.Workflows.Known()) == 0 {
+		cfg.Workflows = order.OrderWorkflows(cfg.Timing)
+	}
+	e.cfg.Workflows = cfg.Workflows
+	workflows := cfg.Workflows
+	catalog := resources.New(cfg.Stage, workflows.Agents())
 	if cfg.QueueVisibility > 0 {
 		catalog.ResponseQueue.VisibilityTimeout = cfg.QueueVisibility
 		for a, q := range catalog.RequestQueues {
@@ -182,9 +192,9 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 	e.History = dynamo.NewHistory(e.fns.DynamoDB, catalog.History.Name)
 	e.API = api.NewService(api.Config{
 		InstanceID: "submit-local-" + rand.Text()[:6], Store: e.Store.As("submit"),
-		Controls:   control.New(e.Store.As(control.ByClientCancel), e.Store.As(control.ByOperatorRedrive), workflow, time.Now),
+		Controls:   control.New(e.Store.As(control.ByClientCancel), e.Store.As(control.ByOperatorRedrive), workflows, time.Now),
 		History:    e.History,
-		Dispatcher: e.dispatcher("submit"), Workflow: workflow, Now: time.Now,
+		Dispatcher: e.dispatcher("submit"), Workflows: workflows, Now: time.Now,
 		Log: cfg.Log.With("service", "submit"), Metrics: e.metrics("submit"),
 	})
 
@@ -272,7 +282,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	add := func(name string, run func(context.Context) error) {
 		components = append(components, component{name, run})
 	}
-	workflow := order.OrderWorkflow(e.cfg.Timing)
+	workflows := e.cfg.Workflows
 	alerter := sns.NewAlerter(e.fns.SNS, e.Stack.AlertTopicARN)
 	notifier := alerting.NewNotifier(alerter, e.Store.As("scheduler"), time.Now)
 
@@ -337,7 +347,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		id := fmt.Sprintf("scheduler-local-%d-%s", i, rand.Text()[:6])
 		sched := scheduler.New(scheduler.Config{
 			InstanceID: id, Store: e.Store.As("scheduler " + id), Dispatcher: e.dispatcher("scheduler " + id), Notifier: notifier,
-			Workflow: workflow, Now: now, Log: e.cfg.Log.With("service", "scheduler", "clock_offset", time.Until(now()).Round(time.Millisecond).String()), Metrics: e.metrics("scheduler"),
+			Workflows: workflows, Now: now, Log: e.cfg.Log.With("service", "scheduler", "clock_offset", time.Until(now()).Round(time.Millisecond).String()), Metrics: e.metrics("scheduler"),
 		})
 		streamCfg := localrun.StreamConfig{StreamARN: e.Stack.StreamARN, Timeout: resources.SchedulerTimeout}
 		if e.cfg.StateDir != "" {
@@ -373,7 +383,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		q := e.Stack.RequestQueues[name]
 		ag := agent.New(agent.Config{
 			Name: name, Remote: caller, Replies: replier, Backoff: e.cfg.AgentBackoff, ReplyMargin: agent.DefaultReplyMargin,
-			TryTimeout: agent.DefaultTryTimeout, Deadlines: e.Store.As("agent " + name), Workflow: workflow, Holder: holder, Breaker: e.cfg.Breaker,
+			TryTimeout: agent.DefaultTryTimeout, Deadlines: e.Store.As("agent " + name), Workflows: workflows, Holder: holder, Breaker: e.cfg.Breaker,
 			Now: e.clock(i, len(agentNames)), Log: e.cfg.Log.With("service", "agent"), Metrics: e.metrics(name + "-agent"),
 		})
 		var handle SQSHandler = ag.Handle
@@ -396,7 +406,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		log := e.cfg.Log.With("service", "supervisor", "clock_offset", time.Until(now()).Round(time.Millisecond).String())
 		sup := supervisor.New(supervisor.Config{
 			Store: e.Store.As("supervisor"), Notifier: alerting.NewNotifier(alerter, e.Store.As("supervisor"), now),
-			Backlogs: sqs.NewBacklogs(e.fns.SQS, e.Stack.RequestQueueURLs(), e.Stack.ResponseQueue.URL), Workflow: workflow,
+			Backlogs: sqs.NewBacklogs(e.fns.SQS, e.Stack.RequestQueueURLs(), e.Stack.ResponseQueue.URL), Workflows: workflows, ParkFor: e.cfg.ParkFor,
 			Now: now, Log: log, Metrics: e.metrics("supervisor"),
 		})
 		add(fmt.Sprintf("supervisor %d", i), func(ctx context.Context) error {

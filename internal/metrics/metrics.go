@@ -57,6 +57,9 @@ const (
 	// its circuit was open.
 	RequestsHeld   = "RequestsHeld"
 	PoisonMessages = "PoisonMessages"
+	// OrdersParked counts orders found under a workflow version the
+	// running build lacks (a rollback): they wait, alerted once.
+	OrdersParked = "OrdersParked"
 	// StatusEvents counts status events the recorder published.
 	StatusEvents = "StatusEvents"
 )

@@ -58,14 +58,14 @@ type Stage struct {
 // follow from the stage's name, as the stack and the local runtime name
 // them.
 func Open(name string, db *dynamodb.Client, queues SQS) *Stage {
-	wf := order.OrderWorkflow(order.DefaultTiming)
-	cat := resources.New(name, wf.Agents())
+	wfs := order.OrderWorkflows(order.DefaultTiming)
+	cat := resources.New(name, wfs.Agents())
 	store := dynamo.NewStore(db, cat.Orders.Name)
 	return &Stage{
 		Name: name, catalog: cat, store: store,
 		history:  dynamo.NewHistory(db, cat.History.Name),
-		controls: control.New(store.As(ByOperatorCancel), store.As(ByOperatorRedrive), wf, time.Now),
-		sqs:      queues, agents: wf.Agents(), now: time.Now,
+		controls: control.New(store.As(ByOperatorCancel), store.As(ByOperatorRedrive), wfs, time.Now),
+		sqs:      queues, agents: wfs.Agents(), now: time.Now,
 	}
 }
 

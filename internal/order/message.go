@@ -5,6 +5,9 @@ import "time"
 // StepRequest is what the Scheduler sends an agent on its request queue.
 type StepRequest struct {
 	OrderID string `json:"orderId"`
+	// Version is the order's workflow version; the agent copies it into
+	// its reply, which is applied by that version's definition.
+	Version string `json:"version,omitempty"`
 	Step    string `json:"step"`
 	// Undo asks for the step's work to be undone; Record is then the undo
 	// record's index in the order's list of steps. The agent copies both
@@ -29,7 +32,7 @@ type StepRequest struct {
 // NewRequest is the request for a claimed step of an order.
 func NewRequest(o Order, st StepState) StepRequest {
 	return StepRequest{
-		OrderID: o.ID, Step: st.Step, Attempt: st.Attempt, CompleteBy: st.CompleteBy,
+		OrderID: o.ID, Version: o.Version, Step: st.Step, Attempt: st.Attempt, CompleteBy: st.CompleteBy,
 		Undo: st.Undo, Record: record(st),
 		// A claim writes the step's Updated and its CompleteBy from the
 		// same now, so their difference is the claim's allowance.
@@ -91,6 +94,7 @@ const (
 // StepReply is what an agent posts on the response queue.
 type StepReply struct {
 	OrderID string  `json:"orderId"`
+	Version string  `json:"version,omitempty"`
 	Step    string  `json:"step"`
 	Undo    bool    `json:"undo,omitempty"`
 	Record  int     `json:"record,omitempty"`
@@ -114,6 +118,9 @@ const (
 	AlertStepAbandoned AlertKind = "StepAbandoned" // never claimed; the order was given up
 	AlertUndoFailed    AlertKind = "UndoFailed"    // an undo refused permanently: its work is still in place
 	AlertUndoTimedOut  AlertKind = "UndoTimedOut"  // an undo timed out FailureThreshold times
+	// AlertVersionUnknown: the order's workflow version is not in the
+	// running build (a rollback); the order waits for it, alerted once.
+	AlertVersionUnknown AlertKind = "VersionUnknown"
 )
 
 // AlertLease is how long the actor that records an alert has to send it

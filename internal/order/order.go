@@ -104,7 +104,9 @@ type Line struct {
 
 // Order is a customer's order as stored in the orders table.
 type Order struct {
-	ID         string
+	ID string
+	// Version is the workflow version the order was submitted under.
+	Version    string
 	CustomerID string
 	Lines      []Line
 	// NotificationTarget is where progress reports go (not used yet).
@@ -126,7 +128,12 @@ type Order struct {
 // StepState is the state record of one step of one order.
 type StepState struct {
 	OrderID string
-	Step    string
+	// Version is the order's workflow version (VersionOf the recorded one).
+	Version string
+	// Parked is the version whose absence last parked the order (see
+	// AlertVersionUnknown); a claim clears it.
+	Parked string
+	Step   string
 	// Index is the record's position in the order's list of steps: the
 	// workflow's steps first, then, once a compensation starts, one undo
 	// record per step to undo, in the order they are undone.

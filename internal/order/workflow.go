@@ -43,7 +43,10 @@ func (d StepDef) AllowanceFor(failureCount int) time.Duration {
 // Workflow is an ordered list of steps. Steps run one after another; undoing
 // finished steps runs them in reverse, so order matters.
 type Workflow struct {
-	Steps []StepDef
+	// Version names this definition; an order records the version it was
+	// submitted under (see Versions).
+	Version string
+	Steps   []StepDef
 	// ClaimWithin bounds how long a Pending step may wait for a Scheduler
 	// before the Supervisor re-announces it.
 	ClaimWithin time.Duration
@@ -113,13 +116,14 @@ var DefaultTiming = Timing{
 	MaxHeartbeats:    10,
 }
 
-// OrderWorkflow returns the shipped three-step order workflow.
+// OrderWorkflow returns the shipped three-step order workflow, version 1.
 func OrderWorkflow(t Timing) Workflow {
 	step := func(name, agent, undo string) StepDef {
 		return StepDef{Name: name, Agent: agent, Undo: undo, Allowance: t.Allowance,
 			MaxAllowance: t.MaxAllowance, FailureThreshold: t.FailureThreshold, MaxHeartbeats: t.MaxHeartbeats}
 	}
 	return Workflow{
+		Version: "1",
 		Steps: []StepDef{
 			step(StepReserveInventory, AgentInventory, "release the reservation"),
 			step(StepChargePayment, AgentPayment, "refund the payment"),

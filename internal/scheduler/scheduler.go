@@ -56,7 +56,7 @@ type Service struct {
 	store      Store
 	dispatcher Dispatcher
 	notifier   Notifier
-	workflow   order.Workflow
+	workflows  order.Versions
 	now        func() time.Time
 	log        *slog.Logger
 	metrics    *metrics.Recorder
@@ -68,16 +68,18 @@ type Config struct {
 	Store      Store
 	Dispatcher Dispatcher
 	Notifier   Notifier
-	Workflow   order.Workflow
-	Now        func() time.Time
-	Log        *slog.Logger
-	Metrics    *metrics.Recorder
+	// Workflows are the workflow versions this build runs: each order
+	// moves on by its own version's definition.
+	Workflows order.Versions
+	Now       func() time.Time
+	Log       *slog.Logger
+	Metrics   *metrics.Recorder
 }
 
 // New returns a Scheduler.
 func New(c Config) *Service {
 	return &Service{id: c.InstanceID, store: c.Store, dispatcher: c.Dispatcher, notifier: c.Notifier,
-		workflow: c.Workflow, now: c.Now, log: c.Log.With("scheduler", c.InstanceID), metrics: c.Metrics}
+		workflows: c.Workflows, now: c.Now, log: c.Log.With("scheduler", c.InstanceID), metrics: c.Metrics}
 }
 
 // Handle is the Lambda entry point. One function serves both event
@@ -140,9 +142,18 @@ func (s *Service) claimRecord(ctx context.Context, rec events.DynamoDBEventRecor
 	if !ok {
 		return nil
 	}
+	wf, known := s.workflows.Get(st.Version)
+	if !known {
+		// A newer build's order, after a rollback: it is not claimed by a
+		// definition it was not submitted under. The Supervisor parks it
+		// and alerts once; it goes on when its version is back.
+		s.log.WarnContext(ctx, "step of an unknown workflow version left unclaimed", "order_id", st.OrderID,
+			"step", st.Step, "version", st.Version, "known", s.workflows.Known())
+		return nil
+	}
 	if st.CancelRequested && !st.Undo {
 		// Cancelled before anyone claimed the step: it never runs.
-		err = s.undo(ctx, s.log.With("order_id", st.OrderID, "step", st.Step), dynamo.Undoing{
+		err = s.undo(ctx, wf, s.log.With("order_id", st.OrderID, "step", st.Step), dynamo.Undoing{
 			Step: st, From: order.Pending, Ends: order.Cancelled, Cancelled: true,
 			Reason: "the order was cancelled before the step was claimed"}, true)
 		if errors.Is(err, order.ErrStale) {
@@ -150,7 +161,7 @@ func (s *Service) claimRecord(ctx context.Context, rec events.DynamoDBEventRecor
 		}
 		return err
 	}
-	if err := batch.Retry(ctx, func() error { return s.claim(ctx, st) }); err != nil {
+	if err := batch.Retry(ctx, func() error { return s.claim(ctx, wf, st) }); err != nil {
 		s.log.ErrorContext(ctx, "claim failed; record will be retried", "order_id", st.OrderID,
 			"step", st.Step, "sequence_number", rec.Change.SequenceNumber, "error", err)
 		return err
@@ -160,8 +171,8 @@ func (s *Service) claimRecord(ctx context.Context, rec events.DynamoDBEventRecor
 
 // claim claims a Pending step and sends its request. Losing the claim to
 // another Scheduler is a normal outcome.
-func (s *Service) claim(ctx context.Context, seen order.StepState) error {
-	def, ok := s.workflow.Step(seen.Step)
+func (s *Service) claim(ctx context.Context, wf order.Workflow, seen order.StepState) error {
+	def, ok := wf.Step(seen.Step)
 	if !ok {
 		s.log.ErrorContext(ctx, "pending step is not in the workflow", "order_id", seen.OrderID, "step", seen.Step)
 		return nil
@@ -214,26 +225,39 @@ func parallel[T any](items []T, fn func(T)) {
 }
 
 func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
-	rep, err := decodeReply(msg.Body, s.workflow)
+	rep, err := decodeReply(msg.Body)
+	wf, known := s.workflows.Get(rep.Version)
+	if err == nil && !known {
+		// After a rollback: applied by its own version once that is back
+		// (the message comes again; after the queue's receive limit it
+		// waits in the dead-letter queue, and its step is retried when
+		// the order resumes).
+		s.log.WarnContext(ctx, "reply of an unknown workflow version not applied", append(sqs.Describe(msg),
+			"version", rep.Version, "known", s.workflows.Known())...)
+		return fmt.Errorf("reply of order %s: workflow version %s is not in this build", rep.OrderID, rep.Version)
+	}
+	if err == nil {
+		err = checkReply(rep, wf)
+	}
 	if err != nil {
 		s.log.ErrorContext(ctx, "malformed reply", append(sqs.Describe(msg), "error", err)...)
 		s.metrics.Count(metrics.PoisonMessages, 1, "source", "responses", "message_id", msg.MessageId)
 		return err
 	}
 	log := s.log.With("order_id", rep.OrderID, "step", rep.Step, "undo", rep.Undo, "attempt", rep.Attempt, "outcome", rep.Outcome)
-	index, _ := rep.StepIndex(s.workflow) // decodeReply checked it
+	index, _ := rep.StepIndex(wf) // checkReply checked it
 	replied := order.StepState{OrderID: rep.OrderID, Step: rep.Step, Index: index, Undo: rep.Undo, Attempt: rep.Attempt}
 	now := s.now()
 	switch {
 	case rep.Outcome == order.OutcomeSucceeded:
-		err = s.complete(ctx, log, replied, rep.Reference, now)
+		err = s.complete(ctx, wf, log, replied, rep.Reference, now)
 		if errors.Is(err, order.ErrCancelRequested) {
 			// The step is done, but the client cancelled meanwhile: its
 			// work is undone too, then the rest in reverse.
-			err = s.undo(ctx, log, dynamo.Undoing{Step: replied, From: order.Processing, Ends: order.Processed,
+			err = s.undo(ctx, wf, log, dynamo.Undoing{Step: replied, From: order.Processing, Ends: order.Processed,
 				Reference: rep.Reference, Cancelled: true}, true)
 		}
-	case rep.Undo || s.workflow.StopOnFailure:
+	case rep.Undo || wf.StopOnFailure:
 		var failed order.StepState
 		failed, err = s.store.FailStep(ctx, replied, rep.Reason, now)
 		if err == nil {
@@ -243,7 +267,7 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 		}
 	default:
 		// A permanent fault did no work: the steps before it are undone.
-		err = s.undo(ctx, log, dynamo.Undoing{Step: replied, From: order.Processing, Ends: order.Failed, Reason: rep.Reason}, true)
+		err = s.undo(ctx, wf, log, dynamo.Undoing{Step: replied, From: order.Processing, Ends: order.Failed, Reason: rep.Reason}, true)
 	}
 	if errors.Is(err, order.ErrStale) {
 		log.InfoContext(ctx, "stale or duplicate reply dropped", "message_id", msg.MessageId)
@@ -261,20 +285,20 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 // same write, the next one (the next workflow step, or the next undo) is
 // claimed by this Scheduler, whose request goes out at once. No stream hop
 // and no second write stand between two steps.
-func (s *Service) complete(ctx context.Context, log *slog.Logger, done order.StepState, reference string, now time.Time) error {
+func (s *Service) complete(ctx context.Context, wf order.Workflow, log *slog.Logger, done order.StepState, reference string, now time.Time) error {
 	c := dynamo.Completion{Step: done, Reference: reference}
 	var (
 		next order.StepDef
 		more bool
 	)
 	if done.Undo {
-		c.Undid, _ = s.workflow.Index(done.Step)
+		c.Undid, _ = wf.Index(done.Step)
 		var k int
-		if k, more = s.workflow.NextUndo(c.Undid); more {
-			next = s.workflow.Steps[k]
+		if k, more = wf.NextUndo(c.Undid); more {
+			next = wf.Steps[k]
 		}
 	} else {
-		next, more = s.workflow.Next(done.Step)
+		next, more = wf.Next(done.Step)
 	}
 	if more {
 		c.Next, c.NextIndex, c.Owner = &next, done.Index+1, s.id
@@ -303,18 +327,18 @@ func (s *Service) complete(ctx context.Context, log *slog.Logger, done order.Ste
 // step as u says and, with claim, claims the first undo for this
 // Scheduler, whose request goes out at once; without, the first undo is
 // announced on the stream. An order with nothing to undo ends at once.
-func (s *Service) undo(ctx context.Context, log *slog.Logger, u dynamo.Undoing, claim bool) error {
+func (s *Service) undo(ctx context.Context, wf order.Workflow, log *slog.Logger, u dynamo.Undoing, claim bool) error {
 	now := s.now()
-	u.Steps = len(s.workflow.Steps)
+	u.Steps = len(wf.Steps)
 	// A permanent fault did no work and a cancelled step never ran; a
 	// success did its work, which is undone first.
 	mayHaveRun := u.Ends == order.Processed
-	u.Plan = s.workflow.UndoSteps(u.Step.Index, mayHaveRun)
+	u.Plan = wf.UndoSteps(u.Step.Index, mayHaveRun)
 	if len(u.Plan) > 0 {
 		if claim {
 			u.Owner, u.CompleteBy = s.id, now.Add(u.Plan[0].AllowanceFor(0))
 		} else {
-			u.ClaimBy = now.Add(s.workflow.ClaimWithin)
+			u.ClaimBy = now.Add(wf.ClaimWithin)
 		}
 	}
 	o, first, err := s.store.StartUndo(ctx, u, now)
@@ -357,7 +381,9 @@ func (s *Service) alert(ctx context.Context, log *slog.Logger, failed order.Step
 	s.metrics.Count(metrics.AlertsSent, 1, "order_id", failed.OrderID, "step", failed.Step)
 }
 
-func decodeReply(body string, w order.Workflow) (order.StepReply, error) {
+// decodeReply reads a reply; checkReply then checks it against its
+// version's workflow.
+func decodeReply(body string) (order.StepReply, error) {
 	var rep order.StepReply
 	if err := json.Unmarshal([]byte(body), &rep); err != nil {
 		return rep, fmt.Errorf("decode reply: %w", err)
@@ -370,11 +396,15 @@ func decodeReply(body string, w order.Workflow) (order.StepReply, error) {
 	case rep.Outcome != order.OutcomeSucceeded && rep.Outcome != order.OutcomeFailed:
 		return rep, fmt.Errorf("reply has unknown outcome %q", rep.Outcome)
 	}
+	return rep, nil
+}
+
+func checkReply(rep order.StepReply, w order.Workflow) error {
 	if _, ok := w.Step(rep.Step); !ok {
-		return rep, fmt.Errorf("reply names unknown step %q", rep.Step)
+		return fmt.Errorf("reply names step %q, which workflow version %s does not have", rep.Step, w.Version)
 	}
 	if _, ok := rep.StepIndex(w); !ok {
-		return rep, fmt.Errorf("reply names undo record %d, which cannot be one", rep.Record)
+		return fmt.Errorf("reply names undo record %d, which cannot be one", rep.Record)
 	}
-	return rep, nil
+	return nil
 }

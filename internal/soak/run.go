@@ -64,7 +64,7 @@ func Run(ctx context.Context, cfg Config, env Env) (Report, error) {
 	if err := waitReady(ready, cfg.APIAddr); err != nil {
 		return Report{}, err
 	}
-	cat := resources.New(env.Stage, order.OrderWorkflow(order.DefaultTiming).Agents())
+	cat := resources.New(env.Stage, order.OrderWorkflows(order.DefaultTiming).Agents())
 	inbox, err := subscribe(ctx, env, cat)
 	if err != nil {
 		return Report{}, err

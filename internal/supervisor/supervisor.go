@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,6 +37,7 @@ type Store interface {
 	Reschedule(ctx context.Context, st order.StepState, dueAt time.Time) error
 	LeaseAlert(ctx context.Context, st order.StepState, until time.Time) error
 	StartUndo(ctx context.Context, u dynamo.Undoing, now time.Time) (order.Order, order.StepState, error)
+	Park(ctx context.Context, st order.StepState, until time.Time, alert bool, reason string, now time.Time) (order.StepState, error)
 }
 
 // Notifier sends the alert a step records and clears its alert flag.
@@ -61,16 +63,22 @@ const (
 	stopBefore = 10 * time.Second
 )
 
+// DefaultParkFor is how often an order whose workflow version the running
+// build lacks is looked at again: about once a Supervisor run, so it
+// resumes within a minute of its version's return.
+const DefaultParkFor = time.Minute
+
 // Service is one Supervisor.
 type Service struct {
-	store    Store
-	notifier Notifier
-	backlogs Backlogs
-	workflow order.Workflow
-	now      func() time.Time
-	log      *slog.Logger
-	metrics  *metrics.Recorder
-	pageSize int
+	store     Store
+	notifier  Notifier
+	backlogs  Backlogs
+	workflows order.Versions
+	parkFor   time.Duration
+	now       func() time.Time
+	log       *slog.Logger
+	metrics   *metrics.Recorder
+	pageSize  int
 }
 
 // Config wires a Supervisor.
@@ -80,10 +88,15 @@ type Config struct {
 	// Backlogs, when set, lets the Supervisor tell queue wait from a
 	// timeout; nil counts every expired deadline as a timeout.
 	Backlogs Backlogs
-	Workflow order.Workflow
-	Now      func() time.Time
-	Log      *slog.Logger
-	Metrics  *metrics.Recorder
+	// Workflows are the workflow versions this build runs; an order is
+	// recovered by its own version's definition.
+	Workflows order.Versions
+	// ParkFor is how long an order whose version this build lacks waits
+	// before it is looked at again; zero means DefaultParkFor.
+	ParkFor time.Duration
+	Now     func() time.Time
+	Log     *slog.Logger
+	Metrics *metrics.Recorder
 	// PageSize is how many due orders of a shard are read at once; zero
 	// means PageSize.
 	PageSize int
@@ -94,8 +107,11 @@ func New(c Config) *Service {
 	if c.PageSize <= 0 {
 		c.PageSize = PageSize
 	}
+	if c.ParkFor <= 0 {
+		c.ParkFor = DefaultParkFor
+	}
 	return &Service{store: c.Store, notifier: c.Notifier, backlogs: c.Backlogs,
-		workflow: c.Workflow, now: c.Now, log: c.Log, metrics: c.Metrics, pageSize: c.PageSize}
+		workflows: c.Workflows, parkFor: c.ParkFor, now: c.Now, log: c.Log, metrics: c.Metrics, pageSize: c.PageSize}
 }
 
 // Report counts what one run did.
@@ -113,6 +129,9 @@ type Report struct {
 	Deferred int `json:"deferred"`
 	// Compensated counts orders whose work this run began to undo.
 	Compensated int `json:"compensated"`
+	// Parked counts orders of a workflow version this build lacks, left
+	// to wait for it.
+	Parked int `json:"parked"`
 	// Lost counts recoveries another actor made first: a reply that arrived,
 	// a Scheduler's claim, or another Supervisor's write.
 	Lost int `json:"lost"`
@@ -127,6 +146,7 @@ func (r *Report) add(o Report) {
 	r.Rescheduled += o.Rescheduled
 	r.Deferred += o.Deferred
 	r.Compensated += o.Compensated
+	r.Parked += o.Parked
 	r.Lost += o.Lost
 }
 
@@ -199,7 +219,7 @@ func (s *Service) runShard(ctx context.Context, shard int, now time.Time, backlo
 	)
 	for {
 		// Orders are looked at once their DueAt is a grace in the past.
-		steps, next, err := s.store.DueSteps(ctx, shard, now.Add(-s.workflow.SkewGrace), s.pageSize, page)
+		steps, next, err := s.store.DueSteps(ctx, shard, now.Add(-s.workflows.Latest().SkewGrace), s.pageSize, page)
 		if err != nil {
 			return r, errors.Join(append(errs, fmt.Errorf("shard %d: %w", shard, err))...)
 		}
@@ -234,10 +254,14 @@ func nearDeadline(ctx context.Context) bool {
 }
 
 func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time, backlogged func(string) bool, r *Report) error {
+	wf, known := s.workflows.Get(st.Version)
+	if !known {
+		return s.park(ctx, st, now, r)
+	}
 	// The queue is asked about only for a Processing step past its
 	// deadline, the one case where the answer matters.
-	waiting := st.ProcessState == order.Processing && st.Expired(now.Add(-s.workflow.SkewGrace)) && backlogged(st.Agent)
-	rec := s.workflow.Assess(st, now, waiting)
+	waiting := st.ProcessState == order.Processing && st.Expired(now.Add(-wf.SkewGrace)) && backlogged(st.Agent)
+	rec := wf.Assess(st, now, waiting)
 	// failure_count is logged with each outcome, as stored after the write.
 	log := s.log.With("order_id", st.OrderID, "step", st.Step, "attempt", st.Attempt,
 		"action", rec.Action.String())
@@ -284,7 +308,7 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 		}
 	case order.Compensate:
 		var o order.Order
-		o, err = s.compensate(ctx, st, rec, now)
+		o, err = s.compensate(ctx, wf, st, rec, now)
 		if err == nil {
 			r.Compensated++
 			log.WarnContext(ctx, "undoing the order's work", "reason", rec.Reason, "status", o.Status,
@@ -331,17 +355,58 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 
 // compensate ends the active workflow step and starts undoing the order's
 // work, in reverse; the first undo is announced for a Scheduler to claim.
-func (s *Service) compensate(ctx context.Context, st order.StepState, rec order.Recovery, now time.Time) (order.Order, error) {
+func (s *Service) compensate(ctx context.Context, wf order.Workflow, st order.StepState, rec order.Recovery, now time.Time) (order.Order, error) {
 	u := dynamo.Undoing{Step: st, From: st.ProcessState, Ends: order.Failed, Reason: rec.Reason,
-		Cancelled: st.CancelRequested, Steps: len(s.workflow.Steps), ClaimBy: now.Add(s.workflow.ClaimWithin)}
+		Cancelled: st.CancelRequested, Steps: len(wf.Steps), ClaimBy: now.Add(wf.ClaimWithin)}
 	if st.ProcessState == order.Pending {
 		u.Ends = order.Cancelled // it never ran
 	} else {
 		u.Expired = true
 	}
-	u.Plan = s.workflow.UndoSteps(st.Index, rec.MayHaveRun)
+	u.Plan = wf.UndoSteps(st.Index, rec.MayHaveRun)
 	o, _, err := s.store.StartUndo(ctx, u, now)
 	return o, err
+}
+
+// park leaves an order whose workflow version this build lacks (after a
+// rollback) as it is: it is not failed or retried by a definition it was
+// not submitted under. Operators are alerted once per version that is
+// missing (the write that first parks it records the alert, which is
+// then sent like any other); after that only its next look moves on, so
+// it resumes within ParkFor of its version's return.
+func (s *Service) park(ctx context.Context, st order.StepState, now time.Time, r *Report) error {
+	log := s.log.With("order_id", st.OrderID, "step", st.Step, "attempt", st.Attempt, "version", st.Version, "action", "park")
+	var err error
+	switch {
+	case st.AlertPending && st.AlertKind == order.AlertVersionUnknown:
+		// Recorded, not sent yet (its writer crashed): lease it, send it.
+		if err = s.store.LeaseAlert(ctx, st, now.Add(order.AlertLease)); err == nil {
+			err = s.sendAlert(ctx, st, r)
+		}
+	default:
+		alert := st.Parked != st.Version && !st.AlertPending
+		reason := fmt.Sprintf("workflow version %s is not in this build (known: %s): the order waits for it; deploy it back, or move the order on (README, Runbook)",
+			st.Version, strings.Join(s.workflows.Known(), ", "))
+		var parked order.StepState
+		parked, err = s.store.Park(ctx, st, now.Add(s.parkFor), alert, reason, now)
+		if err == nil {
+			r.Parked++
+			if alert {
+				log.ErrorContext(ctx, "order of an unknown workflow version parked", "reason", reason)
+				s.metrics.Count(metrics.OrdersParked, 1, "order_id", st.OrderID, "version", st.Version)
+				err = s.sendAlert(ctx, parked, r)
+			}
+		}
+	}
+	if errors.Is(err, order.ErrStale) {
+		r.Lost++
+		return nil
+	}
+	if err != nil {
+		log.ErrorContext(ctx, "park failed; next run retries", "error", err)
+		return fmt.Errorf("park step %s of order %s: %w", st.Step, st.OrderID, err)
+	}
+	return nil
 }
 
 // sendAlert sends the alert a step records, as stored (its kind, final

@@ -78,13 +78,16 @@ func NewWorld(t testing.TB, timing order.Timing) *World {
 	return w
 }
 
+// Versions is the World's one workflow version, as the functions get it.
+func (w *World) Versions() order.Versions { return order.MustVersions(w.Workflow) }
+
 // APIConfig is the configuration of the World's API service, to build a
 // variant of it.
 func (w *World) APIConfig() api.Config {
 	return api.Config{
 		InstanceID: "submit-test", Store: w.Store.As("submit"),
-		Controls: control.New(w.Store.As(control.ByClientCancel), w.Store.As(control.ByOperatorRedrive), w.Workflow, w.Clock.Now),
-		History:  dynamo.NewHistory(w.Clients.DynamoDB, w.Stack.Catalog.History.Name), Dispatcher: w.Dispatcher(), Workflow: w.Workflow,
+		Controls: control.New(w.Store.As(control.ByClientCancel), w.Store.As(control.ByOperatorRedrive), w.Versions(), w.Clock.Now),
+		History:  dynamo.NewHistory(w.Clients.DynamoDB, w.Stack.Catalog.History.Name), Dispatcher: w.Dispatcher(), Workflows: w.Versions(),
 		Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard(),
 	}
 }
@@ -139,8 +142,8 @@ func (w *World) Scheduler(id string, tweaks ...func(*scheduler.Config)) *schedul
 	alerter := sns.NewAlerter(w.Clients.SNS, w.Stack.AlertTopicARN)
 	cfg := scheduler.Config{
 		InstanceID: id, Store: w.Store.As("scheduler " + id), Dispatcher: w.Dispatcher(),
-		Notifier: alerting.NewNotifier(alerter, w.Store.As("scheduler "+id), w.Clock.Now),
-		Workflow: w.Workflow, Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard(),
+		Notifier:  alerting.NewNotifier(alerter, w.Store.As("scheduler "+id), w.Clock.Now),
+		Workflows: w.Versions(), Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard(),
 	}
 	for _, tweak := range tweaks {
 		tweak(&cfg)
@@ -153,8 +156,8 @@ func (w *World) Supervisor(tweaks ...func(*supervisor.Config)) *supervisor.Servi
 	alerter := sns.NewAlerter(w.Clients.SNS, w.Stack.AlertTopicARN)
 	cfg := supervisor.Config{
 		Store: w.Store.As("supervisor"), Notifier: alerting.NewNotifier(alerter, w.Store.As("supervisor"), w.Clock.Now),
-		Backlogs: sqs.NewBacklogs(w.Clients.SQS, w.Stack.RequestQueueURLs(), w.Stack.ResponseQueue.URL),
-		Workflow: w.Workflow, Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard(),
+		Backlogs:  sqs.NewBacklogs(w.Clients.SQS, w.Stack.RequestQueueURLs(), w.Stack.ResponseQueue.URL),
+		Workflows: w.Versions(), Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard(),
 	}
 	for _, tweak := range tweaks {
 		tweak(&cfg)
