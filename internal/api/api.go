@@ -384,9 +384,11 @@ type StepView struct {
 
 // OrderView is the body of GET /orders/{id}.
 type OrderView struct {
-	OrderID            string       `json:"orderId"`
-	CustomerID         string       `json:"customerId"`
-	Status             order.Status `json:"status"`
+	OrderID    string       `json:"orderId"`
+	CustomerID string       `json:"customerId"`
+	Status     order.Status `json:"status"`
+	// Version is the workflow version the order runs under.
+	Version            string       `json:"version"`
 	Lines              []order.Line `json:"lines"`
 	NotificationTarget string       `json:"notificationTarget,omitempty"`
 	LastError          string       `json:"lastError,omitempty"`
@@ -422,7 +424,7 @@ func (s *Service) get(ctx context.Context, req events.APIGatewayProxyRequest, op
 // its records.
 func NewOrderView(o order.Order, steps []order.StepState) OrderView {
 	view := OrderView{
-		OrderID: o.ID, CustomerID: o.CustomerID, Status: o.Status, Lines: o.Lines,
+		OrderID: o.ID, CustomerID: o.CustomerID, Status: o.Status, Version: o.Version, Lines: o.Lines,
 		NotificationTarget: o.NotificationTarget, LastError: o.LastError,
 		CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt, Steps: make([]StepView, len(steps)),
 	}

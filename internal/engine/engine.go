@@ -317,9 +317,19 @@ func (e *Engine) Run(ctx context.Context) error {
 		add("console", serve(conServer, e.conLn))
 	}
 	if e.Sim != nil {
+		// The simulated services outlive the engine's own components: a
+		// call in flight when it stops is answered, as a real service
+		// would answer it, instead of failing (and tripping the agent's
+		// circuit breaker, which holds the request back).
 		simServer := &http.Server{Handler: e.Sim, ReadHeaderTimeout: 5 * time.Second}
-		add("simulator", serve(simServer, e.simLn))
-		defer e.Sim.Close()
+		simCtx, stopSim := context.WithCancel(context.WithoutCancel(ctx))
+		simDone := make(chan error, 1)
+		go func() { simDone <- serve(simServer, e.simLn)(simCtx) }()
+		defer func() {
+			stopSim()
+			<-simDone
+			e.Sim.Close()
+		}()
 	}
 
 	// The recorder: the orders table's stream, unfiltered, into the

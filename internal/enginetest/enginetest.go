@@ -8,6 +8,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,12 +22,10 @@ import (
 // within seconds.
 var Fast = order.Timing{Allowance: time.Second, MaxAllowance: 2 * time.Second, FailureThreshold: 2, ClaimWithin: 2 * time.Second}
 
-// Start provisions a stage of its own for the test, starts the engine on
-// it (API, simulator and, with ConsoleAddr, the console on free ports)
-// and stops it and removes the stage at the test's end. tweak, when set,
-// changes the configuration first. With -v the engine logs into the test's.
-func Start(t testing.TB, tweak func(*engine.Config)) *engine.Engine {
-	t.Helper()
+// Config is the engine's configuration in tests: a stage of the test's
+// own, every listener on a free port, Fast timing. With -v the engine
+// logs into the test's log.
+func Config(t testing.TB) engine.Config {
 	cfg := engine.Config{
 		Stage: testenv.Stage(t), APIAddr: "127.0.0.1:0", SimulatorAddr: "127.0.0.1:0",
 		Timing: Fast, SupervisorEvery: 200 * time.Millisecond, Schedulers: 2,
@@ -37,9 +36,33 @@ func Start(t testing.TB, tweak func(*engine.Config)) *engine.Engine {
 	if testing.Verbose() {
 		cfg.Log = slog.New(slog.NewJSONHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
+	return cfg
+}
+
+// Start provisions a stage of its own for the test, starts the engine on
+// it (API, simulator and, with ConsoleAddr, the console on free ports)
+// and stops it and removes the stage at the test's end. tweak, when set,
+// changes the configuration first.
+func Start(t testing.TB, tweak func(*engine.Config)) *engine.Engine {
+	t.Helper()
+	cfg := Config(t)
 	if tweak != nil {
 		tweak(&cfg)
 	}
+	e, stop := Run(t, cfg)
+	t.Cleanup(func() {
+		stop()
+		testenv.Cleanup(t, e.Clients(), e.Stack)
+	})
+	return e
+}
+
+// Run starts an engine with cfg (provisioning its stage if need be) and
+// returns it with a stop function that stops it and leaves the stage as
+// it is, for the next engine on it: a restart, or a deploy. Removing the
+// stage is the caller's (testenv.Cleanup).
+func Run(t testing.TB, cfg engine.Config) (*engine.Engine, func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	e, err := engine.New(ctx, testenv.AWS(t), cfg)
 	if err != nil {
@@ -48,14 +71,17 @@ func Start(t testing.TB, tweak func(*engine.Config)) *engine.Engine {
 	}
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("engine stopped with %v", err)
-		}
-		testenv.Cleanup(t, e.Clients(), e.Stack)
-	})
-	return e
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("engine stopped with %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop) // a test that fails half-way still stops it
+	return e, stop
 }
 
 type testWriter struct{ t testing.TB }

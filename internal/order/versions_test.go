@@ -1,0 +1,54 @@
+package order_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"orderly/internal/order"
+)
+
+func TestVersions(t *testing.T) {
+	v1 := order.OrderWorkflow(order.DefaultTiming)
+	v2 := v1
+	v2.Version = "2"
+	v2.Steps = append(slices.Clone(v1.Steps), order.StepDef{Name: "notify", Agent: "mailer", Allowance: 1, MaxAllowance: 1, FailureThreshold: 1})
+	vs, err := order.NewVersions(v1, v2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vs.Latest().Version != "2" {
+		t.Errorf("latest %s, want the last given", vs.Latest().Version)
+	}
+	for _, tt := range []struct {
+		version string
+		want    string
+		ok      bool
+	}{{"1", "1", true}, {"", "1", true}, {"2", "2", true}, {"3", "", false}} {
+		w, ok := vs.Get(tt.version)
+		if ok != tt.ok || w.Version != tt.want {
+			t.Errorf("Get(%q) = version %q, %t; want %q, %t", tt.version, w.Version, ok, tt.want, tt.ok)
+		}
+	}
+	if got := vs.Agents(); !slices.Equal(got, []string{order.AgentInventory, order.AgentPayment, order.AgentShipping, "mailer"}) {
+		t.Errorf("agents %v, want every version's, each once", got)
+	}
+	if got := vs.Known(); !slices.Equal(got, []string{"1", "2"}) {
+		t.Errorf("known %v", got)
+	}
+	for name, wfs := range map[string][]order.Workflow{
+		"none":            nil,
+		"a version twice": {v1, v1},
+		"no version":      {{Steps: v1.Steps}},
+		"no steps":        {{Version: "9"}},
+	} {
+		if _, err := order.NewVersions(wfs...); !errors.Is(err, order.ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+	}
+	// Orders written before versions existed carry none: they run under
+	// version 1, which stays until `orderly versions` shows none left.
+	if _, ok := order.OrderWorkflows(order.DefaultTiming).Get(order.LegacyVersion); !ok {
+		t.Error("the shipped versions lack version 1, which orders without a version run under")
+	}
+}
