@@ -13,6 +13,7 @@
 //	orderly dlq show QUEUE [-max 10]
 //	orderly dlq redrive QUEUE [-max N] [-dry-run]
 //	orderly alerts [-since 24h] [-kind UndoFailed] [-max 100]
+//	orderly versions
 //	orderly console [-addr 127.0.0.1:8082]
 package main
 
@@ -62,6 +63,8 @@ Commands:
   dlq redrive QUEUE          move a dead-letter queue's messages back to their queue
   alerts [-since 24h]        the alerts sent to operators, newest first, with the
                              order, the stuck step or undo and the reason
+  versions                   the orders not ended per workflow version, and which
+                             versions this build has: remove a version once none uses it
   console [-addr HOST:PORT]  serve the web console for the stage (default 127.0.0.1:8082)
 
 Every command takes -h. The stage's AWS endpoints come from the usual
@@ -124,6 +127,8 @@ func run(args []string, out io.Writer) error {
 		return a.dlq(ctx, rest)
 	case "alerts":
 		return a.alerts(ctx, rest)
+	case "versions":
+		return a.versions(ctx, rest)
 	case "console":
 		return a.console(ctx, rest)
 	}
@@ -178,13 +183,13 @@ func (a *app) list(ctx context.Context, args []string) error {
 	}
 	return a.print(ls, func(w io.Writer) {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ORDER\tSTATUS\tRECORD\tSTATE\tATTEMPT\tFAILURES\tCOMPLETE BY\tLATE\tLAST ERROR")
+		fmt.Fprintln(tw, "ORDER\tSTATUS\tVERSION\tRECORD\tSTATE\tATTEMPT\tFAILURES\tCOMPLETE BY\tLATE\tLAST ERROR")
 		for _, l := range ls {
 			step := l.Step
 			if l.Undo {
 				step = "undo " + step
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", l.OrderID, l.Status, step, l.State, l.Attempt, l.Failures,
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", l.OrderID, l.Status, l.Version, step, l.State, l.Attempt, l.Failures,
 				l.CompleteBy.UTC().Format(time.RFC3339), l.Late.Round(time.Second), clip(l.LastError, 50))
 		}
 		tw.Flush()
@@ -423,6 +428,36 @@ func (a *app) alerts(ctx context.Context, args []string) error {
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", al.At.UTC().Format(time.RFC3339), al.Kind, al.OrderID, step,
 				al.Attempt, al.FailureCount, clip(al.Reason, 60))
+		}
+		tw.Flush()
+	})
+}
+
+func (a *app) versions(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("versions", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "Usage: orderly versions: the orders in flight and in Error per workflow version (from the indexes, no Scan)\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	use, err := a.stage.Versions(ctx)
+	if err != nil {
+		return err
+	}
+	return a.print(use, func(w io.Writer) {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "VERSION\tIN FLIGHT\tIN ERROR\tIN THIS BUILD\tREMOVABLE")
+		for _, u := range use {
+			removable := "no"
+			switch {
+			case u.Latest:
+				removable = "no: new orders get it"
+			case u.InFlight == 0 && u.InError == 0:
+				removable = "yes: no order uses it"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%t\t%s\n", u.Version, u.InFlight, u.InError, u.Known, removable)
 		}
 		tw.Flush()
 	})

@@ -6,9 +6,11 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -51,7 +53,9 @@ type Stage struct {
 	controls *control.Service
 	sqs      SQS
 	agents   []string
-	now      func() time.Time
+	// workflows are the versions this build has.
+	workflows order.Versions
+	now       func() time.Time
 }
 
 // Open returns the stage's view over the given clients. The resource names
@@ -65,7 +69,7 @@ func Open(name string, db *dynamodb.Client, queues SQS) *Stage {
 		Name: name, catalog: cat, store: store,
 		history:  dynamo.NewHistory(db, cat.History.Name),
 		controls: control.New(store.As(ByOperatorCancel), store.As(ByOperatorRedrive), wfs, time.Now),
-		sqs:      queues, agents: wfs.Agents(), now: time.Now,
+		sqs:      queues, agents: wfs.Agents(), workflows: wfs, now: time.Now,
 	}
 }
 
@@ -80,13 +84,15 @@ func (s *Stage) WithClock(now func() time.Time) *Stage {
 type Listed struct {
 	OrderID string `json:"orderId"`
 	// Status is the order's, as its active record implies it.
-	Status     order.Status `json:"status"`
-	Step       string       `json:"step"`
-	Undo       bool         `json:"undo,omitempty"`
-	State      string       `json:"state"`
-	Attempt    int          `json:"attempt"`
-	Failures   int          `json:"failureCount"`
-	CompleteBy time.Time    `json:"completeBy"`
+	Status order.Status `json:"status"`
+	// Version is the workflow version the order runs under.
+	Version    string    `json:"version"`
+	Step       string    `json:"step"`
+	Undo       bool      `json:"undo,omitempty"`
+	State      string    `json:"state"`
+	Attempt    int       `json:"attempt"`
+	Failures   int       `json:"failureCount"`
+	CompleteBy time.Time `json:"completeBy"`
 	// Late is how long ago CompleteBy passed; 0 while it has not.
 	Late      time.Duration `json:"lateNanos"`
 	LastError string        `json:"lastError,omitempty"`
@@ -132,6 +138,60 @@ func (s *Stage) InStatus(ctx context.Context, status order.Status, limit int) ([
 	return nil, fmt.Errorf("orders %q are not listed: %w", status, ErrNotListed)
 }
 
+// VersionUse is how many orders that have not ended use one workflow
+// version.
+type VersionUse struct {
+	Version  string `json:"version"`
+	InFlight int    `json:"inFlight"`
+	InError  int    `json:"inError"`
+	// Known says whether this build (the CLI's) has the version; Latest,
+	// whether new orders get it.
+	Known  bool `json:"known"`
+	Latest bool `json:"latest"`
+}
+
+// Versions counts the orders in flight and in Error per workflow version,
+// from the due and error indexes (never a Scan), with every version the
+// build has even when no order uses it: a version is safe to remove from
+// the code once no order uses it. Ended orders are never run again, so
+// they do not count.
+func (s *Stage) Versions(ctx context.Context) ([]VersionUse, error) {
+	use := map[string]*VersionUse{}
+	get := func(v string) *VersionUse {
+		if use[v] == nil {
+			_, known := s.workflows.Get(v)
+			use[v] = &VersionUse{Version: v, Known: known, Latest: v == s.workflows.Latest().Version}
+		}
+		return use[v]
+	}
+	for _, v := range s.workflows.Known() {
+		get(v)
+	}
+	all := func(ctx context.Context, shard, n int, after dynamo.Cursor) ([]order.StepState, dynamo.Cursor, error) {
+		return s.store.DueSteps(ctx, shard, s.now().AddDate(100, 0, 0), n, after)
+	}
+	flying, err := s.collect(ctx, math.MaxInt, all, func(Listed) bool { return true })
+	if err != nil {
+		return nil, fmt.Errorf("count orders in flight per version: %w", err)
+	}
+	for _, l := range flying {
+		get(l.Version).InFlight++
+	}
+	stuck, err := s.collect(ctx, math.MaxInt, s.store.InError, func(Listed) bool { return true })
+	if err != nil {
+		return nil, fmt.Errorf("count orders in Error per version: %w", err)
+	}
+	for _, l := range stuck {
+		get(l.Version).InError++
+	}
+	out := make([]VersionUse, 0, len(use))
+	for _, u := range use {
+		out = append(out, *u)
+	}
+	slices.SortFunc(out, func(a, b VersionUse) int { return cmp.Compare(a.Version, b.Version) })
+	return out, nil
+}
+
 // ErrNotListed marks a status no index lists: an order that ended
 // (Processed, Failed, Cancelled) is looked up by id.
 var ErrNotListed = errors.New("only Error and the statuses in flight (Pending, Processing, Compensating, Cancelling) are indexed; an order that ended is looked up by id")
@@ -174,7 +234,7 @@ func (s *Stage) collect(ctx context.Context, limit int,
 }
 
 func listed(st order.StepState, now time.Time) Listed {
-	l := Listed{OrderID: st.OrderID, Status: statusOf(st), Step: st.Step, Undo: st.Undo, State: string(st.ProcessState), Attempt: st.Attempt,
+	l := Listed{OrderID: st.OrderID, Status: statusOf(st), Version: order.VersionOf(st.Version), Step: st.Step, Undo: st.Undo, State: string(st.ProcessState), Attempt: st.Attempt,
 		Failures: st.FailureCount, CompleteBy: st.CompleteBy, LastError: st.LastError}
 	if !st.CompleteBy.IsZero() && now.After(st.CompleteBy) {
 		l.Late = now.Sub(st.CompleteBy)

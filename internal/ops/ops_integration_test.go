@@ -326,3 +326,28 @@ func TestAlerts(t *testing.T) {
 		t.Errorf("the alert as listed: %+v, %v; want %+v", got, err, sent[0])
 	}
 }
+
+// The orders that have not ended are counted per workflow version, from
+// the indexes, with the versions this build has; an order of a version
+// the build lacks is counted too.
+func TestVersions(t *testing.T) {
+	w, stage := world(t)
+	ctx := context.Background()
+	w.Submit(t, someOrder)
+	w.Submit(t, someOrder)
+	// An order a newer build submitted, under version 9.
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	newer := order.Order{ID: order.NewID(), Version: "9", CustomerID: "c-1", Lines: someOrder.Lines, Status: order.StatusPending,
+		RequestHash: "h", Caller: testenv.Caller, CreatedAt: now, UpdatedAt: now}
+	if _, err := w.Store.CreateOrder(ctx, newer, w.Workflow.NewStates(newer.ID, "", now)); err != nil {
+		t.Fatal(err)
+	}
+	use, err := stage.Versions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ops.VersionUse{{Version: "1", InFlight: 2, Known: true, Latest: true}, {Version: "9", InFlight: 1}}
+	if !slices.Equal(use, want) {
+		t.Errorf("versions %+v, want %+v", use, want)
+	}
+}
