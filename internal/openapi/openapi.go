@@ -134,7 +134,7 @@ func Document() map[string]any {
 			"Order": map[string]any{"type": "object", "required": []string{"orderId", "status", "steps"}, "properties": map[string]any{
 				"orderId": map[string]any{"type": "string"}, "customerId": map[string]any{"type": "string"}, "status": ref("Status"),
 				"version": map[string]any{"type": "string", "description": "the workflow version the order runs under: the latest when it was submitted"},
-				"lines": map[string]any{"type": "array"}, "notificationTarget": map[string]any{"type": "string"},
+				"lines":   map[string]any{"type": "array"}, "notificationTarget": map[string]any{"type": "string"},
 				"lastError": map[string]any{"type": "string"}, "createdAt": map[string]any{"type": "string", "format": "date-time"},
 				"updatedAt": map[string]any{"type": "string", "format": "date-time"}, "steps": map[string]any{"type": "array", "items": map[string]any{
 					"type": "object", "required": []string{"step", "state", "attempt"}}}}},
