@@ -20,6 +20,7 @@ import (
 func main() {
 	log := config.Logger("recorder")
 	env := config.FromOS()
+	retention := env.Retention()
 	historyTable := env.Required(resources.EnvHistoryTable)
 	bus := env.Required(resources.EnvEventBus)
 	awsCfg, err := config.Load(context.Background(), env)
@@ -30,6 +31,6 @@ func main() {
 	svc := recorder.New(
 		dynamo.NewHistory(dynamodb.NewFromConfig(awsCfg), historyTable),
 		eventbridge.NewPublisher(awseventbridge.NewFromConfig(awsCfg), bus),
-		log, env.Metrics(os.Stdout, "recorder"))
+		log, env.Metrics(os.Stdout, "recorder")).Retain(retention)
 	lambda.Start(svc.HandleStream)
 }

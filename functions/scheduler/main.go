@@ -28,6 +28,7 @@ import (
 func main() {
 	log := config.Logger("scheduler")
 	env := config.FromOS()
+	retention := env.Retention()
 	ordersTable := env.Required(resources.EnvOrdersTable)
 	topicARN := env.Required(resources.EnvAlertTopicARN)
 	workflows := order.OrderWorkflows(env.Timing())
@@ -40,7 +41,7 @@ func main() {
 	m := env.Metrics(os.Stdout, "scheduler")
 	// One execution environment is one Scheduler instance.
 	id := config.InstanceID("scheduler")
-	store := dynamo.NewStore(dynamodb.NewFromConfig(awsCfg), ordersTable).As("scheduler " + id)
+	store := dynamo.NewStore(dynamodb.NewFromConfig(awsCfg), ordersTable).As("scheduler " + id).Retain(retention)
 	alerter := sns.NewAlerter(awssns.NewFromConfig(awsCfg), topicARN)
 	requests := sqs.NewRequests(awssqs.NewFromConfig(awsCfg), queues)
 	svc := scheduler.New(scheduler.Config{

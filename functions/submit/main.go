@@ -25,6 +25,7 @@ import (
 func main() {
 	log := config.Logger("submit")
 	env := config.FromOS()
+	retention := env.Retention()
 	ordersTable := env.Required(resources.EnvOrdersTable)
 	historyTable := env.Required(resources.EnvHistoryTable)
 	anonymous := env.String(resources.EnvAnonymousCaller, "")
@@ -39,7 +40,7 @@ func main() {
 	}
 	m := env.Metrics(os.Stdout, "submit")
 	db := dynamodb.NewFromConfig(awsCfg)
-	store := dynamo.NewStore(db, ordersTable)
+	store := dynamo.NewStore(db, ordersTable).Retain(retention)
 	requests := sqs.NewRequests(awssqs.NewFromConfig(awsCfg), queues)
 	svc := api.NewService(api.Config{
 		InstanceID: config.InstanceID("submit"),

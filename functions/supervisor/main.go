@@ -25,6 +25,7 @@ import (
 func main() {
 	log := config.Logger("supervisor")
 	env := config.FromOS()
+	retention := env.Retention()
 	ordersTable := env.Required(resources.EnvOrdersTable)
 	topicARN := env.Required(resources.EnvAlertTopicARN)
 	workflows := order.OrderWorkflows(env.Timing())
@@ -37,7 +38,7 @@ func main() {
 		log.Error("cannot start", "error", err)
 		os.Exit(1)
 	}
-	store := dynamo.NewStore(dynamodb.NewFromConfig(awsCfg), ordersTable).As("supervisor")
+	store := dynamo.NewStore(dynamodb.NewFromConfig(awsCfg), ordersTable).As("supervisor").Retain(retention)
 	alerter := sns.NewAlerter(awssns.NewFromConfig(awsCfg), topicARN)
 	svc := supervisor.New(supervisor.Config{
 		Store:     store,

@@ -39,6 +39,9 @@ func table(s *Stack, id string, t resources.Table) awsdynamodb.Table {
 	if t.Stream {
 		props.Stream = awsdynamodb.StreamViewType_NEW_AND_OLD_IMAGES
 	}
+	if t.TTL != "" {
+		props.TimeToLiveAttribute = jsii.String(t.TTL)
+	}
 	tbl := awsdynamodb.NewTable(s.Stack, jsii.String(id), props)
 	for _, ix := range t.Indexes {
 		tbl.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{

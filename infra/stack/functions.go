@@ -185,7 +185,8 @@ func (f *functions) lambda(s *Stack, id, name string, timeout time.Duration, mem
 // and its own log group with a set retention.
 func (f *functions) lambdaFrom(s *Stack, id, name, asset string, timeout time.Duration, memory float64, env map[string]*string, opts ...func(*awslambda.FunctionProps)) awslambda.Function {
 	fullName := "orderly-" + s.props.Stage + "-" + name
-	env = merge(env, map[string]*string{resources.EnvMetricsNamespace: jsii.String(s.namespace())})
+	env = merge(env, map[string]*string{resources.EnvMetricsNamespace: jsii.String(s.namespace()),
+		resources.EnvRetention: jsii.String(s.props.Retention.String())})
 	role := awsiam.NewRole(s.Stack, jsii.String(id+"Role"), &awsiam.RoleProps{
 		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
 		Description: jsii.String("orderly " + name + " function"),

@@ -49,6 +49,9 @@ type Props struct {
 	ReplyMaxConcurrency float64
 	// Timing is the workflow timing passed to the functions.
 	Timing order.Timing
+	// Retention is how long ended orders and their history are kept
+	// (DynamoDB TTL): RETENTION of every function.
+	Retention time.Duration
 	// Prices is the price table the dashboard's cost estimate uses
 	// (cost/prices.json, as `make cost` does).
 	Prices cost.Prices
@@ -72,6 +75,7 @@ const (
 	CtxAssetsDir           = "assetsDir"
 	CtxAnonymousCaller     = "anonymousCaller"
 	CtxPricesFile          = "pricesFile"
+	CtxRetentionDays       = "retentionDays"
 	// The workflow's timing (README, Configuration): Go durations, and a
 	// count that may be 0.
 	CtxStepAllowance    = "stepAllowance"
@@ -123,6 +127,7 @@ func FromContext(scope constructs.Construct) (Props, error) {
 	}
 	p := Props{
 		Prices:              prices,
+		Retention:           time.Duration(num(CtxRetentionDays, resources.DefaultRetention.Hours()/24) * float64(24*time.Hour)),
 		Stage:               str(CtxStage, "dev"),
 		RemoteURL:           str(CtxRemoteURL, "https://remote.example.com"),
 		AlarmEmail:          str(CtxAlarmEmail, ""),

@@ -39,7 +39,7 @@ type Controls interface {
 
 // History reads an order's history.
 type History interface {
-	List(ctx context.Context, orderID string) ([]order.Transition, error)
+	List(ctx context.Context, orderID string, since time.Time) ([]order.Transition, error)
 }
 
 // Dispatcher sends the first step's request, which submission claims.
@@ -328,7 +328,7 @@ func (s *Service) showHistory(ctx context.Context, req events.APIGatewayProxyReq
 	if err != nil {
 		return events.APIGatewayProxyResponse{}, err
 	}
-	ts, err := s.history.List(ctx, id)
+	ts, err := s.history.List(ctx, id, o.CreatedAt)
 	if err != nil {
 		return events.APIGatewayProxyResponse{}, err
 	}

@@ -127,6 +127,12 @@ func InstanceID(function string) string {
 	return function + "/" + os.Getenv("AWS_LAMBDA_LOG_STREAM_NAME") + "/" + rand.Text()[:8]
 }
 
+// Retention reads how long ended orders and their history are kept
+// (RETENTION, a Go duration: 2160h is 90 days).
+func (e *Env) Retention() time.Duration {
+	return e.Duration(resources.EnvRetention, resources.DefaultRetention)
+}
+
 // Timing reads the workflow timing, defaulting to order.DefaultTiming.
 func (e *Env) Timing() order.Timing {
 	d := order.DefaultTiming

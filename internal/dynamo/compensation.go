@@ -105,6 +105,7 @@ func (s *Store) startUndo(ctx context.Context, u Undoing, now time.Time) (order.
 	}
 	if len(u.Plan) == 0 {
 		upd = upd.Set(expression.Name(attrStatus), expression.Value(final)).
+			Set(expression.Name(attrExpiresAt), s.expiresAt(now)).
 			Remove(expression.Name(attrActive)).
 			Remove(expression.Name(attrUnclaimed)).
 			Remove(expression.Name(attrDueShard)).

@@ -19,8 +19,11 @@ type Change struct {
 	// Sent is the alert the change recorded as sent to operators, as the
 	// notifier sent it (its time is the change's); nil for other changes.
 	Sent *order.Alert
-	// Submitted is when the order was submitted, for its latency.
+	// Submitted is when the order was submitted, for its latency; At is
+	// when the change was made; Current is the order's status after it.
 	Submitted time.Time
+	At        time.Time
+	Current   order.Status
 }
 
 // ChangeOf reads a stream record of the orders table (NEW_AND_OLD_IMAGES).
@@ -42,7 +45,8 @@ func ChangeOf(rec events.DynamoDBEventRecord) (Change, error) {
 		}
 		before = &old
 	}
-	c := Change{OrderID: now.OrderID, Transitions: diff(before, now), Sent: sentAlert(before, now), Submitted: fromMillis(now.CreatedAt)}
+	c := Change{OrderID: now.OrderID, Transitions: diff(before, now), Sent: sentAlert(before, now),
+		Submitted: fromMillis(now.CreatedAt), At: fromMillis(now.UpdatedAt), Current: order.Status(now.Status)}
 	if before == nil || before.Status != now.Status {
 		c.Status = statusChange(before, now, rec.Change.SequenceNumber)
 	}

@@ -19,6 +19,7 @@ import (
 // HistoryClient is the part of the DynamoDB API the history uses.
 type HistoryClient interface {
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 }
 
@@ -46,6 +47,9 @@ type historyItem struct {
 	AlertDay string       `dynamodbav:"AlertDay,omitempty"`
 	AlertAt  int64        `dynamodbav:"AlertAt,omitempty"`
 	Alert    *order.Alert `dynamodbav:"Alert,omitempty"`
+	// ExpiresAt is the item's TTL (Unix seconds); none while its order is
+	// in Error.
+	ExpiresAt int64 `dynamodbav:"ExpiresAt,omitempty"`
 }
 
 // seqWidth pads sequence numbers (decimal strings of up to 40 digits in
@@ -55,8 +59,14 @@ const seqWidth = 40
 // Record stores the transitions of the change with stream sequence number
 // seq and, when the change recorded an alert sent, the alert, in the alert
 // index under the day it was sent.
-func (h *History) Record(ctx context.Context, orderID, seq string, ts []order.Transition, sent *order.Alert) error {
+//
+// expires is the item's TTL: zero for none (an order in Error keeps its
+// history until it is resolved).
+func (h *History) Record(ctx context.Context, orderID, seq string, ts []order.Transition, sent *order.Alert, expires time.Time) error {
 	hi := historyItem{OrderID: orderID, Seq: pad(seq), Entries: ts}
+	if !expires.IsZero() {
+		hi.ExpiresAt = expires.Unix()
+	}
 	if sent != nil {
 		hi.AlertDay, hi.AlertAt, hi.Alert = alertDay(sent.At), sent.At.UnixMilli(), sent
 	}
@@ -70,9 +80,11 @@ func (h *History) Record(ctx context.Context, orderID, seq string, ts []order.Tr
 	return nil
 }
 
-// List returns every transition of an order, in order. The read is
-// strongly consistent.
-func (h *History) List(ctx context.Context, orderID string) ([]order.Transition, error) {
+// List returns every transition of an order since it was submitted, in
+// order. The read is strongly consistent. Transitions before since belong
+// to an expired order whose Idempotency-Key made this one (same id): its
+// history outlives it by resources.HistoryMargin.
+func (h *History) List(ctx context.Context, orderID string, since time.Time) ([]order.Transition, error) {
 	var (
 		out  []order.Transition
 		next map[string]types.AttributeValue
@@ -90,11 +102,18 @@ func (h *History) List(ctx context.Context, orderID string) ([]order.Transition,
 			return nil, fmt.Errorf("read history of order %s: %w", orderID, err)
 		}
 		for _, it := range page.Items {
+			if expiredItem(it, time.Now()) {
+				continue
+			}
 			var hi historyItem
 			if err := attributevalue.UnmarshalMap(it, &hi); err != nil {
 				return nil, fmt.Errorf("history of order %s: %w", orderID, err)
 			}
-			out = append(out, hi.Entries...)
+			for _, t := range hi.Entries {
+				if !t.At.Before(since) {
+					out = append(out, t)
+				}
+			}
 		}
 		if next = page.LastEvaluatedKey; len(next) == 0 {
 			return out, nil
@@ -130,6 +149,9 @@ func (h *History) Alerts(ctx context.Context, since, now time.Time, limit int) (
 				return nil, fmt.Errorf("read the alerts of %s: %w", alertDay(day), err)
 			}
 			for _, it := range page.Items {
+				if expiredItem(it, now) {
+					continue
+				}
 				var hi historyItem
 				if err := attributevalue.UnmarshalMap(it, &hi); err != nil {
 					return nil, fmt.Errorf("alert of order %s: %w", hi.OrderID, err)
@@ -144,6 +166,68 @@ func (h *History) Alerts(ctx context.Context, since, now time.Time, limit int) (
 		}
 	}
 	return out, nil
+}
+
+// Pin takes the TTL off every item of an order's history: the order went
+// into Error, and its history stays until the order is resolved.
+func (h *History) Pin(ctx context.Context, orderID string) error {
+	return h.stamp(ctx, orderID, "pin", func(cur int64) (string, map[string]types.AttributeValue, bool) {
+		return "REMOVE #exp", nil, cur != 0
+	})
+}
+
+// Restamp makes every item of an ended order's history that would expire
+// before notBefore (the order's own expiry), or never, expire at expires:
+// those pinned while it was in Error, and those of an order that ran
+// longer than resources.HistoryMargin. Items that expire late enough
+// already are left alone, so an order that ran a normal course costs one
+// Query here.
+func (h *History) Restamp(ctx context.Context, orderID string, notBefore, expires time.Time) error {
+	floor, at := notBefore.Unix(), expires.Unix()
+	return h.stamp(ctx, orderID, "restamp", func(cur int64) (string, map[string]types.AttributeValue, bool) {
+		return "SET #exp = :exp", map[string]types.AttributeValue{":exp": &types.AttributeValueMemberN{Value: strconv.FormatInt(at, 10)}}, cur < floor
+	})
+}
+
+// stamp updates the TTL of those items of an order's history that need
+// it, as change says for each item's current TTL (0 for none).
+func (h *History) stamp(ctx context.Context, orderID, what string, change func(cur int64) (string, map[string]types.AttributeValue, bool)) error {
+	var next map[string]types.AttributeValue
+	for {
+		page, err := h.client.Query(ctx, &dynamodb.QueryInput{
+			TableName:                 aws.String(h.table),
+			KeyConditionExpression:    aws.String("#id = :id"),
+			ProjectionExpression:      aws.String("#id, #seq, #exp"),
+			ExpressionAttributeNames:  map[string]string{"#id": resources.AttrOrderID, "#seq": resources.AttrSeq, "#exp": resources.AttrExpiresAt},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":id": &types.AttributeValueMemberS{Value: orderID}},
+			ExclusiveStartKey:         next,
+		})
+		if err != nil {
+			return fmt.Errorf("%s the history of order %s: %w", what, orderID, err)
+		}
+		for _, it := range page.Items {
+			var cur int64
+			if n, ok := it[resources.AttrExpiresAt].(*types.AttributeValueMemberN); ok {
+				cur, _ = strconv.ParseInt(n.Value, 10, 64)
+			}
+			expr, values, needed := change(cur)
+			if !needed {
+				continue
+			}
+			if _, err := h.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+				TableName:                 aws.String(h.table),
+				Key:                       map[string]types.AttributeValue{resources.AttrOrderID: it[resources.AttrOrderID], resources.AttrSeq: it[resources.AttrSeq]},
+				UpdateExpression:          aws.String(expr),
+				ExpressionAttributeNames:  map[string]string{"#exp": resources.AttrExpiresAt},
+				ExpressionAttributeValues: values,
+			}); err != nil {
+				return fmt.Errorf("%s the history of order %s: %w", what, orderID, err)
+			}
+		}
+		if next = page.LastEvaluatedKey; len(next) == 0 {
+			return nil
+		}
+	}
 }
 
 func pad(seq string) string {

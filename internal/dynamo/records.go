@@ -98,6 +98,7 @@ const (
 	attrBy           = "By"
 	attrSteps        = "Steps"
 	attrParked       = "Parked"
+	attrExpiresAt    = resources.AttrExpiresAt
 	dueIndexName     = resources.DueIndexName
 )
 

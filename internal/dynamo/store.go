@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -41,6 +42,35 @@ type Store struct {
 	// actor, when set, is stamped on every write (the item's By), so the
 	// order's history says who made each change.
 	actor string
+	// retention is how long an ended order is kept (its TTL).
+	retention time.Duration
+	now       func() time.Time
+}
+
+// Retain returns a store whose writes that end an order set it to expire
+// after d (resources.DefaultRetention unless told).
+func (s *Store) Retain(d time.Duration) *Store {
+	c := *s
+	if d > 0 {
+		c.retention = d
+	}
+	return &c
+}
+
+// expiresAt is the TTL of an order ended at now: Unix seconds.
+func (s *Store) expiresAt(now time.Time) expression.ValueBuilder {
+	return expression.Value(now.Add(s.retention).Unix())
+}
+
+// expiredItem reports whether an item's TTL has passed: DynamoDB deletes such
+// items within days, and every read treats them as gone already.
+func expiredItem(item map[string]types.AttributeValue, now time.Time) bool {
+	n, ok := item[attrExpiresAt].(*types.AttributeValueMemberN)
+	if !ok {
+		return false
+	}
+	at, err := strconv.ParseInt(n.Value, 10, 64)
+	return err == nil && at <= now.Unix()
 }
 
 // As returns a store whose writes are stamped as made by actor: "submit",
@@ -54,7 +84,7 @@ func (s *Store) As(actor string) *Store {
 
 // NewStore returns a store over the orders table.
 func NewStore(client Client, table string) *Store {
-	return &Store{client: client, table: table, shards: resources.DueShards}
+	return &Store{client: client, table: table, shards: resources.DueShards, retention: resources.DefaultRetention, now: time.Now}
 }
 
 // Shards is the number of due-index partitions the Supervisor must query.
@@ -72,8 +102,11 @@ func (s *Store) CreateOrder(ctx context.Context, o order.Order, steps []order.St
 	if err != nil {
 		return order.Order{}, fmt.Errorf("marshal order %s: %w", o.ID, err)
 	}
+	// An expired order (TTL passed, not deleted yet) is gone: its key may
+	// be used again.
 	cond, err := expression.NewBuilder().
-		WithCondition(expression.AttributeNotExists(expression.Name(attrOrderID))).Build()
+		WithCondition(expression.AttributeNotExists(expression.Name(attrOrderID)).
+			Or(expression.Name(attrExpiresAt).LessThanEqual(expression.Value(s.now().Unix())))).Build()
 	if err != nil {
 		return order.Order{}, fmt.Errorf("build create condition: %w", err)
 	}
@@ -81,6 +114,7 @@ func (s *Store) CreateOrder(ctx context.Context, o order.Order, steps []order.St
 		TableName: aws.String(s.table), Item: item,
 		ConditionExpression:                 cond.Condition(),
 		ExpressionAttributeNames:            cond.Names(),
+		ExpressionAttributeValues:           cond.Values(),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	var ccf *types.ConditionalCheckFailedException
@@ -110,7 +144,7 @@ func (s *Store) GetOrder(ctx context.Context, id string) (order.Order, []order.S
 	if err != nil {
 		return order.Order{}, nil, fmt.Errorf("get order %s: %w", id, err)
 	}
-	if out.Item == nil {
+	if out.Item == nil || expiredItem(out.Item, s.now()) {
 		return order.Order{}, nil, fmt.Errorf("order %s: %w", id, order.ErrNotFound)
 	}
 	o, steps, err := decode(out.Item)

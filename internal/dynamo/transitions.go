@@ -171,6 +171,7 @@ func (s *Store) complete(ctx context.Context, c Completion, now time.Time, setDu
 			cond = cond.And(cancelIs(c.Cancelled))
 		}
 		upd = upd.Set(expression.Name(attrStatus), expression.Value(status)).
+			Set(expression.Name(attrExpiresAt), s.expiresAt(now)).
 			Remove(expression.Name(attrActive)).
 			Remove(expression.Name(attrDueShard)).
 			Remove(expression.Name(attrDueAt))

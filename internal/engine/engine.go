@@ -80,6 +80,9 @@ type Config struct {
 	// Workflows, when set, are the workflow versions the engine runs
 	// (tests of version changes); empty means the shipped ones with Timing.
 	Workflows order.Versions
+	// Retention is how long ended orders and their history are kept;
+	// zero means resources.DefaultRetention.
+	Retention time.Duration
 	// ParkFor is how often an order of a version the engine lacks is
 	// looked at; zero means the Supervisor's default.
 	ParkFor time.Duration
@@ -188,7 +191,7 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("provision stage %s: %w", cfg.Stage, err)
 	}
 	e.Stack = stack
-	e.Store = dynamo.NewStore(e.fns.DynamoDB, catalog.Orders.Name)
+	e.Store = dynamo.NewStore(e.fns.DynamoDB, catalog.Orders.Name).Retain(cfg.Retention)
 	e.History = dynamo.NewHistory(e.fns.DynamoDB, catalog.History.Name)
 	e.API = api.NewService(api.Config{
 		InstanceID: "submit-local-" + rand.Text()[:6], Store: e.Store.As("submit"),
@@ -335,7 +338,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	// The recorder: the orders table's stream, unfiltered, into the
 	// history and the event bus.
 	rec := recorder.New(e.History, orderlyeb.NewPublisher(e.fns.EventBridge, e.Stack.Catalog.EventBus),
-		e.cfg.Log.With("service", "recorder"), e.metrics("recorder"))
+		e.cfg.Log.With("service", "recorder"), e.metrics("recorder")).Retain(e.cfg.Retention)
 	recCfg := localrun.StreamConfig{StreamARN: e.Stack.StreamARN, Timeout: resources.RecorderTimeout}
 	if e.cfg.StateDir != "" {
 		checkpoints, err := localrun.NewFileCheckpoints(filepath.Join(e.cfg.StateDir, e.cfg.Stage+"-recorder-stream.json"), e.Stack.StreamARN)

@@ -271,7 +271,11 @@ func (s *Stage) Show(ctx context.Context, id string) (api.OrderView, error) {
 
 // History lists every transition of an order, in order.
 func (s *Stage) History(ctx context.Context, id string) ([]order.Transition, error) {
-	ts, err := s.history.List(ctx, id)
+	o, _, err := s.store.GetOrder(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("history of order %s: %w", id, err)
+	}
+	ts, err := s.history.List(ctx, id, o.CreatedAt)
 	if err != nil {
 		return nil, fmt.Errorf("history of order %s: %w", id, err)
 	}

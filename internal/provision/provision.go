@@ -223,7 +223,30 @@ func createTable(ctx context.Context, client *dynamodb.Client, t resources.Table
 	if err := addIndexes(ctx, client, t, out.Table, in); err != nil {
 		return "", err
 	}
+	if err := enableTTL(ctx, client, t); err != nil {
+		return "", err
+	}
 	return aws.ToString(out.Table.LatestStreamArn), nil
+}
+
+// enableTTL turns on the table's TTL attribute, unless it is on already.
+func enableTTL(ctx context.Context, client *dynamodb.Client, t resources.Table) error {
+	if t.TTL == "" {
+		return nil
+	}
+	cur, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(t.Name)})
+	if err != nil {
+		return fmt.Errorf("describe TTL of table %s: %w", t.Name, err)
+	}
+	if d := cur.TimeToLiveDescription; d != nil && aws.ToString(d.AttributeName) == t.TTL &&
+		(d.TimeToLiveStatus == dbtypes.TimeToLiveStatusEnabled || d.TimeToLiveStatus == dbtypes.TimeToLiveStatusEnabling) {
+		return nil
+	}
+	if _, err := client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: aws.String(t.Name),
+		TimeToLiveSpecification: &dbtypes.TimeToLiveSpecification{AttributeName: aws.String(t.TTL), Enabled: aws.Bool(true)}}); err != nil {
+		return fmt.Errorf("enable TTL on table %s: %w", t.Name, err)
+	}
+	return nil
 }
 
 // addIndexes adds the indexes a table made by an older version lacks, so

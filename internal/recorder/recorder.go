@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -18,11 +19,14 @@ import (
 	"orderly/internal/dynamo"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
+	"orderly/internal/resources"
 )
 
-// History stores an order's transitions.
+// History stores an order's transitions, and their expiry.
 type History interface {
-	Record(ctx context.Context, orderID, seq string, ts []order.Transition, sent *order.Alert) error
+	Record(ctx context.Context, orderID, seq string, ts []order.Transition, sent *order.Alert, expires time.Time) error
+	Pin(ctx context.Context, orderID string) error
+	Restamp(ctx context.Context, orderID string, notBefore, expires time.Time) error
 }
 
 // Publisher publishes a status change.
@@ -39,11 +43,22 @@ type Service struct {
 	publisher Publisher
 	log       *slog.Logger
 	metrics   *metrics.Recorder
+	retention time.Duration
 }
 
-// New returns a recorder.
+// New returns a recorder that keeps an ended order's history for
+// resources.DefaultRetention (and HistoryMargin).
 func New(h History, p Publisher, log *slog.Logger, m *metrics.Recorder) *Service {
-	return &Service{history: h, publisher: p, log: log, metrics: m}
+	return &Service{history: h, publisher: p, log: log, metrics: m, retention: resources.DefaultRetention}
+}
+
+// Retain returns the recorder keeping ended orders' history for d
+// (plus resources.HistoryMargin), as the orders are kept for d.
+func (s *Service) Retain(d time.Duration) *Service {
+	if d > 0 {
+		s.retention = d
+	}
+	return s
 }
 
 // HandleStream records every change of the batch: its transitions in the
@@ -71,11 +86,31 @@ func (s *Service) record(ctx context.Context, rec events.DynamoDBEventRecord) er
 		s.metrics.Count(metrics.PoisonMessages, 1, "source", "recorder")
 		return nil
 	}
+	// History expires a margin after its order would, counted from each
+	// change; an order in Error keeps all of it (pinned) until it ends,
+	// when any item that would expire before the order is restamped.
+	keep := s.retention + resources.HistoryMargin
+	var expires time.Time
+	if c.Current != order.StatusError {
+		expires = c.At.Add(keep)
+	}
 	if len(c.Transitions) > 0 {
 		if err := batch.Retry(ctx, func() error {
-			return s.history.Record(ctx, c.OrderID, rec.Change.SequenceNumber, c.Transitions, c.Sent)
+			return s.history.Record(ctx, c.OrderID, rec.Change.SequenceNumber, c.Transitions, c.Sent, expires)
 		}); err != nil {
 			return err
+		}
+	}
+	if c.Status != nil {
+		var err error
+		switch c.Status.Status {
+		case order.StatusError:
+			err = batch.Retry(ctx, func() error { return s.history.Pin(ctx, c.OrderID) })
+		case order.StatusProcessed, order.StatusFailed, order.StatusCancelled:
+			err = batch.Retry(ctx, func() error { return s.history.Restamp(ctx, c.OrderID, c.At.Add(s.retention), c.At.Add(keep)) })
+		}
+		if err != nil {
+			return fmt.Errorf("history expiry: %w", err)
 		}
 	}
 	if c.Status != nil {

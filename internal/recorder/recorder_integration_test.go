@@ -56,7 +56,7 @@ func TestAStatusEventSurvivesACrashBeforeItsPublish(t *testing.T) {
 	if resp, err = rec.HandleStream(context.Background(), ev); err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("redelivery: %+v, %v; want it recorded", resp, err)
 	}
-	ts, err := history.List(context.Background(), id)
+	ts, err := history.List(context.Background(), id, time.Time{})
 	if err != nil || len(ts) != 2 || ts[0].To != string(order.StatusPending) || ts[0].By != "submit" {
 		t.Errorf("history %+v, %v: want the submission once (2 transitions), by submit", ts, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -33,9 +34,12 @@ func (f *flaky) Publish(_ context.Context, c order.StatusChange) error {
 	return nil
 }
 
-func (f *flaky) Record(context.Context, string, string, []order.Transition, *order.Alert) error {
+func (f *flaky) Record(context.Context, string, string, []order.Transition, *order.Alert, time.Time) error {
 	return nil
 }
+
+func (f *flaky) Pin(context.Context, string) error                           { return nil }
+func (f *flaky) Restamp(context.Context, string, time.Time, time.Time) error { return nil }
 
 func submitted(id string) events.DynamoDBEventRecord {
 	return events.DynamoDBEventRecord{EventName: "INSERT", EventID: "e-" + id, Change: events.DynamoDBStreamRecord{

@@ -31,7 +31,20 @@ const (
 	// the history item of the change that recorded it sent.
 	AttrAlertDay = "AlertDay"
 	AttrAlertAt  = "AlertAt"
+	// AttrExpiresAt is both tables' TTL attribute (Unix seconds): set on an
+	// order by the write that ends it (Processed, Failed, Cancelled),
+	// never on one in Error; on its history once it ended. DynamoDB
+	// deletes an item within days of the time; reads ignore it from then.
+	AttrExpiresAt = "ExpiresAt"
 )
+
+// DefaultRetention is how long an ended order and its history are kept:
+// Step Functions keeps an ended execution's history as long.
+const DefaultRetention = 90 * 24 * time.Hour
+
+// HistoryMargin is how much longer than its order an order's history is
+// kept, so that a history is never read without its order.
+const HistoryMargin = 24 * time.Hour
 
 // AttrType is a DynamoDB key attribute type.
 type AttrType string
@@ -79,6 +92,8 @@ type Table struct {
 	PartitionKey Key
 	SortKey      *Key
 	Indexes      []Index
+	// TTL names the attribute DynamoDB expires items by; empty for none.
+	TTL string
 	// Stream is true when the table streams new and old images.
 	Stream bool
 	// StreamFilter selects the changes that invoke the Scheduler.
@@ -232,6 +247,7 @@ func New(stage string, agents []string) Catalog {
 			}},
 			Stream:       true,
 			StreamFilter: StreamFilter{Present: []string{AttrUnclaimed}},
+			TTL:          AttrExpiresAt,
 		},
 		RequestQueues: map[string]Queue{},
 		ResponseQueue: queue("responses", SchedulerTimeout),
@@ -246,6 +262,7 @@ func New(stage string, agents []string) Catalog {
 				SortKey:      Key{AttrAlertAt, Number},
 				Projection:   ProjectAll,
 			}},
+			TTL: AttrExpiresAt,
 		},
 		EventBus:    name("events"),
 		StatusQueue: queue("status-events", RecorderTimeout),
@@ -268,6 +285,9 @@ const (
 	// EnvMetricsNamespace is the CloudWatch namespace of the stage's
 	// metrics (metrics.StageNamespace).
 	EnvMetricsNamespace = "METRICS_NAMESPACE"
+	// EnvRetention is how long ended orders and their history are kept (a
+	// Go duration; DefaultRetention when unset).
+	EnvRetention = "RETENTION"
 	// EnvAnonymousCaller names the caller of API requests that name none:
 	// set only for LocalStack, whose API Gateway passes no identity.
 	EnvAnonymousCaller = "ANONYMOUS_CALLER"
