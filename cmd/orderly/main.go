@@ -143,14 +143,23 @@ func command(name, synopsis string, args []string, define func(*flag.FlagSet)) (
 	if define != nil {
 		define(fs)
 	}
-	if err := fs.Parse(args); err != nil {
-		return "", err
+	// Flags may follow the argument too (flag stops at the first
+	// argument): parse what follows each argument again.
+	var positional []string
+	for rest := args; ; {
+		if err := fs.Parse(rest); err != nil {
+			return "", err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional, rest = append(positional, fs.Arg(0)), fs.Args()[1:]
 	}
-	if fs.NArg() != 1 {
+	if len(positional) != 1 {
 		fs.Usage()
 		return "", fmt.Errorf("%s takes one argument: %w", name, flag.ErrHelp)
 	}
-	return fs.Arg(0), nil
+	return positional[0], nil
 }
 
 func (a *app) list(ctx context.Context, args []string) error {
