@@ -342,6 +342,10 @@ func TestTablesAreRecoverableAndRetained(t *testing.T) {
 		if tbl["DeletionPolicy"] != "Retain" || tbl["UpdateReplacePolicy"] != "Retain" {
 			t.Errorf("table %s is not retained", id)
 		}
+		// Ended orders and their history expire by TTL, never a Scan.
+		if ttl, _ := p["TimeToLiveSpecification"].(map[string]any); ttl["AttributeName"] != resources.AttrExpiresAt || ttl["Enabled"] != true {
+			t.Errorf("table %s: TTL %v, want %s enabled", id, ttl, resources.AttrExpiresAt)
+		}
 		pitr, _ := p["PointInTimeRecoverySpecification"].(map[string]any)
 		if pitr["PointInTimeRecoveryEnabled"] != true || p["BillingMode"] != "PAY_PER_REQUEST" {
 			t.Errorf("table %s: PITR %v, billing %v; want PITR on demand", id, pitr, p["BillingMode"])
@@ -629,6 +633,27 @@ func TestRequestModelIsTheOpenAPISchema(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			g, _ := json.MarshalIndent(got, "", " ")
 			t.Errorf("model %s:\n%s\nwant the OpenAPI submission schema:\n%s", id, g, raw)
+		}
+	}
+}
+
+// The retention is stage context, passed to every function as RETENTION.
+func TestRetentionFromContext(t *testing.T) {
+	for id, fn := range ofType("AWS::Lambda::Function") {
+		vars, _ := props(fn)["Environment"].(map[string]any)["Variables"].(map[string]any)
+		if vars[resources.EnvRetention] != resources.DefaultRetention.String() {
+			t.Errorf("function %s: %s = %v, want the default %s", logicalName(id), resources.EnvRetention, vars[resources.EnvRetention], resources.DefaultRetention)
+		}
+	}
+	for _, tt := range []struct {
+		days    any
+		want    time.Duration
+		wantErr bool
+	}{{"30", 30 * 24 * time.Hour, false}, {float64(365), 365 * 24 * time.Hour, false}, {"0", 0, true}, {"soon", 0, true}} {
+		ctx := map[string]any{stack.CtxRetentionDays: tt.days, stack.CtxPricesFile: filepath.Join("..", "..", "cost", "prices.json")}
+		p, err := stack.FromContext(awscdk.NewApp(&awscdk.AppProps{Context: &ctx}))
+		if (err != nil) != tt.wantErr || (err == nil && p.Retention != tt.want) {
+			t.Errorf("retentionDays=%v: %s, %v; want %s (error %t)", tt.days, p.Retention, err, tt.want, tt.wantErr)
 		}
 	}
 }
