@@ -249,6 +249,9 @@ func enableTTL(ctx context.Context, client *dynamodb.Client, t resources.Table) 
 	return nil
 }
 
+// indexWait bounds the wait for an added index to become active.
+const indexWait = 2 * time.Minute
+
 // addIndexes adds the indexes a table made by an older version lacks, so
 // a local run kept across an upgrade gets them (the stack's tables get
 // them from CloudFormation), and waits until they are active.
@@ -272,6 +275,9 @@ func addIndexes(ctx context.Context, client *dynamodb.Client, t resources.Table,
 		}
 		added = true
 	}
+	// A table whose index stays CREATING cannot be written (DynamoDB
+	// Local fails every write meanwhile): wait, but not for ever.
+	giveUp := time.Now().Add(indexWait)
 	for added {
 		out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(t.Name)})
 		if err != nil {
@@ -279,7 +285,13 @@ func addIndexes(ctx context.Context, client *dynamodb.Client, t resources.Table,
 		}
 		added = false
 		for _, ix := range out.Table.GlobalSecondaryIndexes {
-			added = added || ix.IndexStatus != dbtypes.IndexStatusActive
+			if ix.IndexStatus != dbtypes.IndexStatusActive {
+				added = true
+				if time.Now().After(giveUp) {
+					return fmt.Errorf("index %s of table %s is still %s after %s: restart the emulators (make stop) if it is DynamoDB Local",
+						aws.ToString(ix.IndexName), t.Name, ix.IndexStatus, indexWait)
+				}
+			}
 		}
 		if added {
 			select {
