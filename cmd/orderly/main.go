@@ -194,10 +194,7 @@ func (a *app) list(ctx context.Context, args []string) error {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ORDER\tSTATUS\tVERSION\tRECORD\tSTATE\tATTEMPT\tFAILURES\tCOMPLETE BY\tLATE\tLAST ERROR")
 		for _, l := range ls {
-			step := l.Step
-			if l.Undo {
-				step = "undo " + step
-			}
+			step := record(l.Step, l.Undo)
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", l.OrderID, l.Status, l.Version, step, l.State, l.Attempt, l.Failures,
 				l.CompleteBy.UTC().Format(time.RFC3339), l.Late.Round(time.Second), clip(l.LastError, 50))
 		}
@@ -374,10 +371,7 @@ func writeOrder(w io.Writer, v api.OrderView) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  #\tSTEP\tSTATE\tATTEMPT\tFAILURES\tCOMPLETE BY\tREFERENCE\tLAST ERROR")
 	for i, s := range v.Steps {
-		step := s.Step
-		if s.Undo {
-			step = "undo " + step
-		}
+		step := record(s.Step, s.Undo)
 		by := ""
 		if s.CompleteBy != nil {
 			by = s.CompleteBy.UTC().Format(time.RFC3339)
@@ -431,10 +425,7 @@ func (a *app) alerts(ctx context.Context, args []string) error {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "SENT\tKIND\tORDER\tRECORD\tATTEMPT\tFAILURES\tREASON")
 		for _, al := range alerts {
-			step := al.Step
-			if al.Undo {
-				step = "undo " + step
-			}
+			step := record(al.Step, al.Undo)
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", al.At.UTC().Format(time.RFC3339), al.Kind, al.OrderID, step,
 				al.Attempt, al.FailureCount, clip(al.Reason, 60))
 		}
@@ -496,4 +487,12 @@ func (a *app) console(ctx context.Context, args []string) error {
 		return fmt.Errorf("console: %w", err)
 	}
 	return nil
+}
+
+// record names an order's record: its step, or the undo of its step.
+func record(step string, undo bool) string {
+	if undo {
+		return "undo " + step
+	}
+	return step
 }
