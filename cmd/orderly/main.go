@@ -14,6 +14,7 @@
 //	orderly dlq redrive QUEUE [-max N] [-dry-run]
 //	orderly alerts [-since 24h] [-kind UndoFailed] [-max 100]
 //	orderly versions
+//	orderly move ID -version V
 //	orderly console [-addr 127.0.0.1:8082]
 package main
 
@@ -63,6 +64,8 @@ Commands:
   dlq redrive QUEUE          move a dead-letter queue's messages back to their queue
   alerts [-since 24h]        the alerts sent to operators, newest first, with the
                              order, the stuck step or undo and the reason
+  move ID -version V         move an order parked under a missing workflow version onto
+                             version V of this build, when its steps fit V
   versions                   the orders not ended per workflow version, and which
                              versions this build has: remove a version once none uses it
   console [-addr HOST:PORT]  serve the web console for the stage (default 127.0.0.1:8082)
@@ -129,6 +132,8 @@ func run(args []string, out io.Writer) error {
 		return a.alerts(ctx, rest)
 	case "versions":
 		return a.versions(ctx, rest)
+	case "move":
+		return a.move(ctx, rest)
 	case "console":
 		return a.console(ctx, rest)
 	}
@@ -430,6 +435,26 @@ func (a *app) alerts(ctx context.Context, args []string) error {
 				al.Attempt, al.FailureCount, clip(al.Reason, 60))
 		}
 		tw.Flush()
+	})
+}
+
+func (a *app) move(ctx context.Context, args []string) error {
+	var version string
+	id, err := command("move", "move ID -version V: move an order parked under a workflow version this build lacks onto version V", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&version, "version", "", "the workflow version to move the order onto (see orderly versions)")
+	})
+	if err != nil {
+		return err
+	}
+	if version == "" {
+		return fmt.Errorf("move: -version is required: %w", flag.ErrHelp)
+	}
+	o, err := a.stage.Move(ctx, id, version)
+	if err != nil {
+		return err
+	}
+	return a.print(o, func(w io.Writer) {
+		fmt.Fprintf(w, "order %s: %s, now under workflow version %s\n", o.ID, o.Status, o.Version)
 	})
 }
 

@@ -23,6 +23,7 @@ type Store interface {
 	RequestCancel(ctx context.Context, st order.StepState, now time.Time) (order.Order, error)
 	StartUndo(ctx context.Context, u dynamo.Undoing, now time.Time) (order.Order, order.StepState, error)
 	Redrive(ctx context.Context, r dynamo.Resume, now time.Time) (order.Order, order.StepState, error)
+	MoveVersion(ctx context.Context, o order.Order, active *order.StepState, to string, now time.Time) (order.Order, error)
 }
 
 // tries bounds how often a decision is made again after the order moved on
@@ -195,6 +196,67 @@ func (s *Service) Redrive(ctx context.Context, id, action string) (order.Order, 
 		return o, err
 	}
 	return order.Order{}, fmt.Errorf("redrive order %s: %w", id, ErrBusy)
+}
+
+// Move moves an order parked under a workflow version this build lacks
+// onto version to, which it has: an operator's explicit alternative to
+// deploying the missing version again. It is allowed only when every
+// record of the order names a step of version to, with the same agent,
+// at the same place (the workflow steps) or with an undo (the undo
+// records), and both versions have as many steps: a version that changed
+// timings or thresholds, say. The order then goes on under version to.
+func (s *Service) Move(ctx context.Context, id, to string) (order.Order, error) {
+	wf, ok := s.workflows.Get(to)
+	if !ok {
+		return order.Order{}, fmt.Errorf("this build has no workflow version %s (it has %s): %w", to, strings.Join(s.workflows.Known(), ", "), order.ErrNotAllowed)
+	}
+	for range tries {
+		o, steps, err := s.operators.GetOrder(ctx, id)
+		if err != nil {
+			return o, err
+		}
+		if _, known := s.workflows.Get(o.Version); known {
+			return o, fmt.Errorf("order %s runs under version %s, which this build has; only an order of a missing version is moved: %w", id, o.Version, order.ErrNotAllowed)
+		}
+		if err := fits(wf, steps); err != nil {
+			return o, fmt.Errorf("order %s cannot move from version %s to %s: %w: %w", id, o.Version, to, err, order.ErrNotAllowed)
+		}
+		var active *order.StepState
+		for i := range steps {
+			if steps[i].ProcessState == order.Pending || steps[i].ProcessState == order.Processing || steps[i].ProcessState == order.Error {
+				active = &steps[i]
+				break
+			}
+		}
+		o, err = s.operators.MoveVersion(ctx, o, active, to, s.now())
+		if errors.Is(err, order.ErrStale) {
+			continue
+		}
+		return o, err
+	}
+	return order.Order{}, fmt.Errorf("move order %s: %w", id, ErrBusy)
+}
+
+// fits reports why an order's records do not fit a workflow version.
+func fits(wf order.Workflow, steps []order.StepState) error {
+	forward := 0
+	for _, st := range steps {
+		if st.Undo {
+			def, ok := wf.Step(st.Step)
+			if !ok || def.Undo == "" || def.Agent != st.Agent {
+				return fmt.Errorf("undo record %d undoes %s, which version %s cannot undo with agent %s", st.Index, st.Step, wf.Version, st.Agent)
+			}
+			continue
+		}
+		if st.Index >= len(wf.Steps) || wf.Steps[st.Index].Name != st.Step || wf.Steps[st.Index].Agent != st.Agent {
+			return fmt.Errorf("step %d is %s (agent %s), which version %s does not have there", st.Index, st.Step, st.Agent, wf.Version)
+		}
+		forward++
+	}
+	if forward != len(wf.Steps) {
+		return fmt.Errorf("it has %d steps, version %s has %d", forward, wf.Version, len(wf.Steps))
+	}
+	return nil
 }
 
 // forward is the redrive that drops a stuck compensation before it undid

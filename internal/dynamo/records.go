@@ -98,6 +98,7 @@ const (
 	attrBy           = "By"
 	attrSteps        = "Steps"
 	attrParked       = "Parked"
+	attrVersion      = "Version"
 	attrExpiresAt    = resources.AttrExpiresAt
 	dueIndexName     = resources.DueIndexName
 )

@@ -439,6 +439,29 @@ func (s *Store) Park(ctx context.Context, st order.StepState, until time.Time, a
 	return out, err
 }
 
+// MoveVersion moves an order from workflow version from to version to,
+// while it is still on from and its active record is as read: an
+// operator's explicit move of an order parked under a version the build
+// lacks. The Supervisor looks at a running order at once (DueAt now).
+func (s *Store) MoveVersion(ctx context.Context, o order.Order, active *order.StepState, to string, now time.Time) (order.Order, error) {
+	cond := expression.Name(attrVersion).Equal(expression.Value(o.Version))
+	upd := expression.Set(expression.Name(attrVersion), expression.Value(to)).
+		Remove(expression.Name(attrParked)).
+		Set(expression.Name(attrUpdated), msValue(now))
+	if active != nil {
+		cond = cond.And(on(*active, active.ProcessState))
+		if active.ProcessState != order.Error {
+			upd = upd.Set(expression.Name(attrDueAt), msValue(now))
+		}
+	}
+	rec, err := s.update(ctx, o.ID, cond, upd)
+	if err != nil {
+		return order.Order{}, fmt.Errorf("move order %s from version %s to %s: %w", o.ID, o.Version, to, err)
+	}
+	moved, _ := rec.order()
+	return moved, nil
+}
+
 // LeaseAlert takes an unsent alert for the caller to send: it moves the
 // order's DueAt to until, only while the alert is pending and DueAt is
 // where the caller found it, so of two Supervisors that found the same

@@ -318,6 +318,12 @@ func (s *Stage) Redrive(ctx context.Context, id, action string) (order.Order, er
 	return s.controls.Redrive(ctx, id, action)
 }
 
+// Move moves an order parked under a workflow version this build lacks
+// onto a version it has, when the order's steps fit it (control.Move).
+func (s *Stage) Move(ctx context.Context, id, version string) (order.Order, error) {
+	return s.controls.Move(ctx, id, version)
+}
+
 // DeadLetterQueue is one dead-letter queue of the stage and what waits in it.
 type DeadLetterQueue struct {
 	Name string `json:"name"`

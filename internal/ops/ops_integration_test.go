@@ -351,3 +351,50 @@ func TestVersions(t *testing.T) {
 		t.Errorf("versions %+v, want %+v", use, want)
 	}
 }
+
+// An order parked under a version the build lacks is moved onto one it
+// has when its steps fit, and only then.
+func TestMove(t *testing.T) {
+	w, stage := world(t)
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	newer := func(rename string) string {
+		o := order.Order{ID: order.NewID(), Version: "9", CustomerID: "c-1", Lines: someOrder.Lines, Status: order.StatusPending,
+			RequestHash: "h", Caller: testenv.Caller, CreatedAt: now, UpdatedAt: now}
+		steps := w.Workflow.NewStates(o.ID, "", now)
+		if rename != "" {
+			steps[0].Step = rename
+		}
+		if _, err := w.Store.CreateOrder(ctx, o, steps); err != nil {
+			t.Fatal(err)
+		}
+		return o.ID
+	}
+	fits, renamed, current := newer(""), newer("reserve-stock"), w.Submit(t, someOrder)
+	for _, tt := range []struct {
+		name, id, to string
+		ok           bool
+	}{
+		{"a version the build lacks", fits, "7", false},
+		{"an order whose first step version 1 does not have", renamed, "1", false},
+		{"an order of a version the build has", current, "1", false},
+		{"an order whose steps fit version 1", fits, "1", true},
+	} {
+		o, err := stage.Move(ctx, tt.id, tt.to)
+		if tt.ok != (err == nil) || (!tt.ok && !errors.Is(err, order.ErrNotAllowed)) {
+			t.Errorf("%s: %v; want ok %t (else not allowed)", tt.name, err, tt.ok)
+			continue
+		}
+		if tt.ok && o.Version != tt.to {
+			t.Errorf("%s: moved to version %q, want %s", tt.name, o.Version, tt.to)
+		}
+	}
+	// Under version 1 now, the order is the Supervisor's to look at again.
+	st := w.Step(t, fits, order.StepReserveInventory)
+	if st.Version != "1" || st.DueAt.Before(now) {
+		t.Errorf("moved order: version %s, due %s; want 1, due now", st.Version, st.DueAt)
+	}
+	if ls, err := stage.InStatus(ctx, order.StatusPending, 100); err != nil || !slices.ContainsFunc(ls, func(l ops.Listed) bool { return l.OrderID == fits && l.Version == "1" }) {
+		t.Errorf("the moved order is not listed under version 1: %+v, %v", ls, err)
+	}
+}
