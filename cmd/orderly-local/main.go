@@ -27,6 +27,7 @@ import (
 	"orderly/internal/config"
 	"orderly/internal/engine"
 	"orderly/internal/faults"
+	"orderly/internal/order"
 	"orderly/internal/simulator"
 )
 
@@ -67,6 +68,13 @@ func run(log *slog.Logger) error {
 	}
 	// EMF metric lines matter in CloudWatch; locally they would drown the
 	// logs, so they are printed only on request.
+	// A rehearsal of a version change: the shipped versions and, as the
+	// latest, a copy of the latest under another name.
+	if env.String("ORDERLY_REHEARSE_VERSION", "") == "1" {
+		shipped := order.OrderWorkflows(timing)
+		cfg.Workflows = order.MustVersions(append(shipped.Workflows(), order.Rehearsal(shipped.Latest()))...)
+	}
+	cfg.ParkFor = env.Duration("PARK_FOR", 0)
 	if env.String("ORDERLY_EMF", "") == "1" {
 		cfg.Metrics = os.Stdout
 	}

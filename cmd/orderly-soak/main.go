@@ -45,6 +45,8 @@ func run(log *slog.Logger) error {
 		burst     = flag.Float64("burst", 0.1, "share of the orders submitted at once, first")
 		rate      = flag.Float64("rate", 2.5, "submissions per second after the burst (below what 2 cores process under every fault, about 3.3 a second, so the burst is the overload and its backlog drains)")
 		killEvery = flag.Duration("kill-every", 45*time.Second, "SIGKILL the runtime this often (0: never)")
+		change    = flag.Duration("version-change", 10*time.Minute, "deploy a new workflow version this long into the run (0: never), roll it back, deploy it again")
+		rollback  = flag.Duration("rollback-for", 2*time.Minute, "how long the new version stays, then stays rolled back")
 		spec      = flag.String("faults", "throttle=0.005,5xx=0.005,timeout=0.003,ambiguous=0.003,drop=0.002,duplicate=0.005,crash=0.0002", "faults injected into the runtime's AWS calls")
 		outageOf  = flag.String("outage", "payment", "remote service taken down for -outage-for, starting -outage-after into the run (empty: none)")
 		outageAt  = flag.Duration("outage-after", 30*time.Second, "when the outage starts")
@@ -95,7 +97,7 @@ func run(log *slog.Logger) error {
 	log.Info("soak starting", "orders", *orders, "stage", stage, "faults", *spec, "kill_every", *killEvery, "outage", *outageOf, "seed", *seed)
 	report, err := soak.Run(ctx, soak.Config{
 		Binary: *binary, Env: env, APIAddr: apiAddr, Orders: *orders, Mix: soak.DefaultMix, Seed: *seed,
-		Clients: *clients, BurstShare: *burst, Rate: *rate, KillEvery: *killEvery, Bound: *bound, Log: log, RuntimeLog: runtimeLog,
+		Clients: *clients, BurstShare: *burst, Rate: *rate, KillEvery: *killEvery, VersionChange: *change, RollbackFor: *rollback, Bound: *bound, Log: log, RuntimeLog: runtimeLog,
 	}, soak.Env{Clients: provision.Clients{
 		DynamoDB: dynamodb.NewFromConfig(awsCfg), SQS: sqs.NewFromConfig(awsCfg), SNS: sns.NewFromConfig(awsCfg),
 		EventBridge: eventbridge.NewFromConfig(awsCfg),

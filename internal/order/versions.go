@@ -80,6 +80,31 @@ func (v Versions) Agents() []string {
 	return out
 }
 
+// Rehearsal is w under another name, Version + ".rehearsal", with its
+// allowances doubled and nothing else changed: the local runtime adds it
+// as the latest with ORDERLY_REHEARSE_VERSION=1, so that a version change
+// and a rollback can be rehearsed with orders in flight (the chaos soak
+// does) without a second build.
+func Rehearsal(w Workflow) Workflow {
+	r := w
+	r.Version = w.Version + ".rehearsal"
+	r.Steps = slices.Clone(w.Steps)
+	for i := range r.Steps {
+		r.Steps[i].Allowance *= 2
+		r.Steps[i].MaxAllowance *= 2
+	}
+	return r
+}
+
+// Workflows lists the definitions, oldest first.
+func (v Versions) Workflows() []Workflow {
+	out := make([]Workflow, 0, len(v.known))
+	for _, ver := range v.known {
+		out = append(out, v.byVersion[ver])
+	}
+	return out
+}
+
 // VersionOf reads a recorded version: none is LegacyVersion.
 func VersionOf(recorded string) string {
 	if recorded == "" {

@@ -23,6 +23,8 @@ type Report struct {
 	// reply, between an Error write and its alert, ...
 	CrashedAt map[string]int `json:"crashedAt"`
 	Outcomes  map[string]int `json:"outcomes"` // by final status
+	// ByVersion counts the orders by the workflow version they ran under.
+	ByVersion map[string]int `json:"ordersByVersion"`
 	ByKind    map[Kind]int   `json:"ordersByKind"`
 	// Lost: acknowledged orders not terminal within the bound, or missing.
 	Lost int `json:"lost"`
@@ -103,6 +105,8 @@ type RunFacts struct {
 	Starts        int     `json:"runtimeStarts"`
 	Kills         int     `json:"kill9"`
 	Crashes       int     `json:"crashes"`
+	// Deploys counts the version changes and rollbacks made mid-run.
+	Deploys int `json:"deploys"`
 }
 
 // PoisonFacts says where the malformed messages went.
@@ -121,7 +125,7 @@ func (r Report) OK() bool {
 // state, the ledger of remote work and undos, the alerts, and the answers
 // to the client's cancel.
 func account(orders []acked, final map[string]order.Order, effects []simulator.Effect, alerts []order.Alert) Report {
-	r := Report{Outcomes: map[string]int{}, ByKind: map[Kind]int{}, Alerts: map[string]int{}}
+	r := Report{Outcomes: map[string]int{}, ByVersion: map[string]int{}, ByKind: map[Kind]int{}, Alerts: map[string]int{}}
 	done, undone := map[string]int{}, map[string]int{}
 	for _, e := range effects {
 		if e.Undo {
@@ -159,6 +163,7 @@ func account(orders []acked, final map[string]order.Order, effects []simulator.E
 			continue
 		}
 		r.Outcomes[string(o.Status)]++
+		r.ByVersion[o.Version]++
 		took = append(took, o.UpdatedAt.Sub(o.CreatedAt).Seconds())
 		inPlace, everUndone := 0, 0
 		for _, d := range steps {
@@ -250,6 +255,10 @@ func (r Report) Print(w io.Writer) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.Outcomes)) {
 		row("outcome "+k, r.Outcomes[k])
+	}
+	row("workflow version changes and rollbacks", r.Run.Deploys)
+	for _, k := range slices.Sorted(maps.Keys(r.ByVersion)) {
+		row("  orders under version "+k, r.ByVersion[k])
 	}
 	row("lost", r.Lost)
 	row("duplicate remote side effects (or undos)", r.DuplicateEffects)

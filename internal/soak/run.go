@@ -104,6 +104,31 @@ func Run(ctx context.Context, cfg Config, env Env) (Report, error) {
 			}
 		})
 	}
+	// Deploys of a new workflow version, a rollback and the version again,
+	// while orders go in.
+	if cfg.VersionChange > 0 {
+		killing.Go(func() {
+			for i, step := range []struct {
+				after time.Duration
+				build []string
+				what  string
+			}{
+				{cfg.VersionChange, []string{"ORDERLY_REHEARSE_VERSION=1"}, "deploy a new workflow version"},
+				{cfg.RollbackFor, nil, "roll the new version back"},
+				{cfg.RollbackFor, []string{"ORDERLY_REHEARSE_VERSION=1"}, "deploy the new version again"},
+			} {
+				select {
+				case <-killCtx.Done():
+					return
+				case <-time.After(step.after):
+				}
+				cfg.Log.Info(step.what, "step", i+1)
+				if err := c.deploy(step.build); err != nil {
+					cfg.Log.Error("deploy failed", "error", err)
+				}
+			}
+		})
+	}
 	began := time.Now()
 	orders := submitAll(ctx, cfg, plan)
 	submitted := time.Since(began)
@@ -153,7 +178,7 @@ func Run(ctx context.Context, cfg Config, env Env) (Report, error) {
 	r.Events = eventFacts(orders, final, published)
 	r.Run = RunFacts{Orders: cfg.Orders, Acknowledged: len(orders), Clients: cfg.Clients, Seed: cfg.Seed,
 		SubmitSeconds: submitted.Seconds(), SettleSeconds: waited.Seconds(), BoundSeconds: cfg.Bound.Seconds(),
-		Starts: c.starts, Kills: c.kills, Crashes: c.crashes}
+		Starts: c.starts, Kills: c.kills, Crashes: c.crashes, Deploys: c.deploys}
 	r.Faults = map[string]int{}
 	for k, n := range c.injected {
 		r.Faults[string(k)] = n

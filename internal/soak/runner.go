@@ -38,6 +38,12 @@ type Config struct {
 	// KillEvery kills the runtime with SIGKILL that often (0 never);
 	// faults may crash it in between.
 	KillEvery time.Duration
+	// VersionChange, when set, is when the run deploys a new workflow
+	// version (the runtime's rehearsal version, see
+	// ORDERLY_REHEARSE_VERSION) with orders in flight; RollbackFor later
+	// it rolls back to a runtime without it, and RollbackFor after that
+	// deploys it again. Each is a kill -9 and a start with the new build.
+	VersionChange, RollbackFor time.Duration
 	// Bound is how long after the last submission every order must be
 	// terminal.
 	Bound time.Duration
@@ -60,11 +66,18 @@ type child struct {
 	crashedAt map[string]int
 	stopping  bool
 	exited    chan struct{}
+	// build is added to the environment of every start: the deployed
+	// version set.
+	build []string
+	// deploys counts version changes and rollbacks.
+	deploys int
 }
 
 func (c *child) start() error {
 	cmd := exec.Command(c.cfg.Binary)
-	cmd.Env = append(os.Environ(), c.cfg.Env...)
+	c.mu.Lock()
+	cmd.Env = append(append(os.Environ(), c.cfg.Env...), c.build...)
+	c.mu.Unlock()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
@@ -140,6 +153,16 @@ func (c *child) kill9() error {
 	c.kills++
 	c.mu.Unlock()
 	return c.start()
+}
+
+// deploy restarts the runtime (kill -9) as a build whose environment
+// adds build.
+func (c *child) deploy(build []string) error {
+	c.mu.Lock()
+	c.build = build
+	c.deploys++
+	c.mu.Unlock()
+	return c.kill9()
 }
 
 // stop ends the runtime for good.

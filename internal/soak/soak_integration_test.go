@@ -38,7 +38,7 @@ func TestShortSoakLosesNothing(t *testing.T) {
 		"ORDERLY_FAULTS=throttle=0.01,5xx=0.01,timeout=0.005,ambiguous=0.005,drop=0.005,duplicate=0.01,crash=0.001",
 		"SCHEDULERS=2", "SUPERVISORS=2", "ORDERLY_CLOCK_SKEW=1s",
 		"SUPERVISOR_EVERY=2s", "QUEUE_VISIBILITY=8s",
-		"STEP_ALLOWANCE=5s", "CLAIM_WITHIN=10s", "CLOCK_SKEW_GRACE=2s",
+		"STEP_ALLOWANCE=5s", "CLAIM_WITHIN=10s", "CLOCK_SKEW_GRACE=2s", "PARK_FOR=2s",
 		"ORDERLY_SIM_OUTAGE=payment," + from.Format(time.RFC3339) + "," + from.Add(15*time.Second).Format(time.RFC3339),
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -55,6 +55,9 @@ func TestShortSoakLosesNothing(t *testing.T) {
 	report, err := soak.Run(context.Background(), soak.Config{
 		Binary: bin, Env: env, APIAddr: api, Orders: 200, Mix: soak.DefaultMix, Seed: uint64(time.Now().UnixNano()),
 		Clients: 10, BurstShare: 0.5, Rate: 20, KillEvery: 8 * time.Second, Bound: 5 * time.Minute, Log: log, RuntimeLog: runtimeLog,
+		// Across a version change, a rollback with its orders in flight,
+		// and the version back.
+		VersionChange: 3 * time.Second, RollbackFor: 10 * time.Second,
 	}, soak.Env{Clients: testenv.Clients(cfg), Stage: stage, Ledger: ledger})
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +70,9 @@ func TestShortSoakLosesNothing(t *testing.T) {
 	}
 	if report.Run.Kills == 0 {
 		t.Errorf("the runtime was never killed")
+	}
+	if report.Run.Deploys != 3 || report.ByVersion["1"] == 0 || report.ByVersion["1.rehearsal"] == 0 {
+		t.Errorf("%d deploys, orders by version %v; want 3, and orders under both versions", report.Run.Deploys, report.ByVersion)
 	}
 }
 
