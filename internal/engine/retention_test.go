@@ -68,24 +68,30 @@ func TestRetention(t *testing.T) {
 	t.Parallel()
 	const retention = 3 * time.Second
 	e := start(t, func(c *engine.Config) { c.Retention = retention })
-	keep := int64((retention + resources.HistoryMargin) / time.Second)
+	// A history item expires no earlier than its order (its TTL is its
+	// change's time + retention + a day, restamped at the end if that
+	// would come before the order's), and never while the order runs.
+	kept := func(ttls []int64, orderExpires int64) bool {
+		for _, ttl := range ttls {
+			if ttl < orderExpires {
+				return false
+			}
+		}
+		return len(ttls) > 0
+	}
+	secs := int64(retention / time.Second)
 
 	// An order that ends: its item expires a retention after its end, its
 	// history a margin later.
 	done := submitKeyed(t, e, "retention-1", lines("BOOK-1"))
 	v := await(t, e, done, 20*time.Second)
 	ended := v.UpdatedAt.Unix()
-	if got := expiresAt(t, orderItem(t, e, done)); got != ended+int64(retention/time.Second) {
+	if got := expiresAt(t, orderItem(t, e, done)); got != ended+secs {
 		t.Errorf("a Processed order expires at %d, want its end %d + %s", got, ended, retention)
 	}
 	testenv.Eventually(t, 10*time.Second, func() (bool, string) {
 		ttls := historyTTLs(t, e, done)
-		for _, ttl := range ttls {
-			if ttl < ended+keep {
-				return false, testenv.Describe(ttls)
-			}
-		}
-		return len(ttls) > 0, testenv.Describe(ttls)
+		return kept(ttls, ended+secs), testenv.Describe(ttls)
 	})
 
 	// An order in Error: no TTL on it, and its history pinned.
@@ -134,17 +140,12 @@ func TestRetention(t *testing.T) {
 		t.Fatalf("redrive: %d %v", code, body)
 	}
 	v = await(t, e, stuck, 20*time.Second)
-	if got, end := expiresAt(t, orderItem(t, e, stuck)), v.UpdatedAt.Unix(); v.Status != order.StatusFailed || got != end+int64(retention/time.Second) {
-		t.Errorf("the redriven order is %s, expiring at %d; want Failed, expiring at %d", v.Status, got, end+int64(retention/time.Second))
+	if got, end := expiresAt(t, orderItem(t, e, stuck)), v.UpdatedAt.Unix(); v.Status != order.StatusFailed || got != end+secs {
+		t.Errorf("the redriven order is %s, expiring at %d; want Failed, expiring at %d", v.Status, got, end+secs)
 	}
 	testenv.Eventually(t, 10*time.Second, func() (bool, string) {
 		ttls := historyTTLs(t, e, stuck)
-		for _, ttl := range ttls {
-			if ttl < v.UpdatedAt.Unix()+keep {
-				return false, testenv.Describe(ttls)
-			}
-		}
-		return len(ttls) > 0, testenv.Describe(ttls)
+		return kept(ttls, v.UpdatedAt.Unix()+secs), testenv.Describe(ttls)
 	})
 }
 
