@@ -8,7 +8,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
 	"orderly/internal/metrics"
@@ -58,52 +57,36 @@ func newAlarms(s *Stack) []awscloudwatch.IAlarm {
 		a.AddOkAction(action)
 		alarms = append(alarms, a)
 	}
-	minute := awscdk.Duration_Minutes(jsii.Number(1))
 	for _, q := range s.msg.deadLetters {
 		alarm(*q.Node().Id()+"NotEmpty", "messages in a dead-letter queue: something failed for good and needs an operator",
-			q.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Maximum")}), 1)
+			q.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: minute(), Statistic: jsii.String("Maximum")}), 1)
 	}
-	queues := []awssqs.Queue{s.msg.responses}
-	for _, agent := range s.agents() {
-		queues = append(queues, s.msg.requests[agent])
-	}
-	for _, q := range queues {
+	for _, q := range s.workQueues() {
 		alarm(*q.Node().Id()+"OldestMessage", "messages wait too long: their consumer is failing, throttled or stopped",
-			q.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Maximum")}), oldestMessageSeconds)
+			q.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{Period: minute(), Statistic: jsii.String("Maximum")}), oldestMessageSeconds)
 	}
 	for _, f := range s.fns.all {
 		id := *f.fn.Node().Id()
 		alarm(id+"Errors", "the "+f.name+" function fails",
-			f.fn.MetricErrors(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Sum")}), 1)
+			f.fn.MetricErrors(&awscloudwatch.MetricOptions{Period: minute(), Statistic: jsii.String("Sum")}), 1)
 		alarm(id+"Throttles", "the "+f.name+" function is throttled",
-			f.fn.MetricThrottles(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Sum")}), 1)
+			f.fn.MetricThrottles(&awscloudwatch.MetricOptions{Period: minute(), Statistic: jsii.String("Sum")}), 1)
 	}
 	// Orders entering Error, where an operator must act: the Scheduler (an
 	// undo refused) and the Supervisor (an undo timing out, a step nobody
 	// claims) emit OrdersInError as Embedded Metric Format. Orders that
 	// end Failed or Cancelled, their work undone, need nobody.
-	failed := func(service string) awscloudwatch.IMetric {
-		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-			Namespace: jsii.String(s.namespace()), MetricName: jsii.String(metrics.OrdersInError),
-			DimensionsMap: &map[string]*string{"Service": jsii.String(service)},
-			Period:        minute, Statistic: jsii.String("Sum"),
-		})
-	}
 	// An agent's circuit breaker opened: its remote service failed call
 	// after call, and its requests wait in their queue until it answers.
 	for _, agent := range s.agents() {
 		alarm("CircuitOpen"+title(agent), "the "+agent+" agent's circuit breaker opened: its remote service is failing, requests are held in its queue",
-			awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-				Namespace: jsii.String(s.namespace()), MetricName: jsii.String(metrics.CircuitOpened),
-				DimensionsMap: &map[string]*string{"Service": jsii.String(agent + "-agent")},
-				Period:        minute, Statistic: jsii.String("Sum"),
-			}), 1)
+			s.emf(metrics.CircuitOpened, agent+"-agent"), 1)
 	}
 	alarm("OrdersInError", "orders entered Error and need an operator; each also sent an alert naming the order and the stuck step or undo",
 		awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
 			Expression:   jsii.String("FILL(scheduler, 0) + FILL(supervisor, 0)"),
-			UsingMetrics: &map[string]awscloudwatch.IMetric{"scheduler": failed("scheduler"), "supervisor": failed("supervisor")},
-			Period:       minute,
+			UsingMetrics: &map[string]awscloudwatch.IMetric{"scheduler": s.emf(metrics.OrdersInError, "scheduler"), "supervisor": s.emf(metrics.OrdersInError, "supervisor")},
+			Period:       minute(),
 			Label:        jsii.String("orders in Error"),
 		}), 1)
 	return alarms

@@ -27,20 +27,34 @@ func (s *Stack) dashboardURL() string {
 // search sums one of orderly's EMF metrics over every service that emits
 // it (the Service dimension), with a statistic, per minute.
 func (s *Stack) search(metric, stat, label string) awscloudwatch.IMetric {
-	return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
-		Expression: jsii.String(fmt.Sprintf(`SUM(SEARCH('{%s,Service} MetricName="%s"', '%s', 60))`, s.namespace(), metric, stat)),
-		Label:      jsii.String(label),
-		Period:     minute(),
-	})
+	return expression("SUM("+s.searchOf(metric, stat, "Service", "")+")", label)
 }
 
 // each is one line per emitting service (per agent, say) of an EMF metric.
 func (s *Stack) each(metric, stat, dims, filter, label string) awscloudwatch.IMetric {
+	return expression(s.searchOf(metric, stat, dims, filter), label)
+}
+
+// searchOf is the SEARCH of an EMF metric of the stage by its dimensions,
+// narrowed by filter.
+func (s *Stack) searchOf(metric, stat, dims, filter string) string {
+	return fmt.Sprintf(`SEARCH('{%s,%s} MetricName="%s"%s', '%s', 60)`, s.namespace(), dims, metric, filter, stat)
+}
+
+func expression(expr, label string) awscloudwatch.IMetric {
 	return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
-		Expression: jsii.String(fmt.Sprintf(`SEARCH('{%s,%s} MetricName="%s"%s', '%s', 60)`, s.namespace(), dims, metric, filter, stat)),
-		Label:      jsii.String(label),
-		Period:     minute(),
+		Expression: jsii.String(expr), Label: jsii.String(label), Period: minute(),
 	})
+}
+
+// workQueues are the queues functions consume: the response queue and
+// every agent's request queue.
+func (s *Stack) workQueues() []awssqs.Queue {
+	queues := []awssqs.Queue{s.msg.responses}
+	for _, agent := range s.agents() {
+		queues = append(queues, s.msg.requests[agent])
+	}
+	return queues
 }
 
 // namespace is the stage's metrics namespace, which its functions write.
@@ -48,12 +62,9 @@ func (s *Stack) namespace() string { return metrics.StageNamespace(s.props.Stage
 
 func minute() awscdk.Duration { return awscdk.Duration_Minutes(jsii.Number(1)) }
 
-func graph(title string, width float64, left []awscloudwatch.IMetric, right ...awscloudwatch.IMetric) awscloudwatch.IWidget {
-	p := &awscloudwatch.GraphWidgetProps{Title: jsii.String(title), Width: jsii.Number(width), Height: jsii.Number(6), Left: &left}
-	if len(right) > 0 {
-		p.Right = &right
-	}
-	return awscloudwatch.NewGraphWidget(p)
+func graph(title string, width float64, lines ...awscloudwatch.IMetric) awscloudwatch.IWidget {
+	return awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: jsii.String(title), Width: jsii.Number(width),
+		Height: jsii.Number(6), Left: &lines})
 }
 
 // newDashboard builds the stage's dashboard: what an operator woken by an
@@ -78,57 +89,53 @@ func newDashboard(s *Stack, alarms []awscloudwatch.IAlarm) awscloudwatch.Dashboa
 			Height: jsii.Number(3), Alarms: &refs}),
 	)
 	d.AddWidgets(
-		graph("Orders by status (per minute)", 12, []awscloudwatch.IMetric{
+		graph("Orders by status (per minute)", 12,
 			s.search(metrics.OrdersSubmitted, "Sum", "submitted"),
 			s.search(metrics.OrdersProcessed, "Sum", "Processed"),
 			s.search(metrics.OrdersFailed, "Sum", "Failed"),
 			s.search(metrics.OrdersCancelled, "Sum", "Cancelled"),
 			s.search(metrics.OrdersInError, "Sum", "Error (operator needed)"),
-		}),
-		graph("End-to-end latency, submission to end (ms)", 12, []awscloudwatch.IMetric{
+		),
+		graph("End-to-end latency, submission to end (ms)", 12,
 			s.each(metrics.OrderLatency, "p50", "Service,"+metrics.DimStatus, ` Status="Processed"`, "Processed p50"),
 			s.each(metrics.OrderLatency, "p99", "Service,"+metrics.DimStatus, ` Status="Processed"`, "Processed p99"),
 			s.each(metrics.OrderLatency, "p99", "Service,"+metrics.DimStatus, ` Status="Failed"`, "Failed p99"),
-		}),
+		),
 	)
 	d.AddWidgets(
-		graph("Step latency, claim to reply, per agent (ms)", 12, []awscloudwatch.IMetric{
+		graph("Step latency, claim to reply, per agent (ms)", 12,
 			s.each(metrics.StepLatency, "p50", "Service", "", "p50"),
 			s.each(metrics.StepLatency, "p99", "Service", "", "p99"),
 			s.each(metrics.UndoLatency, "p99", "Service", "", "undo p99"),
-		}),
-		graph("Retries and timeouts (per minute)", 12, []awscloudwatch.IMetric{
+		),
+		graph("Retries and timeouts (per minute)", 12,
 			s.search(metrics.StepsRetried, "Sum", "timed out, retried (Supervisor)"),
 			s.search(metrics.RepliesWithheld, "Sum", "agent gave up at the deadline"),
 			s.search(metrics.StepsNudged, "Sum", "unclaimed, re-announced"),
 			s.search(metrics.StepsDeferred, "Sum", "deadline deferred (backlog)"),
 			s.search(metrics.Heartbeats, "Sum", "heartbeats"),
-		}),
+		),
 	)
 	d.AddWidgets(
-		graph("Races and duplicates (per minute)", 8, []awscloudwatch.IMetric{
+		graph("Races and duplicates (per minute)", 8,
 			s.search(metrics.ClaimsLost, "Sum", "claims lost"),
 			s.search(metrics.StaleReplies, "Sum", "stale replies"),
 			s.search(metrics.StaleRequests, "Sum", "stale requests"),
 			s.search(metrics.ClaimsReleased, "Sum", "claims released"),
 			s.search(metrics.PoisonMessages, "Sum", "poison messages"),
-		}),
-		graph("Compensations (per minute)", 8, []awscloudwatch.IMetric{
+		),
+		graph("Compensations (per minute)", 8,
 			s.search(metrics.CompensationsStarted, "Sum", "compensations started"),
 			s.search(metrics.StepsUndone, "Sum", "undos done"),
 			s.search(metrics.AlertsSent, "Sum", "alerts sent"),
-		}),
-		graph("Circuit breakers, per agent (per minute)", 8, []awscloudwatch.IMetric{
+		),
+		graph("Circuit breakers, per agent (per minute)", 8,
 			s.each(metrics.CircuitOpened, "Sum", "Service", "", "opened"),
 			s.each(metrics.RequestsHeld, "Sum", "Service", "", "requests held"),
-		}),
+		),
 	)
-	queues := []awssqs.Queue{s.msg.responses}
-	for _, agent := range s.agents() {
-		queues = append(queues, s.msg.requests[agent])
-	}
 	var depth, age, dead []awscloudwatch.IMetric
-	for _, q := range queues {
+	for _, q := range s.workQueues() {
 		name := *q.Node().Id()
 		depth = append(depth, q.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: minute(), Statistic: jsii.String("Maximum"), Label: jsii.String(name)}))
 		age = append(age, q.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{Period: minute(), Statistic: jsii.String("Maximum"), Label: jsii.String(name)}))
@@ -137,9 +144,9 @@ func newDashboard(s *Stack, alarms []awscloudwatch.IAlarm) awscloudwatch.Dashboa
 		dead = append(dead, q.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: minute(), Statistic: jsii.String("Maximum"), Label: jsii.String(*q.Node().Id())}))
 	}
 	d.AddWidgets(
-		graph("Queue depth (messages waiting)", 8, depth),
-		graph("Oldest message age per queue (s)", 8, age),
-		graph("Dead-letter queues (messages)", 8, dead),
+		graph("Queue depth (messages waiting)", 8, depth...),
+		graph("Oldest message age per queue (s)", 8, age...),
+		graph("Dead-letter queues (messages)", 8, dead...),
 	)
 	var errs, throttles, durations []awscloudwatch.IMetric
 	for _, f := range s.fns.all {
@@ -148,12 +155,12 @@ func newDashboard(s *Stack, alarms []awscloudwatch.IAlarm) awscloudwatch.Dashboa
 		durations = append(durations, f.fn.MetricDuration(&awscloudwatch.MetricOptions{Period: minute(), Statistic: jsii.String("p99"), Label: jsii.String(f.name)}))
 	}
 	d.AddWidgets(
-		graph("Lambda errors", 8, errs),
-		graph("Lambda throttles", 8, throttles),
-		graph("Lambda duration p99 (ms)", 8, durations),
+		graph("Lambda errors", 8, errs...),
+		graph("Lambda throttles", 8, throttles...),
+		graph("Lambda duration p99 (ms)", 8, durations...),
 	)
 	d.AddWidgets(
-		graph("Estimated cost per million orders ($, from the metrics)", 12, []awscloudwatch.IMetric{s.costPerMillionOrders()}),
+		graph("Estimated cost per million orders ($, from the metrics)", 12, s.costPerMillionOrders()),
 		awscloudwatch.NewTextWidget(&awscloudwatch.TextWidgetProps{Width: jsii.Number(12), Height: jsii.Number(6), Markdown: jsii.String(
 			"## How the cost is estimated\n" +
 				"Each period's usage, priced with the table in `cost/prices.json` (" + s.props.Prices.Region + ", " + s.props.Prices.Date +
@@ -199,11 +206,7 @@ func (s *Stack) costPerMillionOrders() awscloudwatch.IMetric {
 				map[string]*string{"TableName": jsii.String(t.Name), "GlobalSecondaryIndexName": jsii.String(ix.Name)})
 		}
 	}
-	queues := []awssqs.Queue{s.msg.responses}
-	for _, agent := range s.agents() {
-		queues = append(queues, s.msg.requests[agent])
-	}
-	for qi, q := range queues {
+	for qi, q := range s.workQueues() {
 		for mi, m := range []awscloudwatch.Metric{q.MetricNumberOfMessagesSent(sum("Sum")), q.MetricNumberOfMessagesReceived(sum("Sum")),
 			q.MetricNumberOfMessagesDeleted(sum("Sum")), q.MetricNumberOfEmptyReceives(sum("Sum"))} {
 			id := fmt.Sprintf("q%d_%d", qi, mi)
