@@ -141,10 +141,16 @@ func run(args []string, out io.Writer) error {
 	return fmt.Errorf("unknown command %q: %w", cmd, flag.ErrHelp)
 }
 
-// command parses a command's flags and returns its one ID argument.
-func command(name, synopsis string, args []string, define func(*flag.FlagSet)) (string, error) {
+// flags is a command's flag set, whose usage starts with its synopsis.
+func flags(name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprintf(fs.Output(), "Usage: orderly %s\n\n", synopsis); fs.PrintDefaults() }
+	return fs
+}
+
+// command parses a command's flags and returns its one ID argument.
+func command(name, synopsis string, args []string, define func(*flag.FlagSet)) (string, error) {
+	fs := flags(name, synopsis)
 	if define != nil {
 		define(fs)
 	}
@@ -168,11 +174,7 @@ func command(name, synopsis string, args []string, define func(*flag.FlagSet)) (
 }
 
 func (a *app) list(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("list", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: orderly list [-late 5m | -status Error] [-max 100]: orders in flight, stuck past a deadline, or in Error\n\n")
-		fs.PrintDefaults()
-	}
+	fs := flags("list", "list [-late 5m | -status STATUS] [-max 100]: orders in flight, stuck past a deadline, or in one status")
 	late := fs.Duration("late", 0, "only orders whose deadline passed at least this long ago")
 	status := fs.String("status", "", "Error (the orders an operator must act on), Pending, Processing, Compensating or Cancelling (default: every order in flight)")
 	maxN := fs.Int("max", 100, "list at most this many")
@@ -411,11 +413,7 @@ func clip(s string, n int) string {
 }
 
 func (a *app) alerts(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("alerts", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: orderly alerts [-since 24h] [-kind KIND] [-max 100]: the alerts sent to operators, newest first\n\n")
-		fs.PrintDefaults()
-	}
+	fs := flags("alerts", "alerts [-since 24h] [-kind KIND] [-max 100]: the alerts sent to operators, newest first")
 	since := fs.Duration("since", 24*time.Hour, "how far back to look")
 	kind := fs.String("kind", "", "only alerts of this kind: StepFailed, StepTimedOut, StepUnclaimed, StepAbandoned, UndoFailed, UndoTimedOut")
 	maxN := fs.Int("max", 100, "list at most this many")
@@ -459,11 +457,7 @@ func (a *app) move(ctx context.Context, args []string) error {
 }
 
 func (a *app) versions(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("versions", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: orderly versions: the orders in flight and in Error per workflow version (from the indexes, no Scan)\n\n")
-		fs.PrintDefaults()
-	}
+	fs := flags("versions", "versions: the orders in flight and in Error per workflow version (from the indexes, no Scan)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -489,11 +483,7 @@ func (a *app) versions(ctx context.Context, args []string) error {
 }
 
 func (a *app) console(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("console", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: orderly console [-addr 127.0.0.1:8082]: serve the web console for the stage\n\n")
-		fs.PrintDefaults()
-	}
+	fs := flags("console", "console [-addr 127.0.0.1:8082]: serve the web console for the stage")
 	addr := fs.String("addr", "127.0.0.1:8082", "where to listen; keep it on loopback: the console acts with your AWS credentials")
 	if err := fs.Parse(args); err != nil {
 		return err
