@@ -201,7 +201,7 @@ func (a *app) list(ctx context.Context, args []string) error {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ORDER\tSTATUS\tVERSION\tRECORD\tSTATE\tATTEMPT\tFAILURES\tCOMPLETE BY\tLATE\tLAST ERROR")
 		for _, l := range ls {
-			step := record(l.Step, l.Undo)
+			step := order.RecordLabel(l.Step, l.Undo)
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", l.OrderID, l.Status, l.Version, step, l.State, l.Attempt, l.Failures,
 				l.CompleteBy.UTC().Format(time.RFC3339), l.Late.Round(time.Second), clip(l.LastError, 50))
 		}
@@ -378,7 +378,7 @@ func writeOrder(w io.Writer, v api.OrderView) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  #\tSTEP\tSTATE\tATTEMPT\tFAILURES\tCOMPLETE BY\tREFERENCE\tLAST ERROR")
 	for i, s := range v.Steps {
-		step := record(s.Step, s.Undo)
+		step := order.RecordLabel(s.Step, s.Undo)
 		by := ""
 		if s.CompleteBy != nil {
 			by = s.CompleteBy.UTC().Format(time.RFC3339)
@@ -428,7 +428,7 @@ func (a *app) alerts(ctx context.Context, args []string) error {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "SENT\tKIND\tORDER\tRECORD\tATTEMPT\tFAILURES\tREASON")
 		for _, al := range alerts {
-			step := record(al.Step, al.Undo)
+			step := order.RecordLabel(al.Step, al.Undo)
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", al.At.UTC().Format(time.RFC3339), al.Kind, al.OrderID, step,
 				al.Attempt, al.FailureCount, clip(al.Reason, 60))
 		}
@@ -502,12 +502,4 @@ func (a *app) console(ctx context.Context, args []string) error {
 		return fmt.Errorf("console: %w", err)
 	}
 	return nil
-}
-
-// record names an order's record: its step, or the undo of its step.
-func record(step string, undo bool) string {
-	if undo {
-		return "undo " + step
-	}
-	return step
 }

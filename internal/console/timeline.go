@@ -113,7 +113,7 @@ func BuildTimeline(v api.OrderView, history []order.Transition, now time.Time) T
 			i := len(lanes) - 1
 			l := Lane{Label: fmt.Sprintf("record %d", i)}
 			if i < len(v.Steps) {
-				l.Label, l.Undo = label(v.Steps[i].Step, v.Steps[i].Undo), v.Steps[i].Undo
+				l.Label, l.Undo = order.RecordLabel(v.Steps[i].Step, v.Steps[i].Undo), v.Steps[i].Undo
 			}
 			lanes = append(lanes, l)
 		}
@@ -127,7 +127,7 @@ func BuildTimeline(v api.OrderView, history []order.Transition, now time.Time) T
 	for _, h := range history {
 		l := lane(h.Record)
 		if h.Step != "" && h.Record >= 0 && l.Label == fmt.Sprintf("record %d", h.Record) {
-			l.Label, l.Undo = label(h.Step, h.Undo), h.Undo
+			l.Label, l.Undo = order.RecordLabel(h.Step, h.Undo), h.Undo
 		}
 		switch h.Event {
 		case "status", "state":
@@ -186,14 +186,6 @@ func BuildTimeline(v api.OrderView, history []order.Transition, now time.Time) T
 	}
 	t.Lanes = lanes
 	return t
-}
-
-// label names a record: its step, or the undo of its step.
-func label(step string, undo bool) string {
-	if undo {
-		return "undo " + step
-	}
-	return step
 }
 
 func clock(t time.Time) string { return t.UTC().Format("15:04:05.000") }

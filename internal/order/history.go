@@ -26,6 +26,15 @@ type Transition struct {
 	Reason string `json:"reason,omitempty" dynamodbav:"W,omitempty"`
 }
 
+// RecordLabel names one of an order's records: its step, or the undo of
+// its step.
+func RecordLabel(step string, undo bool) string {
+	if undo {
+		return "undo " + step
+	}
+	return step
+}
+
 // StatusChange is an order's move to a new status, published as an event
 // for clients.
 type StatusChange struct {
