@@ -36,7 +36,7 @@ type Stage interface {
 	InFlight(ctx context.Context, late time.Duration, limit int) ([]ops.Listed, error)
 	InError(ctx context.Context, limit int) ([]ops.Listed, error)
 	Show(ctx context.Context, id string) (api.OrderView, error)
-	History(ctx context.Context, id string) ([]order.Transition, error)
+	HistorySince(ctx context.Context, id string, since time.Time) ([]order.Transition, error)
 	Cancel(ctx context.Context, id string) (order.Order, error)
 	Redrive(ctx context.Context, id, action string) (order.Order, error)
 	DeadLetters(ctx context.Context) ([]ops.DeadLetterQueue, error)
@@ -224,7 +224,7 @@ func (c *Console) order(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	history, err := c.stage.History(r.Context(), id)
+	history, err := c.stage.HistorySince(r.Context(), id, v.CreatedAt)
 	if err != nil {
 		c.fail(w, err)
 		return

@@ -54,7 +54,7 @@ func (f *fakeStage) Show(_ context.Context, id string) (api.OrderView, error) {
 	return api.OrderView{}, fmt.Errorf("order %s: %w", id, order.ErrNotFound)
 }
 
-func (f *fakeStage) History(context.Context, string) ([]order.Transition, error) {
+func (f *fakeStage) HistorySince(context.Context, string, time.Time) ([]order.Transition, error) {
 	return []order.Transition{{At: t0, Record: -1, Event: "status", To: "Pending", By: "submit", Reason: "submitted"}}, nil
 }
 

@@ -275,7 +275,13 @@ func (s *Stage) History(ctx context.Context, id string) ([]order.Transition, err
 	if err != nil {
 		return nil, fmt.Errorf("history of order %s: %w", id, err)
 	}
-	ts, err := s.history.List(ctx, id, o.CreatedAt)
+	return s.HistorySince(ctx, id, o.CreatedAt)
+}
+
+// HistorySince lists the transitions of the order with that id since it
+// was submitted at since: for a caller that has read the order already.
+func (s *Stage) HistorySince(ctx context.Context, id string, since time.Time) ([]order.Transition, error) {
+	ts, err := s.history.List(ctx, id, since)
 	if err != nil {
 		return nil, fmt.Errorf("history of order %s: %w", id, err)
 	}
