@@ -107,10 +107,7 @@ func (s *Stage) InFlight(ctx context.Context, late time.Duration, limit int) ([]
 	if late <= 0 {
 		upTo = s.now().AddDate(100, 0, 0) // every entry of the index
 	}
-	due := func(ctx context.Context, shard, n int, after dynamo.Cursor) ([]order.StepState, dynamo.Cursor, error) {
-		return s.store.DueSteps(ctx, shard, upTo, n, after)
-	}
-	ls, err := s.collect(ctx, limit, due, func(l Listed) bool { return late <= 0 || l.Late >= late })
+	ls, err := s.collect(ctx, limit, s.dueUpTo(upTo), func(l Listed) bool { return late <= 0 || l.Late >= late })
 	if err != nil {
 		return nil, fmt.Errorf("list orders in flight: %w", err)
 	}
@@ -126,10 +123,7 @@ func (s *Stage) InStatus(ctx context.Context, status order.Status, limit int) ([
 	case order.StatusError:
 		return s.InError(ctx, limit)
 	case order.StatusPending, order.StatusProcessing, order.StatusCompensating, order.StatusCancelling:
-		due := func(ctx context.Context, shard, n int, after dynamo.Cursor) ([]order.StepState, dynamo.Cursor, error) {
-			return s.store.DueSteps(ctx, shard, s.now().AddDate(100, 0, 0), n, after)
-		}
-		ls, err := s.collect(ctx, limit, due, func(l Listed) bool { return l.Status == status })
+		ls, err := s.collect(ctx, limit, s.dueUpTo(s.now().AddDate(100, 0, 0)), func(l Listed) bool { return l.Status == status })
 		if err != nil {
 			return nil, fmt.Errorf("list orders %s: %w", status, err)
 		}
@@ -167,10 +161,7 @@ func (s *Stage) Versions(ctx context.Context) ([]VersionUse, error) {
 	for _, v := range s.workflows.Known() {
 		get(v)
 	}
-	all := func(ctx context.Context, shard, n int, after dynamo.Cursor) ([]order.StepState, dynamo.Cursor, error) {
-		return s.store.DueSteps(ctx, shard, s.now().AddDate(100, 0, 0), n, after)
-	}
-	flying, err := s.collect(ctx, math.MaxInt, all, func(Listed) bool { return true })
+	flying, err := s.collect(ctx, math.MaxInt, s.dueUpTo(s.now().AddDate(100, 0, 0)), func(Listed) bool { return true })
 	if err != nil {
 		return nil, fmt.Errorf("count orders in flight per version: %w", err)
 	}
@@ -204,6 +195,13 @@ func (s *Stage) InError(ctx context.Context, limit int) ([]Listed, error) {
 		return nil, fmt.Errorf("list orders in Error: %w", err)
 	}
 	return ls, nil
+}
+
+// dueUpTo reads the due index up to a time, for collect.
+func (s *Stage) dueUpTo(upTo time.Time) func(ctx context.Context, shard, n int, after dynamo.Cursor) ([]order.StepState, dynamo.Cursor, error) {
+	return func(ctx context.Context, shard, n int, after dynamo.Cursor) ([]order.StepState, dynamo.Cursor, error) {
+		return s.store.DueSteps(ctx, shard, upTo, n, after)
+	}
 }
 
 // collect reads every shard of an index, page by page, and keeps up to
