@@ -2,6 +2,7 @@ package localrun
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -41,7 +42,7 @@ func TestStreamPollerResumesFromItsCheckpoints(t *testing.T) {
 		inv.record(ev)
 		return events.DynamoDBEventResponse{}, nil
 	})
-	eventually(t, 10*time.Second, func() bool { return fake.emptyReadsOf("child") > 0 }, "child never read; invocations %v", inv.get())
+	eventually(t, 10*time.Second, func() bool { return fake.emptyReadsOf("child") > 0 }, func() string { return fmt.Sprintf("child never read; invocations %v", inv.get()) })
 	if got, want := inv.get(), [][]int{{5, 6}}; !slices.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("invocations %v, want %v: only what came after the checkpoints", got, want)
 	}

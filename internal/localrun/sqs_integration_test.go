@@ -5,8 +5,10 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,14 +25,19 @@ type testQueue struct {
 	arn    string
 }
 
-// newTestQueue creates a queue whose one-second visibility timeout makes
-// redelivery quick, and deletes it when the test ends.
+// testVisibility is the test queues' visibility timeout: short, so that
+// redelivery is quick, and long enough that a busy machine finishes a batch
+// before its messages come back.
+const testVisibility = 2 * time.Second
+
+// newTestQueue creates a queue with testVisibility, and deletes it when the
+// test ends.
 func newTestQueue(t *testing.T) testQueue {
 	t.Helper()
 	client := sqs.NewFromConfig(integrationConfig(t, "AWS_ENDPOINT_URL"))
 	created, err := client.CreateQueue(t.Context(), &sqs.CreateQueueInput{
 		QueueName:  aws.String(uniqueName("localrun-test")),
-		Attributes: map[string]string{string(types.QueueAttributeNameVisibilityTimeout): "1"},
+		Attributes: map[string]string{string(types.QueueAttributeNameVisibilityTimeout): strconv.Itoa(int(testVisibility / time.Second))},
 	})
 	if err != nil {
 		t.Fatalf("create queue: %v", err)
@@ -95,31 +102,89 @@ func (q testQueue) startPoller(t *testing.T, handler func(context.Context, event
 	runInBackground(t, p.Run)
 }
 
-// deliveries records every message a handler saw, by body.
+// deliveries records every message a handler saw, by message id: SQS
+// delivers at least once, and a send the SDK retried can put a body in the
+// queue twice, so the tests follow messages, not bodies.
 type deliveries struct {
-	mu     sync.Mutex
-	byBody map[string][]events.SQSMessage
+	mu   sync.Mutex
+	byID map[string][]events.SQSMessage
+	ids  []string // in order of first delivery
 }
 
 func (d *deliveries) add(m events.SQSMessage) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.byBody == nil {
-		d.byBody = map[string][]events.SQSMessage{}
+	if d.byID == nil {
+		d.byID = map[string][]events.SQSMessage{}
 	}
-	d.byBody[m.Body] = append(d.byBody[m.Body], m)
+	if _, ok := d.byID[m.MessageId]; !ok {
+		d.ids = append(d.ids, m.MessageId)
+	}
+	d.byID[m.MessageId] = append(d.byID[m.MessageId], m)
 }
 
-// receiveCounts returns the ApproximateReceiveCount of each delivery of
-// body.
-func (d *deliveries) receiveCounts(body string) []string {
+// receiveCounts returns, for each message with this body, the
+// ApproximateReceiveCount of each of its deliveries.
+func (d *deliveries) receiveCounts(body string) [][]string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var counts []string
-	for _, m := range d.byBody[body] {
-		counts = append(counts, m.Attributes["ApproximateReceiveCount"])
+	var counts [][]string
+	for _, id := range d.ids {
+		if d.byID[id][0].Body != body {
+			continue
+		}
+		var c []string
+		for _, m := range d.byID[id] {
+			c = append(c, m.Attributes["ApproximateReceiveCount"])
+		}
+		counts = append(counts, c)
 	}
 	return counts
+}
+
+// first returns the first delivery of a message with this body.
+func (d *deliveries) first(body string) (events.SQSMessage, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, id := range d.ids {
+		if d.byID[id][0].Body == body {
+			return d.byID[id][0], true
+		}
+	}
+	return events.SQSMessage{}, false
+}
+
+// String lists each message's body and receive counts, for failures.
+func (d *deliveries) String() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var b strings.Builder
+	for _, id := range d.ids {
+		fmt.Fprintf(&b, "%s %s:", id, d.byID[id][0].Body)
+		for _, m := range d.byID[id] {
+			fmt.Fprintf(&b, " %s", m.Attributes["ApproximateReceiveCount"])
+		}
+		b.WriteString("; ")
+	}
+	return b.String()
+}
+
+// each reports whether every message with one of these bodies has been
+// delivered with exactly want's receive counts, and at least one of each
+// body has.
+func (d *deliveries) each(want map[string][]string) bool {
+	for body, counts := range want {
+		got := d.receiveCounts(body)
+		if len(got) == 0 {
+			return false
+		}
+		for _, c := range got {
+			if !slices.Equal(c, counts) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func TestSQSPollerIntegrationPartialBatchFailure(t *testing.T) {
@@ -139,17 +204,19 @@ func TestSQSPollerIntegrationPartialBatchFailure(t *testing.T) {
 		return resp, nil
 	})
 
-	eventually(t, 20*time.Second, func() bool {
-		return len(seen.receiveCounts("poison")) == 2 && q.empty(t)
-	}, "poison delivered with receive counts %v, want [1 2] and then an empty queue", seen.receiveCounts("poison"))
-
-	for body, want := range map[string][]string{"ok-1": {"1"}, "ok-2": {"1"}, "poison": {"1", "2"}} {
-		if got := seen.receiveCounts(body); !slices.Equal(got, want) {
-			t.Errorf("%s delivered with receive counts %v, want %v", body, got, want)
-		}
+	// The processed messages are deleted after one delivery; the failed one
+	// comes back once its visibility timeout passes, and is deleted then.
+	want := map[string][]string{"ok-1": {"1"}, "ok-2": {"1"}, "poison": {"1", "2"}}
+	eventually(t, time.Minute, func() bool { return seen.each(want) && q.empty(t) }, func() string {
+		return fmt.Sprintf("deliveries by message [%s], want receive counts %v and then an empty queue", &seen, want)
+	})
+	// Nothing more comes once the queue is empty.
+	time.Sleep(2 * testVisibility)
+	if !seen.each(want) {
+		t.Errorf("deliveries by message [%s], want receive counts %v", &seen, want)
 	}
 
-	m := seen.byBody["ok-1"][0]
+	m, _ := seen.first("ok-1")
 	sum := md5.Sum([]byte("ok-1"))
 	if m.EventSource != "aws:sqs" || m.EventSourceARN != q.arn || m.AWSRegion != "us-east-1" {
 		t.Errorf("eventSource %q, eventSourceARN %q, awsRegion %q, want aws:sqs, %q, us-east-1", m.EventSource, m.EventSourceARN, m.AWSRegion, q.arn)
@@ -170,8 +237,7 @@ func TestSQSPollerIntegrationPartialBatchFailure(t *testing.T) {
 func TestSQSPollerIntegrationHandlerErrorReturnsBatch(t *testing.T) {
 	t.Parallel()
 	q := newTestQueue(t)
-	bodies := []string{"a", "b", "c"}
-	q.send(t, bodies...)
+	q.send(t, "a", "b", "c")
 
 	var seen deliveries
 	q.startPoller(t, func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
@@ -186,21 +252,12 @@ func TestSQSPollerIntegrationHandlerErrorReturnsBatch(t *testing.T) {
 		return events.SQSEventResponse{}, nil
 	})
 
-	eventually(t, 20*time.Second, func() bool {
-		for _, b := range bodies {
-			if len(seen.receiveCounts(b)) < 2 {
-				return false
-			}
-		}
-		return q.empty(t)
-	}, "deliveries a=%v b=%v c=%v, want each redelivered after the failed batch and then an empty queue",
-		seen.receiveCounts("a"), seen.receiveCounts("b"), seen.receiveCounts("c"))
-
-	for _, b := range bodies {
-		if got := seen.receiveCounts(b); !slices.Equal(got, []string{"1", "2"}) {
-			t.Errorf("%s delivered with receive counts %v, want [1 2]", b, got)
-		}
-	}
+	// A batch holding a first delivery fails as a whole; every message comes
+	// back and the second delivery of each succeeds.
+	want := map[string][]string{"a": {"1", "2"}, "b": {"1", "2"}, "c": {"1", "2"}}
+	eventually(t, time.Minute, func() bool { return seen.each(want) && q.empty(t) }, func() string {
+		return fmt.Sprintf("deliveries by message [%s], want receive counts %v and then an empty queue", &seen, want)
+	})
 }
 
 func TestSQSPollerIntegrationMissingQueue(t *testing.T) {

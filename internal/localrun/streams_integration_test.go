@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -239,7 +240,7 @@ func TestStreamPollerIntegrationDeliversChanges(t *testing.T) {
 		t.Fatalf("delete item: %v", err)
 	}
 
-	eventually(t, 15*time.Second, func() bool { return len(seen.records()) >= 3 }, "got %d stream records, want 3", len(seen.records()))
+	eventually(t, 15*time.Second, func() bool { return len(seen.records()) >= 3 }, func() string { return fmt.Sprintf("got %d stream records, want 3", len(seen.records())) })
 	recs := seen.records()
 	if len(recs) != 3 {
 		t.Fatalf("got %d records, want exactly 3: %v", len(recs), seen.pks())
@@ -307,12 +308,12 @@ func TestStreamPollerIntegrationRetriesFromFailedRecord(t *testing.T) {
 		}
 		return events.DynamoDBEventResponse{}, nil
 	})
-	eventually(t, 15*time.Second, func() bool { return len(seen.pks()) >= 2 }, "batches %v, want a retry after the first", seen.pks())
+	eventually(t, 15*time.Second, func() bool { return len(seen.pks()) >= 2 }, func() string { return fmt.Sprintf("batches %v, want a retry after the first", seen.pks()) })
 
 	// A record written after the retry shows the reader has moved on, and
 	// that nothing was delivered in between.
 	tbl.put(t, map[string]string{"pk": "k6"})
-	eventually(t, 15*time.Second, func() bool { return len(seen.records()) >= 9 }, "batches %v, want k6 delivered after the retry", seen.pks())
+	eventually(t, 15*time.Second, func() bool { return len(seen.records()) >= 9 }, func() string { return fmt.Sprintf("batches %v, want k6 delivered after the retry", seen.pks()) })
 	want := [][]string{{"k1", "k2", "k3", "k4", "k5"}, {"k3", "k4", "k5"}, {"k6"}}
 	if got := seen.pks(); !slices.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("batches %v, want %v", got, want)
@@ -335,9 +336,11 @@ func TestStreamPollerIntegrationSkipsAfterMaxRetries(t *testing.T) {
 		return events.DynamoDBEventResponse{}, nil
 	})
 	tbl.put(t, map[string]string{"pk": "poison"})
-	eventually(t, 15*time.Second, func() bool { return len(seen.pks()) >= 3 }, "batches %v, want the poison record tried 3 times", seen.pks())
+	eventually(t, 15*time.Second, func() bool { return len(seen.pks()) >= 3 }, func() string { return fmt.Sprintf("batches %v, want the poison record tried 3 times", seen.pks()) })
 	tbl.put(t, map[string]string{"pk": "next"})
-	eventually(t, 15*time.Second, func() bool { return len(seen.pks()) >= 4 }, "batches %v, want the next record after the poison one is skipped", seen.pks())
+	eventually(t, 15*time.Second, func() bool { return len(seen.pks()) >= 4 }, func() string {
+		return fmt.Sprintf("batches %v, want the next record after the poison one is skipped", seen.pks())
+	})
 	want := [][]string{{"poison"}, {"poison"}, {"poison"}, {"next"}}
 	if got := seen.pks(); !slices.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("batches %v, want %v", got, want)
@@ -386,16 +389,16 @@ func TestStreamPollerIntegrationSurvivesOtherTablesWriting(t *testing.T) {
 		t.Fatal(err)
 	}
 	runInBackground(t, p.Run)
-	eventually(t, 10*time.Second, func() bool { return client.successfulReads() > 0 }, "poller never read the empty shard")
+	eventually(t, 10*time.Second, func() bool { return client.successfulReads() > 0 }, func() string { return "poller never read the empty shard" })
 
 	other.put(t, map[string]string{"pk": "elsewhere-1"})
 	tbl.put(t, map[string]string{"pk": "a1"})
-	eventually(t, 10*time.Second, func() bool { return len(seen.records()) >= 1 }, "a1 never delivered; batches %v", seen.pks())
+	eventually(t, 10*time.Second, func() bool { return len(seen.records()) >= 1 }, func() string { return fmt.Sprintf("a1 never delivered; batches %v", seen.pks()) })
 	other.put(t, map[string]string{"pk": "elsewhere-2"})
 	tbl.put(t, map[string]string{"pk": "a2"})
-	eventually(t, 10*time.Second, func() bool { return len(seen.records()) >= 2 }, "a2 never delivered; batches %v", seen.pks())
+	eventually(t, 10*time.Second, func() bool { return len(seen.records()) >= 2 }, func() string { return fmt.Sprintf("a2 never delivered; batches %v", seen.pks()) })
 	tbl.put(t, map[string]string{"pk": "a3"})
-	eventually(t, 10*time.Second, func() bool { return len(seen.records()) >= 3 }, "a3 never delivered; batches %v", seen.pks())
+	eventually(t, 10*time.Second, func() bool { return len(seen.records()) >= 3 }, func() string { return fmt.Sprintf("a3 never delivered; batches %v", seen.pks()) })
 	if got, want := seen.pks(), [][]string{{"a1"}, {"a2"}, {"a3"}}; !slices.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("batches %v, want %v", got, want)
 	}

@@ -208,7 +208,7 @@ func TestStreamPollerReadsParentsBeforeChildren(t *testing.T) {
 		inv.record(ev)
 		return events.DynamoDBEventResponse{}, nil
 	})
-	eventually(t, 5*time.Second, func() bool { return len(inv.get()) == 7 }, "invocations %v, want 7 single-record batches", inv.get())
+	eventually(t, 5*time.Second, func() bool { return len(inv.get()) == 7 }, func() string { return fmt.Sprintf("invocations %v, want 7 single-record batches", inv.get()) })
 
 	position := map[int]int{}
 	for i, b := range inv.get() {
@@ -231,11 +231,11 @@ func TestStreamPollerLatestSkipsExistingRecords(t *testing.T) {
 		inv.record(ev)
 		return events.DynamoDBEventResponse{}, nil
 	})
-	eventually(t, 5*time.Second, func() bool { return fake.emptyReadsOf("current") > 0 }, "shard current never polled")
+	eventually(t, 5*time.Second, func() bool { return fake.emptyReadsOf("current") > 0 }, func() string { return "shard current never polled" })
 	fake.mu.Lock()
 	fake.shard("current").seqs = append(fake.shard("current").seqs, 3)
 	fake.mu.Unlock()
-	eventually(t, 5*time.Second, func() bool { return len(inv.get()) > 0 }, "record written after start never delivered")
+	eventually(t, 5*time.Second, func() bool { return len(inv.get()) > 0 }, func() string { return "record written after start never delivered" })
 	if got := inv.get(); !slices.EqualFunc(got, [][]int{{3}}, slices.Equal) {
 		t.Errorf("invocations %v, want only [[3]], the record written after start", got)
 	}
@@ -343,7 +343,7 @@ func TestStreamPollerRetries(t *testing.T) {
 			})
 			// The shard is read sequentially, so once a read comes back
 			// empty every record has been dealt with.
-			eventually(t, 10*time.Second, func() bool { return fake.emptyReadsOf("s") > 0 }, "shard never fully read; invocations %v", inv.get())
+			eventually(t, 10*time.Second, func() bool { return fake.emptyReadsOf("s") > 0 }, func() string { return fmt.Sprintf("shard never fully read; invocations %v", inv.get()) })
 			if got := inv.get(); !slices.EqualFunc(got, tt.want, slices.Equal) {
 				t.Errorf("invocations %v, want %v", got, tt.want)
 			}
@@ -393,7 +393,7 @@ func TestStreamPollerReacquiresInvalidIterators(t *testing.T) {
 				inv.record(ev)
 				return events.DynamoDBEventResponse{}, nil
 			})
-			eventually(t, 5*time.Second, func() bool { return fake.emptyReadsOf("s") > 0 }, "shard never fully read; invocations %v", inv.get())
+			eventually(t, 5*time.Second, func() bool { return fake.emptyReadsOf("s") > 0 }, func() string { return fmt.Sprintf("shard never fully read; invocations %v", inv.get()) })
 			if got, want := inv.get(), [][]int{{1}, {2}, {3}}; !slices.EqualFunc(got, want, slices.Equal) {
 				t.Errorf("invocations %v, want %v", got, want)
 			}
