@@ -15,7 +15,9 @@
 // A circuit breaker per remote service stops calls after a run of failed
 // ones: while it is open, requests are held in their queue (sent back with
 // a delay, which the Supervisor counts as a backlog) instead of spending
-// their attempts on a service that is down.
+// their attempts on a service that is down. Timeouts count once per
+// request, so that one request that always hangs does not hold the rest
+// (see circuit).
 package agent
 
 import (
@@ -29,7 +31,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/sony/gobreaker/v2"
 
 	"orderly/internal/metrics"
 	"orderly/internal/order"
@@ -57,22 +58,6 @@ type Deadlines interface {
 type Holder interface {
 	HoldRequest(ctx context.Context, agent string, req order.StepRequest, delay time.Duration) error
 }
-
-// Breaker tunes the circuit breaker of an agent's remote service.
-type Breaker struct {
-	// Failures is how many calls in a row must fail (transient faults and
-	// timeouts) to open the circuit.
-	Failures int
-	// OpenFor is how long the circuit stays open before one probe call
-	// may go through; requests are held about that long.
-	OpenFor time.Duration
-}
-
-// DefaultBreaker opens after 5 failed calls in a row and probes after 30 s.
-var DefaultBreaker = Breaker{Failures: 5, OpenFor: 30 * time.Second}
-
-// errCircuitOpen says that a call was not made because the circuit is open.
-var errCircuitOpen = errors.New("circuit breaker open")
 
 // Replier posts replies on the response queue.
 type Replier interface {
@@ -126,10 +111,9 @@ type Service struct {
 	deadlines Deadlines
 	workflows order.Versions
 	// circuit, when set, guards the remote service; holder keeps the
-	// requests it turns away for openFor.
-	circuit *gobreaker.CircuitBreaker[string]
+	// requests it turns away.
+	circuit *circuit
 	holder  Holder
-	openFor time.Duration
 	now     func() time.Time
 	rand    func() float64
 	log     *slog.Logger
@@ -170,53 +154,10 @@ func New(c Config) *Service {
 	s := &Service{name: c.Name, remote: c.Remote, replies: c.Replies, backoff: c.Backoff, margin: c.ReplyMargin,
 		tryFor: c.TryTimeout, deadlines: c.Deadlines, workflows: c.Workflows, now: c.Now, rand: rand.Float64, log: c.Log.With("agent", c.Name), metrics: c.Metrics}
 	if c.Holder != nil {
-		b := c.Breaker
-		if b == (Breaker{}) {
-			b = DefaultBreaker
-		}
-		s.holder, s.openFor = c.Holder, b.OpenFor
-		s.circuit = gobreaker.NewCircuitBreaker[string](gobreaker.Settings{
-			Name: c.Name, MaxRequests: 1, Timeout: b.OpenFor,
-			ReadyToTrip: func(n gobreaker.Counts) bool { return n.ConsecutiveFailures >= uint32(b.Failures) },
-			// A permanent fault is an answer: the service is up. A call
-			// the agent itself cancelled says nothing about it.
-			IsSuccessful: func(err error) bool {
-				return err == nil || errors.Is(err, remote.ErrPermanent) || errors.Is(err, context.Canceled)
-			},
-			OnStateChange: s.circuitChanged,
-		})
+		s.holder = c.Holder
+		s.circuit = s.newCircuit(c.Breaker)
 	}
 	return s
-}
-
-// circuitChanged logs every change of the circuit and counts openings,
-// which the stack alarms on.
-func (s *Service) circuitChanged(name string, from, to gobreaker.State) {
-	s.log.Warn("circuit breaker changed state", "remote", name, "from", from.String(), "to", to.String())
-	if to == gobreaker.StateOpen {
-		s.metrics.Count(metrics.CircuitOpened, 1, "remote", name)
-	}
-}
-
-// circuitOpen reports whether calls are being turned away.
-func (s *Service) circuitOpen() bool {
-	return s.circuit != nil && s.circuit.State() == gobreaker.StateOpen
-}
-
-// hold puts a request the circuit turned away back in its queue for about
-// as long as the circuit stays open (jittered, so held requests do not all
-// come back at once). Its attempt is untouched: the Supervisor sees the
-// queue's backlog and moves the deadline on, and when the request comes
-// back the agent starts its window afresh.
-func (s *Service) hold(ctx context.Context, log *slog.Logger, req order.StepRequest) error {
-	delay := s.openFor/2 + time.Duration(s.rand()*float64(s.openFor/2))
-	if err := s.holder.HoldRequest(ctx, s.name, req, delay); err != nil {
-		log.ErrorContext(ctx, "circuit open and request not held; it will be redelivered", "error", err)
-		return err
-	}
-	log.WarnContext(ctx, "circuit open: request held in its queue", "delay", delay)
-	s.metrics.Count(metrics.RequestsHeld, 1, "order_id", req.OrderID, "step", req.Step)
-	return nil
 }
 
 // Handle processes a batch of requests in parallel. Only messages that must
@@ -521,11 +462,7 @@ func (s *Service) try(w *window, req order.StepRequest) (string, error) {
 	if s.circuit == nil {
 		return call()
 	}
-	ref, err := s.circuit.Execute(call)
-	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
-		return "", fmt.Errorf("%s: %w", s.name, errCircuitOpen)
-	}
-	return ref, err
+	return s.circuit.call(req.IdempotencyKey, call)
 }
 
 // heartbeat moves the deadline on every third of the window until done, the

@@ -99,3 +99,102 @@ func TestCircuitBreakerHoldsRequestsWhileTheServiceIsDown(t *testing.T) {
 		}
 	}
 }
+
+// newBreakerAgent returns an agent whose circuit opens after three failed
+// calls and whose tries time out after tryFor.
+func newBreakerAgent(caller agent.Caller, replier *fakeReplier, holder *fakeHolder, openFor, tryFor time.Duration) *agent.Service {
+	return agent.New(agent.Config{
+		Name: order.AgentPayment, Remote: caller, Replies: replier, Holder: holder,
+		Breaker: agent.Breaker{Failures: 3, OpenFor: openFor}, TryTimeout: tryFor,
+		Backoff: agent.Backoff{Base: 5 * time.Millisecond, Cap: 10 * time.Millisecond},
+		Now:     time.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: metrics.Discard(),
+	})
+}
+
+// One request whose call hangs every time (one stuck order, not a stuck
+// service) times out try after try, but its timeouts count once: the
+// circuit stays closed and the agent's other requests are called.
+func TestCircuitBreakerCountsARequestThatHangsOnce(t *testing.T) {
+	const tryFor = 30 * time.Millisecond
+	stuck := request("k-stuck", time.Now().Add(600*time.Millisecond))
+	other := request("k-other", time.Now().Add(5*time.Second))
+	caller := newFakeCaller(map[string][]result{stuck.OrderID: {hang}, other.OrderID: {ok("ch_other")}})
+	replier, holder := &fakeReplier{}, &fakeHolder{}
+	ag := newBreakerAgent(caller, replier, holder, time.Minute, tryFor)
+	ctx := context.Background()
+
+	if err := ag.Process(ctx, stuck); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(caller.callsFor(stuck.OrderID)); n < 4 {
+		t.Fatalf("calls of the stuck request = %d, want at least 4 timed-out tries in its window", n)
+	}
+	if err := ag.Process(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if held := holder.heldIDs(); len(held) != 0 {
+		t.Errorf("held %v: one request's timeouts opened the circuit", held)
+	}
+	if reps := replier.repliesFor(other.OrderID); len(reps) != 1 || reps[0].Outcome != order.OutcomeSucceeded {
+		t.Errorf("replies to the other request %+v, want a success", reps)
+	}
+}
+
+// Calls of different requests that all time out are a hung service: they
+// open the circuit. When it half-opens, a request that timed out before
+// does not take the one probe: its call goes ahead outside the count,
+// another request probes, and that probe's success closes the circuit.
+func TestCircuitBreakerOpensOnTimeoutsOfDifferentRequests(t *testing.T) {
+	const (
+		tryFor  = 30 * time.Millisecond
+		openFor = 200 * time.Millisecond
+	)
+	var hung []order.StepRequest
+	scripts := map[string][]result{}
+	for _, key := range []string{"k-hung-1", "k-hung-2", "k-hung-3"} {
+		req := request(key, time.Time{}) // its window starts when it is processed
+		hung = append(hung, req)
+		scripts[req.OrderID] = []result{hang}
+	}
+	probe := request("k-probe", time.Now().Add(5*time.Second))
+	scripts[probe.OrderID] = []result{ok("ch_probe")}
+	caller := newFakeCaller(scripts)
+	replier, holder := &fakeReplier{}, &fakeHolder{}
+	ag := newBreakerAgent(caller, replier, holder, openFor, tryFor)
+	ctx := context.Background()
+
+	for _, req := range hung {
+		req.CompleteBy = time.Now().Add(200 * time.Millisecond)
+		if err := ag.Process(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ag.Process(ctx, probe); err != nil {
+		t.Fatal(err)
+	}
+	if held := holder.heldIDs(); len(held) != 2 || held[0] != hung[2].OrderID || held[1] != probe.OrderID {
+		t.Fatalf("held %v, want the third hung request (its timeout opened the circuit) and the next request", held)
+	}
+	if n := len(caller.callsFor(probe.OrderID)); n != 0 {
+		t.Errorf("calls while the circuit was open = %d, want 0", n)
+	}
+
+	// Half-open: the first hung request comes back first and is called
+	// (it times out again) without spending the probe.
+	time.Sleep(openFor + 50*time.Millisecond)
+	again := hung[0]
+	again.CompleteBy = time.Now().Add(200 * time.Millisecond)
+	before := len(caller.callsFor(again.OrderID))
+	if err := ag.Process(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(caller.callsFor(again.OrderID)) - before; n == 0 {
+		t.Errorf("a request that hung before was held in the half-open circuit; want it called")
+	}
+	if err := ag.Process(ctx, probe); err != nil {
+		t.Fatal(err)
+	}
+	if reps := replier.repliesFor(probe.OrderID); len(reps) != 1 || reps[0].Outcome != order.OutcomeSucceeded {
+		t.Errorf("probe replies %+v, want a success: the hung request's timeout reopened the circuit", reps)
+	}
+}

@@ -1,0 +1,177 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+
+	"orderly/internal/metrics"
+	"orderly/internal/order"
+	"orderly/internal/remote"
+)
+
+// Breaker tunes the circuit breaker of an agent's remote service.
+type Breaker struct {
+	// Failures is how many calls in a row must fail (transient faults, and
+	// timeouts of different requests) to open the circuit.
+	Failures int
+	// OpenFor is how long the circuit stays open before one probe call
+	// may go through; requests are held about that long.
+	OpenFor time.Duration
+}
+
+// DefaultBreaker opens after 5 failed calls in a row and probes after 30 s.
+var DefaultBreaker = Breaker{Failures: 5, OpenFor: 30 * time.Second}
+
+// errCircuitOpen says that a call was not made because the circuit is open.
+var errCircuitOpen = errors.New("circuit breaker open")
+
+// Suspects are forgotten after suspectFor, and at most maxSuspects are
+// kept, so that the set stays small in a long-lived process.
+const (
+	suspectFor  = time.Hour
+	maxSuspects = 10_000
+)
+
+// circuit guards one remote service. A failed answer (a refused
+// connection, a 5xx, throttling) is the service speaking for itself, and
+// every one counts. A timeout is different: a call that does not come back
+// may be that one request's work (one huge order, one stuck record), and a
+// request that hangs every time would otherwise open the circuit by itself,
+// and take the half-open probe again and again, holding every other
+// request of the agent. So a request whose call timed out becomes a
+// suspect: its next calls go ahead outside the breaker (they neither count
+// nor take the probe, though an open circuit still holds them) until one
+// gets an answer. Timeouts of different requests in a row still open the
+// circuit: that is a service that hangs.
+type circuit struct {
+	breaker *gobreaker.CircuitBreaker[string]
+	openFor time.Duration
+
+	mu       sync.Mutex
+	suspects map[string]time.Time // by idempotency key: when its call timed out
+}
+
+func (s *Service) newCircuit(b Breaker) *circuit {
+	if b == (Breaker{}) {
+		b = DefaultBreaker
+	}
+	c := &circuit{openFor: b.OpenFor, suspects: map[string]time.Time{}}
+	c.breaker = gobreaker.NewCircuitBreaker[string](gobreaker.Settings{
+		Name: s.name, MaxRequests: 1, Timeout: b.OpenFor,
+		ReadyToTrip: func(n gobreaker.Counts) bool { return n.ConsecutiveFailures >= uint32(b.Failures) },
+		// A permanent fault is an answer: the service is up. A call the
+		// agent itself cancelled says nothing about it.
+		IsSuccessful: func(err error) bool {
+			return err == nil || errors.Is(err, remote.ErrPermanent) || errors.Is(err, context.Canceled)
+		},
+		OnStateChange: s.circuitChanged,
+	})
+	return c
+}
+
+// call makes one call of the request with this idempotency key, through
+// the breaker unless the request is a suspect.
+func (c *circuit) call(key string, call func() (string, error)) (string, error) {
+	if c.open() {
+		return "", errCircuitOpen
+	}
+	if c.suspect(key) {
+		ref, err := call()
+		if !timedOut(err) {
+			c.clear(key)
+		}
+		return ref, err
+	}
+	ref, err := c.breaker.Execute(func() (string, error) {
+		ref, err := call()
+		if timedOut(err) {
+			// Before the breaker counts it, so that a request that came
+			// meanwhile already sees it.
+			c.add(key, time.Now())
+		}
+		return ref, err
+	})
+	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+		return "", errCircuitOpen
+	}
+	return ref, err
+}
+
+// open reports whether calls are being turned away.
+func (c *circuit) open() bool { return c.breaker.State() == gobreaker.StateOpen }
+
+func (c *circuit) suspect(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at, ok := c.suspects[key]
+	return ok && time.Since(at) < suspectFor
+}
+
+func (c *circuit) add(key string, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.suspects) >= maxSuspects {
+		for k, at := range c.suspects {
+			if now.Sub(at) >= suspectFor {
+				delete(c.suspects, k)
+			}
+		}
+		if len(c.suspects) >= maxSuspects {
+			// Forgetting suspects only makes the breaker stricter.
+			clear(c.suspects)
+		}
+	}
+	c.suspects[key] = now
+}
+
+func (c *circuit) clear(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.suspects, key)
+}
+
+// timedOut reports whether a call ended because it took too long, rather
+// than with an answer.
+func timedOut(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
+}
+
+// circuitChanged logs every change of the circuit and counts openings,
+// which the stack alarms on.
+func (s *Service) circuitChanged(name string, from, to gobreaker.State) {
+	s.log.Warn("circuit breaker changed state", "remote", name, "from", from.String(), "to", to.String())
+	if to == gobreaker.StateOpen {
+		s.metrics.Count(metrics.CircuitOpened, 1, "remote", name)
+	}
+}
+
+// circuitOpen reports whether calls are being turned away.
+func (s *Service) circuitOpen() bool {
+	return s.circuit != nil && s.circuit.open()
+}
+
+// hold puts a request the circuit turned away back in its queue for about
+// as long as the circuit stays open (jittered, so held requests do not all
+// come back at once). Its attempt is untouched: the Supervisor sees the
+// queue's backlog and moves the deadline on, and when the request comes
+// back the agent starts its window afresh.
+func (s *Service) hold(ctx context.Context, log *slog.Logger, req order.StepRequest) error {
+	openFor := s.circuit.openFor
+	delay := openFor/2 + time.Duration(s.rand()*float64(openFor/2))
+	if err := s.holder.HoldRequest(ctx, s.name, req, delay); err != nil {
+		log.ErrorContext(ctx, "circuit open and request not held; it will be redelivered", "error", err)
+		return err
+	}
+	log.WarnContext(ctx, "circuit open: request held in its queue", "delay", delay)
+	s.metrics.Count(metrics.RequestsHeld, 1, "order_id", req.OrderID, "step", req.Step)
+	return nil
+}
