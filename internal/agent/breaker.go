@@ -44,12 +44,13 @@ const (
 // request that hangs every time would otherwise open the circuit by itself,
 // and take the half-open probe again and again, holding every other
 // request of the agent. So a request whose call timed out becomes a
-// suspect: its next calls go ahead outside the breaker (they neither count
-// nor take the probe, though an open circuit still holds them) until one
-// gets an answer. Timeouts of different requests in a row still open the
-// circuit: that is a service that hangs.
+// suspect: its next calls go ahead without asking the breaker (though an
+// open circuit still holds them), and only an answer is reported to it,
+// which also ends the suspicion; its further timeouts, and calls cut short
+// by the end of their window, are not counted. Timeouts of different
+// requests in a row still open the circuit: that is a service that hangs.
 type circuit struct {
-	breaker *gobreaker.CircuitBreaker[string]
+	breaker *gobreaker.TwoStepCircuitBreaker[string]
 	openFor time.Duration
 
 	mu       sync.Mutex
@@ -61,44 +62,57 @@ func (s *Service) newCircuit(b Breaker) *circuit {
 		b = DefaultBreaker
 	}
 	c := &circuit{openFor: b.OpenFor, suspects: map[string]time.Time{}}
-	c.breaker = gobreaker.NewCircuitBreaker[string](gobreaker.Settings{
+	c.breaker = gobreaker.NewTwoStepCircuitBreaker[string](gobreaker.Settings{
 		Name: s.name, MaxRequests: 1, Timeout: b.OpenFor,
-		ReadyToTrip: func(n gobreaker.Counts) bool { return n.ConsecutiveFailures >= uint32(b.Failures) },
-		// A permanent fault is an answer: the service is up. A call the
-		// agent itself cancelled says nothing about it.
-		IsSuccessful: func(err error) bool {
-			return err == nil || errors.Is(err, remote.ErrPermanent) || errors.Is(err, context.Canceled)
-		},
+		ReadyToTrip:   func(n gobreaker.Counts) bool { return n.ConsecutiveFailures >= uint32(b.Failures) },
 		OnStateChange: s.circuitChanged,
 	})
 	return c
 }
 
-// call makes one call of the request with this idempotency key, through
-// the breaker unless the request is a suspect.
+// healthy reports whether a call's outcome says the service is up: a
+// success, or a permanent fault, which is an answer too. A call the agent
+// itself cancelled says nothing about it, and does not count against it.
+func healthy(err error) bool {
+	return err == nil || errors.Is(err, remote.ErrPermanent) || errors.Is(err, context.Canceled)
+}
+
+// call makes one call of the request with this idempotency key, asking the
+// breaker first unless the request is a suspect.
 func (c *circuit) call(key string, call func() (string, error)) (string, error) {
 	if c.open() {
 		return "", errCircuitOpen
 	}
 	if c.suspect(key) {
 		ref, err := call()
-		if !timedOut(err) {
+		if answered(err) {
 			c.clear(key)
+			// The answer counts, as the probe if the circuit is half-open
+			// and none is out; otherwise it is not reported.
+			if done, allowErr := c.breaker.Allow(); allowErr == nil {
+				done(healthy(err))
+			}
 		}
 		return ref, err
 	}
-	ref, err := c.breaker.Execute(func() (string, error) {
-		ref, err := call()
-		if timedOut(err) {
-			// Before the breaker counts it, so that a request that came
-			// meanwhile already sees it.
-			c.add(key, time.Now())
-		}
-		return ref, err
-	})
-	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+	done, err := c.breaker.Allow()
+	if err != nil {
 		return "", errCircuitOpen
 	}
+	reported := false
+	defer func() {
+		if !reported { // the call panicked: a half-open circuit must not wait for it
+			done(false)
+		}
+	}()
+	ref, err := call()
+	if timedOut(err) {
+		// Before the breaker counts it, so that a call of this request
+		// made meanwhile already goes around it.
+		c.add(key, time.Now())
+	}
+	done(healthy(err))
+	reported = true
 	return ref, err
 }
 
@@ -133,6 +147,12 @@ func (c *circuit) clear(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.suspects, key)
+}
+
+// answered reports whether a call got the service's answer: it neither
+// timed out nor was cancelled (by the end of its window, say).
+func answered(err error) bool {
+	return !timedOut(err) && !errors.Is(err, context.Canceled)
 }
 
 // timedOut reports whether a call ended because it took too long, rather

@@ -21,6 +21,7 @@ import (
 	"orderly/internal/dynamo"
 	"orderly/internal/engine"
 	"orderly/internal/order"
+	"orderly/internal/provision"
 )
 
 // Scenario is one path through the workflow, driven by the simulator's
@@ -98,9 +99,12 @@ func Run(ctx context.Context, awsCfg aws.Config, opts Options) ([]Result, error)
 		// Each path is priced as it is: with every order of a run failing
 		// its first calls, a breaker would open and hold requests, which
 		// is the path of a service that is down, not of a flaky one.
-		Breaker:    agent.Breaker{Failures: 1 << 30, OpenFor: time.Second},
-		Log:        slog.New(newFunctionLogs(logs, opts.Log)),
-		APIOptions: []func(*middleware.Stack) error{meter.AddTo},
+		Breaker: agent.Breaker{Failures: 1 << 30, OpenFor: time.Second},
+		// DynamoDB's expiry off (items still carry ExpiresAt, in the same
+		// writes): DynamoDB Local's expiry scans would only add load.
+		WithoutTableTTL: true,
+		Log:             slog.New(newFunctionLogs(logs, opts.Log)),
+		APIOptions:      []func(*middleware.Stack) error{meter.AddTo},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start engine: %w", err)
@@ -115,6 +119,11 @@ func Run(ctx context.Context, awsCfg aws.Config, opts Options) ([]Result, error)
 	defer func() {
 		stop()
 		<-done
+		// The stage is the run's own; on a shared DynamoDB Local its
+		// tables would stay for as long as the emulator runs.
+		if err := provision.Delete(context.WithoutCancel(ctx), e.Clients(), e.Stack); err != nil && opts.Log != nil {
+			fmt.Fprintf(opts.Log, "cost run: stage %s not removed: %v\n", opts.Stage, err)
+		}
 	}()
 
 	// A few orders first, uncounted: a cold emulator (DynamoDB Local's JIT

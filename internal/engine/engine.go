@@ -83,6 +83,10 @@ type Config struct {
 	// Retention is how long ended orders and their history are kept;
 	// zero means resources.DefaultRetention.
 	Retention time.Duration
+	// WithoutTableTTL provisions the tables with DynamoDB's expiry off
+	// (see resources.Catalog.WithoutTableTTL); items still carry their
+	// ExpiresAt. For tests sharing one DynamoDB Local.
+	WithoutTableTTL bool
 	// ParkFor is how often an order of a version the engine lacks is
 	// looked at; zero means the Supervisor's default.
 	ParkFor time.Duration
@@ -179,6 +183,9 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 	e.cfg.Workflows = cfg.Workflows
 	workflows := cfg.Workflows
 	catalog := resources.New(cfg.Stage, workflows.Agents())
+	if cfg.WithoutTableTTL {
+		catalog = catalog.WithoutTableTTL()
+	}
 	if cfg.QueueVisibility > 0 {
 		catalog.ResponseQueue.VisibilityTimeout = cfg.QueueVisibility
 		for a, q := range catalog.RequestQueues {

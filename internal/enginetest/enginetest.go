@@ -23,11 +23,13 @@ import (
 var Fast = order.Timing{Allowance: time.Second, MaxAllowance: 2 * time.Second, FailureThreshold: 2, ClaimWithin: 2 * time.Second}
 
 // Config is the engine's configuration in tests: a stage of the test's
-// own, every listener on a free port, Fast timing. With -v the engine
-// logs into the test's log.
+// own, every listener on a free port, Fast timing, DynamoDB's expiry off
+// on the tables (items still carry ExpiresAt; see
+// resources.Catalog.WithoutTableTTL). With -v the engine logs into the
+// test's log.
 func Config(t testing.TB) engine.Config {
 	cfg := engine.Config{
-		Stage: testenv.Stage(t), APIAddr: "127.0.0.1:0", SimulatorAddr: "127.0.0.1:0",
+		Stage: testenv.Stage(t), APIAddr: "127.0.0.1:0", SimulatorAddr: "127.0.0.1:0", WithoutTableTTL: true,
 		Timing: Fast, SupervisorEvery: 200 * time.Millisecond, Schedulers: 2,
 		QueueVisibility: 30 * time.Second,
 		AgentBackoff:    agent.Backoff{Base: 20 * time.Millisecond, Cap: 200 * time.Millisecond},

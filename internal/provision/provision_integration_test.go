@@ -6,6 +6,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"orderly/internal/order"
 	"orderly/internal/provision"
@@ -40,5 +41,15 @@ func TestProvisionAddsIndexesAnOlderVersionLacks(t *testing.T) {
 	if n := len(out.Table.GlobalSecondaryIndexes); n != 1 || aws.ToString(out.Table.GlobalSecondaryIndexes[0].IndexName) != resources.AlertIndexName ||
 		out.Table.GlobalSecondaryIndexes[0].IndexStatus != "ACTIVE" {
 		t.Errorf("history table's indexes after the upgrade: %+v, want %s, active", out.Table.GlobalSecondaryIndexes, resources.AlertIndexName)
+	}
+	// Both tables expire items by their ExpiresAt (retention).
+	for _, table := range cat.Tables() {
+		ttl, err := clients.DynamoDB.DescribeTimeToLive(context.Background(), &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table.Name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := ttl.TimeToLiveDescription; d == nil || aws.ToString(d.AttributeName) != resources.AttrExpiresAt || d.TimeToLiveStatus != dbtypes.TimeToLiveStatusEnabled {
+			t.Errorf("table %s TTL %+v, want enabled on %s", table.Name, d, resources.AttrExpiresAt)
+		}
 	}
 }

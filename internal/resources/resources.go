@@ -302,6 +302,17 @@ func EnvRequestQueueURL(agent string) string {
 // Tables lists the catalog's tables.
 func (c Catalog) Tables() []Table { return []Table{c.Orders, c.History} }
 
+// WithoutTableTTL returns the catalog with DynamoDB's expiry left off on
+// both tables; items still carry their ExpiresAt. Tests that share one
+// DynamoDB Local use it: there, every table with TTL on keeps an expiry
+// scan running (10 items every 10 s, a pass lasting a second per item) in
+// a pool of 10 threads that index builds share, so a few dozen stages
+// with TTL on leave an index added to a table CREATING for minutes.
+func (c Catalog) WithoutTableTTL() Catalog {
+	c.Orders.TTL, c.History.TTL = "", ""
+	return c
+}
+
 // KeyNames lists the table's primary key attributes.
 func (t Table) KeyNames() []string {
 	if t.SortKey == nil {

@@ -12,6 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"orderly/internal/order"
+	"orderly/internal/provision"
+	"orderly/internal/resources"
 	"orderly/internal/soak"
 	"orderly/internal/testenv"
 )
@@ -29,6 +34,7 @@ func TestShortSoakLosesNothing(t *testing.T) {
 		t.Fatalf("build the local runtime: %v\n%s", err, out)
 	}
 	stage := testenv.Stage(t)
+	t.Cleanup(func() { removeStage(t, cfg, stage) })
 	api, sim := freeAddr(t), freeAddr(t)
 	ledger := filepath.Join(dir, "ledger.jsonl")
 	from := time.Now().Add(10 * time.Second).UTC()
@@ -74,6 +80,20 @@ func TestShortSoakLosesNothing(t *testing.T) {
 	if report.Run.Deploys != 3 || report.ByVersion["1"] == 0 || report.ByVersion["1.rehearsal"] == 0 {
 		t.Errorf("%d deploys, orders by version %v; want 3, and orders under both versions", report.Run.Deploys, report.ByVersion)
 	}
+}
+
+// removeStage deletes the stage the runtime provisioned: on a shared
+// DynamoDB Local its tables' expiry scans would otherwise run for as long
+// as the emulator does.
+func removeStage(t *testing.T, cfg aws.Config, stage string) {
+	clients := testenv.Clients(cfg)
+	// Create is idempotent: on an existing stage it returns its resources.
+	stack, err := provision.Create(context.Background(), clients, resources.New(stage, order.OrderWorkflows(order.DefaultTiming).Agents()))
+	if err != nil {
+		t.Logf("look up stage %s to remove it: %v", stage, err)
+		return
+	}
+	testenv.Cleanup(t, clients, stack)
 }
 
 func freeAddr(t *testing.T) string {

@@ -56,12 +56,14 @@ func Stage(t testing.TB) string {
 	return "t" + strings.ToLower(rand.Text()[:10])
 }
 
-// Provision creates a throwaway stack and deletes it when the test ends.
+// Provision creates a throwaway stack, with DynamoDB's expiry off on its
+// tables (see resources.Catalog.WithoutTableTTL), and deletes it when the
+// test ends.
 func Provision(t testing.TB, cfg aws.Config, cat resources.Catalog) (provision.Stack, provision.Clients) {
 	t.Helper()
 	clients := Clients(cfg)
 	ctx := context.Background()
-	stack, err := provision.Create(ctx, clients, cat)
+	stack, err := provision.Create(ctx, clients, cat.WithoutTableTTL())
 	if err != nil {
 		t.Fatalf("provision %s: %v", cat.Stage, err)
 	}
