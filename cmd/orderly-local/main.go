@@ -66,15 +66,14 @@ func run(log *slog.Logger) error {
 		StateDir: env.String("ORDERLY_STATE_DIR", ".local/state"),
 		Log:      log,
 	}
-	// EMF metric lines matter in CloudWatch; locally they would drown the
-	// logs, so they are printed only on request.
 	// A rehearsal of a version change: the shipped versions and, as the
-	// latest, a copy of the latest under another name.
+	// latest, the latest with a step renamed and its allowances doubled.
 	if env.String("ORDERLY_REHEARSE_VERSION", "") == "1" {
-		shipped := order.OrderWorkflows(timing)
-		cfg.Workflows = order.MustVersions(append(shipped.Workflows(), order.Rehearsal(shipped.Latest()))...)
+		cfg.Workflows = order.WithRehearsal(order.OrderWorkflows(timing))
 	}
 	cfg.ParkFor = env.Duration("PARK_FOR", 0)
+	// EMF metric lines matter in CloudWatch; locally they would drown the
+	// logs, so they are printed only on request.
 	if env.String("ORDERLY_EMF", "") == "1" {
 		cfg.Metrics = os.Stdout
 	}

@@ -81,8 +81,10 @@ func (v Versions) Agents() []string {
 }
 
 // Rehearsal is w under another name, Version + ".rehearsal", with its
-// allowances doubled and nothing else changed: the local runtime adds it
-// as the latest with ORDERLY_REHEARSE_VERSION=1, so that a version change
+// middle step renamed (Name + "-rehearsal") and its allowances doubled:
+// a version change of the kinds that strand in-flight orders when an
+// engine has no versions. The local runtime adds it as the latest with
+// ORDERLY_REHEARSE_VERSION=1 (see WithRehearsal), so that a version change
 // and a rollback can be rehearsed with orders in flight (the chaos soak
 // does) without a second build.
 func Rehearsal(w Workflow) Workflow {
@@ -93,7 +95,15 @@ func Rehearsal(w Workflow) Workflow {
 		r.Steps[i].Allowance *= 2
 		r.Steps[i].MaxAllowance *= 2
 	}
+	mid := &r.Steps[len(r.Steps)/2]
+	mid.Name += "-rehearsal"
 	return r
+}
+
+// WithRehearsal is v with the rehearsal of its latest version added as the
+// new latest.
+func WithRehearsal(v Versions) Versions {
+	return MustVersions(append(v.Workflows(), Rehearsal(v.Latest()))...)
 }
 
 // Workflows lists the definitions, oldest first.

@@ -52,3 +52,30 @@ func TestVersions(t *testing.T) {
 		t.Error("the shipped versions lack version 1, which orders without a version run under")
 	}
 }
+
+// The rehearsal is a version change of the kinds that strand orders in an
+// engine without versions: a step renamed, allowances changed.
+func TestRehearsal(t *testing.T) {
+	shipped := order.OrderWorkflows(order.DefaultTiming)
+	vs := order.WithRehearsal(shipped)
+	r := vs.Latest()
+	base, _ := vs.Get(order.LegacyVersion)
+	if r.Version != base.Version+".rehearsal" || !slices.Equal(vs.Known(), []string{base.Version, r.Version}) {
+		t.Fatalf("versions %v, latest %q; want %s and its rehearsal, the latest", vs.Known(), r.Version, base.Version)
+	}
+	var names []string
+	for i, d := range r.Steps {
+		names = append(names, d.Name)
+		b := base.Steps[i]
+		if d.Agent != b.Agent || d.Undo != b.Undo || d.Allowance != 2*b.Allowance || d.MaxAllowance != 2*b.MaxAllowance {
+			t.Errorf("step %d: %+v, want %+v with its allowances doubled", i, d, b)
+		}
+	}
+	want := []string{order.StepReserveInventory, order.StepChargePayment + "-rehearsal", order.StepArrangeShipping}
+	if !slices.Equal(names, want) {
+		t.Errorf("steps %v, want %v", names, want)
+	}
+	if base.Steps[1].Name != order.StepChargePayment {
+		t.Errorf("the rehearsal renamed version %s's step too: %v", base.Version, base.Steps)
+	}
+}

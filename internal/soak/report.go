@@ -152,7 +152,9 @@ func account(orders []acked, final map[string]order.Order, effects []simulator.E
 	for _, n := range perStep {
 		r.DuplicateAlerts += n - 1
 	}
-	steps := order.OrderWorkflow(order.DefaultTiming).Steps
+	// Every version the runtime may run: the shipped ones and the
+	// rehearsal, whose renamed step has its own idempotency key.
+	versions := order.WithRehearsal(order.OrderWorkflows(order.DefaultTiming))
 	var took []float64
 	for _, a := range orders {
 		r.ByKind[a.Kind]++
@@ -165,6 +167,13 @@ func account(orders []acked, final map[string]order.Order, effects []simulator.E
 		r.Outcomes[string(o.Status)]++
 		r.ByVersion[o.Version]++
 		took = append(took, o.UpdatedAt.Sub(o.CreatedAt).Seconds())
+		wf, known := versions.Get(o.Version)
+		if !known {
+			r.WrongOutcomes++
+			r.Wrong = append(r.Wrong, fmt.Sprintf("%s (%s %s): %s under workflow version %q, which no runtime had", a.ID, a.Kind, a.Service, o.Status, o.Version))
+			continue
+		}
+		steps := wf.Steps
 		inPlace, everUndone := 0, 0
 		for _, d := range steps {
 			k := d.Agent + " " + order.IdempotencyKeyFor(a.ID, d.Name)

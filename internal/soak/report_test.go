@@ -15,8 +15,13 @@ func TestAccountJudgesOutcomesByTheEvidence(t *testing.T) {
 	created := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
 	all := []string{order.StepReserveInventory, order.StepChargePayment, order.StepArrangeShipping}
 	two := all[:2]
+	// The rehearsal version renames the middle step: its work has a key of
+	// its own.
+	renamed := order.StepChargePayment + "-rehearsal"
+	rehearsed := []string{order.StepReserveInventory, renamed, order.StepArrangeShipping}
 	type tc struct {
 		name      string
+		version   string // the order's workflow version; empty is version 1
 		kind      Kind
 		status    order.Status
 		lastError string
@@ -49,18 +54,22 @@ func TestAccountJudgesOutcomesByTheEvidence(t *testing.T) {
 		{name: "Error with an alert waits for an operator", kind: UndoStuck, status: order.StatusError, done: two, undone: two[1:], alert: true},
 		{name: "Error never alerted", kind: Plain, status: order.StatusError, wantWrong: true},
 		{name: "plain, still Processing", kind: Plain, status: order.StatusProcessing, wantLost: true},
+		{name: "rehearsal version, Processed with its renamed step's work", version: "1.rehearsal", kind: Plain, status: order.StatusProcessed, done: rehearsed},
+		{name: "rehearsal version, Processed with the old step's work instead", version: "1.rehearsal", kind: Plain, status: order.StatusProcessed, done: all, wantWrong: true},
+		{name: "rehearsal version, Failed with its renamed step's work left", version: "1.rehearsal", kind: Permanent, status: order.StatusFailed, done: rehearsed[:2], undone: rehearsed[:1], wantWrong: true, wantLeft: 1},
+		{name: "a version no runtime had", version: "7", kind: Plain, status: order.StatusProcessed, done: all, wantWrong: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			id := order.IDForKey("soak", "c", tt.name)
 			a := acked{Planned: Planned{Key: tt.name, Kind: tt.kind}, ID: id, CancelAnswer: tt.cancel, Redriven: tt.redriven}
-			final := map[string]order.Order{id: {ID: id, Status: tt.status, LastError: tt.lastError, CreatedAt: created, UpdatedAt: created.Add(time.Minute)}}
+			final := map[string]order.Order{id: {ID: id, Version: tt.version, Status: tt.status, LastError: tt.lastError, CreatedAt: created, UpdatedAt: created.Add(time.Minute)}}
 			var alerts []order.Alert
 			if tt.alert {
 				alerts = append(alerts, order.Alert{Kind: order.AlertUndoFailed, OrderID: id, Step: order.StepReserveInventory, Undo: true})
 			}
 			var effects []simulator.Effect
-			service := map[string]string{order.StepReserveInventory: "inventory", order.StepChargePayment: "payment", order.StepArrangeShipping: "shipping"}
+			service := map[string]string{order.StepReserveInventory: "inventory", order.StepChargePayment: "payment", renamed: "payment", order.StepArrangeShipping: "shipping"}
 			for _, st := range tt.done {
 				effects = append(effects, simulator.Effect{Service: service[st], Key: order.IdempotencyKeyFor(id, st)})
 			}
