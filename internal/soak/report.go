@@ -113,6 +113,10 @@ type RunFacts struct {
 type PoisonFacts struct {
 	Sent               int `json:"sent"`
 	InDeadLetterQueues int `json:"inDeadLetterQueues"`
+	// ByQueue counts the messages in each dead-letter queue: beyond the
+	// poison, messages received too often (each kill -9 of the runtime
+	// counts a receive of every message it held).
+	ByQueue map[string]int `json:"byQueue"`
 }
 
 // OK reports whether the run kept every promise.
@@ -280,6 +284,9 @@ func (r Report) Print(w io.Writer) {
 	}
 	row("duplicate alerts", r.DuplicateAlerts)
 	row("poison messages sent / in dead-letter queues", fmt.Sprintf("%d / %d", r.Poison.Sent, r.Poison.InDeadLetterQueues))
+	for _, q := range slices.Sorted(maps.Keys(r.Poison.ByQueue)) {
+		row("  in "+q, r.Poison.ByQueue[q])
+	}
 	row("terminal orders with a status event", fmt.Sprintf("%d / %d", r.Events.Published, r.Events.Terminal))
 	row("time to terminal p50 / p99 / max", fmt.Sprintf("%.1f s / %.1f s / %.1f s", r.P50Seconds, r.P99Seconds, r.MaxSeconds))
 	row("submitting took / settling took (bound)", fmt.Sprintf("%s / %s (%s)", secs(r.Run.SubmitSeconds), secs(r.Run.SettleSeconds), secs(r.Run.BoundSeconds)))

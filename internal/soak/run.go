@@ -163,10 +163,17 @@ func Run(ctx context.Context, cfg Config, env Env) (Report, error) {
 	}
 	// A poison message reaches its dead-letter queue after five receives,
 	// each a visibility timeout apart.
-	var dlq int
+	var (
+		dlq     int
+		byQueue map[string]int
+	)
 	for giveUp := time.Now().Add(3 * time.Minute); ; {
-		if dlq, err = deadLetters(ctx, env, cat); err != nil {
+		if byQueue, err = deadLetters(ctx, env, cat); err != nil {
 			return Report{}, err
+		}
+		dlq = 0
+		for _, n := range byQueue {
+			dlq += n
 		}
 		if dlq >= poison || time.Now().After(giveUp) || ctx.Err() != nil {
 			break
@@ -185,7 +192,7 @@ func Run(ctx context.Context, cfg Config, env Env) (Report, error) {
 	}
 	r.CrashedAt = maps.Clone(c.crashedAt)
 	c.mu.Unlock()
-	r.Poison = PoisonFacts{Sent: poison, InDeadLetterQueues: dlq}
+	r.Poison = PoisonFacts{Sent: poison, InDeadLetterQueues: dlq, ByQueue: byQueue}
 	return r, nil
 }
 
@@ -472,28 +479,28 @@ func sendPoison(ctx context.Context, env Env, cat resources.Catalog) (int, error
 	return len(names), nil
 }
 
-// deadLetters counts the messages in every dead-letter queue.
-func deadLetters(ctx context.Context, env Env, cat resources.Catalog) (int, error) {
+// deadLetters counts the messages in each dead-letter queue, by name.
+func deadLetters(ctx context.Context, env Env, cat resources.Catalog) (map[string]int, error) {
 	names := []string{cat.ResponseQueue.DeadLetterName}
 	for _, q := range cat.RequestQueues {
 		names = append(names, q.DeadLetterName)
 	}
-	total := 0
+	counts := map[string]int{}
 	for _, name := range names {
 		url, err := env.Clients.SQS.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
 		if err != nil {
-			return 0, fmt.Errorf("queue %s: %w", name, err)
+			return nil, fmt.Errorf("queue %s: %w", name, err)
 		}
 		attrs, err := env.Clients.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: url.QueueUrl,
 			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
 				sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
 		if err != nil {
-			return 0, fmt.Errorf("queue %s: %w", name, err)
+			return nil, fmt.Errorf("queue %s: %w", name, err)
 		}
 		for _, v := range attrs.Attributes {
 			n, _ := strconv.Atoi(v)
-			total += n
+			counts[name] += n
 		}
 	}
-	return total, nil
+	return counts, nil
 }
