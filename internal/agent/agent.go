@@ -321,12 +321,17 @@ func (s *Service) extend(ctx context.Context, req order.StepRequest, current, no
 	return stored.CompleteBy, err
 }
 
+// errWindowEnded ends a window's context at its stop: a call cut short by
+// it timed out (where the attempt's end, abandon, says nothing about the
+// remote service).
+var errWindowEnded = fmt.Errorf("the attempt's window ended: %w", context.DeadlineExceeded)
+
 // window is the time an attempt has: its CompleteBy, which heartbeats move
 // on, and the moment a margin before it when the agent stops calling. Its
 // context ends at that moment, or when the attempt turns out to be over.
 type window struct {
 	ctx    context.Context
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
 	margin time.Duration
 	now    func() time.Time
 
@@ -338,10 +343,10 @@ type window struct {
 }
 
 func (s *Service) newWindow(parent context.Context, completeBy, now time.Time) *window {
-	ctx, cancel := context.WithCancel(parent)
+	ctx, cancel := context.WithCancelCause(parent)
 	w := &window{ctx: ctx, cancel: cancel, margin: s.margin, now: s.now}
 	w.completeBy, w.stopAt = completeBy, w.stopFor(completeBy, now)
-	w.timer = time.AfterFunc(w.stopAt.Sub(now), cancel)
+	w.timer = time.AfterFunc(w.stopAt.Sub(now), func() { cancel(errWindowEnded) })
 	return w
 }
 
@@ -374,10 +379,10 @@ func (w *window) abandon() {
 	w.mu.Lock()
 	w.stale = true
 	w.mu.Unlock()
-	w.cancel()
+	w.cancel(nil)
 }
 
-func (w *window) close() { w.timer.Stop(); w.cancel() }
+func (w *window) close() { w.timer.Stop(); w.cancel(nil) }
 
 // sendReply sends a reply, trying again with backoff while the window
 // lasts: a reply the response queue refused would otherwise come back only
@@ -457,7 +462,11 @@ func (s *Service) try(w *window, req order.StepRequest) (string, error) {
 	}
 	call := func() (string, error) {
 		s.metrics.Count(metrics.RemoteCalls, 1, "agent", s.name)
-		return s.remote.Call(ctx, s.name, req)
+		ref, err := s.remote.Call(ctx, s.name, req)
+		if err != nil && errors.Is(context.Cause(w.ctx), errWindowEnded) {
+			err = fmt.Errorf("%w: %w", err, errWindowEnded)
+		}
+		return ref, err
 	}
 	if s.circuit == nil {
 		return call()

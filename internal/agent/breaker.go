@@ -72,9 +72,11 @@ func (s *Service) newCircuit(b Breaker) *circuit {
 
 // healthy reports whether a call's outcome says the service is up: a
 // success, or a permanent fault, which is an answer too. A call the agent
-// itself cancelled says nothing about it, and does not count against it.
+// cancelled (its attempt over, or the function ending) says nothing about
+// it, and does not count against it; one cut short by its window's end
+// timed out.
 func healthy(err error) bool {
-	return err == nil || errors.Is(err, remote.ErrPermanent) || errors.Is(err, context.Canceled)
+	return err == nil || errors.Is(err, remote.ErrPermanent) || (errors.Is(err, context.Canceled) && !timedOut(err))
 }
 
 // call makes one call of the request with this idempotency key, asking the

@@ -13,24 +13,31 @@ import (
 	"orderly/internal/remote"
 )
 
-func TestAnswered(t *testing.T) {
+// What a call's outcome says: whether the service answered (which ends a
+// request's suspicion), and whether the breaker takes it as the service
+// being up.
+func TestCallOutcomes(t *testing.T) {
 	netTimeout := &net.OpError{Op: "read", Net: "tcp", Err: &timeoutError{}}
 	tests := []struct {
-		name string
-		err  error
-		want bool
+		name             string
+		err              error
+		answered, health bool
 	}{
-		{"success", nil, true},
-		{"permanent fault", fmt.Errorf("status 402: %w", remote.ErrPermanent), true},
-		{"transient fault", fmt.Errorf("status 503: %w", remote.ErrTransient), true},
-		{"try timeout", fmt.Errorf("payment: %w: %w", context.DeadlineExceeded, remote.ErrTransient), false},
-		{"network timeout", fmt.Errorf("payment: %w: %w", netTimeout, remote.ErrTransient), false},
-		{"window ended", fmt.Errorf("payment: %w: %w", context.Canceled, remote.ErrTransient), false},
+		{"success", nil, true, true},
+		{"permanent fault", fmt.Errorf("status 402: %w", remote.ErrPermanent), true, true},
+		{"transient fault", fmt.Errorf("status 503: %w", remote.ErrTransient), true, false},
+		{"try timeout", fmt.Errorf("payment: %w: %w", context.DeadlineExceeded, remote.ErrTransient), false, false},
+		{"network timeout", fmt.Errorf("payment: %w: %w", netTimeout, remote.ErrTransient), false, false},
+		{"cut short by its window's end", fmt.Errorf("payment: %w: %w: %w", context.Canceled, remote.ErrTransient, errWindowEnded), false, false},
+		{"cancelled: the attempt is over", fmt.Errorf("payment: %w: %w", context.Canceled, remote.ErrTransient), false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := answered(tt.err); got != tt.want {
-				t.Errorf("answered(%v) = %t, want %t", tt.err, got, tt.want)
+			if got := answered(tt.err); got != tt.answered {
+				t.Errorf("answered(%v) = %t, want %t", tt.err, got, tt.answered)
+			}
+			if got := healthy(tt.err); got != tt.health {
+				t.Errorf("healthy(%v) = %t, want %t", tt.err, got, tt.health)
 			}
 		})
 	}

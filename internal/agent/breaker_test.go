@@ -198,3 +198,27 @@ func TestCircuitBreakerOpensOnTimeoutsOfDifferentRequests(t *testing.T) {
 		t.Errorf("probe replies %+v, want a success: the hung request's timeout reopened the circuit", reps)
 	}
 }
+
+// A call cut short by the end of its window is a timeout too, whether the
+// agent has a try timeout or not: three different requests whose calls
+// hang to the end of their windows open the circuit.
+func TestCircuitBreakerCountsCallsCutByTheirWindow(t *testing.T) {
+	caller := newFakeCaller(map[string][]result{})
+	var reqs []order.StepRequest
+	for _, key := range []string{"k-window-1", "k-window-2", "k-window-3", "k-after"} {
+		req := request(key, time.Time{})
+		reqs = append(reqs, req)
+		caller.scripts[req.OrderID] = []result{hang}
+	}
+	replier, holder := &fakeReplier{}, &fakeHolder{}
+	ag := newBreakerAgent(caller, replier, holder, time.Minute, 0)
+	for _, req := range reqs {
+		req.CompleteBy = time.Now().Add(100 * time.Millisecond)
+		if err := ag.Process(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if held := holder.heldIDs(); len(held) != 1 || held[0] != reqs[3].OrderID {
+		t.Errorf("held %v, want the request after three calls cut by their windows", held)
+	}
+}
