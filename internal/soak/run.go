@@ -55,7 +55,7 @@ const maxRedrives = 3
 func Run(ctx context.Context, cfg Config, env Env) (Report, error) {
 	plan := Plan(cfg.Orders, cfg.Mix, cfg.Seed)
 	c := &child{cfg: cfg, injected: map[faults.Kind]int{}, crashedAt: map[string]int{}}
-	if err := c.start(); err != nil {
+	if err := c.begin(); err != nil {
 		return Report{}, err
 	}
 	defer c.stop()

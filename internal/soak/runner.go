@@ -53,8 +53,16 @@ type Config struct {
 }
 
 // child is the running local runtime, restarted after every crash.
+//
+// Exactly one runtime runs at a time: starts happen under lifecycle, and a
+// crashed runtime is restarted only if it is still the current one. (A
+// crash racing a kill -9 used to start two; the second could not bind the
+// API's port, died, was restarted, died again, three times a second, while
+// the first served on and no kill reached it.)
 type child struct {
 	cfg Config
+
+	lifecycle sync.Mutex // held to start, kill or stop the runtime
 
 	mu       sync.Mutex
 	cmd      *exec.Cmd
@@ -73,6 +81,7 @@ type child struct {
 	deploys int
 }
 
+// start starts a runtime; the caller holds lifecycle.
 func (c *child) start() error {
 	cmd := exec.Command(c.cfg.Binary)
 	c.mu.Lock()
@@ -94,21 +103,31 @@ func (c *child) start() error {
 	go c.read(out)
 	go func() {
 		err := cmd.Wait()
+		close(exited) // before lifecycle: a kill9 holding it waits for this
+		c.lifecycle.Lock()
+		defer c.lifecycle.Unlock()
 		c.mu.Lock()
-		ours := c.stopping
+		restart := c.cmd == cmd && !c.stopping
 		c.mu.Unlock()
-		close(exited)
-		if !ours {
-			c.cfg.Log.Warn("runtime died; starting it again", "error", err)
-			c.mu.Lock()
-			c.crashes++
-			c.mu.Unlock()
-			if err := c.start(); err != nil {
-				c.cfg.Log.Error("restart failed", "error", err)
-			}
+		if !restart {
+			return // killed by the soak, which starts the next one itself
+		}
+		c.cfg.Log.Warn("runtime died; starting it again", "error", err)
+		c.mu.Lock()
+		c.crashes++
+		c.mu.Unlock()
+		if err := c.start(); err != nil {
+			c.cfg.Log.Error("restart failed", "error", err)
 		}
 	}()
 	return nil
+}
+
+// begin starts the first runtime.
+func (c *child) begin() error {
+	c.lifecycle.Lock()
+	defer c.lifecycle.Unlock()
+	return c.start()
 }
 
 // read counts the faults the runtime logs as injected.
@@ -142,6 +161,8 @@ func (c *child) read(r io.Reader) {
 
 // kill9 kills the runtime with SIGKILL and starts it again.
 func (c *child) kill9() error {
+	c.lifecycle.Lock()
+	defer c.lifecycle.Unlock()
 	c.mu.Lock()
 	cmd, exited := c.cmd, c.exited
 	c.stopping = true
@@ -167,6 +188,8 @@ func (c *child) deploy(build []string) error {
 
 // stop ends the runtime for good.
 func (c *child) stop() {
+	c.lifecycle.Lock()
+	defer c.lifecycle.Unlock()
 	c.mu.Lock()
 	cmd, exited := c.cmd, c.exited
 	c.stopping = true
