@@ -54,12 +54,7 @@ func TestCircuitBreakerHoldsRequestsWhileTheServiceIsDown(t *testing.T) {
 	})
 	replier := &fakeReplier{}
 	holder := &fakeHolder{}
-	ag := agent.New(agent.Config{
-		Name: order.AgentPayment, Remote: caller, Replies: replier, Holder: holder,
-		Breaker: agent.Breaker{Failures: 3, OpenFor: openFor},
-		Backoff: agent.Backoff{Base: 5 * time.Millisecond, Cap: 10 * time.Millisecond},
-		Now:     time.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: metrics.Discard(),
-	})
+	ag := newBreakerAgent(caller, replier, holder, openFor, 0)
 	ctx := context.Background()
 
 	// Three failed calls open the circuit; the request is held, not given up.
@@ -101,7 +96,7 @@ func TestCircuitBreakerHoldsRequestsWhileTheServiceIsDown(t *testing.T) {
 }
 
 // newBreakerAgent returns an agent whose circuit opens after three failed
-// calls and whose tries time out after tryFor.
+// calls and whose tries time out after tryFor (zero: at the window's end).
 func newBreakerAgent(caller agent.Caller, replier *fakeReplier, holder *fakeHolder, openFor, tryFor time.Duration) *agent.Service {
 	return agent.New(agent.Config{
 		Name: order.AgentPayment, Remote: caller, Replies: replier, Holder: holder,

@@ -72,7 +72,7 @@ type child struct {
 	injected map[faults.Kind]int
 	// crashedAt counts injected crashes by the point they fell at.
 	crashedAt map[string]int
-	stopping  bool
+	stopping  bool // set by stop: the runtime is not restarted
 	exited    chan struct{}
 	// build is added to the environment of every start: the deployed
 	// version set.
@@ -163,14 +163,14 @@ func (c *child) read(r io.Reader) {
 func (c *child) kill9() error {
 	c.lifecycle.Lock()
 	defer c.lifecycle.Unlock()
+	// The killed runtime's watcher waits for lifecycle, and by then the
+	// next runtime is the current one: it does not restart the old one.
 	c.mu.Lock()
 	cmd, exited := c.cmd, c.exited
-	c.stopping = true
 	c.mu.Unlock()
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	<-exited
 	c.mu.Lock()
-	c.stopping = false
 	c.kills++
 	c.mu.Unlock()
 	return c.start()
