@@ -198,8 +198,7 @@ func (a *app) list(ctx context.Context, args []string) error {
 		return err
 	}
 	return a.print(ls, func(w io.Writer) {
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ORDER\tSTATUS\tVERSION\tRECORD\tSTATE\tATTEMPT\tFAILURES\tCOMPLETE BY\tLATE\tLAST ERROR")
+		tw := newTable(w, "ORDER\tSTATUS\tVERSION\tRECORD\tSTATE\tATTEMPT\tFAILURES\tCOMPLETE BY\tLATE\tLAST ERROR")
 		for _, l := range ls {
 			step := order.RecordLabel(l.Step, l.Undo)
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", l.OrderID, l.Status, l.Version, step, l.State, l.Attempt, l.Failures,
@@ -306,8 +305,7 @@ func (a *app) dlq(ctx context.Context, args []string) error {
 			return err
 		}
 		return a.print(qs, func(w io.Writer) {
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "QUEUE\tMESSAGES\tIN FLIGHT\tMOVES BACK TO")
+			tw := newTable(w, "QUEUE\tMESSAGES\tIN FLIGHT\tMOVES BACK TO")
 			for _, q := range qs {
 				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", q.Name, q.Messages, q.InFlight, cmp.Or(q.Source, "(failure records)"))
 			}
@@ -375,8 +373,7 @@ func writeOrder(w io.Writer, v api.OrderView) {
 	if v.LastError != "" {
 		fmt.Fprintf(w, "  last error: %s\n", v.LastError)
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  #\tSTEP\tSTATE\tATTEMPT\tFAILURES\tCOMPLETE BY\tREFERENCE\tLAST ERROR")
+	tw := newTable(w, "  #\tSTEP\tSTATE\tATTEMPT\tFAILURES\tCOMPLETE BY\tREFERENCE\tLAST ERROR")
 	for i, s := range v.Steps {
 		step := order.RecordLabel(s.Step, s.Undo)
 		by := ""
@@ -389,8 +386,7 @@ func writeOrder(w io.Writer, v api.OrderView) {
 }
 
 func writeHistory(w io.Writer, ts []order.Transition) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tRECORD\tEVENT\tFROM\tTO\tATTEMPT\tBY\tREASON")
+	tw := newTable(w, "TIME\tRECORD\tEVENT\tFROM\tTO\tATTEMPT\tBY\tREASON")
 	for _, t := range ts {
 		rec := "order"
 		if t.Record >= 0 {
@@ -425,8 +421,7 @@ func (a *app) alerts(ctx context.Context, args []string) error {
 		return err
 	}
 	return a.print(alerts, func(w io.Writer) {
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "SENT\tKIND\tORDER\tRECORD\tATTEMPT\tFAILURES\tREASON")
+		tw := newTable(w, "SENT\tKIND\tORDER\tRECORD\tATTEMPT\tFAILURES\tREASON")
 		for _, al := range alerts {
 			step := order.RecordLabel(al.Step, al.Undo)
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", al.At.UTC().Format(time.RFC3339), al.Kind, al.OrderID, step,
@@ -466,8 +461,7 @@ func (a *app) versions(ctx context.Context, args []string) error {
 		return err
 	}
 	return a.print(use, func(w io.Writer) {
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "VERSION\tIN FLIGHT\tIN ERROR\tIN THIS BUILD\tREMOVABLE")
+		tw := newTable(w, "VERSION\tIN FLIGHT\tIN ERROR\tIN THIS BUILD\tREMOVABLE")
 		for _, u := range use {
 			removable := "no"
 			switch {
@@ -502,4 +496,12 @@ func (a *app) console(ctx context.Context, args []string) error {
 		return fmt.Errorf("console: %w", err)
 	}
 	return nil
+}
+
+// newTable returns a writer of aligned columns whose first line is
+// header (tab-separated); Flush writes the table.
+func newTable(w io.Writer, header string) *tabwriter.Writer {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	return tw
 }
