@@ -56,7 +56,11 @@ browser: ## install Debian's Chromium for the console's browser test (idempotent
 test: tools infra-tools browser lint build ## all tests: unit, integration against the emulators (the console in Chromium too), the CDK stack, cfn-lint, schemathesis on the local API (LocalStack's: make test-localstack)
 	$(MAKE) --no-print-directory cfn-lint
 	$(TOOLS_VENV)/bin/python -m unittest discover -s localstack/executor/tests -t localstack/executor
-	$(WITH_EMULATORS) env ORDERLY_INTEGRATION=1 ORDERLY_CHROMIUM=$(CHROMIUM) $(GOTEST) ./...
+	$(WITH_EMULATORS) env ORDERLY_INTEGRATION=1 ORDERLY_CHROMIUM=$(CHROMIUM) $(GOTEST) $$(go list ./... | grep -v /internal/cost$$)
+	@# The cost budget counts every request of a few orders: on a machine
+	@# busy with the other packages, Supervisors act on orders only slow
+	@# because of it, and their extra writes are counted (seen 2 in 7 runs).
+	$(WITH_EMULATORS) env ORDERLY_INTEGRATION=1 $(GOTEST) ./internal/cost
 	$(WITH_EMULATORS) bash fuzz/run.sh
 
 .PHONY: lint
