@@ -52,12 +52,18 @@ type Report struct {
 	// act). ErrorsAlerted counts orders that were in Error (at the end, or
 	// before the soak's operator redrove them) with at least one alert;
 	// DuplicateAlerts counts alerts beyond the first per order, record and
-	// attempt.
-	ErrorsLeft      int            `json:"errorsLeft"`
-	ErrorsAlerted   int            `json:"errorsAlerted"`
-	ErrorsUnalerted int            `json:"errorsUnalerted"`
-	Alerts          map[string]int `json:"alerts"` // by kind
-	DuplicateAlerts int            `json:"duplicateAlerts"`
+	// attempt that the engine sent again (a later publication: an alert
+	// whose clearing write was lost to a crash is re-sent after its
+	// lease), by kind in DuplicatesByKind; AlertCopies counts the same
+	// publication received more than once (SNS and SQS deliver at least
+	// once; the SDK resends a Publish whose answer was lost).
+	ErrorsLeft       int            `json:"errorsLeft"`
+	ErrorsAlerted    int            `json:"errorsAlerted"`
+	ErrorsUnalerted  int            `json:"errorsUnalerted"`
+	Alerts           map[string]int `json:"alerts"` // by kind
+	DuplicateAlerts  int            `json:"duplicateAlerts"`
+	DuplicatesByKind map[string]int `json:"duplicatesByKind,omitempty"`
+	AlertCopies      int            `json:"alertCopies"`
 	// Terminal time, submission to the last write, in seconds.
 	P50Seconds float64     `json:"p50Seconds"`
 	P99Seconds float64     `json:"p99Seconds"`
@@ -146,15 +152,28 @@ func account(orders []acked, final map[string]order.Order, effects []simulator.E
 	}
 	alerted := map[string]int{}
 	perStep := map[string]int{}
+	published := map[string]bool{}
 	for _, a := range alerts {
+		// A publication is its content and the instant it was sent: a
+		// second copy of it is delivery, not the engine.
+		if pub := fmt.Sprintf("%+v", a); published[pub] {
+			r.AlertCopies++
+			continue
+		} else {
+			published[pub] = true
+		}
 		alerted[a.OrderID]++
+		r.Alerts[string(a.Kind)]++
 		// Per attempt: after an operator's redrive, a new refusal is a
 		// new alert, not a duplicate.
-		perStep[fmt.Sprintf("%s %s %t %s %d", a.OrderID, a.Step, a.Undo, a.Kind, a.Attempt)]++
-		r.Alerts[string(a.Kind)]++
-	}
-	for _, n := range perStep {
-		r.DuplicateAlerts += n - 1
+		key := fmt.Sprintf("%s %s %t %s %d", a.OrderID, a.Step, a.Undo, a.Kind, a.Attempt)
+		if perStep[key]++; perStep[key] > 1 {
+			r.DuplicateAlerts++
+			if r.DuplicatesByKind == nil {
+				r.DuplicatesByKind = map[string]int{}
+			}
+			r.DuplicatesByKind[string(a.Kind)]++
+		}
 	}
 	// Every version the runtime may run: the shipped ones and the
 	// rehearsal, whose renamed step has its own idempotency key.
@@ -282,7 +301,10 @@ func (r Report) Print(w io.Writer) {
 	for _, k := range slices.Sorted(maps.Keys(r.Alerts)) {
 		row("  alerts "+k, r.Alerts[k])
 	}
-	row("duplicate alerts", r.DuplicateAlerts)
+	row("duplicate alerts (sent again) / copies (delivered twice)", fmt.Sprintf("%d / %d", r.DuplicateAlerts, r.AlertCopies))
+	for _, k := range slices.Sorted(maps.Keys(r.DuplicatesByKind)) {
+		row("  sent again "+k, r.DuplicatesByKind[k])
+	}
 	row("poison messages sent / in dead-letter queues", fmt.Sprintf("%d / %d", r.Poison.Sent, r.Poison.InDeadLetterQueues))
 	for _, q := range slices.Sorted(maps.Keys(r.Poison.ByQueue)) {
 		row("  in "+q, r.Poison.ByQueue[q])

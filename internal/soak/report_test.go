@@ -125,15 +125,22 @@ func TestEventFactsWantTheFinalStatusPublished(t *testing.T) {
 	}
 }
 
-// The same alert twice is a duplicate; a new refusal after a redrive (a
-// new attempt) is a new alert.
+// The same alert sent again is a duplicate; the same publication received
+// twice is a copy; a new refusal after a redrive (a new attempt) is a new
+// alert.
 func TestDuplicateAlertsArePerAttempt(t *testing.T) {
-	alerts := []order.Alert{
-		{Kind: order.AlertUndoFailed, OrderID: "A", Step: "s", Undo: true, Attempt: 1},
-		{Kind: order.AlertUndoFailed, OrderID: "A", Step: "s", Undo: true, Attempt: 1},
-		{Kind: order.AlertUndoFailed, OrderID: "A", Step: "s", Undo: true, Attempt: 2},
+	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	first := order.Alert{Kind: order.AlertUndoFailed, OrderID: "A", Step: "s", Undo: true, Attempt: 1, At: at}
+	again := first
+	again.At = at.Add(time.Minute)
+	redriven := first
+	redriven.Attempt, redriven.At = 2, at.Add(time.Hour)
+	r := account(nil, nil, nil, []order.Alert{first, first, again, redriven})
+	if r.DuplicateAlerts != 1 || r.DuplicatesByKind[string(order.AlertUndoFailed)] != 1 || r.AlertCopies != 1 {
+		t.Errorf("duplicates %d by kind %v, copies %d; want 1 UndoFailed sent again and 1 copy",
+			r.DuplicateAlerts, r.DuplicatesByKind, r.AlertCopies)
 	}
-	if r := account(nil, nil, nil, alerts); r.DuplicateAlerts != 1 {
-		t.Errorf("duplicate alerts = %d, want 1", r.DuplicateAlerts)
+	if r.Alerts[string(order.AlertUndoFailed)] != 3 {
+		t.Errorf("alerts %v, want 3 UndoFailed publications", r.Alerts)
 	}
 }

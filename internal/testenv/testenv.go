@@ -91,8 +91,9 @@ type AlertInbox struct {
 	client *sqs.Client
 	url    string
 
-	mu   sync.Mutex
-	kept []order.Alert // received, about orders nobody waited for yet
+	mu        sync.Mutex
+	kept      []order.Alert   // received, about orders nobody waited for yet
+	published map[string]bool // bodies received: a second copy is delivery, not the engine
 }
 
 // SubscribeAlerts subscribes a fresh queue to topicARN with raw delivery.
@@ -106,7 +107,7 @@ func SubscribeAlerts(t testing.TB, clients provision.Clients, topicARN string) *
 	t.Cleanup(func() {
 		clients.SQS.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)})
 	})
-	return &AlertInbox{client: clients.SQS, url: url}
+	return &AlertInbox{client: clients.SQS, url: url, published: map[string]bool{}}
 }
 
 // Await returns the first alert about orderID, failing the test if none
@@ -150,19 +151,34 @@ func (in *AlertInbox) next(orderID string, timeout time.Duration) (order.Alert, 
 		if err != nil {
 			return order.Alert{}, false, seen, fmt.Errorf("receive alerts: %w", err)
 		}
+		// The whole batch is read and deleted before returning, so no
+		// alert waits out a visibility timeout behind the one wanted.
+		// An alert's body carries the instant it was published, so the
+		// same body twice is a copy SNS, SQS or a resent Publish made,
+		// and is dropped; an alert the engine sent again is kept.
+		var found *order.Alert
 		for _, m := range out.Messages {
+			body := aws.ToString(m.Body)
 			var a order.Alert
-			if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &a); err != nil {
-				return order.Alert{}, false, seen, fmt.Errorf("alert is not JSON: %w: %s", err, aws.ToString(m.Body))
+			if err := json.Unmarshal([]byte(body), &a); err != nil {
+				return order.Alert{}, false, seen, fmt.Errorf("alert is not JSON: %w: %s", err, body)
 			}
 			_, _ = in.client.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(in.url), ReceiptHandle: m.ReceiptHandle})
-			if a.OrderID == orderID {
-				return a, true, seen, nil
-			}
-			seen = append(seen, a.OrderID)
 			in.mu.Lock()
-			in.kept = append(in.kept, a)
+			copied := in.published[body]
+			in.published[body] = true
+			switch {
+			case copied:
+			case a.OrderID == orderID && found == nil:
+				found = &a
+			default:
+				seen = append(seen, a.OrderID)
+				in.kept = append(in.kept, a)
+			}
 			in.mu.Unlock()
+		}
+		if found != nil {
+			return *found, true, seen, nil
 		}
 	}
 	return order.Alert{}, false, seen, nil
