@@ -142,7 +142,7 @@ func BuildTimeline(v api.OrderView, history []order.Transition, now time.Time) T
 		case "removed":
 			closeOpen(l, h.At, "removed")
 			l.Marks = append(l.Marks, Mark{Kind: "removed", At: h.At, Title: "removed at " + clock(h.At) + ": " + h.Reason})
-		case "alert recorded", "alert sent":
+		case "alert recorded", "alert sent", "alert withdrawn":
 			l.Marks = append(l.Marks, Mark{Kind: "alert", At: h.At, Title: fmt.Sprintf("%s (%s) at %s", h.Event, h.Reason, clock(h.At))})
 		default: // heartbeat, deferred, re-announced, cancel requested
 			l.Marks = append(l.Marks, Mark{Kind: h.Event, At: h.At, Title: fmt.Sprintf("%s at %s %s", h.Event, clock(h.At), h.Reason)})

@@ -150,6 +150,10 @@ func diff(before *orderRecord, now orderRecord) []order.Transition {
 		add(alertTransition(now, active, "alert recorded", now.AlertKind))
 	case before.AlertPending && !now.AlertPending && sameRecord(before, now):
 		add(alertTransition(now, before.Active, "alert sent", before.AlertKind))
+	case before.AlertPending && !now.AlertPending:
+		// The write moved the record on before the alert went out (an
+		// operator's redrive, a late claim): nobody is told of it now.
+		add(alertTransition(*before, before.Active, "alert withdrawn", before.AlertKind))
 	}
 	return out
 }

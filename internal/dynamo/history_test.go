@@ -69,7 +69,8 @@ func TestDiffListsWhatAWriteChanged(t *testing.T) {
 }
 
 // An alert cleared while the record stays as it was was sent; one cleared
-// by a claim was answered, not sent.
+// by a claim (an operator's redrive, say) before it was sent was
+// withdrawn, and the history says so.
 func TestDiffTellsASentAlertFromAnAnsweredOne(t *testing.T) {
 	one := 0
 	before := orderRecord{OrderID: "O", Status: "Error", Active: &one, AlertPending: true, AlertKind: "UndoFailed",
@@ -90,10 +91,20 @@ func TestDiffTellsASentAlertFromAnAnsweredOne(t *testing.T) {
 	}
 	claimed := sent
 	claimed.Steps = []stepRecord{{Step: "a", State: "Processing", Attempt: 3}}
+	withdrawn := 0
 	for _, tr := range diff(&before, claimed) {
-		if tr.Event == "alert sent" {
+		switch tr.Event {
+		case "alert sent":
 			t.Errorf("a claim's cleared alert counted as sent: %+v", tr)
+		case "alert withdrawn":
+			withdrawn++
+			if tr.Reason != "UndoFailed" || tr.Record != 0 || tr.Attempt != 2 {
+				t.Errorf("withdrawal %+v, want the alert's kind and the record and attempt it was about", tr)
+			}
 		}
+	}
+	if withdrawn != 1 {
+		t.Errorf("a claim's cleared alert: %d withdrawals in the history, want 1", withdrawn)
 	}
 	if a := sentAlert(&before, claimed); a != nil {
 		t.Errorf("a claim's cleared alert recorded as sent: %+v", a)

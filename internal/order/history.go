@@ -14,7 +14,8 @@ type Transition struct {
 	Undo   bool   `json:"undo,omitempty" dynamodbav:"U,omitempty"`
 	// Event is what happened: "status" (the order's), "state" (a
 	// record's), "heartbeat", "deferred", "re-announced", "cancel
-	// requested", "alert recorded", "alert sent", "removed".
+	// requested", "alert recorded", "alert sent", "alert withdrawn" (cleared
+	// by a write that moved the record on before it was sent), "removed".
 	Event   string `json:"event" dynamodbav:"E"`
 	From    string `json:"from,omitempty" dynamodbav:"F,omitempty"`
 	To      string `json:"to,omitempty" dynamodbav:"T,omitempty"`

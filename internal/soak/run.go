@@ -294,7 +294,7 @@ func post(ctx context.Context, client *http.Client, url string) int {
 // awaitTerminal polls every order until all are terminal or the bound has
 // passed, and returns their last states. An order whose plan says it gets
 // stuck in Error (UndoStuck) is redriven once, as an operator would after
-// the alert, and is terminal only after that.
+// the alert (see redriveNow), and is terminal only after that.
 func awaitTerminal(ctx context.Context, store *dynamo.Store, orders []acked, bound time.Duration, redrive func(id string) bool) (map[string]order.Order, time.Duration) {
 	began := time.Now()
 	final := map[string]order.Order{}
@@ -307,11 +307,11 @@ func awaitTerminal(ctx context.Context, store *dynamo.Store, orders []acked, bou
 			if o, ok := final[a.ID]; ok && settled(a, o) {
 				continue
 			}
-			o, err := store.Order(ctx, a.ID)
+			o, steps, err := store.GetOrder(ctx, a.ID)
 			if err == nil {
 				final[a.ID] = o
 			}
-			if err == nil && a.Kind == UndoStuck && o.Status == order.StatusError && a.redrives < maxRedrives {
+			if err == nil && redriveNow(a, o, steps) {
 				orders[i].redrives++
 				if redrive(a.ID) {
 					orders[i].Redriven = true
@@ -328,6 +328,25 @@ func awaitTerminal(ctx context.Context, store *dynamo.Store, orders []acked, bou
 		}
 		time.Sleep(2 * time.Second)
 	}
+}
+
+// redriveNow reports whether the soak's operator redrives the order now:
+// one planned to get stuck in Error (UndoStuck), in Error, not redriven
+// too often yet, and whose alert was sent. Like an operator woken by the
+// alert, it does not act on an order whose alert is still pending (its
+// sender crashed, or SNS refused it, and a Supervisor sends it later): a
+// redrive then would withdraw the alert, and the soak could not tell an
+// alert that was never sent from one nobody needed.
+func redriveNow(a acked, o order.Order, steps []order.StepState) bool {
+	if a.Kind != UndoStuck || o.Status != order.StatusError || a.redrives >= maxRedrives {
+		return false
+	}
+	for _, st := range steps {
+		if st.AlertPending {
+			return false
+		}
+	}
+	return true
 }
 
 // alertInbox is a queue subscribed to the alert topic.
