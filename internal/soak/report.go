@@ -41,6 +41,11 @@ type Report struct {
 	// failure nothing explains, an Error never alerted.
 	WrongOutcomes int      `json:"wrongOutcomes"`
 	Wrong         []string `json:"wrong,omitempty"`
+	// WrongHistory is each wrong order's history as the recorder kept it
+	// (status changes, record states, alerts), so a report that breaks a
+	// promise says what happened to the order.
+	WrongHistory map[string][]string `json:"wrongHistory,omitempty"`
+	wrongIDs     []string
 	// GivenUp counts orders with no refusing test value that ended Failed
 	// after their attempts timed out: every attempt was lost to crashes (a
 	// claim whose request was never sent, a request taken by a runtime
@@ -193,6 +198,7 @@ func account(orders []acked, final map[string]order.Order, effects []simulator.E
 		wf, known := versions.Get(o.Version)
 		if !known {
 			r.WrongOutcomes++
+			r.wrongIDs = append(r.wrongIDs, a.ID)
 			r.Wrong = append(r.Wrong, fmt.Sprintf("%s (%s %s): %s under workflow version %q, which no runtime had", a.ID, a.Kind, a.Service, o.Status, o.Version))
 			continue
 		}
@@ -207,6 +213,7 @@ func account(orders []acked, final map[string]order.Order, effects []simulator.E
 		}
 		wrong := func(why string) {
 			r.WrongOutcomes++
+			r.wrongIDs = append(r.wrongIDs, a.ID)
 			r.Wrong = append(r.Wrong, fmt.Sprintf("%s (%s %s): %s, %s: %s", a.ID, a.Kind, a.Service, o.Status, o.LastError, why))
 		}
 		failing := a.Kind == Permanent || a.Kind == UndoFlaky || a.Kind == UndoStuck

@@ -193,7 +193,38 @@ func Run(ctx context.Context, cfg Config, env Env) (Report, error) {
 	r.CrashedAt = maps.Clone(c.crashedAt)
 	c.mu.Unlock()
 	r.Poison = PoisonFacts{Sent: poison, InDeadLetterQueues: dlq, ByQueue: byQueue}
+	r.WrongHistory = histories(ctx, dynamo.NewHistory(env.Clients.DynamoDB, cat.History.Name), r.wrongIDs)
 	return r, nil
+}
+
+// histories reads the history of each order in ids, one line per
+// transition; a history it cannot read says why instead.
+func histories(ctx context.Context, h *dynamo.History, ids []string) map[string][]string {
+	if len(ids) == 0 {
+		return nil
+	}
+	out := map[string][]string{}
+	for _, id := range ids {
+		ts, err := h.List(ctx, id, time.Time{})
+		if err != nil {
+			out[id] = []string{"history not read: " + err.Error()}
+			continue
+		}
+		for _, t := range ts {
+			what := t.Event
+			if t.Record >= 0 {
+				what = fmt.Sprintf("record %d %s (undo %t) attempt %d: %s", t.Record, t.Step, t.Undo, t.Attempt, t.Event)
+			}
+			if t.From != "" || t.To != "" {
+				what += " " + t.From + ">" + t.To
+			}
+			if t.Reason != "" {
+				what += ": " + t.Reason
+			}
+			out[id] = append(out[id], t.At.Format("15:04:05.000")+" "+t.By+": "+what)
+		}
+	}
+	return out
 }
 
 // submitAll submits every planned order, retrying each with its key until
