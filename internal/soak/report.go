@@ -41,11 +41,12 @@ type Report struct {
 	// failure nothing explains, an Error never alerted.
 	WrongOutcomes int      `json:"wrongOutcomes"`
 	Wrong         []string `json:"wrong,omitempty"`
-	// WrongHistory is each wrong order's history as the recorder kept it
-	// (status changes, record states, alerts), so a report that breaks a
-	// promise says what happened to the order.
-	WrongHistory map[string][]string `json:"wrongHistory,omitempty"`
-	wrongIDs     []string
+	// Histories holds, as the recorder kept them (status changes, record
+	// states, alerts), the history of each wrong order and of up to
+	// three orders alerted twice, so a report says what happened to them.
+	Histories map[string][]string `json:"histories,omitempty"`
+	wrongIDs  []string
+	dupIDs    []string
 	// GivenUp counts orders with no refusing test value that ended Failed
 	// after their attempts timed out: every attempt was lost to crashes (a
 	// claim whose request was never sent, a request taken by a runtime
@@ -174,6 +175,9 @@ func account(orders []acked, final map[string]order.Order, effects []simulator.E
 		key := fmt.Sprintf("%s %s %t %s %d", a.OrderID, a.Step, a.Undo, a.Kind, a.Attempt)
 		if perStep[key]++; perStep[key] > 1 {
 			r.DuplicateAlerts++
+			if len(r.dupIDs) < 3 && !slices.Contains(r.dupIDs, a.OrderID) {
+				r.dupIDs = append(r.dupIDs, a.OrderID)
+			}
 			if r.DuplicatesByKind == nil {
 				r.DuplicatesByKind = map[string]int{}
 			}
@@ -319,6 +323,12 @@ func (r Report) Print(w io.Writer) {
 	row("terminal orders with a status event", fmt.Sprintf("%d / %d", r.Events.Published, r.Events.Terminal))
 	row("time to terminal p50 / p99 / max", fmt.Sprintf("%.1f s / %.1f s / %.1f s", r.P50Seconds, r.P99Seconds, r.MaxSeconds))
 	row("submitting took / settling took (bound)", fmt.Sprintf("%s / %s (%s)", secs(r.Run.SubmitSeconds), secs(r.Run.SettleSeconds), secs(r.Run.BoundSeconds)))
+	for _, id := range slices.Sorted(maps.Keys(r.Histories)) {
+		fmt.Fprintf(w, "\nhistory of order %s:\n", id)
+		for _, line := range r.Histories[id] {
+			fmt.Fprintf(w, "  %s\n", line)
+		}
+	}
 }
 
 func secs(s float64) string {
