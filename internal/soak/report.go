@@ -42,10 +42,12 @@ type Report struct {
 	WrongOutcomes int      `json:"wrongOutcomes"`
 	Wrong         []string `json:"wrong,omitempty"`
 	// Histories holds, as the recorder kept them (status changes, record
-	// states, alerts), the history of each wrong order and of up to
-	// three orders alerted twice, so a report says what happened to them.
+	// states, alerts), the history of each wrong order, of up to five
+	// lost ones and of up to three alerted twice, so a report says what
+	// happened to them.
 	Histories map[string][]string `json:"histories,omitempty"`
 	wrongIDs  []string
+	lostIDs   []string
 	dupIDs    []string
 	// GivenUp counts orders with no refusing test value that ended Failed
 	// after their attempts timed out: every attempt was lost to crashes (a
@@ -193,6 +195,9 @@ func account(orders []acked, final map[string]order.Order, effects []simulator.E
 		o, ok := final[a.ID]
 		if !ok || !o.Status.Terminal() {
 			r.Lost++
+			if len(r.lostIDs) < 5 {
+				r.lostIDs = append(r.lostIDs, a.ID)
+			}
 			r.Outcomes["not terminal"]++
 			continue
 		}

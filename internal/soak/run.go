@@ -193,7 +193,7 @@ func Run(ctx context.Context, cfg Config, env Env) (Report, error) {
 	r.CrashedAt = maps.Clone(c.crashedAt)
 	c.mu.Unlock()
 	r.Poison = PoisonFacts{Sent: poison, InDeadLetterQueues: dlq, ByQueue: byQueue}
-	r.Histories = histories(ctx, dynamo.NewHistory(env.Clients.DynamoDB, cat.History.Name), append(r.wrongIDs, r.dupIDs...))
+	r.Histories = histories(ctx, dynamo.NewHistory(env.Clients.DynamoDB, cat.History.Name), slices.Concat(r.wrongIDs, r.lostIDs, r.dupIDs))
 	return r, nil
 }
 
