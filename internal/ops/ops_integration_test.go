@@ -184,9 +184,11 @@ func TestDeadLetters(t *testing.T) {
 		}
 		return len(bodies) >= 3, strings.Join(bodies, ",")
 	})
+	// A send the SDK resent after a busy moto lost its answer may queue a
+	// body twice (SQS delivers at least once); each must arrive.
 	slices.Sort(bodies)
-	if !slices.Equal(bodies, []string{"a", "b", "c"}) {
-		t.Errorf("source queue got %v, want a, b, c once each", bodies)
+	if got := slices.Compact(slices.Clone(bodies)); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Errorf("source queue got %v, want a, b and c", bodies)
 	}
 	if _, err := stage.RedriveDeadLetters(ctx, q.Name, 10, false); err == nil {
 		t.Error("a redrive of a queue that is not a dead-letter queue succeeded")

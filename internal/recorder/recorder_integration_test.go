@@ -62,13 +62,18 @@ func TestAStatusEventSurvivesACrashBeforeItsPublish(t *testing.T) {
 	}
 	out, err := w.Clients.SQS.ReceiveMessage(context.Background(), &awssqs.ReceiveMessageInput{
 		QueueUrl: aws.String(w.Stack.StatusQueue.URL), MaxNumberOfMessages: 10, WaitTimeSeconds: 5})
-	if err != nil || len(out.Messages) != 1 {
+	if err != nil || len(out.Messages) == 0 {
 		t.Fatalf("status events: %d, %v; want the one published on redelivery", len(out.Messages), err)
 	}
-	var got struct {
-		Detail order.StatusChange `json:"detail"`
-	}
-	if err := json.Unmarshal([]byte(aws.ToString(out.Messages[0].Body)), &got); err != nil || got.Detail.OrderID != id || got.Detail.Status != order.StatusPending {
-		t.Errorf("event %s: want order %s Pending", aws.ToString(out.Messages[0].Body), id)
+	// A PutEvents the SDK resent after a busy moto lost its answer may
+	// deliver the event twice (EventBridge delivers at least once), so
+	// every message must be that event.
+	for _, m := range out.Messages {
+		var got struct {
+			Detail order.StatusChange `json:"detail"`
+		}
+		if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &got); err != nil || got.Detail.OrderID != id || got.Detail.Status != order.StatusPending {
+			t.Errorf("event %s: want order %s Pending", aws.ToString(m.Body), id)
+		}
 	}
 }
