@@ -164,12 +164,12 @@ func account(orders []acked, final map[string]order.Order, effects []simulator.E
 	for _, a := range alerts {
 		// A publication is its content and the instant it was sent: a
 		// second copy of it is delivery, not the engine.
-		if pub := fmt.Sprintf("%+v", a); published[pub] {
+		pub := fmt.Sprintf("%+v", a)
+		if published[pub] {
 			r.AlertCopies++
 			continue
-		} else {
-			published[pub] = true
 		}
+		published[pub] = true
 		alerted[a.OrderID]++
 		r.Alerts[string(a.Kind)]++
 		// Per attempt: after an operator's redrive, a new refusal is a

@@ -22,12 +22,8 @@ func TestRequestsCountsABodyQueuedTwiceOnce(t *testing.T) {
 	url := w.Stack.RequestQueues[agent].URL
 	send := func(r order.StepRequest) {
 		t.Helper()
-		data, err := json.Marshal(r)
-		if err != nil {
-			t.Fatal(err)
-		}
 		if _, err := w.Clients.SQS.SendMessage(context.Background(), &sqs.SendMessageInput{
-			QueueUrl: aws.String(url), MessageBody: aws.String(string(data)),
+			QueueUrl: aws.String(url), MessageBody: jsonBody(t, r),
 		}); err != nil {
 			t.Fatalf("send: %v", err)
 		}
@@ -56,12 +52,8 @@ func TestAlertInboxDropsCopiesAndKeepsBatchMates(t *testing.T) {
 	at := time.Now().UTC()
 	publish := func(a order.Alert) {
 		t.Helper()
-		data, err := json.Marshal(a)
-		if err != nil {
-			t.Fatal(err)
-		}
 		if _, err := w.Clients.SNS.Publish(context.Background(), &sns.PublishInput{
-			TopicArn: aws.String(w.Stack.AlertTopicARN), Message: aws.String(string(data)),
+			TopicArn: aws.String(w.Stack.AlertTopicARN), Message: jsonBody(t, a),
 		}); err != nil {
 			t.Fatalf("publish: %v", err)
 		}
@@ -88,4 +80,14 @@ func TestAlertInboxDropsCopiesAndKeepsBatchMates(t *testing.T) {
 	if b, ok := w.Alerts.Next("B", time.Second); !ok || b.OrderID != "B" {
 		t.Errorf("the alert about B was not kept from A's batches")
 	}
+}
+
+// jsonBody is v as a message body.
+func jsonBody(t *testing.T, v any) *string {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return aws.String(string(data))
 }
