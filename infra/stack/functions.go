@@ -37,6 +37,17 @@ type named struct {
 // the cost model reads too.
 const streamRetryAttempts = 10
 
+// SupervisorRetryAttempts is how often Lambda retries a failed Supervisor
+// run that EventBridge invoked asynchronously.
+const SupervisorRetryAttempts = 1
+
+// SupervisorMaxEventAge is how long Lambda keeps trying to deliver one
+// scheduled Supervisor run: two periods of the schedule (Lambda's minimum
+// is a minute), after which the newer runs have taken its place.
+func SupervisorMaxEventAge(rate time.Duration) time.Duration {
+	return max(2*rate, time.Minute)
+}
+
 func newFunctions(s *Stack) *functions {
 	f := &functions{agents: map[string]awslambda.Function{}}
 	d, m := s.data, s.msg
@@ -63,7 +74,7 @@ func newFunctions(s *Stack) *functions {
 	if s.props.AnonymousCaller != "" {
 		submitEnv[resources.EnvAnonymousCaller] = jsii.String(s.props.AnonymousCaller)
 	}
-	f.submit = f.lambda(s, "Submit", "submit", resources.SubmitTimeout, resources.SubmitMemoryMB, merge(tables, timing, submitEnv))
+	f.submit = f.lambda(s, "Submit", resources.FunctionSubmit, resources.SubmitTimeout, resources.SubmitMemoryMB, merge(tables, timing, submitEnv))
 	allow(f.submit, d.orders.TableArn(), "dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem")
 	allow(f.submit, d.history.TableArn(), "dynamodb:Query")
 	allow(f.submit, m.requests[first].QueueArn(), "sqs:SendMessage")
@@ -75,7 +86,7 @@ func newFunctions(s *Stack) *functions {
 	for _, agent := range s.agents() {
 		env[resources.EnvRequestQueueURL(agent)] = m.requests[agent].QueueUrl()
 	}
-	f.scheduler = f.lambda(s, "Scheduler", "scheduler", resources.SchedulerTimeout, resources.SchedulerMemoryMB, env)
+	f.scheduler = f.lambda(s, "Scheduler", resources.FunctionScheduler, resources.SchedulerTimeout, resources.SchedulerMemoryMB, env)
 	allow(f.scheduler, d.orders.TableArn(), "dynamodb:UpdateItem")
 	for _, agent := range s.agents() {
 		allow(f.scheduler, m.requests[agent].QueueArn(), "sqs:SendMessage")
@@ -110,7 +121,7 @@ func newFunctions(s *Stack) *functions {
 	// deadline on when a request waited or a call runs long. While the
 	// circuit breaker is open, requests go back to their own queue.
 	for _, agent := range s.agents() {
-		fn := f.lambdaFrom(s, "Agent"+title(agent), agent+"-agent", "agent", resources.AgentTimeout, resources.AgentMemoryMB, merge(tables, timing, map[string]*string{
+		fn := f.lambdaFrom(s, "Agent"+title(agent), resources.AgentFunction(agent), "agent", resources.AgentTimeout, resources.AgentMemoryMB, merge(tables, timing, map[string]*string{
 			"AGENT_NAME":                        jsii.String(agent),
 			"REMOTE_URL":                        jsii.String(s.props.RemoteURL),
 			resources.EnvResponseQueueURL:       m.responses.QueueUrl(),
@@ -128,16 +139,23 @@ func newFunctions(s *Stack) *functions {
 	}
 
 	// Supervisor: queries the due index, recovers with conditional writes.
-	// EventBridge invokes it asynchronously: a run that still fails after
-	// Lambda's own retries lands in the schedule-failures queue, which alarms.
+	// EventBridge invokes it asynchronously. A failed run is retried once
+	// (a throttle or a cold start's hiccup should not page anyone), and an
+	// invocation is worth nothing once the next scheduled run has started:
+	// its event expires after two periods. A run that still fails, or
+	// expires, lands in the schedule-failures queue, which alarms.
 	supEnv := merge(tables, timing, map[string]*string{
 		resources.EnvAlertTopicARN: m.topic.TopicArn(), resources.EnvResponseQueueURL: m.responses.QueueUrl(),
 	})
 	for _, agent := range s.agents() {
 		supEnv[resources.EnvRequestQueueURL(agent)] = m.requests[agent].QueueUrl()
 	}
-	f.supervisor = f.lambda(s, "Supervisor", "supervisor", resources.SupervisorTimeout, resources.SupervisorMemoryMB,
-		supEnv, func(p *awslambda.FunctionProps) { p.DeadLetterQueue = m.scheduleFailures })
+	f.supervisor = f.lambda(s, "Supervisor", resources.FunctionSupervisor, resources.SupervisorTimeout, resources.SupervisorMemoryMB,
+		supEnv, func(p *awslambda.FunctionProps) {
+			p.DeadLetterQueue = m.scheduleFailures
+			p.RetryAttempts = jsii.Number(SupervisorRetryAttempts)
+			p.MaxEventAge = seconds(SupervisorMaxEventAge(s.props.SupervisorRate))
+		})
 	// It reads the queues' backlogs to tell queue wait from a timeout.
 	for _, agent := range s.agents() {
 		allow(f.supervisor, m.requests[agent].QueueArn(), "sqs:GetQueueAttributes")
@@ -151,11 +169,13 @@ func newFunctions(s *Stack) *functions {
 	// history table and, for a status change, onto the event bus. The
 	// stream is its outbox: a record is retried until both are done, and
 	// never dropped for age while the stream keeps it (24 hours).
-	f.recorder = f.lambda(s, "Recorder", "recorder", resources.RecorderTimeout, resources.RecorderMemoryMB, map[string]*string{
+	f.recorder = f.lambda(s, "Recorder", resources.FunctionRecorder, resources.RecorderTimeout, resources.RecorderMemoryMB, map[string]*string{
 		resources.EnvHistoryTable: jsii.String(s.cat.History.Name),
 		resources.EnvEventBus:     m.bus.EventBusName(),
 	})
-	allow(f.recorder, d.history.TableArn(), "dynamodb:PutItem")
+	// It writes each change's history item, and on an order's end or
+	// Error reads its history items back to restamp or pin their expiry.
+	allow(f.recorder, d.history.TableArn(), "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem")
 	allow(f.recorder, m.bus.EventBusArn(), "events:PutEvents")
 	f.recorder.AddEventSource(awslambdaeventsources.NewDynamoEventSource(d.orders, &awslambdaeventsources.DynamoEventSourceProps{
 		StartingPosition:        awslambda.StartingPosition_TRIM_HORIZON,

@@ -30,6 +30,8 @@ const (
 		"invocations would never receive anything; failures stay in the source queue's DLQ or the stream-failures queue"
 	whySQSMapping = "SQS event source mappings take no on-failure destination; the queue's redrive policy " +
 		"moves a failing message to its dead-letter queue after 5 receives"
+	whyAsyncDLQ = "a failed or expired Supervisor run goes to its dead-letter queue (schedule-failures), which alarms; " +
+		"an on-failure destination to the same queue would only deliver each failure twice"
 	whyDeadLetter = "a dead-letter queue is the end of the line: it needs no redrive policy of its own, " +
 		"and an alarm fires as soon as it holds a message"
 	whyStandaloneDLQ = "this queue is itself a dead-letter destination (stream event source on-failure / EventBridge target DLQ), " +
@@ -94,6 +96,8 @@ func suppress(s *Stack) {
 		add(f.fn.Role(), true, "AwsSolutions-IAM5", why, "Resource::*")
 		if f.fn != s.fns.supervisor {
 			add(f.fn, false, "Serverless-LambdaDLQ", whySyncInvoked)
+		} else {
+			add(f.fn, true, "Serverless-LambdaAsyncFailureDestination", whyAsyncDLQ)
 		}
 		for _, child := range *f.fn.Node().Children() {
 			if strings.HasPrefix(*child.Node().Id(), "SqsEventSource:") {

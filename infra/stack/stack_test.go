@@ -32,6 +32,8 @@ var (
 	synthesized *stack.Stack
 	template    assertions.Template
 	resourcesOf map[string]map[string]any // logical id -> resource
+	// synthesizedStage is the stage the template was synthesized for.
+	synthesizedStage string
 )
 
 func TestMain(m *testing.M) {
@@ -59,6 +61,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	synthesizedStage = props.Stage
 	synthesized, err = stack.New(app, "Orderly-test", props)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -654,6 +657,28 @@ func TestRetentionFromContext(t *testing.T) {
 		p, err := stack.FromContext(awscdk.NewApp(&awscdk.AppProps{Context: &ctx}))
 		if (err != nil) != tt.wantErr || (err == nil && p.Retention != tt.want) {
 			t.Errorf("retentionDays=%v: %s, %v; want %s (error %t)", tt.days, p.Retention, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+// EventBridge invokes the Supervisor asynchronously: its retries and its
+// events' maximum age are set on purpose (AWS's serverless rules, ES1007),
+// not left at Lambda's defaults (two retries over six hours).
+func TestSupervisorAsyncInvocationIsConfigured(t *testing.T) {
+	configs := ofType("AWS::Lambda::EventInvokeConfig")
+	if len(configs) != 1 {
+		t.Fatalf("%d EventInvokeConfigs, want the Supervisor's", len(configs))
+	}
+	for _, c := range configs {
+		p := props(c)
+		if fn, _ := p["FunctionName"].(map[string]any); fn == nil || !strings.HasPrefix(describe(fn), "Supervisor") {
+			t.Errorf("EventInvokeConfig for %v, want the Supervisor", p["FunctionName"])
+		}
+		if p["MaximumRetryAttempts"] != float64(stack.SupervisorRetryAttempts) {
+			t.Errorf("MaximumRetryAttempts %v, want %d", p["MaximumRetryAttempts"], stack.SupervisorRetryAttempts)
+		}
+		if want := stack.SupervisorMaxEventAge(time.Minute).Seconds(); p["MaximumEventAgeInSeconds"] != want {
+			t.Errorf("MaximumEventAgeInSeconds %v, want %v", p["MaximumEventAgeInSeconds"], want)
 		}
 	}
 }

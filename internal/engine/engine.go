@@ -127,6 +127,12 @@ type Config struct {
 	// (not provisioning's, nor the local event sources'); the cost meter
 	// counts requests this way.
 	APIOptions []func(*middleware.Stack) error
+	// FunctionAPIOptions, when set, adds SDK middleware to the clients of
+	// one function, named as the stack names it (resources.FunctionSubmit,
+	// resources.AgentFunction and so on): each function has clients of its
+	// own, as each Lambda function has, and the role check records each
+	// one's calls this way.
+	FunctionAPIOptions func(function string) []func(*middleware.Stack) error
 }
 
 // SQSHandler is the signature of an SQS-triggered function.
@@ -146,7 +152,7 @@ type Engine struct {
 	History *dynamo.History
 	remote  string
 	clients provision.Clients // provisioning and the local event sources
-	fns     provision.Clients // the functions
+	fnCfg   aws.Config        // the functions' clients are made from it
 	streams *dynamodbstreams.Client
 }
 
@@ -168,14 +174,8 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 		// Provisioning only: the recorder's publisher is made from fnCfg.
 		EventBridge: eventbridge.NewFromConfig(awsCfg),
 	}, streams: dynamodbstreams.NewFromConfig(awsCfg)}
-	fnCfg := awsCfg.Copy()
-	fnCfg.APIOptions = append(slices.Clone(fnCfg.APIOptions), cfg.APIOptions...)
-	e.fns = provision.Clients{
-		DynamoDB:    dynamodb.NewFromConfig(fnCfg),
-		SQS:         awssqs.NewFromConfig(fnCfg),
-		SNS:         awssns.NewFromConfig(fnCfg),
-		EventBridge: eventbridge.NewFromConfig(fnCfg),
-	}
+	e.fnCfg = awsCfg.Copy()
+	e.fnCfg.APIOptions = append(slices.Clone(e.fnCfg.APIOptions), cfg.APIOptions...)
 
 	if len(cfg.Workflows.Known()) == 0 {
 		cfg.Workflows = order.OrderWorkflows(cfg.Timing)
@@ -198,13 +198,15 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("provision stage %s: %w", cfg.Stage, err)
 	}
 	e.Stack = stack
-	e.Store = dynamo.NewStore(e.fns.DynamoDB, catalog.Orders.Name).Retain(cfg.Retention)
-	e.History = dynamo.NewHistory(e.fns.DynamoDB, catalog.History.Name)
+	fns := e.functionClients("")
+	e.Store = e.store(fns)
+	e.History = dynamo.NewHistory(fns.DynamoDB, catalog.History.Name)
+	submit := e.functionClients(resources.FunctionSubmit)
 	e.API = api.NewService(api.Config{
-		InstanceID: "submit-local-" + rand.Text()[:6], Store: e.Store.As("submit"),
-		Controls:   control.New(e.Store.As(control.ByClientCancel), e.Store.As(control.ByOperatorRedrive), workflows, time.Now),
-		History:    e.History,
-		Dispatcher: e.dispatcher("submit"), Workflows: workflows, Now: time.Now,
+		InstanceID: "submit-local-" + rand.Text()[:6], Store: e.store(submit).As("submit"),
+		Controls:   control.New(e.store(submit).As(control.ByClientCancel), e.store(submit).As(control.ByOperatorRedrive), workflows, time.Now),
+		History:    dynamo.NewHistory(submit.DynamoDB, catalog.History.Name),
+		Dispatcher: e.dispatcher(submit, "submit"), Workflows: workflows, Now: time.Now,
 		Log: cfg.Log.With("service", "submit"), Metrics: e.metrics("submit"),
 	})
 
@@ -265,10 +267,31 @@ func (e *Engine) RemoteURL() string { return e.remote }
 // Clients returns the SDK clients the engine uses.
 func (e *Engine) Clients() provision.Clients { return e.clients }
 
+// functionClients are the SDK clients of one function (resources'
+// Function names; empty for the engine's own reads), with the middleware
+// the configuration adds to the functions' and to that one's.
+func (e *Engine) functionClients(function string) provision.Clients {
+	cfg := e.fnCfg.Copy()
+	if function != "" && e.cfg.FunctionAPIOptions != nil {
+		cfg.APIOptions = append(slices.Clone(cfg.APIOptions), e.cfg.FunctionAPIOptions(function)...)
+	}
+	return provision.Clients{
+		DynamoDB:    dynamodb.NewFromConfig(cfg),
+		SQS:         awssqs.NewFromConfig(cfg),
+		SNS:         awssns.NewFromConfig(cfg),
+		EventBridge: eventbridge.NewFromConfig(cfg),
+	}
+}
+
+// store is the orders table through a function's clients.
+func (e *Engine) store(c provision.Clients) *dynamo.Store {
+	return dynamo.NewStore(c.DynamoDB, e.Stack.Catalog.Orders.Name).Retain(e.cfg.Retention)
+}
+
 // dispatcher sends claimed steps' requests on behalf of a function.
-func (e *Engine) dispatcher(service string) *dispatch.Dispatcher {
-	requests := sqs.NewRequests(e.fns.SQS, e.Stack.RequestQueueURLs())
-	return dispatch.New(requests, e.Store.As(service), e.cfg.Timing.ClaimWithin, time.Now,
+func (e *Engine) dispatcher(c provision.Clients, service string) *dispatch.Dispatcher {
+	requests := sqs.NewRequests(c.SQS, e.Stack.RequestQueueURLs())
+	return dispatch.New(requests, e.store(c).As(service), e.cfg.Timing.ClaimWithin, time.Now,
 		e.cfg.Log.With("service", service), e.metrics(service))
 }
 
@@ -293,8 +316,6 @@ func (e *Engine) Run(ctx context.Context) error {
 		components = append(components, component{name, run})
 	}
 	workflows := e.cfg.Workflows
-	alerter := sns.NewAlerter(e.fns.SNS, e.Stack.AlertTopicARN)
-	notifier := alerting.NewNotifier(alerter, e.Store.As("scheduler"), time.Now)
 
 	// API Gateway in front of the submission function.
 	gateway := localrun.NewAPIGateway(e.API.Handle, []localrun.Route{
@@ -344,7 +365,8 @@ func (e *Engine) Run(ctx context.Context) error {
 
 	// The recorder: the orders table's stream, unfiltered, into the
 	// history and the event bus.
-	rec := recorder.New(e.History, orderlyeb.NewPublisher(e.fns.EventBridge, e.Stack.Catalog.EventBus),
+	recClients := e.functionClients(resources.FunctionRecorder)
+	rec := recorder.New(dynamo.NewHistory(recClients.DynamoDB, e.Stack.Catalog.History.Name), orderlyeb.NewPublisher(recClients.EventBridge, e.Stack.Catalog.EventBus),
 		e.cfg.Log.With("service", "recorder"), e.metrics("recorder")).Retain(e.cfg.Retention)
 	recCfg := localrun.StreamConfig{StreamARN: e.Stack.StreamARN, Timeout: resources.RecorderTimeout}
 	if e.cfg.StateDir != "" {
@@ -362,11 +384,13 @@ func (e *Engine) Run(ctx context.Context) error {
 
 	// Schedulers: each consumes the orders table's stream and the
 	// response queue.
+	schedClients := e.functionClients(resources.FunctionScheduler)
+	notifier := alerting.NewNotifier(sns.NewAlerter(schedClients.SNS, e.Stack.AlertTopicARN), e.store(schedClients).As("scheduler"), time.Now)
 	for i := range e.cfg.Schedulers {
 		now := e.clock(i, e.cfg.Schedulers)
 		id := fmt.Sprintf("scheduler-local-%d-%s", i, rand.Text()[:6])
 		sched := scheduler.New(scheduler.Config{
-			InstanceID: id, Store: e.Store.As("scheduler " + id), Dispatcher: e.dispatcher("scheduler " + id), Notifier: notifier,
+			InstanceID: id, Store: e.store(schedClients).As("scheduler " + id), Dispatcher: e.dispatcher(schedClients, "scheduler "+id), Notifier: notifier,
 			Workflows: workflows, Now: now, Log: e.cfg.Log.With("service", "scheduler", "clock_offset", time.Until(now()).Round(time.Millisecond).String()), Metrics: e.metrics("scheduler"),
 		})
 		streamCfg := localrun.StreamConfig{StreamARN: e.Stack.StreamARN, Timeout: resources.SchedulerTimeout}
@@ -396,14 +420,15 @@ func (e *Engine) Run(ctx context.Context) error {
 
 	// Agents: one per request queue, calling the remote services.
 	caller := remote.NewClient(e.remote, &http.Client{})
-	replier := sqs.NewReplies(e.fns.SQS, e.Stack.ResponseQueue.URL)
-	holder := sqs.NewRequests(e.fns.SQS, e.Stack.RequestQueueURLs())
 	agentNames := slices.Sorted(maps.Keys(e.Stack.RequestQueues))
 	for i, name := range agentNames {
 		q := e.Stack.RequestQueues[name]
+		c := e.functionClients(resources.AgentFunction(name))
+		replier := sqs.NewReplies(c.SQS, e.Stack.ResponseQueue.URL)
+		holder := sqs.NewRequests(c.SQS, e.Stack.RequestQueueURLs())
 		ag := agent.New(agent.Config{
 			Name: name, Remote: caller, Replies: replier, Backoff: e.cfg.AgentBackoff, ReplyMargin: agent.DefaultReplyMargin,
-			TryTimeout: agent.DefaultTryTimeout, Deadlines: e.Store.As("agent " + name), Workflows: workflows, Holder: holder, Breaker: e.cfg.Breaker,
+			TryTimeout: agent.DefaultTryTimeout, Deadlines: e.store(c).As("agent " + name), Workflows: workflows, Holder: holder, Breaker: e.cfg.Breaker,
 			Now: e.clock(i, len(agentNames)), Log: e.cfg.Log.With("service", "agent"), Metrics: e.metrics(name + "-agent"),
 		})
 		var handle SQSHandler = ag.Handle
@@ -421,12 +446,14 @@ func (e *Engine) Run(ctx context.Context) error {
 
 	// Supervisors, each on a ticker as EventBridge would invoke one.
 	supervisors := max(e.cfg.Supervisors, 1)
+	supClients := e.functionClients(resources.FunctionSupervisor)
+	supAlerter := sns.NewAlerter(supClients.SNS, e.Stack.AlertTopicARN)
 	for i := range supervisors {
 		now := e.clock(i, supervisors)
 		log := e.cfg.Log.With("service", "supervisor", "clock_offset", time.Until(now()).Round(time.Millisecond).String())
 		sup := supervisor.New(supervisor.Config{
-			Store: e.Store.As("supervisor"), Notifier: alerting.NewNotifier(alerter, e.Store.As("supervisor"), now),
-			Backlogs: sqs.NewBacklogs(e.fns.SQS, e.Stack.RequestQueueURLs(), e.Stack.ResponseQueue.URL), Workflows: workflows, ParkFor: e.cfg.ParkFor,
+			Store: e.store(supClients).As("supervisor"), Notifier: alerting.NewNotifier(supAlerter, e.store(supClients).As("supervisor"), now),
+			Backlogs: sqs.NewBacklogs(supClients.SQS, e.Stack.RequestQueueURLs(), e.Stack.ResponseQueue.URL), Workflows: workflows, ParkFor: e.cfg.ParkFor,
 			Now: now, Log: log, Metrics: e.metrics("supervisor"),
 		})
 		add(fmt.Sprintf("supervisor %d", i), func(ctx context.Context) error {

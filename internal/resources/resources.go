@@ -273,6 +273,18 @@ func New(stage string, agents []string) Catalog {
 	return c
 }
 
+// Function names: the stack names each function orderly-<stage>-<name>,
+// and the role check (infra/iamcheck) knows each function's calls by them.
+const (
+	FunctionSubmit     = "submit"
+	FunctionScheduler  = "scheduler"
+	FunctionSupervisor = "supervisor"
+	FunctionRecorder   = "recorder"
+)
+
+// AgentFunction names an agent's function, e.g. payment-agent.
+func AgentFunction(agent string) string { return agent + "-agent" }
+
 // Environment variables through which functions learn resource names.
 // The CDK stack sets them from the catalog; the local runtime sets them
 // from what it provisioned.

@@ -1,0 +1,215 @@
+package stack_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/smithy-go/middleware"
+
+	"orderly/infra/iamcheck"
+	"orderly/internal/agent"
+	"orderly/internal/api"
+	"orderly/internal/callrecord"
+	"orderly/internal/engine"
+	"orderly/internal/enginetest"
+	"orderly/internal/order"
+	"orderly/internal/testenv"
+)
+
+// rareGrants are grants that the role check's scenarios do not exercise,
+// each with the path that needs it. Keep it short: a grant belongs here
+// only when its path cannot be driven on the emulators in seconds.
+var rareGrants = []string{}
+
+// The role check: the real functions run on the emulators through the
+// workflow's paths (happy, transient faults, compensation, an undo refused
+// into Error with its alert and an operator's redrive, a hang retried by
+// the Supervisor, calls slow enough for heartbeats, a cancel, each agent's
+// circuit breaker opening, and a version change
+// that parks an order), each function's SDK clients recording every AWS
+// call. Every call must be allowed by that function's role in the
+// synthesized stack, and every grant must be used by a call, by Lambda on
+// the function's behalf (event sources, logs, traces, the topic's key), or
+// be listed in rareGrants.
+func TestRolesAllowExactlyTheCallsEachFunctionMakes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives the whole engine")
+	}
+	calls := recordCalls(t)
+	raw, err := json.Marshal(template.ToJSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := iamcheck.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checker, err := iamcheck.New(tpl, synthesizedStage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := checker.Check(calls, rareGrants)
+	for _, m := range rep.Missing {
+		t.Errorf("%s", m)
+	}
+	for _, g := range rep.Unused {
+		t.Errorf("no call uses the grant %s: remove it, or list it in rareGrants with the path that needs it", g)
+	}
+	for _, r := range rareGrants {
+		for g, n := range rep.Used {
+			if g.String() == r && n > 0 {
+				t.Errorf("rareGrants lists %s, but the scenarios use it: take it off the list", r)
+			}
+		}
+	}
+	if t.Failed() {
+		t.Logf("recorded calls:\n%s", strings.Join(mapStrings(calls), "\n"))
+	}
+}
+
+// recordCalls runs the scenarios and returns every call the functions
+// made, with resource names as the synthesized stage names them.
+func recordCalls(t *testing.T) []callrecord.Call {
+	t.Helper()
+	rec := callrecord.New()
+	cfg := enginetest.Config(t)
+	cfg.FunctionAPIOptions = func(fn string) []func(*middleware.Stack) error {
+		return []func(*middleware.Stack) error{rec.For(fn)}
+	}
+	// Heartbeats move a slow call's deadline on (enginetest's timing has none).
+	cfg.Timing.MaxHeartbeats = 6
+	v1 := order.OrderWorkflow(cfg.Timing)
+	v2 := v1
+	v2.Version = "2"
+	cfg.Workflows = order.MustVersions(v1, v2)
+	cfg.ParkFor = 300 * time.Millisecond
+	cfg.QueueVisibility = 3 * time.Second
+	// One failed call opens an agent's circuit, so the agent's next try
+	// holds its request back on its own queue.
+	cfg.Breaker = agent.Breaker{Failures: 1, OpenFor: 500 * time.Millisecond}
+
+	e, stop := enginetest.Run(t, cfg)
+	t.Cleanup(func() { testenv.Cleanup(t, e.Clients(), e.Stack) })
+	alerts := testenv.SubscribeAlerts(t, e.Clients(), e.Stack.AlertTopicARN)
+
+	ended := map[string]order.Status{
+		submitOrder(t, e, "BOOK-1"): order.StatusProcessed,
+		submitOrder(t, e, "TEST-INVENTORY-TRANSIENT-2", "TEST-PAYMENT-TRANSIENT-2", "TEST-SHIPPING-TRANSIENT-2"): order.StatusProcessed,
+		submitOrder(t, e, "TEST-PAYMENT-PERMANENT"):                                                              order.StatusFailed,
+		submitOrder(t, e, "TEST-INVENTORY-HANG-1", "TEST-PAYMENT-HANG-1", "TEST-SHIPPING-HANG-1"):                order.StatusProcessed,
+		submitOrder(t, e, "TEST-INVENTORY-SLOW-1500", "TEST-PAYMENT-SLOW-1500", "TEST-SHIPPING-SLOW-1500"):       order.StatusProcessed,
+	}
+	refused := submitOrder(t, e, "TEST-PAYMENT-PERMANENT", "TEST-INVENTORY-UNDO-PERMANENT-1")
+	cancelled := submitOrder(t, e, "TEST-SHIPPING-HANG")
+	awaitOrder(t, e, cancelled, func(v api.OrderView) bool {
+		return v.Status == order.StatusProcessing && onStep(v, order.StepArrangeShipping)
+	})
+	call(t, e, http.MethodPost, "/orders/"+cancelled+"/cancel", nil, http.StatusAccepted)
+	ended[cancelled] = order.StatusCancelled
+
+	// The undo refused: Error, alerted, then redriven to Failed.
+	awaitOrder(t, e, refused, func(v api.OrderView) bool { return v.Status == order.StatusError })
+	alerts.Await(t, refused, 30*time.Second)
+	call(t, e, http.MethodPost, "/orders/"+refused+"/redrive", map[string]string{"action": order.RedriveCompensate}, http.StatusAccepted)
+	ended[refused] = order.StatusFailed
+
+	for id, want := range ended {
+		v := awaitOrder(t, e, id, func(v api.OrderView) bool { return v.Status.Terminal() })
+		if v.Status != want {
+			t.Fatalf("order %s ended %s, want %s: %s", id, v.Status, want, v.LastError)
+		}
+		call(t, e, http.MethodGet, "/orders/"+id+"/history", nil, http.StatusOK)
+		call(t, e, http.MethodGet, "/ops/orders/"+id, nil, http.StatusOK)
+		call(t, e, http.MethodGet, "/ops/orders/"+id+"/history", nil, http.StatusOK)
+	}
+
+	// A version 2 order in flight when version 2 is rolled back: the next
+	// deploy parks it and alerts.
+	parked := submitOrder(t, e, "TEST-SHIPPING-HANG")
+	awaitOrder(t, e, parked, func(v api.OrderView) bool { return onStep(v, order.StepArrangeShipping) })
+	stop()
+	cfg.Workflows = order.MustVersions(v1)
+	enginetest.Run(t, cfg)
+	if a := alerts.Await(t, parked, 30*time.Second); a.Kind != order.AlertVersionUnknown {
+		t.Fatalf("alert %+v about the parked order, want %s", a, order.AlertVersionUnknown)
+	}
+
+	var out []callrecord.Call
+	for _, c := range rec.Calls() {
+		c.Resource.Name = strings.Replace(c.Resource.Name, "orderly-"+cfg.Stage+"-", "orderly-"+synthesizedStage+"-", 1)
+		out = append(out, c)
+	}
+	return out
+}
+
+func submitOrder(t *testing.T, e *engine.Engine, skus ...string) string {
+	t.Helper()
+	sub := order.Submission{CustomerID: "c-roles"}
+	for _, s := range skus {
+		sub.Lines = append(sub.Lines, order.Line{SKU: s, Quantity: 1})
+	}
+	var out struct{ OrderID string }
+	call(t, e, http.MethodPost, "/orders", sub, http.StatusAccepted, &out)
+	return out.OrderID
+}
+
+// call makes one API request, wants its status and decodes its answer
+// into out, when given.
+func call(t *testing.T, e *engine.Engine, method, path string, body any, want int, out ...any) {
+	t.Helper()
+	var reader *bytes.Reader
+	if body != nil {
+		raw, _ := json.Marshal(body)
+		reader = bytes.NewReader(raw)
+	} else {
+		reader = bytes.NewReader(nil)
+	}
+	req, _ := http.NewRequest(method, e.URL()+path, reader)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	var raw bytes.Buffer
+	raw.ReadFrom(resp.Body)
+	if resp.StatusCode != want {
+		t.Fatalf("%s %s: status %d, want %d: %s", method, path, resp.StatusCode, want, raw.String())
+	}
+	for _, o := range out {
+		if err := json.Unmarshal(raw.Bytes(), o); err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+	}
+}
+
+func awaitOrder(t *testing.T, e *engine.Engine, id string, done func(api.OrderView) bool) api.OrderView {
+	t.Helper()
+	var v api.OrderView
+	testenv.Eventually(t, 60*time.Second, func() (bool, string) {
+		call(t, e, http.MethodGet, "/orders/"+id, nil, http.StatusOK, &v)
+		return done(v), testenv.Describe(v)
+	})
+	return v
+}
+
+// onStep reports whether the order's step runs an attempt.
+func onStep(v api.OrderView, step string) bool {
+	return slices.ContainsFunc(v.Steps, func(s api.StepView) bool {
+		return s.Step == step && !s.Undo && s.State == string(order.Processing)
+	})
+}
+
+func mapStrings[T fmt.Stringer](xs []T) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = x.String()
+	}
+	return out
+}

@@ -1,0 +1,75 @@
+package callrecord_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"orderly/internal/callrecord"
+)
+
+func TestCallsOf(t *testing.T) {
+	for _, tt := range []struct {
+		name, service, op string
+		params            any
+		want              []string
+	}{
+		{"a write", "DynamoDB", "UpdateItem", &dynamodb.UpdateItemInput{TableName: aws.String("orderly-dev-orders")},
+			[]string{"f: dynamodb:UpdateItem on table orderly-dev-orders"}},
+		{"a table given by ARN", "DynamoDB", "GetItem", &dynamodb.GetItemInput{TableName: aws.String("arn:aws:dynamodb:us-east-1:123456789012:table/orderly-dev-orders")},
+			[]string{"f: dynamodb:GetItem on table orderly-dev-orders"}},
+		{"an index query", "DynamoDB", "Query", &dynamodb.QueryInput{TableName: aws.String("orderly-dev-orders"), IndexName: aws.String("due")},
+			[]string{"f: dynamodb:Query on index orderly-dev-orders/due"}},
+		{"a transaction needs each item's own write", "DynamoDB", "TransactWriteItems", &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+			{Put: &types.Put{TableName: aws.String("a")}}, {ConditionCheck: &types.ConditionCheck{TableName: aws.String("b")}}}},
+			[]string{"f: dynamodb:PutItem on table a", "f: dynamodb:ConditionCheckItem on table b"}},
+		{"a batch read of one table", "DynamoDB", "BatchGetItem", &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{"orderly-dev-orders": {}}},
+			[]string{"f: dynamodb:BatchGetItem on table orderly-dev-orders"}},
+		{"a queue by URL", "SQS", "SendMessage", &sqs.SendMessageInput{QueueUrl: aws.String("http://127.0.0.1:5000/123456789012/orderly-dev-responses")},
+			[]string{"f: sqs:SendMessage on queue orderly-dev-responses"}},
+		{"a batch send needs SendMessage", "SQS", "SendMessageBatch", &sqs.SendMessageBatchInput{QueueUrl: aws.String("https://sqs/1/q")},
+			[]string{"f: sqs:SendMessage on queue q"}},
+		{"a topic by ARN", "SNS", "Publish", &sns.PublishInput{TopicArn: aws.String("arn:aws:sns:us-east-1:123456789012:orderly-dev-alerts")},
+			[]string{"f: sns:Publish on topic orderly-dev-alerts"}},
+		{"events on a named bus and the default one", "EventBridge", "PutEvents", &eventbridge.PutEventsInput{Entries: []ebtypes.PutEventsRequestEntry{
+			{EventBusName: aws.String("orderly-dev-events")}, {}}},
+			[]string{"f: events:PutEvents on bus default", "f: events:PutEvents on bus orderly-dev-events"}},
+		{"an operation it does not know is on *", "SQS", "PurgeQueue", &sqs.PurgeQueueInput{QueueUrl: aws.String("q")},
+			[]string{"f: sqs:PurgeQueue on *"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, c := range callrecord.CallsOf("f", tt.service, tt.op, tt.params) {
+				got = append(got, c.String())
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// The recorder sees a real client's calls, before they are sent: a call
+// that fails (here: nothing listens) is recorded too.
+func TestRecorderRecordsARealClientsCalls(t *testing.T) {
+	rec := callrecord.New()
+	client := dynamodb.New(dynamodb.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String("http://127.0.0.1:1"),
+		Credentials: aws.AnonymousCredentials{}, RetryMaxAttempts: 1,
+	}, func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, rec.For("submit")) })
+	client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String("orderly-dev-orders")})
+	client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String("orderly-dev-orders")})
+	got := rec.Calls()
+	want := []callrecord.Call{{Function: "submit", Action: "dynamodb:PutItem", Resource: callrecord.Resource{Kind: callrecord.Table, Name: "orderly-dev-orders"}}}
+	if !slices.Equal(got, want) {
+		t.Errorf("recorded %v, want %v", got, want)
+	}
+}
