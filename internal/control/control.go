@@ -105,9 +105,11 @@ func (s *Service) Cancel(ctx context.Context, caller, id string) (order.Order, e
 		switch act.ProcessState {
 		case order.Processing:
 			o, err = s.clients.RequestCancel(ctx, act, now)
-		default: // Pending: nobody claimed it, so it never runs
-			o, _, err = s.clients.StartUndo(ctx, undoing(wf, act, order.Pending, order.Cancelled, false,
-				"the order was cancelled before the step was claimed", now, true), now)
+		default: // Pending: it does not run (again); an earlier attempt is undone
+			c := order.CancelWaiting(act)
+			u := undoing(wf, act, order.Pending, order.Cancelled, false, c.Reason, now, true)
+			u.Plan = wf.UndoSteps(act.Index, c.MayHaveRun)
+			o, _, err = s.clients.StartUndo(ctx, u, now)
 		}
 		if errors.Is(err, order.ErrStale) {
 			continue
@@ -283,12 +285,13 @@ func forward(wf order.Workflow, steps []order.StepState, stuck order.StepState) 
 
 // undoing is the write that ends st (found in state from) and starts
 // undoing the order's work, announcing the first undo. With cancelNow the
-// write is the client's cancel itself.
+// write is the client's cancel itself. Its plan is for a step in Error;
+// a cancel decides its own (order.CancelWaiting).
 func undoing(wf order.Workflow, st order.StepState, from, ends order.ProcessState, cancelled bool, reason string, now time.Time, cancelNow bool) dynamo.Undoing {
 	u := dynamo.Undoing{Step: st, From: from, Ends: ends, Reason: reason, Cancelled: cancelled, CancelNow: cancelNow,
 		Steps: len(wf.Steps), ClaimBy: now.Add(wf.ClaimWithin)}
 	// A step in Error may have done its work (it timed out), so it is
-	// undone too; a Pending step never ran.
+	// undone too.
 	u.Plan = wf.UndoSteps(st.Index, from == order.Error)
 	return u
 }

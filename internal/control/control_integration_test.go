@@ -154,29 +154,80 @@ func TestCancelRacingAClaim(t *testing.T) {
 	}
 }
 
-// A cancel of a step nobody claimed yet ends it at once: it never runs.
-func TestCancelOfAnUnclaimedFirstStepEndsAtOnce(t *testing.T) {
-	w := world(t)
-	id := w.Submit(t, someOrder)
-	w.Requests(t, order.AgentInventory) // an agent took it and went silent
-	_, steps := w.Records(t, id)
-	w.Clock.Advance(steps[0].CompleteBy.Sub(w.Clock.Now()) + time.Second)
-	if r, err := w.Supervisor().Run(context.Background()); err != nil || r.Retried != 1 {
-		t.Fatalf("supervisor: %+v, %v; want one retry", r, err)
+// A cancel of a step that waits for a claim after an earlier attempt (it
+// timed out and the Supervisor made it Pending again) does not run it
+// again, but undoes it with the steps before it: the earlier attempt's
+// request went out and may have done the work, and its reply may still
+// come. The late reply is dropped; the undo does the refund.
+func TestCancelOfAStepWaitingAfterAnAttemptUndoesIt(t *testing.T) {
+	tests := []struct {
+		name        string
+		step        string
+		agent       string
+		wantPlanned []string // the records right after the cancel
+		wantEnd     []string
+	}{
+		{"the first step", order.StepReserveInventory, order.AgentInventory,
+			[]string{"reserve-inventory:Cancelled", "charge-payment:NotStarted", "arrange-shipping:NotStarted",
+				"undo reserve-inventory:Pending"},
+			[]string{"reserve-inventory:Undone", "charge-payment:NotStarted", "arrange-shipping:NotStarted",
+				"undo reserve-inventory:Processed"}},
+		{"the second step", order.StepChargePayment, order.AgentPayment,
+			[]string{"reserve-inventory:Processed", "charge-payment:Cancelled", "arrange-shipping:NotStarted",
+				"undo charge-payment:Pending", "undo reserve-inventory:NotStarted"},
+			[]string{"reserve-inventory:Undone", "charge-payment:Undone", "arrange-shipping:NotStarted",
+				"undo charge-payment:Processed", "undo reserve-inventory:Processed"}},
 	}
-	o, err := control.New(w.Store, w.Store, w.Versions(), w.Clock.Now).Cancel(context.Background(), caller, id)
-	if err != nil || o.Status != order.StatusCancelled {
-		t.Fatalf("cancel: %s, %v; want Cancelled at once", o.Status, err)
-	}
-	// The claim the stream would have made finds nothing to claim.
-	if resp, err := w.Scheduler("s1").HandleStream(context.Background(), w.StreamEvent(t, id)); err != nil || len(resp.BatchItemFailures) > 0 {
-		t.Fatalf("stream: %+v, %v", resp, err)
-	}
-	if _, steps = w.Records(t, id); steps[0].ProcessState != order.Cancelled || steps[0].Attempt != 1 {
-		t.Errorf("got %s on attempt %d, want Cancelled, never claimed again", steps[0].ProcessState, steps[0].Attempt)
-	}
-	if reqs := w.Requests(t, order.AgentInventory); len(reqs) != 0 {
-		t.Errorf("inventory requests %s, want none after the cancel", testenv.Describe(reqs))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := world(t)
+			s := w.Scheduler("s1")
+			id := w.Submit(t, someOrder)
+			if tt.step == order.StepChargePayment {
+				reply(t, s, ok(id, order.StepReserveInventory, 1))
+			}
+			// Attempt 1 went out; its agent is slow and says nothing in time.
+			if reqs := w.Requests(t, tt.agent); len(reqs) != 1 || reqs[0].Step != tt.step || reqs[0].Attempt != 1 {
+				t.Fatalf("requests to %s: %s, want attempt 1 of %s", tt.agent, testenv.Describe(reqs), tt.step)
+			}
+			st := w.Step(t, id, tt.step)
+			w.Clock.Advance(st.CompleteBy.Sub(w.Clock.Now()) + time.Second)
+			if r, err := w.Supervisor().Run(context.Background()); err != nil || r.Retried != 1 {
+				t.Fatalf("supervisor: %+v, %v; want one retry", r, err)
+			}
+			if st := w.Step(t, id, tt.step); st.ProcessState != order.Pending || st.Attempt != 1 {
+				t.Fatalf("before the cancel: %s on attempt %d, want Pending on attempt 1", st.ProcessState, st.Attempt)
+			}
+
+			o, err := control.New(w.Store, w.Store, w.Versions(), w.Clock.Now).Cancel(context.Background(), caller, id)
+			if err != nil || o.Status != order.StatusCancelling {
+				t.Fatalf("cancel: %s, %v; want Cancelling: attempt 1 may have done the work, which is undone", o.Status, err)
+			}
+			_, steps := w.Records(t, id)
+			if got := testenv.States(steps); !slices.Equal(got, tt.wantPlanned) {
+				t.Fatalf("after the cancel: %v, want %v", got, tt.wantPlanned)
+			}
+			// Attempt 1's success arrives late: the step was cancelled, so
+			// it changes nothing; the undo takes the work back.
+			reply(t, s, ok(id, tt.step, 1))
+			// The stream announces the undo; a Scheduler claims it, and
+			// no request to do the step's work goes out again.
+			if resp, err := s.HandleStream(context.Background(), w.StreamEvent(t, id)); err != nil || len(resp.BatchItemFailures) > 0 {
+				t.Fatalf("stream: %+v, %v", resp, err)
+			}
+			reqs := w.Requests(t, tt.agent)
+			if len(reqs) != 1 || !reqs[0].Undo || reqs[0].Step != tt.step {
+				t.Fatalf("requests to %s after the cancel: %s, want only the undo of %s", tt.agent, testenv.Describe(reqs), tt.step)
+			}
+			for rec := 3; rec < len(tt.wantEnd); rec++ {
+				_, steps = w.Records(t, id)
+				reply(t, s, undid(id, steps[rec].Step, rec))
+			}
+			o, steps = w.Records(t, id)
+			if got := testenv.States(steps); o.Status != order.StatusCancelled || !slices.Equal(got, tt.wantEnd) {
+				t.Errorf("got %s %v, want Cancelled %v", o.Status, got, tt.wantEnd)
+			}
+		})
 	}
 }
 

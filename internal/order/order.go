@@ -61,7 +61,8 @@ const (
 	// Undone: the step's work was undone by its undo record.
 	Undone ProcessState = "Undone"
 	// Cancelled: the order was cancelled while the step waited for a
-	// claim, so it never ran.
+	// claim, so it does not run (again). A step claimed before is undone
+	// all the same (see CancelWaiting).
 	Cancelled ProcessState = "Cancelled"
 )
 
