@@ -165,8 +165,9 @@ func (s *Store) RequestCancel(ctx context.Context, st order.StepState, now time.
 
 // Resume is an operator's redrive of an order in Error, as found with its
 // active record st (in Error): the record is claimable again with a fresh
-// failure count, and its attempt counter goes on, so late replies of old
-// attempts stay stale. Status is what the order shows while it runs again.
+// failure count (the old one is added to its PastFailures, so every
+// timeout it had stays known), and its attempt counter goes on, so late
+// replies of old attempts stay stale. Status is what the order shows while it runs again.
 // With Forward, the active record is an undo that nothing was undone
 // before: the undo records go, and the workflow step at Forward.Index
 // (Failed) runs again instead.
@@ -208,6 +209,8 @@ func (s *Store) Redrive(ctx context.Context, r Resume, now time.Time) (order.Ord
 	}
 	i := target.Index
 	upd = upd.Set(expression.Name(stepAttr(i, "State")), expression.Value(order.Pending)).
+		Set(expression.Name(stepAttr(i, "PastFailures")), expression.Plus(
+			expression.Name(stepAttr(i, "PastFailures")).IfNotExists(expression.Value(0)), expression.Name(stepAttr(i, "Failures")))).
 		Set(expression.Name(stepAttr(i, "Failures")), expression.Value(0)).
 		Set(expression.Name(stepAttr(i, "Nudges")), expression.Value(0)).
 		Remove(expression.Name(stepAttr(i, "Deferrals"))).

@@ -153,6 +153,10 @@ type StepState struct {
 	// Scheduler must have claimed it. Zero for steps not yet reached.
 	CompleteBy   time.Time
 	FailureCount int
+	// PastFailures counts the timeouts an operator's redrive took out of
+	// FailureCount when it gave the record a fresh count: with it, every
+	// timeout the record ever had.
+	PastFailures int
 	// Attempt counts claims. It is the fencing token: requests and replies
 	// carry it, and a write on behalf of attempt N only succeeds while the
 	// step is still on attempt N.
