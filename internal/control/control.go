@@ -169,7 +169,7 @@ func (s *Service) Redrive(ctx context.Context, id, action string) (order.Order, 
 		case order.RunForward:
 			forward := p.Forward
 			o, _, err = s.operators.Redrive(ctx, dynamo.Resume{Step: p.Stuck, Forward: &forward, Steps: len(wf.Steps), Records: len(steps),
-				Status: p.Status, ClaimBy: claimBy, Reason: reason}, now)
+				UndoFloor: p.UndoFloor, Status: p.Status, ClaimBy: claimBy, Reason: reason}, now)
 		default: // order.ResumeStuck
 			o, _, err = s.operators.Redrive(ctx, dynamo.Resume{Step: p.Stuck, Status: p.Status, ClaimBy: claimBy, Reason: reason, Records: len(steps)}, now)
 		}

@@ -343,3 +343,66 @@ func TestRedriveOfAStoppedWorkflowStep(t *testing.T) {
 		})
 	}
 }
+
+// A forward redrive drops the undo records; when the order is undone again
+// later, the new undo records sit at the same indexes. Their attempts go on
+// from the dropped ones', so a late reply of a dropped undo attempt (the
+// agent acted on a redelivered copy of its request) is stale and changes
+// nothing.
+func TestUndoAttemptsGoOnAcrossAForwardRedrive(t *testing.T) {
+	w := world(t)
+	s := w.Scheduler("s1")
+	c := control.New(w.Store, w.Store, w.Versions(), w.Clock.Now)
+	id := w.Submit(t, someOrder)
+	shipRefused := func(attempt int) order.StepReply {
+		return order.StepReply{OrderID: id, Step: order.StepArrangeShipping, Attempt: attempt, Outcome: order.OutcomeFailed, Reason: "address undeliverable"}
+	}
+	reply(t, s, ok(id, order.StepReserveInventory, 1))
+	reply(t, s, ok(id, order.StepChargePayment, 1))
+	reply(t, s, shipRefused(1))
+	// The refund (record 3, attempt 1) is refused: nothing was undone, so
+	// the operator runs the order forward again.
+	dropped := order.StepReply{OrderID: id, Step: order.StepChargePayment, Undo: true, Record: 3, Attempt: 1}
+	refused := dropped
+	refused.Outcome, refused.Reason = order.OutcomeFailed, "refund refused"
+	reply(t, s, refused)
+	if o, err := c.Redrive(context.Background(), id, order.RedriveRetry); err != nil || o.Status != order.StatusProcessing {
+		t.Fatalf("forward redrive: %s, %v; want Processing", o.Status, err)
+	}
+	if resp, err := s.HandleStream(context.Background(), w.StreamEvent(t, id)); err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("claim: %+v, %v", resp, err)
+	}
+	// Shipping is refused again: the order is undone again, from record 3.
+	reply(t, s, shipRefused(2))
+	_, steps := w.Records(t, id)
+	if len(steps) != 5 || !steps[3].Undo || steps[3].Step != order.StepChargePayment || steps[3].ProcessState != order.Processing {
+		t.Fatalf("after the second refusal: %v, want the refund in flight at record 3", testenv.States(steps))
+	}
+	if steps[3].Attempt <= dropped.Attempt {
+		t.Errorf("the new refund is on attempt %d, which the dropped one used (%d)", steps[3].Attempt, dropped.Attempt)
+	}
+	// The dropped attempt's success arrives late.
+	late := dropped
+	late.Outcome, late.Reference = order.OutcomeSucceeded, "rf_late"
+	reply(t, s, late)
+	_, after := w.Records(t, id)
+	if got := after[3]; got.ProcessState != order.Processing || got.Attempt != steps[3].Attempt || got.Reference != "" {
+		t.Fatalf("the dropped attempt's reply was applied: record 3 is %s on attempt %d (ref %q), want Processing on attempt %d",
+			got.ProcessState, got.Attempt, got.Reference, steps[3].Attempt)
+	}
+	// The new attempt's own reply goes on as usual.
+	current := dropped
+	current.Attempt, current.Outcome = steps[3].Attempt, order.OutcomeSucceeded
+	reply(t, s, current)
+	_, after = w.Records(t, id)
+	if after[4].ProcessState != order.Processing || after[4].Attempt <= 0 {
+		t.Fatalf("after the refund: %v, want the release in flight", testenv.States(after))
+	}
+	release := order.StepReply{OrderID: id, Step: order.StepReserveInventory, Undo: true, Record: 4, Attempt: after[4].Attempt, Outcome: order.OutcomeSucceeded}
+	reply(t, s, release)
+	o, after := w.Records(t, id)
+	if want := []string{"reserve-inventory:Undone", "charge-payment:Undone", "arrange-shipping:Failed",
+		"undo charge-payment:Processed", "undo reserve-inventory:Processed"}; o.Status != order.StatusFailed || !slices.Equal(testenv.States(after), want) {
+		t.Errorf("got %s %v, want Failed %v", o.Status, testenv.States(after), want)
+	}
+}

@@ -159,8 +159,14 @@ type StepState struct {
 	PastFailures int
 	// Attempt counts claims. It is the fencing token: requests and replies
 	// carry it, and a write on behalf of attempt N only succeeds while the
-	// step is still on attempt N.
+	// step is still on attempt N. An undo record counts on from UndoFloor.
 	Attempt int
+	// UndoFloor is the order's: the highest attempt any undo record
+	// reached before an operator's forward redrive dropped the undo
+	// records. Undo records appended later, at the same indexes, number
+	// their attempts above it, so that no attempt number repeats at an
+	// index and a late reply of a dropped attempt stays stale.
+	UndoFloor int
 	// Nudges counts how often the Supervisor re-announced a Pending step
 	// that no Scheduler claimed in time.
 	Nudges int

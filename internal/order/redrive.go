@@ -124,6 +124,9 @@ type RedrivePlan struct {
 	// Status is what the order shows while it runs again (ResumeStuck and
 	// RunForward; UndoFromStuck's write decides its own).
 	Status Status
+	// UndoFloor is, for RunForward, the order's UndoFloor from now on: at
+	// least every attempt of the undo records it drops.
+	UndoFloor int
 	// What says what the redrive does, for the operator who confirms it.
 	What string
 }
@@ -196,6 +199,12 @@ func PlanRedrive(status Status, steps []StepState, action string) (RedrivePlan, 
 		p.Move, p.Forward, p.Status = RunForward, forward, StatusProcessing
 		if forward.Index == 0 {
 			p.Status = StatusPending
+		}
+		p.UndoFloor = stuck.UndoFloor
+		for _, st := range steps {
+			if st.Undo {
+				p.UndoFloor = max(p.UndoFloor, st.Attempt)
+			}
 		}
 		p.What = fmt.Sprintf("Nothing was undone yet: the undo records are dropped and step %s runs again, as a new attempt; the order goes on from there.", forward.Step)
 	}

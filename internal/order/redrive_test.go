@@ -177,3 +177,33 @@ func TestPlanRedrive(t *testing.T) {
 		})
 	}
 }
+
+// Running forward drops the undo records; the floor it leaves is at least
+// every attempt they reached, so the undo records of a later compensation
+// number their attempts above them.
+func TestPlanRedriveForwardRaisesTheUndoFloor(t *testing.T) {
+	stuckUndo := []string{"reserve-inventory:Processed", "charge-payment:Processed", "arrange-shipping:Failed",
+		"undo charge-payment:Error", "undo reserve-inventory:NotStarted"}
+	tests := []struct {
+		name      string
+		floor     int
+		attempt   int
+		wantFloor int
+	}{
+		{"first forward redrive", 0, 1, 1},
+		{"the dropped undo went on from an earlier floor", 1, 2, 2},
+		{"an earlier floor above the dropped attempts stays", 5, 0, 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			steps := records(stuckUndo, map[int]func(*order.StepState){3: func(s *order.StepState) { s.Attempt = tt.attempt }})
+			for i := range steps {
+				steps[i].UndoFloor = tt.floor
+			}
+			p, err := order.PlanRedrive(order.StatusError, steps, order.RedriveRetry)
+			if err != nil || p.Move != order.RunForward || p.UndoFloor != tt.wantFloor {
+				t.Errorf("PlanRedrive() = %v floor %d, %v; want forward with floor %d", p.Move, p.UndoFloor, err, tt.wantFloor)
+			}
+		})
+	}
+}
