@@ -26,7 +26,8 @@ type Undoing struct {
 	// failure.
 	Expired bool
 	// Ends is the step's state from now on: Failed, Processed (a success
-	// that arrived after a cancel) or Cancelled (it never ran).
+	// that arrived after a cancel) or Cancelled (it waited for a claim;
+	// Plan says whether it is undone too).
 	Ends      order.ProcessState
 	Reference string
 	Reason    string
@@ -187,10 +188,10 @@ func (s *Store) RequestCancel(ctx context.Context, st order.StepState, now time.
 // active record st (in Error): the record is claimable again with a fresh
 // failure count (the old one is added to its PastFailures, so every
 // timeout it had stays known), and its attempt counter goes on, so late
-// replies of old attempts stay stale. Status is what the order shows while it runs again.
-// With Forward, the active record is an undo that nothing was undone
-// before: the undo records go, and the workflow step at Forward.Index
-// (Failed) runs again instead.
+// replies of old attempts stay stale. Status is what the order shows while
+// it runs again. With Forward, the active record is an undo that is known
+// to have undone nothing (order.PlanRedrive): the undo records go, and the
+// workflow step at Forward.Index (Failed) runs again instead.
 type Resume struct {
 	Step    order.StepState
 	Status  order.Status

@@ -17,9 +17,10 @@ type Cancellation struct {
 
 // CancelWaiting decides about a cancelled order's workflow step that waits
 // for a claim. Attempt counts a workflow step's claims (an undo record's
-// count on from UndoFloor), so only a step on attempt 0 never ran. Any other is undone: its undo reverses the work done under the
-// step's idempotency key, or does nothing when there was none, and fences
-// the key off against a request still on its way.
+// count on from UndoFloor), so only a step on attempt 0 never ran. Any
+// other is undone: its undo reverses the work done under the step's
+// idempotency key, or does nothing when there was none, and fences the key
+// off against a request still on its way.
 func CancelWaiting(s StepState) Cancellation {
 	if s.Attempt == 0 {
 		return Cancellation{Reason: "the order was cancelled before the step was claimed"}
