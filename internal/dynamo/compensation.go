@@ -236,9 +236,13 @@ func (s *Store) Redrive(ctx context.Context, r Resume, now time.Time) (order.Ord
 		upd = upd.Set(expression.Name(attrActive), expression.Value(target.Index))
 	}
 	i := target.Index
+	if target.FailureCount > 0 {
+		// Added as stored: the record in Error keeps its count until
+		// this write.
+		upd = upd.Set(expression.Name(stepAttr(i, "PastFailures")), expression.Plus(
+			expression.Name(stepAttr(i, "PastFailures")).IfNotExists(expression.Value(0)), expression.Name(stepAttr(i, "Failures"))))
+	}
 	upd = upd.Set(expression.Name(stepAttr(i, "State")), expression.Value(order.Pending)).
-		Set(expression.Name(stepAttr(i, "PastFailures")), expression.Plus(
-			expression.Name(stepAttr(i, "PastFailures")).IfNotExists(expression.Value(0)), expression.Name(stepAttr(i, "Failures")))).
 		Set(expression.Name(stepAttr(i, "Failures")), expression.Value(0)).
 		Set(expression.Name(stepAttr(i, "Nudges")), expression.Value(0)).
 		Remove(expression.Name(stepAttr(i, "Deferrals"))).
