@@ -13,11 +13,14 @@ import (
 	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"orderly/internal/control"
+	"orderly/internal/dispatch"
 	"orderly/internal/dynamo"
+	"orderly/internal/metrics"
 	"orderly/internal/ops"
 	"orderly/internal/order"
 	"orderly/internal/resources"
 	"orderly/internal/scheduler"
+	"orderly/internal/sqs"
 	"orderly/internal/testenv"
 )
 
@@ -404,5 +407,80 @@ func TestUndoAttemptsGoOnAcrossAForwardRedrive(t *testing.T) {
 	if want := []string{"reserve-inventory:Undone", "charge-payment:Undone", "arrange-shipping:Failed",
 		"undo charge-payment:Processed", "undo reserve-inventory:Processed"}; o.Status != order.StatusFailed || !slices.Equal(testenv.States(after), want) {
 		t.Errorf("got %s %v, want Failed %v", o.Status, testenv.States(after), want)
+	}
+}
+
+// cancellingReleaser records the client's cancel just before it gives a
+// claim back, so the step waits for a claim again on an order the client
+// has cancelled: the state the Scheduler's stream path and the Supervisor
+// decide on.
+type cancellingReleaser struct {
+	*dynamo.Store
+	cancel func()
+}
+
+func (r cancellingReleaser) ReleaseClaim(ctx context.Context, st order.StepState, claimBy time.Time, reason string, announce bool, now time.Time) (order.StepState, error) {
+	r.cancel()
+	return r.Store.ReleaseClaim(ctx, st, claimBy, reason, announce, now)
+}
+
+// A cancelled order's step that waits to be claimed again, found by a
+// Scheduler on the stream or by the Supervisor, is undone: attempt 1 went
+// out before it timed out.
+func TestCancelledStepWaitingAfterAnAttemptIsUndoneByEveryActor(t *testing.T) {
+	for _, actor := range []string{"scheduler", "supervisor"} {
+		t.Run(actor, func(t *testing.T) {
+			w := world(t)
+			s := w.Scheduler("s1")
+			id := w.Submit(t, someOrder)
+			w.Requests(t, order.AgentInventory) // attempt 1 went out; its agent went silent
+			_, steps := w.Records(t, id)
+			w.Clock.Advance(steps[0].CompleteBy.Sub(w.Clock.Now()) + time.Second)
+			if r, err := w.Supervisor().Run(context.Background()); err != nil || r.Retried != 1 {
+				t.Fatalf("supervisor: %+v, %v; want one retry", r, err)
+			}
+			// Attempt 2 is claimed, but its request cannot be sent; the
+			// client cancels before the claim is given back.
+			c := control.New(w.Store, w.Store, w.Versions(), w.Clock.Now)
+			release := cancellingReleaser{Store: w.Store, cancel: func() {
+				if o, err := c.Cancel(context.Background(), caller, id); err != nil || o.Status != order.StatusCancelling {
+					t.Errorf("cancel: %s, %v; want Cancelling", o.Status, err)
+				}
+			}}
+			broken := w.Scheduler("s2", func(cfg *scheduler.Config) {
+				cfg.Dispatcher = dispatch.New(sqs.NewRequests(w.Clients.SQS, nil), release, w.Workflow.ClaimWithin, w.Clock.Now, w.Log, metrics.Discard())
+			})
+			if resp, err := broken.HandleStream(context.Background(), w.StreamEvent(t, id)); err != nil || len(resp.BatchItemFailures) > 0 {
+				t.Fatalf("claim: %+v, %v", resp, err)
+			}
+			if st := w.Step(t, id, order.StepReserveInventory); st.ProcessState != order.Pending || !st.CancelRequested || st.Attempt != 2 {
+				t.Fatalf("before the decision: %s on attempt %d, cancelled %t; want Pending on attempt 2, cancelled", st.ProcessState, st.Attempt, st.CancelRequested)
+			}
+
+			switch actor {
+			case "scheduler":
+				if resp, err := s.HandleStream(context.Background(), w.StreamEvent(t, id)); err != nil || len(resp.BatchItemFailures) > 0 {
+					t.Fatalf("stream: %+v, %v", resp, err)
+				}
+			case "supervisor":
+				// It looks once the released claim's window has passed.
+				w.Clock.Advance(w.Workflow.ClaimWithin + time.Second)
+				if r, err := w.Supervisor().Run(context.Background()); err != nil || r.Compensated != 1 {
+					t.Fatalf("supervisor: %+v, %v; want one compensation", r, err)
+				}
+				if resp, err := s.HandleStream(context.Background(), w.StreamEvent(t, id)); err != nil || len(resp.BatchItemFailures) > 0 {
+					t.Fatalf("stream: %+v, %v", resp, err)
+				}
+			}
+			o, steps := w.Records(t, id)
+			if want := []string{"reserve-inventory:Cancelled", "charge-payment:NotStarted", "arrange-shipping:NotStarted",
+				"undo reserve-inventory:Processing"}; o.Status != order.StatusCancelling || !slices.Equal(testenv.States(steps), want) {
+				t.Fatalf("after the %s: %s %v, want Cancelling %v", actor, o.Status, testenv.States(steps), want)
+			}
+			reply(t, s, order.StepReply{OrderID: id, Step: order.StepReserveInventory, Undo: true, Record: 3, Attempt: steps[3].Attempt, Outcome: order.OutcomeSucceeded})
+			if o, steps = w.Records(t, id); o.Status != order.StatusCancelled || steps[0].ProcessState != order.Undone {
+				t.Errorf("got %s %v, want Cancelled with the reservation undone", o.Status, testenv.States(steps))
+			}
+		})
 	}
 }
