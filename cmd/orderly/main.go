@@ -383,6 +383,17 @@ func writeOrder(w io.Writer, v api.OrderView) {
 		fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", i, step, s.State, s.Attempt, s.FailureCount, by, s.Reference, clip(s.LastError, 60))
 	}
 	tw.Flush()
+	// What each redrive would do, or why it is refused, before anyone tries.
+	for _, r := range v.Redrive {
+		what, def := r.What, ""
+		if r.Refused != "" {
+			what = "refused: " + r.Refused
+		}
+		if r.Default {
+			def = " (the default)"
+		}
+		fmt.Fprintf(w, "  redrive -action %s%s: %s\n", r.Action, def, what)
+	}
 }
 
 func writeHistory(w io.Writer, ts []order.Transition) {

@@ -2,7 +2,11 @@ package main
 
 import (
 	"flag"
+	"strings"
 	"testing"
+
+	"orderly/internal/api"
+	"orderly/internal/order"
 )
 
 // A command's flags may come before or after its one argument, as README
@@ -45,3 +49,22 @@ func TestCommandTakesFlagsOnEitherSide(t *testing.T) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// show prints what each redrive of an order in Error would do, or why it
+// is refused, so an operator reads the refusal before trying.
+func TestShowPrintsTheRedriveChoices(t *testing.T) {
+	v := api.OrderView{OrderID: "O", Status: order.StatusError, Redrive: []api.RedriveView{
+		{Action: order.RedriveRetry, Refused: `the undo of charge-payment may have been done: redrive with "compensate" to resume undoing instead`},
+		{Action: order.RedriveCompensate, Default: true, What: "The undo of charge-payment runs again"},
+	}}
+	var out strings.Builder
+	writeOrder(&out, v)
+	for _, want := range []string{
+		`redrive -action retry: refused: the undo of charge-payment may have been done: redrive with "compensate"`,
+		"redrive -action compensate (the default): The undo of charge-payment runs again",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("show prints\n%s\nwithout %q", out.String(), want)
+		}
+	}
+}

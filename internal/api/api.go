@@ -395,6 +395,42 @@ type OrderView struct {
 	CreatedAt          time.Time    `json:"createdAt"`
 	UpdatedAt          time.Time    `json:"updatedAt"`
 	Steps              []StepView   `json:"steps"`
+	// Redrive, for an order in Error on the operators' route, says what
+	// each redrive action does, or why it is refused (order.PlanRedrive).
+	Redrive []RedriveView `json:"redrive,omitempty"`
+}
+
+// RedriveView is what one redrive action does to an order in Error, or
+// why it is refused and what to do instead.
+type RedriveView struct {
+	Action string `json:"action"`
+	// Default marks the action a redrive without one takes.
+	Default bool   `json:"default,omitempty"`
+	What    string `json:"what,omitempty"`
+	Refused string `json:"refused,omitempty"`
+}
+
+// redriveViews asks the domain what each redrive action would do to the
+// order as read.
+func redriveViews(o order.Order, steps []order.StepState) []RedriveView {
+	if o.Status != order.StatusError {
+		return nil
+	}
+	def, err := order.PlanRedrive(o.Status, steps, "")
+	if err != nil {
+		return nil
+	}
+	var views []RedriveView
+	for _, action := range []string{order.RedriveRetry, order.RedriveCompensate} {
+		v := RedriveView{Action: action, Default: action == def.Action}
+		if p, err := order.PlanRedrive(o.Status, steps, action); err != nil {
+			v.Refused = strings.TrimSuffix(err.Error(), ": "+order.ErrNotAllowed.Error())
+		} else {
+			v.What = p.What
+		}
+		views = append(views, v)
+	}
+	return views
 }
 
 // get shows an order to the caller that submitted it, or, on the
@@ -417,11 +453,16 @@ func (s *Service) get(ctx context.Context, req events.APIGatewayProxyRequest, op
 	if err != nil {
 		return events.APIGatewayProxyResponse{}, err
 	}
-	return jsonResponse(http.StatusOK, NewOrderView(o, steps)), nil
+	view := NewOrderView(o, steps)
+	if !operator {
+		view.Redrive = nil // an operator's choice: a client cannot redrive
+	}
+	return jsonResponse(http.StatusOK, view), nil
 }
 
 // NewOrderView is how the API (and the operator's CLI) shows an order and
-// its records.
+// its records, with, for an order in Error, what each redrive does (the
+// API leaves that out for clients).
 func NewOrderView(o order.Order, steps []order.StepState) OrderView {
 	view := OrderView{
 		OrderID: o.ID, CustomerID: o.CustomerID, Status: o.Status, Version: o.Version, Lines: o.Lines,
@@ -439,6 +480,7 @@ func NewOrderView(o order.Order, steps []order.StepState) OrderView {
 		}
 		view.Steps[i] = v
 	}
+	view.Redrive = redriveViews(o, steps)
 	return view
 }
 

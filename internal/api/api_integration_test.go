@@ -3,7 +3,9 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -393,5 +395,127 @@ func TestAnonymousCallerForLocalStack(t *testing.T) {
 	}
 	if resp := getAs(t, w, "", api.ResourceOrder, orderID(t, anon)); resp.StatusCode != http.StatusOK {
 		t.Errorf("GET without a caller: got %d %s, want the anonymous caller's order", resp.StatusCode, resp.Body)
+	}
+}
+
+// lifecycle posts to an order's cancel or redrive route as the World's
+// caller (who may do both locally) and returns the status and the body.
+func lifecycle(t *testing.T, w *testenv.World, resource, id, body string) (int, map[string]any) {
+	t.Helper()
+	headers := map[string]string{}
+	if body != "" {
+		headers["Content-Type"] = "application/json"
+	}
+	resp, err := w.API.Handle(context.Background(), events.APIGatewayProxyRequest{
+		HTTPMethod: http.MethodPost, Resource: resource, Path: strings.Replace(resource, "{id}", id, 1),
+		PathParameters: map[string]string{"id": id}, Body: body, Headers: headers, RequestContext: testenv.As(testenv.Caller),
+	})
+	if err != nil {
+		t.Fatalf("POST %s: %v", resource, err)
+	}
+	var out map[string]any
+	_ = json.Unmarshal([]byte(resp.Body), &out)
+	return resp.StatusCode, out
+}
+
+// undoTimedOut brings an order to Error because its first undo (the
+// refund of step 2, after step 3 was refused) timed out on every attempt:
+// each attempt's request went out and nothing came back, so the refund may
+// have been made.
+func undoTimedOut(t *testing.T, w *testenv.World) string {
+	t.Helper()
+	ctx := context.Background()
+	s := w.Scheduler("s1")
+	id := w.Submit(t, order.Submission{CustomerID: "c-1", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}})
+	for _, r := range []order.StepReply{
+		{OrderID: id, Step: order.StepReserveInventory, Attempt: 1, Outcome: order.OutcomeSucceeded},
+		{OrderID: id, Step: order.StepChargePayment, Attempt: 1, Outcome: order.OutcomeSucceeded},
+		{OrderID: id, Step: order.StepArrangeShipping, Attempt: 1, Outcome: order.OutcomeFailed, Reason: "address undeliverable"},
+	} {
+		if resp, err := s.HandleReplies(ctx, testenv.ReplyEvent(r)); err != nil || len(resp.BatchItemFailures) > 0 {
+			t.Fatalf("reply %+v: %+v, %v", r, resp, err)
+		}
+	}
+	for attempt := 1; attempt <= timing.FailureThreshold; attempt++ {
+		w.Requests(t, order.AgentPayment) // the agent took the refund and went silent
+		_, steps := w.Records(t, id)
+		undo := steps[3]
+		if !undo.Undo || undo.ProcessState != order.Processing || undo.Attempt != attempt {
+			t.Fatalf("record 3: %+v, want the undo of step 2 on attempt %d", undo, attempt)
+		}
+		w.Clock.Advance(undo.CompleteBy.Sub(w.Clock.Now()) + time.Second)
+		if _, err := w.Supervisor().Run(ctx); err != nil {
+			t.Fatalf("supervisor: %v", err)
+		}
+		if attempt < timing.FailureThreshold {
+			if resp, err := s.HandleStream(ctx, w.StreamEvent(t, id)); err != nil || len(resp.BatchItemFailures) > 0 {
+				t.Fatalf("claim: %+v, %v", resp, err)
+			}
+		}
+	}
+	o, steps := w.Records(t, id)
+	if o.Status != order.StatusError || steps[3].ProcessState != order.Error {
+		t.Fatalf("got %s %v, want Error at the undo", o.Status, testenv.States(steps))
+	}
+	return id
+}
+
+// A retry redrive would run the order forward over an undo that may have
+// been done (the refund timed out): it is refused with 409 and what to do
+// instead, and nothing is written. The compensate redrive resumes undoing.
+func TestRedriveRetryOverAnUndoThatMayHaveRunIsRefused(t *testing.T) {
+	if !testenv.Enabled() {
+		t.Skip("set ORDERLY_INTEGRATION=1 to run against the emulators")
+	}
+	w := testenv.NewWorld(t, timing)
+	id := undoTimedOut(t, w)
+	before, steps := w.Records(t, id)
+
+	// Operators see the choice before they make it; clients do not.
+	var view api.OrderView
+	if err := json.Unmarshal([]byte(getAs(t, w, testenv.Caller, api.ResourceOperatorOrder, id).Body), &view); err != nil {
+		t.Fatal(err)
+	}
+	want := []api.RedriveView{{Action: order.RedriveRetry}, {Action: order.RedriveCompensate, Default: true}}
+	if len(view.Redrive) != 2 || view.Redrive[0].Action != want[0].Action || view.Redrive[0].Refused == "" || view.Redrive[0].Default ||
+		view.Redrive[1].Action != want[1].Action || view.Redrive[1].Refused != "" || view.Redrive[1].What == "" || !view.Redrive[1].Default {
+		t.Errorf("operator's view offers %s, want retry refused and compensate (the default) described", testenv.Describe(view.Redrive))
+	}
+	if body := get(t, w, id).Body; strings.Contains(body, `"redrive"`) {
+		t.Errorf("the client's view offers a redrive: %s", body)
+	}
+
+	code, body := lifecycle(t, w, api.ResourceRedrive, id, `{"action":"retry"}`)
+	msg, _ := body["message"].(string)
+	if code != http.StatusConflict || body["error"] != "invalid_state" || !strings.Contains(msg, `"compensate"`) || !strings.Contains(msg, "may have been done") {
+		t.Errorf("retry redrive: %d %v, want 409 invalid_state saying the undo may have been done and to redrive with \"compensate\"", code, body)
+	}
+	after, stepsAfter := w.Records(t, id)
+	if after.Status != before.Status || !after.UpdatedAt.Equal(before.UpdatedAt) || !slices.Equal(testenv.States(stepsAfter), testenv.States(steps)) {
+		t.Errorf("the refused redrive changed the order: %s %v at %s, was %s %v at %s",
+			after.Status, testenv.States(stepsAfter), after.UpdatedAt, before.Status, testenv.States(steps), before.UpdatedAt)
+	}
+
+	if code, body := lifecycle(t, w, api.ResourceRedrive, id, `{"action":"compensate"}`); code != http.StatusAccepted || body["status"] != string(order.StatusCompensating) {
+		t.Fatalf("compensate redrive: %d %v, want 202 Compensating", code, body)
+	}
+	// The resumed undo is refused on its next attempt: its fresh failure
+	// count is 0, but the timeouts before the redrive are remembered, so
+	// running forward is refused still.
+	s := w.Scheduler("s1")
+	if resp, err := s.HandleStream(context.Background(), w.StreamEvent(t, id)); err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("claim: %+v, %v", resp, err)
+	}
+	refused := order.StepReply{OrderID: id, Step: order.StepChargePayment, Undo: true, Record: 3, Attempt: timing.FailureThreshold + 1,
+		Outcome: order.OutcomeFailed, Reason: "refund refused"}
+	if resp, err := s.HandleReplies(context.Background(), testenv.ReplyEvent(refused)); err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("reply: %+v, %v", resp, err)
+	}
+	o, steps := w.Records(t, id)
+	if undo := steps[3]; o.Status != order.StatusError || undo.FailureCount != 0 || undo.PastFailures != timing.FailureThreshold {
+		t.Fatalf("after the refusal: %s, undo failures %d past %d; want Error, 0, %d", o.Status, undo.FailureCount, undo.PastFailures, timing.FailureThreshold)
+	}
+	if code, body := lifecycle(t, w, api.ResourceRedrive, id, `{"action":"retry"}`); code != http.StatusConflict || !strings.Contains(fmt.Sprint(body["message"]), "timed out") {
+		t.Errorf("retry redrive after the refusal: %d %v, want 409 naming the timeouts", code, body)
 	}
 }

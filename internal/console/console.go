@@ -305,25 +305,24 @@ func (c *Console) confirm(w http.ResponseWriter, r *http.Request) {
 			c.problem(w, http.StatusConflict, "Cannot redrive", fmt.Sprintf("Order %s is %s: only an order in Error can be redriven.", v.OrderID, v.Status))
 			return
 		}
+		// The domain's own answer, as the order's view carries it: what
+		// the redrive does, or why it is refused.
+		for _, r := range v.Redrive {
+			if "redrive-"+r.Action != page.Action {
+				continue
+			}
+			if r.Refused != "" {
+				c.problem(w, http.StatusConflict, "Cannot redrive", fmt.Sprintf("Order %s: %s.", v.OrderID, r.Refused))
+				return
+			}
+			page.What = r.What
+		}
 		page.Title = "Redrive order " + v.OrderID
-		page.What = redriveText(*page.Stuck, page.Action)
 	default:
 		c.problem(w, http.StatusNotFound, "No such action", fmt.Sprintf("%q is not an action on an order.", page.Action))
 		return
 	}
 	c.render(w, http.StatusOK, "confirm", page)
-}
-
-func redriveText(s api.StepView, action string) string {
-	switch {
-	case action == actRedriveCompensate && s.Undo:
-		return fmt.Sprintf("The undo of %s runs again, then the rest of the order's work is undone: the order ends Failed or Cancelled.", s.Step)
-	case action == actRedriveCompensate:
-		return fmt.Sprintf("Step %s is given up: the work already done is undone, in reverse, and the order ends Failed.", s.Step)
-	case s.Undo:
-		return fmt.Sprintf("The undo of %s runs again (a retry; if nothing was undone yet, the failed step runs again instead).", s.Step)
-	}
-	return fmt.Sprintf("Step %s runs again, as a new attempt, and the order goes on from there.", s.Step)
 }
 
 // act makes a confirmed change and goes back to the order.

@@ -20,9 +20,27 @@ import (
 )
 
 const (
-	stuckID  = "STUCKORDERAAAAAAAAAAAAAAAA"
-	flyingID = "FLYINGORDERAAAAAAAAAAAAAAA"
+	stuckID    = "STUCKORDERAAAAAAAAAAAAAAAA"
+	flyingID   = "FLYINGORDERAAAAAAAAAAAAAAA"
+	timedOutID = "TIMEDOUTORDERAAAAAAAAAAAAA"
 )
+
+// stuckAtUndo is an order in Error at the refund that undoes its payment,
+// after its shipping was refused; tweak changes the stuck undo.
+func stuckAtUndo(id string, tweak func(*order.StepState)) api.OrderView {
+	o := order.Order{ID: id, Status: order.StatusError, CreatedAt: t0, UpdatedAt: t0.Add(time.Second)}
+	steps := []order.StepState{
+		{Step: order.StepReserveInventory, Index: 0, ProcessState: order.Processed, Attempt: 1},
+		{Step: order.StepChargePayment, Index: 1, ProcessState: order.Processed, Attempt: 1},
+		{Step: order.StepArrangeShipping, Index: 2, ProcessState: order.Failed, Attempt: 1},
+		{Step: order.StepChargePayment, Index: 3, Undo: true, ProcessState: order.Error, Attempt: 1, LastError: "refund refused"},
+		{Step: order.StepReserveInventory, Index: 4, Undo: true, ProcessState: order.NotStarted},
+	}
+	if tweak != nil {
+		tweak(&steps[3])
+	}
+	return api.NewOrderView(o, steps)
+}
 
 // fakeStage is a stage with one order in Error and one in flight. It
 // records the changes asked of it.
@@ -44,9 +62,11 @@ func (f *fakeStage) InError(context.Context, int) ([]ops.Listed, error) {
 func (f *fakeStage) Show(_ context.Context, id string) (api.OrderView, error) {
 	switch id {
 	case stuckID:
-		return api.OrderView{OrderID: id, Status: order.StatusError, CreatedAt: t0, UpdatedAt: t0.Add(time.Second),
-			Steps: []api.StepView{{Step: order.StepChargePayment, State: "Failed"},
-				{Step: order.StepChargePayment, Undo: true, State: "Error", Attempt: 1, LastError: "refund refused"}}}, nil
+		return stuckAtUndo(id, nil), nil
+	case timedOutID:
+		return stuckAtUndo(id, func(s *order.StepState) {
+			s.Attempt, s.FailureCount, s.LastError = 3, 3, "undo: attempt 3 timed out"
+		}), nil
 	case flyingID:
 		return api.OrderView{OrderID: id, Status: order.StatusProcessing, CreatedAt: t0,
 			Steps: []api.StepView{{Step: order.StepChargePayment, State: "Processing"}}}, nil
@@ -109,9 +129,14 @@ func TestPages(t *testing.T) {
 	}{
 		{"/", 200, []string{`data-count="Error"`, `Orders in Error: an operator must act`, `/orders/` + stuckID, "refund refused", "orderly-t-payment-requests-dlq"}},
 		{"/?show=stuck", 200, []string{`Orders stuck past their deadline`, `/orders/` + flyingID, "6m0s ago"}},
-		{"/orders/" + stuckID, 200, []string{`id="redrive-retry"`, `id="redrive-compensate"`, `id="timeline"`, "undo charge-payment", "submitted"}},
+		{"/orders/" + stuckID, 200, []string{`id="redrive-retry" href=`, `id="redrive-compensate" href=`, `id="timeline"`, "undo charge-payment", "submitted",
+			"Redrive: run the failed step again", "Redrive: resume undoing", "the undo records are dropped and step arrange-shipping runs again"}},
+		// The refund may have been made: running forward is not offered.
+		{"/orders/" + timedOutID, 200, []string{`id="redrive-compensate" href=`, `id="redrive-retry-refused"`, "may have been done", `redrive with &#34;compensate&#34;`}},
+		{"/orders/" + timedOutID + "/redrive-retry", 409, []string{"may have been done", "compensate"}},
+		{"/orders/" + timedOutID + "/redrive-compensate", 200, []string{"The undo of charge-payment runs again", `id="confirm"`}},
 		{"/orders/" + flyingID, 200, []string{`id="cancel"`, "Watch live"}},
-		{"/orders/" + stuckID + "/redrive-retry", 200, []string{"Redrive order " + stuckID, "The undo of charge-payment runs again", `id="confirm"`}},
+		{"/orders/" + stuckID + "/redrive-retry", 200, []string{"Redrive order " + stuckID, "step arrange-shipping runs again", `id="confirm"`}},
 		{"/orders/" + stuckID + "/redrive-compensate", 200, []string{"then the rest of the order"}},
 		{"/orders/" + flyingID + "/cancel", 200, []string{"Cancel order " + flyingID}},
 		{"/orders/" + flyingID + "/redrive-retry", 409, []string{"only an order in Error can be redriven"}},
@@ -194,5 +219,15 @@ func TestActionsNeedTheConsolesToken(t *testing.T) {
 	f.failWith = fmt.Errorf("order %s is Compensating: %w", stuckID, order.ErrNotAllowed)
 	if resp := post("redrive-retry", url.Values{"token": {m[1]}}, ""); resp.StatusCode != http.StatusConflict {
 		t.Errorf("redrive of an order that moved on: %d, want 409", resp.StatusCode)
+	}
+}
+
+// The order page of an order whose undo may have been done offers no
+// way to run it forward.
+func TestNoRetryOfferedOverAnUndoThatMayHaveRun(t *testing.T) {
+	srv := serve(t, &fakeStage{})
+	_, page := get(t, srv.URL+"/orders/"+timedOutID)
+	if strings.Contains(page, `href="/orders/`+timedOutID+`/redrive-retry"`) {
+		t.Errorf("the page links the refused retry:\n%s", page)
 	}
 }

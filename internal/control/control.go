@@ -105,9 +105,11 @@ func (s *Service) Cancel(ctx context.Context, caller, id string) (order.Order, e
 		switch act.ProcessState {
 		case order.Processing:
 			o, err = s.clients.RequestCancel(ctx, act, now)
-		default: // Pending: nobody claimed it, so it never runs
-			o, _, err = s.clients.StartUndo(ctx, undoing(wf, act, order.Pending, order.Cancelled, false,
-				"the order was cancelled before the step was claimed", now, true), now)
+		default: // Pending: it does not run (again); an earlier attempt is undone
+			c := order.CancelWaiting(act)
+			u := undoing(wf, act, order.Pending, order.Cancelled, false, c.Reason, now, true)
+			u.Plan = wf.UndoSteps(act.Index, c.MayHaveRun)
+			o, _, err = s.clients.StartUndo(ctx, u, now)
 		}
 		if errors.Is(err, order.ErrStale) {
 			continue
@@ -133,9 +135,12 @@ func whyNot(st order.Status) string {
 
 // Redrive resumes an order in Error where it stopped, with a fresh failure
 // count; the attempt counter goes on, so late replies of old attempts stay
-// stale. action is order.RedriveRetry, order.RedriveCompensate or empty: a stuck undo is resumed, a
-// stuck workflow step retried. An order not in Error, or an action its
-// state does not allow, is order.ErrNotAllowed.
+// stale. action is order.RedriveRetry, order.RedriveCompensate or empty (a
+// stuck undo is resumed, a stuck workflow step retried): order.PlanRedrive
+// decides what it does. An order not in Error, or an action its state does
+// not allow (a retry that would run the order forward over an undo that may
+// have been done), is order.ErrNotAllowed, saying what to do instead, and
+// nothing is written.
 func (s *Service) Redrive(ctx context.Context, id, action string) (order.Order, error) {
 	switch action {
 	case "", order.RedriveRetry, order.RedriveCompensate:
@@ -147,48 +152,26 @@ func (s *Service) Redrive(ctx context.Context, id, action string) (order.Order, 
 		if err != nil {
 			return o, err
 		}
-		if o.Status != order.StatusError {
-			return o, fmt.Errorf("order %s is %s; only an order in Error can be redriven: %w", id, o.Status, order.ErrNotAllowed)
-		}
-		stuck, ok := inError(steps)
-		if !ok {
-			return o, fmt.Errorf("order %s is in Error with no step in Error: %w", id, order.ErrNotAllowed)
+		p, err := order.PlanRedrive(o.Status, steps, action)
+		if err != nil {
+			return o, fmt.Errorf("order %s: %w", id, err)
 		}
 		wf, err := s.workflow(o)
 		if err != nil {
 			return o, err
 		}
-		act := action
-		if act == "" {
-			act = order.RedriveRetry
-			if stuck.Undo {
-				act = order.RedriveCompensate
-			}
-		}
 		now := s.now()
 		claimBy := now.Add(wf.ClaimWithin)
-		reason := fmt.Sprintf("redriven by an operator (%s)", act)
-		switch {
-		case act == order.RedriveCompensate && !stuck.Undo:
-			o, _, err = s.operators.StartUndo(ctx, undoing(wf, stuck, order.Error, order.Failed, stuck.CancelRequested, reason, now, false), now)
-		case act == order.RedriveCompensate || !stuck.Undo:
-			status := order.StatusCompensating
-			switch {
-			case stuck.CancelRequested && stuck.Undo:
-				status = order.StatusCancelling
-			case !stuck.Undo && stuck.Index == 0:
-				status = order.StatusPending
-			case !stuck.Undo:
-				status = order.StatusProcessing
-			}
-			o, _, err = s.operators.Redrive(ctx, dynamo.Resume{Step: stuck, Status: status, ClaimBy: claimBy, Reason: reason, Records: len(steps)}, now)
-		default: // retry forward from a stuck undo
-			r, ferr := forward(wf, steps, stuck)
-			if ferr != nil {
-				return o, fmt.Errorf("order %s: %w", id, ferr)
-			}
-			r.ClaimBy, r.Reason = claimBy, reason
-			o, _, err = s.operators.Redrive(ctx, r, now)
+		reason := fmt.Sprintf("redriven by an operator (%s)", p.Action)
+		switch p.Move {
+		case order.UndoFromStuck:
+			o, _, err = s.operators.StartUndo(ctx, undoing(wf, p.Stuck, order.Error, order.Failed, p.Stuck.CancelRequested, reason, now, false), now)
+		case order.RunForward:
+			forward := p.Forward
+			o, _, err = s.operators.Redrive(ctx, dynamo.Resume{Step: p.Stuck, Forward: &forward, Steps: len(wf.Steps), Records: len(steps),
+				UndoFloor: p.UndoFloor, Status: p.Status, ClaimBy: claimBy, Reason: reason}, now)
+		default: // order.ResumeStuck
+			o, _, err = s.operators.Redrive(ctx, dynamo.Resume{Step: p.Stuck, Status: p.Status, ClaimBy: claimBy, Reason: reason, Records: len(steps)}, now)
 		}
 		if errors.Is(err, order.ErrStale) {
 			continue
@@ -259,36 +242,15 @@ func fits(wf order.Workflow, steps []order.StepState) error {
 	return nil
 }
 
-// forward is the redrive that drops a stuck compensation before it undid
-// anything and runs the failed workflow step again.
-func forward(wf order.Workflow, steps []order.StepState, stuck order.StepState) (dynamo.Resume, error) {
-	n := len(wf.Steps)
-	if stuck.CancelRequested {
-		return dynamo.Resume{}, fmt.Errorf("the client cancelled it; it can only be compensated: %w", order.ErrNotAllowed)
-	}
-	if stuck.Index != n {
-		return dynamo.Resume{}, fmt.Errorf("work was already undone (%v); it can only be compensated: %w", stuck.Undone, order.ErrNotAllowed)
-	}
-	for _, st := range steps[:min(n, len(steps))] {
-		if st.ProcessState == order.Failed {
-			status := order.StatusProcessing
-			if st.Index == 0 {
-				status = order.StatusPending
-			}
-			return dynamo.Resume{Step: stuck, Forward: &st, Steps: n, Records: len(steps), Status: status}, nil
-		}
-	}
-	return dynamo.Resume{}, fmt.Errorf("no workflow step failed, so none can be retried: %w", order.ErrNotAllowed)
-}
-
 // undoing is the write that ends st (found in state from) and starts
 // undoing the order's work, announcing the first undo. With cancelNow the
-// write is the client's cancel itself.
+// write is the client's cancel itself. Its plan is for a step in Error;
+// a cancel decides its own (order.CancelWaiting).
 func undoing(wf order.Workflow, st order.StepState, from, ends order.ProcessState, cancelled bool, reason string, now time.Time, cancelNow bool) dynamo.Undoing {
 	u := dynamo.Undoing{Step: st, From: from, Ends: ends, Reason: reason, Cancelled: cancelled, CancelNow: cancelNow,
 		Steps: len(wf.Steps), ClaimBy: now.Add(wf.ClaimWithin)}
 	// A step in Error may have done its work (it timed out), so it is
-	// undone too; a Pending step never ran.
+	// undone too.
 	u.Plan = wf.UndoSteps(st.Index, from == order.Error)
 	return u
 }
@@ -297,16 +259,6 @@ func undoing(wf order.Workflow, st order.StepState, from, ends order.ProcessStat
 func active(steps []order.StepState) (order.StepState, bool) {
 	for _, st := range steps {
 		if !st.Undo && (st.ProcessState == order.Pending || st.ProcessState == order.Processing) {
-			return st, true
-		}
-	}
-	return order.StepState{}, false
-}
-
-// inError returns the record that stopped the order.
-func inError(steps []order.StepState) (order.StepState, bool) {
-	for _, st := range steps {
-		if st.ProcessState == order.Error {
 			return st, true
 		}
 	}

@@ -13,11 +13,14 @@ import (
 	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"orderly/internal/control"
+	"orderly/internal/dispatch"
 	"orderly/internal/dynamo"
+	"orderly/internal/metrics"
 	"orderly/internal/ops"
 	"orderly/internal/order"
 	"orderly/internal/resources"
 	"orderly/internal/scheduler"
+	"orderly/internal/sqs"
 	"orderly/internal/testenv"
 )
 
@@ -154,29 +157,80 @@ func TestCancelRacingAClaim(t *testing.T) {
 	}
 }
 
-// A cancel of a step nobody claimed yet ends it at once: it never runs.
-func TestCancelOfAnUnclaimedFirstStepEndsAtOnce(t *testing.T) {
-	w := world(t)
-	id := w.Submit(t, someOrder)
-	w.Requests(t, order.AgentInventory) // an agent took it and went silent
-	_, steps := w.Records(t, id)
-	w.Clock.Advance(steps[0].CompleteBy.Sub(w.Clock.Now()) + time.Second)
-	if r, err := w.Supervisor().Run(context.Background()); err != nil || r.Retried != 1 {
-		t.Fatalf("supervisor: %+v, %v; want one retry", r, err)
+// A cancel of a step that waits for a claim after an earlier attempt (it
+// timed out and the Supervisor made it Pending again) does not run it
+// again, but undoes it with the steps before it: the earlier attempt's
+// request went out and may have done the work, and its reply may still
+// come. The late reply is dropped; the undo does the refund.
+func TestCancelOfAStepWaitingAfterAnAttemptUndoesIt(t *testing.T) {
+	tests := []struct {
+		name        string
+		step        string
+		agent       string
+		wantPlanned []string // the records right after the cancel
+		wantEnd     []string
+	}{
+		{"the first step", order.StepReserveInventory, order.AgentInventory,
+			[]string{"reserve-inventory:Cancelled", "charge-payment:NotStarted", "arrange-shipping:NotStarted",
+				"undo reserve-inventory:Pending"},
+			[]string{"reserve-inventory:Undone", "charge-payment:NotStarted", "arrange-shipping:NotStarted",
+				"undo reserve-inventory:Processed"}},
+		{"the second step", order.StepChargePayment, order.AgentPayment,
+			[]string{"reserve-inventory:Processed", "charge-payment:Cancelled", "arrange-shipping:NotStarted",
+				"undo charge-payment:Pending", "undo reserve-inventory:NotStarted"},
+			[]string{"reserve-inventory:Undone", "charge-payment:Undone", "arrange-shipping:NotStarted",
+				"undo charge-payment:Processed", "undo reserve-inventory:Processed"}},
 	}
-	o, err := control.New(w.Store, w.Store, w.Versions(), w.Clock.Now).Cancel(context.Background(), caller, id)
-	if err != nil || o.Status != order.StatusCancelled {
-		t.Fatalf("cancel: %s, %v; want Cancelled at once", o.Status, err)
-	}
-	// The claim the stream would have made finds nothing to claim.
-	if resp, err := w.Scheduler("s1").HandleStream(context.Background(), w.StreamEvent(t, id)); err != nil || len(resp.BatchItemFailures) > 0 {
-		t.Fatalf("stream: %+v, %v", resp, err)
-	}
-	if _, steps = w.Records(t, id); steps[0].ProcessState != order.Cancelled || steps[0].Attempt != 1 {
-		t.Errorf("got %s on attempt %d, want Cancelled, never claimed again", steps[0].ProcessState, steps[0].Attempt)
-	}
-	if reqs := w.Requests(t, order.AgentInventory); len(reqs) != 0 {
-		t.Errorf("inventory requests %s, want none after the cancel", testenv.Describe(reqs))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := world(t)
+			s := w.Scheduler("s1")
+			id := w.Submit(t, someOrder)
+			if tt.step == order.StepChargePayment {
+				reply(t, s, ok(id, order.StepReserveInventory, 1))
+			}
+			// Attempt 1 went out; its agent is slow and says nothing in time.
+			if reqs := w.Requests(t, tt.agent); len(reqs) != 1 || reqs[0].Step != tt.step || reqs[0].Attempt != 1 {
+				t.Fatalf("requests to %s: %s, want attempt 1 of %s", tt.agent, testenv.Describe(reqs), tt.step)
+			}
+			st := w.Step(t, id, tt.step)
+			w.Clock.Advance(st.CompleteBy.Sub(w.Clock.Now()) + time.Second)
+			if r, err := w.Supervisor().Run(context.Background()); err != nil || r.Retried != 1 {
+				t.Fatalf("supervisor: %+v, %v; want one retry", r, err)
+			}
+			if st := w.Step(t, id, tt.step); st.ProcessState != order.Pending || st.Attempt != 1 {
+				t.Fatalf("before the cancel: %s on attempt %d, want Pending on attempt 1", st.ProcessState, st.Attempt)
+			}
+
+			o, err := control.New(w.Store, w.Store, w.Versions(), w.Clock.Now).Cancel(context.Background(), caller, id)
+			if err != nil || o.Status != order.StatusCancelling {
+				t.Fatalf("cancel: %s, %v; want Cancelling: attempt 1 may have done the work, which is undone", o.Status, err)
+			}
+			_, steps := w.Records(t, id)
+			if got := testenv.States(steps); !slices.Equal(got, tt.wantPlanned) {
+				t.Fatalf("after the cancel: %v, want %v", got, tt.wantPlanned)
+			}
+			// Attempt 1's success arrives late: the step was cancelled, so
+			// it changes nothing; the undo takes the work back.
+			reply(t, s, ok(id, tt.step, 1))
+			// The stream announces the undo; a Scheduler claims it, and
+			// no request to do the step's work goes out again.
+			if resp, err := s.HandleStream(context.Background(), w.StreamEvent(t, id)); err != nil || len(resp.BatchItemFailures) > 0 {
+				t.Fatalf("stream: %+v, %v", resp, err)
+			}
+			reqs := w.Requests(t, tt.agent)
+			if len(reqs) != 1 || !reqs[0].Undo || reqs[0].Step != tt.step {
+				t.Fatalf("requests to %s after the cancel: %s, want only the undo of %s", tt.agent, testenv.Describe(reqs), tt.step)
+			}
+			for rec := 3; rec < len(tt.wantEnd); rec++ {
+				_, steps = w.Records(t, id)
+				reply(t, s, undid(id, steps[rec].Step, rec))
+			}
+			o, steps = w.Records(t, id)
+			if got := testenv.States(steps); o.Status != order.StatusCancelled || !slices.Equal(got, tt.wantEnd) {
+				t.Errorf("got %s %v, want Cancelled %v", o.Status, got, tt.wantEnd)
+			}
+		})
 	}
 }
 
@@ -288,6 +342,144 @@ func TestRedriveOfAStoppedWorkflowStep(t *testing.T) {
 				Key: map[string]dbtypes.AttributeValue{resources.AttrOrderID: &dbtypes.AttributeValueMemberS{Value: id}}})
 			if err != nil || item.Item[resources.AttrInError] != nil {
 				t.Errorf("after the redrive the order still carries %s: %v, %v", resources.AttrInError, item.Item[resources.AttrInError], err)
+			}
+		})
+	}
+}
+
+// A forward redrive drops the undo records; when the order is undone again
+// later, the new undo records sit at the same indexes. Their attempts go on
+// from the dropped ones', so a late reply of a dropped undo attempt (the
+// agent acted on a redelivered copy of its request) is stale and changes
+// nothing.
+func TestUndoAttemptsGoOnAcrossAForwardRedrive(t *testing.T) {
+	w := world(t)
+	s := w.Scheduler("s1")
+	c := control.New(w.Store, w.Store, w.Versions(), w.Clock.Now)
+	id := w.Submit(t, someOrder)
+	shipRefused := func(attempt int) order.StepReply {
+		return order.StepReply{OrderID: id, Step: order.StepArrangeShipping, Attempt: attempt, Outcome: order.OutcomeFailed, Reason: "address undeliverable"}
+	}
+	reply(t, s, ok(id, order.StepReserveInventory, 1))
+	reply(t, s, ok(id, order.StepChargePayment, 1))
+	reply(t, s, shipRefused(1))
+	// The refund (record 3, attempt 1) is refused: nothing was undone, so
+	// the operator runs the order forward again.
+	dropped := order.StepReply{OrderID: id, Step: order.StepChargePayment, Undo: true, Record: 3, Attempt: 1}
+	refused := dropped
+	refused.Outcome, refused.Reason = order.OutcomeFailed, "refund refused"
+	reply(t, s, refused)
+	if o, err := c.Redrive(context.Background(), id, order.RedriveRetry); err != nil || o.Status != order.StatusProcessing {
+		t.Fatalf("forward redrive: %s, %v; want Processing", o.Status, err)
+	}
+	if resp, err := s.HandleStream(context.Background(), w.StreamEvent(t, id)); err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("claim: %+v, %v", resp, err)
+	}
+	// Shipping is refused again: the order is undone again, from record 3.
+	reply(t, s, shipRefused(2))
+	_, steps := w.Records(t, id)
+	if len(steps) != 5 || !steps[3].Undo || steps[3].Step != order.StepChargePayment || steps[3].ProcessState != order.Processing {
+		t.Fatalf("after the second refusal: %v, want the refund in flight at record 3", testenv.States(steps))
+	}
+	if steps[3].Attempt <= dropped.Attempt {
+		t.Errorf("the new refund is on attempt %d, which the dropped one used (%d)", steps[3].Attempt, dropped.Attempt)
+	}
+	// The dropped attempt's success arrives late.
+	late := dropped
+	late.Outcome, late.Reference = order.OutcomeSucceeded, "rf_late"
+	reply(t, s, late)
+	_, after := w.Records(t, id)
+	if got := after[3]; got.ProcessState != order.Processing || got.Attempt != steps[3].Attempt || got.Reference != "" {
+		t.Fatalf("the dropped attempt's reply was applied: record 3 is %s on attempt %d (ref %q), want Processing on attempt %d",
+			got.ProcessState, got.Attempt, got.Reference, steps[3].Attempt)
+	}
+	// The new attempt's own reply goes on as usual.
+	current := dropped
+	current.Attempt, current.Outcome = steps[3].Attempt, order.OutcomeSucceeded
+	reply(t, s, current)
+	_, after = w.Records(t, id)
+	if after[4].ProcessState != order.Processing || after[4].Attempt <= 0 {
+		t.Fatalf("after the refund: %v, want the release in flight", testenv.States(after))
+	}
+	release := order.StepReply{OrderID: id, Step: order.StepReserveInventory, Undo: true, Record: 4, Attempt: after[4].Attempt, Outcome: order.OutcomeSucceeded}
+	reply(t, s, release)
+	o, after := w.Records(t, id)
+	if want := []string{"reserve-inventory:Undone", "charge-payment:Undone", "arrange-shipping:Failed",
+		"undo charge-payment:Processed", "undo reserve-inventory:Processed"}; o.Status != order.StatusFailed || !slices.Equal(testenv.States(after), want) {
+		t.Errorf("got %s %v, want Failed %v", o.Status, testenv.States(after), want)
+	}
+}
+
+// cancellingReleaser records the client's cancel just before it gives a
+// claim back, so the step waits for a claim again on an order the client
+// has cancelled: the state the Scheduler's stream path and the Supervisor
+// decide on.
+type cancellingReleaser struct {
+	*dynamo.Store
+	cancel func()
+}
+
+func (r cancellingReleaser) ReleaseClaim(ctx context.Context, st order.StepState, claimBy time.Time, reason string, announce bool, now time.Time) (order.StepState, error) {
+	r.cancel()
+	return r.Store.ReleaseClaim(ctx, st, claimBy, reason, announce, now)
+}
+
+// A cancelled order's step that waits to be claimed again, found by a
+// Scheduler on the stream or by the Supervisor, is undone: attempt 1 went
+// out before it timed out.
+func TestCancelledStepWaitingAfterAnAttemptIsUndoneByEveryActor(t *testing.T) {
+	for _, actor := range []string{"scheduler", "supervisor"} {
+		t.Run(actor, func(t *testing.T) {
+			w := world(t)
+			s := w.Scheduler("s1")
+			id := w.Submit(t, someOrder)
+			w.Requests(t, order.AgentInventory) // attempt 1 went out; its agent went silent
+			_, steps := w.Records(t, id)
+			w.Clock.Advance(steps[0].CompleteBy.Sub(w.Clock.Now()) + time.Second)
+			if r, err := w.Supervisor().Run(context.Background()); err != nil || r.Retried != 1 {
+				t.Fatalf("supervisor: %+v, %v; want one retry", r, err)
+			}
+			// Attempt 2 is claimed, but its request cannot be sent; the
+			// client cancels before the claim is given back.
+			c := control.New(w.Store, w.Store, w.Versions(), w.Clock.Now)
+			release := cancellingReleaser{Store: w.Store, cancel: func() {
+				if o, err := c.Cancel(context.Background(), caller, id); err != nil || o.Status != order.StatusCancelling {
+					t.Errorf("cancel: %s, %v; want Cancelling", o.Status, err)
+				}
+			}}
+			broken := w.Scheduler("s2", func(cfg *scheduler.Config) {
+				cfg.Dispatcher = dispatch.New(sqs.NewRequests(w.Clients.SQS, nil), release, w.Workflow.ClaimWithin, w.Clock.Now, w.Log, metrics.Discard())
+			})
+			if resp, err := broken.HandleStream(context.Background(), w.StreamEvent(t, id)); err != nil || len(resp.BatchItemFailures) > 0 {
+				t.Fatalf("claim: %+v, %v", resp, err)
+			}
+			if st := w.Step(t, id, order.StepReserveInventory); st.ProcessState != order.Pending || !st.CancelRequested || st.Attempt != 2 {
+				t.Fatalf("before the decision: %s on attempt %d, cancelled %t; want Pending on attempt 2, cancelled", st.ProcessState, st.Attempt, st.CancelRequested)
+			}
+
+			switch actor {
+			case "scheduler":
+				if resp, err := s.HandleStream(context.Background(), w.StreamEvent(t, id)); err != nil || len(resp.BatchItemFailures) > 0 {
+					t.Fatalf("stream: %+v, %v", resp, err)
+				}
+			case "supervisor":
+				// It looks once the released claim's window has passed.
+				w.Clock.Advance(w.Workflow.ClaimWithin + time.Second)
+				if r, err := w.Supervisor().Run(context.Background()); err != nil || r.Compensated != 1 {
+					t.Fatalf("supervisor: %+v, %v; want one compensation", r, err)
+				}
+				if resp, err := s.HandleStream(context.Background(), w.StreamEvent(t, id)); err != nil || len(resp.BatchItemFailures) > 0 {
+					t.Fatalf("stream: %+v, %v", resp, err)
+				}
+			}
+			o, steps := w.Records(t, id)
+			if want := []string{"reserve-inventory:Cancelled", "charge-payment:NotStarted", "arrange-shipping:NotStarted",
+				"undo reserve-inventory:Processing"}; o.Status != order.StatusCancelling || !slices.Equal(testenv.States(steps), want) {
+				t.Fatalf("after the %s: %s %v, want Cancelling %v", actor, o.Status, testenv.States(steps), want)
+			}
+			reply(t, s, order.StepReply{OrderID: id, Step: order.StepReserveInventory, Undo: true, Record: 3, Attempt: steps[3].Attempt, Outcome: order.OutcomeSucceeded})
+			if o, steps = w.Records(t, id); o.Status != order.StatusCancelled || steps[0].ProcessState != order.Undone {
+				t.Errorf("got %s %v, want Cancelled with the reservation undone", o.Status, testenv.States(steps))
 			}
 		})
 	}

@@ -26,7 +26,8 @@ type Undoing struct {
 	// failure.
 	Expired bool
 	// Ends is the step's state from now on: Failed, Processed (a success
-	// that arrived after a cancel) or Cancelled (it never ran).
+	// that arrived after a cancel) or Cancelled (it waited for a claim;
+	// Plan says whether it is undone too).
 	Ends      order.ProcessState
 	Reference string
 	Reason    string
@@ -51,13 +52,25 @@ type Undoing struct {
 
 // StartUndo makes the Undoing write. It returns the order as written and
 // its first undo record (zero when there was nothing to undo and the order
-// ended). A step that moved on returns order.ErrStale.
+// ended). A step that moved on returns order.ErrStale. The undo records'
+// attempts count on from the order's UndoFloor (u.Step's, as read; the
+// write holds only while it is the stored one).
 func (s *Store) StartUndo(ctx context.Context, u Undoing, now time.Time) (order.Order, order.StepState, error) {
 	o, first, err := s.startUndo(ctx, u, now)
 	var stale *staleError
-	if !u.CancelNow && errors.As(err, &stale) && stale.old.Cancel != u.Cancelled && undoFenceHolds(stale.old, u, now) {
-		// Only the cancel was other than the caller knew.
-		u.Cancelled = stale.old.Cancel
+	if !errors.As(err, &stale) || !undoFenceHolds(stale.old, u, now) || (u.CancelNow && stale.old.Cancel) {
+		return o, first, err
+	}
+	// Only the cancel or the floor was other than the caller knew (a
+	// reply's step carries neither): the write is made as they are.
+	again := false
+	if !u.CancelNow && stale.old.Cancel != u.Cancelled {
+		u.Cancelled, again = stale.old.Cancel, true
+	}
+	if stale.old.UndoFloor != u.Step.UndoFloor {
+		u.Step.UndoFloor, again = stale.old.UndoFloor, true
+	}
+	if again {
 		return s.startUndo(ctx, u, now)
 	}
 	return o, first, err
@@ -74,6 +87,12 @@ func (s *Store) startUndo(ctx context.Context, u Undoing, now time.Time) (order.
 	}
 	cancelled := u.Cancelled || u.CancelNow
 	cond = cond.And(cancelIs(u.Cancelled && !u.CancelNow))
+	floor := u.Step.UndoFloor
+	if floor == 0 {
+		cond = cond.And(expression.AttributeNotExists(expression.Name(attrUndoFloor)))
+	} else {
+		cond = cond.And(expression.Name(attrUndoFloor).Equal(expression.Value(floor)))
+	}
 
 	upd := expression.Set(expression.Name(stepAttr(i, "State")), expression.Value(u.Ends)).
 		Remove(expression.Name(stepAttr(i, "LockedBy"))).
@@ -114,12 +133,14 @@ func (s *Store) startUndo(ctx context.Context, u Undoing, now time.Time) (order.
 		return o, order.StepState{}, err
 	}
 	// Setting list elements past the end appends them, in index order.
+	// Their attempts count on from the floor: claims add one, as to any
+	// record.
 	first := u.Steps
 	for k, def := range u.Plan {
-		rec := stepRecord{Step: def.Name, Undo: true, Agent: def.Agent, State: string(order.NotStarted), UpdatedAt: millis(now)}
+		rec := stepRecord{Step: def.Name, Undo: true, Agent: def.Agent, State: string(order.NotStarted), Attempt: floor, UpdatedAt: millis(now)}
 		if k == 0 {
 			if u.Owner != "" {
-				rec.State, rec.LockedBy, rec.Attempt, rec.CompleteBy = string(order.Processing), u.Owner, 1, millis(u.CompleteBy)
+				rec.State, rec.LockedBy, rec.Attempt, rec.CompleteBy = string(order.Processing), u.Owner, floor+1, millis(u.CompleteBy)
 			} else {
 				rec.State, rec.CompleteBy = string(order.Pending), millis(u.ClaimBy)
 			}
@@ -165,11 +186,12 @@ func (s *Store) RequestCancel(ctx context.Context, st order.StepState, now time.
 
 // Resume is an operator's redrive of an order in Error, as found with its
 // active record st (in Error): the record is claimable again with a fresh
-// failure count, and its attempt counter goes on, so late replies of old
-// attempts stay stale. Status is what the order shows while it runs again.
-// With Forward, the active record is an undo that nothing was undone
-// before: the undo records go, and the workflow step at Forward.Index
-// (Failed) runs again instead.
+// failure count (the old one is added to its PastFailures, so every
+// timeout it had stays known), and its attempt counter goes on, so late
+// replies of old attempts stay stale. Status is what the order shows while
+// it runs again. With Forward, the active record is an undo that is known
+// to have undone nothing (order.PlanRedrive): the undo records go, and the
+// workflow step at Forward.Index (Failed) runs again instead.
 type Resume struct {
 	Step    order.StepState
 	Status  order.Status
@@ -177,8 +199,12 @@ type Resume struct {
 	Reason  string
 	// Forward, when set, is the failed workflow step to run again; Steps
 	// is then the number of workflow steps, and the records after them go.
-	Forward *order.StepState
-	Steps   int
+	// UndoFloor is then the order's floor from now on
+	// (order.RedrivePlan's): undo records appended later number their
+	// attempts above the dropped ones'.
+	Forward   *order.StepState
+	Steps     int
+	UndoFloor int
 	// Records is how many records the order has, as found.
 	Records int
 }
@@ -204,9 +230,18 @@ func (s *Store) Redrive(ctx context.Context, r Resume, now time.Time) (order.Ord
 		for k := r.Steps; k < r.Records; k++ {
 			upd = upd.Remove(expression.Name(stepPath(k)))
 		}
+		if r.UndoFloor > st.UndoFloor {
+			upd = upd.Set(expression.Name(attrUndoFloor), expression.Value(r.UndoFloor))
+		}
 		upd = upd.Set(expression.Name(attrActive), expression.Value(target.Index))
 	}
 	i := target.Index
+	if target.FailureCount > 0 {
+		// Added as stored: the record in Error keeps its count until
+		// this write.
+		upd = upd.Set(expression.Name(stepAttr(i, "PastFailures")), expression.Plus(
+			expression.Name(stepAttr(i, "PastFailures")).IfNotExists(expression.Value(0)), expression.Name(stepAttr(i, "Failures"))))
+	}
 	upd = upd.Set(expression.Name(stepAttr(i, "State")), expression.Value(order.Pending)).
 		Set(expression.Name(stepAttr(i, "Failures")), expression.Value(0)).
 		Set(expression.Name(stepAttr(i, "Nudges")), expression.Value(0)).

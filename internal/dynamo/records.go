@@ -46,6 +46,10 @@ type orderRecord struct {
 	// Cancel is set when the client cancelled the order: the step in
 	// flight may finish, nothing new starts, and done work is undone.
 	Cancel bool `dynamodbav:"Cancel,omitempty"`
+	// UndoFloor is order.StepState.UndoFloor: set by a forward redrive
+	// that drops undo records, the attempt undo records appended later
+	// count on from.
+	UndoFloor int `dynamodbav:"UndoFloor,omitempty"`
 	// By names the actor of the latest write, for the history.
 	By string `dynamodbav:"By,omitempty"`
 	// Unclaimed names the active step while it is Pending and unlocked. It
@@ -69,6 +73,8 @@ type stepRecord struct {
 	State        string `dynamodbav:"State"`
 	Attempt      int    `dynamodbav:"Attempt"`
 	FailureCount int    `dynamodbav:"Failures"`
+	// PastFailures is what an operator's redrive took out of Failures.
+	PastFailures int    `dynamodbav:"PastFailures,omitempty"`
 	Nudges       int    `dynamodbav:"Nudges"`
 	Releases     int    `dynamodbav:"Releases,omitempty"`
 	Deferrals    int    `dynamodbav:"Deferrals,omitempty"`
@@ -95,6 +101,7 @@ const (
 	attrInError      = resources.AttrInError
 	attrInErrorSince = resources.AttrInErrorSince
 	attrCancel       = "Cancel"
+	attrUndoFloor    = "UndoFloor"
 	attrBy           = "By"
 	attrSteps        = "Steps"
 	attrParked       = "Parked"
@@ -120,7 +127,7 @@ func newOrderRecord(o order.Order, steps []order.StepState, shards int) orderRec
 	for i, st := range steps {
 		r.Steps[i] = stepRecord{
 			Step: st.Step, Undo: st.Undo, Agent: st.Agent, State: string(st.ProcessState), Attempt: st.Attempt,
-			FailureCount: st.FailureCount, Nudges: st.Nudges, Releases: st.Releases, Deferrals: st.Deferrals, Heartbeats: st.Heartbeats, LockedBy: st.LockedBy,
+			FailureCount: st.FailureCount, PastFailures: st.PastFailures, Nudges: st.Nudges, Releases: st.Releases, Deferrals: st.Deferrals, Heartbeats: st.Heartbeats, LockedBy: st.LockedBy,
 			CompleteBy: millis(st.CompleteBy), LastError: st.LastError, Reference: st.Reference,
 			UpdatedAt: millis(st.UpdatedAt),
 		}
@@ -153,9 +160,9 @@ func (r orderRecord) order() (order.Order, []order.StepState) {
 		}
 		steps[i] = order.StepState{
 			OrderID: r.OrderID, Version: order.VersionOf(r.Version), Parked: r.Parked,
-			Step: s.Step, Index: i, Undo: s.Undo, CancelRequested: r.Cancel, Agent: s.Agent,
+			Step: s.Step, Index: i, Undo: s.Undo, CancelRequested: r.Cancel, UndoFloor: r.UndoFloor, Agent: s.Agent,
 			ProcessState: order.ProcessState(s.State), LockedBy: s.LockedBy,
-			CompleteBy: fromMillis(s.CompleteBy), FailureCount: s.FailureCount,
+			CompleteBy: fromMillis(s.CompleteBy), FailureCount: s.FailureCount, PastFailures: s.PastFailures,
 			Attempt: s.Attempt, Nudges: s.Nudges, Releases: s.Releases, Deferrals: s.Deferrals, Heartbeats: s.Heartbeats, LastError: s.LastError,
 			Reference: s.Reference, UpdatedAt: fromMillis(s.UpdatedAt),
 		}

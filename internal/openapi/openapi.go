@@ -137,7 +137,12 @@ func Document() map[string]any {
 				"lines":   map[string]any{"type": "array"}, "notificationTarget": map[string]any{"type": "string"},
 				"lastError": map[string]any{"type": "string"}, "createdAt": map[string]any{"type": "string", "format": "date-time"},
 				"updatedAt": map[string]any{"type": "string", "format": "date-time"}, "steps": map[string]any{"type": "array", "items": map[string]any{
-					"type": "object", "required": []string{"step", "state", "attempt"}}}}},
+					"type": "object", "required": []string{"step", "state", "attempt"}}},
+				"redrive": map[string]any{"type": "array", "description": "operators' route, an order in Error: what each redrive action does (what), " +
+					"or why it is refused and what to do instead (refused); default marks the action taken when none is given",
+					"items": map[string]any{"type": "object", "required": []string{"action"}, "properties": map[string]any{
+						"action":  map[string]any{"type": "string", "enum": []string{order.RedriveRetry, order.RedriveCompensate}},
+						"default": map[string]any{"type": "boolean"}, "what": map[string]any{"type": "string"}, "refused": map[string]any{"type": "string"}}}}}},
 			"History": map[string]any{"type": "object", "required": []string{"orderId", "history"}, "properties": map[string]any{
 				"orderId": map[string]any{"type": "string"}, "status": ref("Status"), "history": map[string]any{"type": "array", "items": map[string]any{
 					"type": "object", "required": []string{"at", "record", "event"}}}}},

@@ -61,7 +61,8 @@ const (
 	// Undone: the step's work was undone by its undo record.
 	Undone ProcessState = "Undone"
 	// Cancelled: the order was cancelled while the step waited for a
-	// claim, so it never ran.
+	// claim, so it does not run (again). A step claimed before is undone
+	// all the same (see CancelWaiting).
 	Cancelled ProcessState = "Cancelled"
 )
 
@@ -152,10 +153,20 @@ type StepState struct {
 	// Scheduler must have claimed it. Zero for steps not yet reached.
 	CompleteBy   time.Time
 	FailureCount int
+	// PastFailures counts the timeouts an operator's redrive took out of
+	// FailureCount when it gave the record a fresh count: with it, every
+	// timeout the record ever had.
+	PastFailures int
 	// Attempt counts claims. It is the fencing token: requests and replies
 	// carry it, and a write on behalf of attempt N only succeeds while the
-	// step is still on attempt N.
+	// step is still on attempt N. An undo record counts on from UndoFloor.
 	Attempt int
+	// UndoFloor is the order's: the highest attempt any undo record
+	// reached before an operator's forward redrive dropped the undo
+	// records. Undo records appended later, at the same indexes, number
+	// their attempts above it, so that no attempt number repeats at an
+	// index and a late reply of a dropped attempt stays stale.
+	UndoFloor int
 	// Nudges counts how often the Supervisor re-announced a Pending step
 	// that no Scheduler claimed in time.
 	Nudges int

@@ -94,9 +94,10 @@ func (w Workflow) Assess(s StepState, now time.Time, backlogged bool) Recovery {
 		}
 		return Recovery{Action: SendAlert, Reason: s.LastError}
 	}
-	// A cancelled order's step that waits for a claim is not run.
+	// A cancelled order's step that waits for a claim is not run (again).
 	if s.CancelRequested && !s.Undo && s.ProcessState == Pending {
-		return Recovery{Action: Compensate, Reason: "the order was cancelled before the step was claimed"}
+		c := CancelWaiting(s)
+		return Recovery{Action: Compensate, MayHaveRun: c.MayHaveRun, Reason: c.Reason}
 	}
 	// A deadline counts as passed only SkewGrace after it: the actor that
 	// set it may run on a clock behind this one, and a reply sent inside

@@ -152,10 +152,11 @@ func (s *Service) claimRecord(ctx context.Context, rec events.DynamoDBEventRecor
 		return nil
 	}
 	if st.CancelRequested && !st.Undo {
-		// Cancelled before anyone claimed the step: it never runs.
+		// Cancelled while the step waits for a claim: it does not run
+		// (again), and an earlier attempt's work is undone.
+		c := order.CancelWaiting(st)
 		err = s.undo(ctx, wf, s.log.With("order_id", st.OrderID, "step", st.Step), dynamo.Undoing{
-			Step: st, From: order.Pending, Ends: order.Cancelled, Cancelled: true,
-			Reason: "the order was cancelled before the step was claimed"}, true)
+			Step: st, From: order.Pending, Ends: order.Cancelled, Cancelled: true, Reason: c.Reason}, c.MayHaveRun, true)
 		if errors.Is(err, order.ErrStale) {
 			return nil
 		}
@@ -255,7 +256,7 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 			// The step is done, but the client cancelled meanwhile: its
 			// work is undone too, then the rest in reverse.
 			err = s.undo(ctx, wf, log, dynamo.Undoing{Step: replied, From: order.Processing, Ends: order.Processed,
-				Reference: rep.Reference, Cancelled: true}, true)
+				Reference: rep.Reference, Cancelled: true}, true, true)
 		}
 	case rep.Undo || wf.StopOnFailure:
 		var failed order.StepState
@@ -267,7 +268,7 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 		}
 	default:
 		// A permanent fault did no work: the steps before it are undone.
-		err = s.undo(ctx, wf, log, dynamo.Undoing{Step: replied, From: order.Processing, Ends: order.Failed, Reason: rep.Reason}, true)
+		err = s.undo(ctx, wf, log, dynamo.Undoing{Step: replied, From: order.Processing, Ends: order.Failed, Reason: rep.Reason}, false, true)
 	}
 	if errors.Is(err, order.ErrStale) {
 		log.InfoContext(ctx, "stale or duplicate reply dropped", "message_id", msg.MessageId)
@@ -327,12 +328,12 @@ func (s *Service) complete(ctx context.Context, wf order.Workflow, log *slog.Log
 // step as u says and, with claim, claims the first undo for this
 // Scheduler, whose request goes out at once; without, the first undo is
 // announced on the stream. An order with nothing to undo ends at once.
-func (s *Service) undo(ctx context.Context, wf order.Workflow, log *slog.Logger, u dynamo.Undoing, claim bool) error {
+// mayHaveRun says that the step's own work is undone first: a success did
+// it, and an earlier attempt of a cancelled step may have; a permanent
+// fault did none.
+func (s *Service) undo(ctx context.Context, wf order.Workflow, log *slog.Logger, u dynamo.Undoing, mayHaveRun, claim bool) error {
 	now := s.now()
 	u.Steps = len(wf.Steps)
-	// A permanent fault did no work and a cancelled step never ran; a
-	// success did its work, which is undone first.
-	mayHaveRun := u.Ends == order.Processed
 	u.Plan = wf.UndoSteps(u.Step.Index, mayHaveRun)
 	if len(u.Plan) > 0 {
 		if claim {

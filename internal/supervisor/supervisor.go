@@ -359,7 +359,7 @@ func (s *Service) compensate(ctx context.Context, wf order.Workflow, st order.St
 	u := dynamo.Undoing{Step: st, From: st.ProcessState, Ends: order.Failed, Reason: rec.Reason,
 		Cancelled: st.CancelRequested, Steps: len(wf.Steps), ClaimBy: now.Add(wf.ClaimWithin)}
 	if st.ProcessState == order.Pending {
-		u.Ends = order.Cancelled // it never ran
+		u.Ends = order.Cancelled // it does not run (again); rec says whether it is undone
 	} else {
 		u.Expired = true
 	}
