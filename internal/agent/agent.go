@@ -220,6 +220,12 @@ func (s *Service) Process(ctx context.Context, req order.StepRequest) error {
 			log.InfoContext(ctx, "attempt already over; request dropped without a call", "complete_by", req.CompleteBy)
 			s.metrics.Count(metrics.StaleRequests, 1, "order_id", req.OrderID, "step", req.Step)
 			return nil
+		case errors.Is(err, order.ErrHeartbeatLimit):
+			// No fresh window, but the deadline as stored (which the
+			// Supervisor moves on while the request is held) may leave one.
+			if extended.After(completeBy) {
+				completeBy = extended
+			}
 		case err != nil:
 			log.WarnContext(ctx, "late start not recorded; keeping the request's deadline", "error", err)
 		default:
@@ -229,6 +235,13 @@ func (s *Service) Process(ctx context.Context, req order.StepRequest) error {
 	w := s.newWindow(ctx, completeBy, arrived)
 	defer w.close()
 	if !arrived.Before(w.stop()) {
+		if s.canExtend(req) && !s.circuitClosed() {
+			// Back from being held, with no window left: the Supervisor
+			// moves a held step's deadline on, and a later start finds
+			// it. Dropped, the request's attempt would time out for the
+			// outage.
+			return s.hold(ctx, log.With("complete_by", completeBy), req)
+		}
 		log.WarnContext(ctx, "request arrived too close to complete_by; not replying", "complete_by", completeBy)
 		s.metrics.Count(metrics.RepliesWithheld, 1, "order_id", req.OrderID, "step", req.Step)
 		return nil

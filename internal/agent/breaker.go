@@ -216,6 +216,12 @@ func (s *Service) circuitOpen() bool {
 	return s.circuit != nil && s.circuit.open()
 }
 
+// circuitClosed reports whether the remote service is taken to be up: no
+// circuit, or a closed one (not open, nor half-open waiting for a probe).
+func (s *Service) circuitClosed() bool {
+	return s.circuit == nil || s.circuit.breaker.State() == gobreaker.StateClosed
+}
+
 // hold puts a request the circuit turned away back in its queue for about
 // as long as the circuit stays open (jittered, so held requests do not all
 // come back at once). Its attempt is untouched: the Supervisor sees the

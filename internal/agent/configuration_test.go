@@ -181,3 +181,62 @@ func TestConfigurationFaultWithoutACircuitSendsNoReply(t *testing.T) {
 		t.Errorf("Process took %s, want it to return at once rather than wait out the window", took)
 	}
 }
+
+// A held request comes back late, after its own deadline, every time: its
+// late start renews its window, one heartbeat each time it probes. A long
+// outage uses them all up; the request must still be held, not dropped,
+// or its attempt times out and the outage ends up compensating the order.
+// At the limit the agent takes the deadline as stored, which the
+// Supervisor moves on while the request is held, and holds the request
+// while that has passed too. Once the service answers, the next probe
+// inside the stored deadline succeeds.
+func TestHeldRequestOutlastsItsHeartbeats(t *testing.T) {
+	const (
+		allowance = 300 * time.Millisecond
+		openFor   = 400 * time.Millisecond // longer than the window, so each return is late
+		maxBeats  = 2
+	)
+	svc := &switchable{}
+	svc.status.Store(http.StatusForbidden)
+	ts := httptest.NewServer(svc)
+	defer ts.Close()
+	replier, holder := &fakeReplier{}, &fakeHolder{}
+	req := request("k-outlasts", time.Now().Add(-time.Second))
+	req.AllowanceMs = allowance.Milliseconds()
+	deadlines := &fakeDeadlines{completeBy: req.CompleteBy}
+	ag := agent.New(agent.Config{
+		Name: order.AgentPayment, Remote: remote.NewClient(ts.URL, ts.Client()), Replies: replier, Holder: holder,
+		Deadlines: deadlines, Workflows: order.OrderWorkflows(order.Timing{Allowance: allowance, MaxAllowance: allowance,
+			FailureThreshold: 1, ClaimWithin: time.Second, MaxHeartbeats: maxBeats}),
+		Breaker:     agent.Breaker{Failures: 5, OpenFor: openFor},
+		Backoff:     agent.Backoff{Base: 5 * time.Millisecond, Cap: 10 * time.Millisecond},
+		ReplyMargin: 50 * time.Millisecond,
+		Now:         time.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: metrics.Discard(),
+	})
+	ctx := context.Background()
+
+	for i := range maxBeats + 3 {
+		if err := ag.Process(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		if held := len(holder.heldIDs()); held != i+1 {
+			t.Fatalf("return %d of the request during the outage: held %d times, want %d: the request was dropped", i+1, held, i+1)
+		}
+		time.Sleep(openFor + 20*time.Millisecond) // half-open when it comes back
+	}
+	if reps := replier.sent(); len(reps) != 0 {
+		t.Fatalf("replies %+v during the outage, want none", reps)
+	}
+
+	// The Supervisor moved the stored deadline on; the service answers.
+	deadlines.mu.Lock()
+	deadlines.completeBy = time.Now().Add(2 * time.Second)
+	deadlines.mu.Unlock()
+	svc.status.Store(http.StatusCreated)
+	if err := ag.Process(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if reps := replier.repliesFor(req.OrderID); len(reps) != 1 || reps[0].Outcome != order.OutcomeSucceeded {
+		t.Errorf("replies %+v once the service answers, want one success", reps)
+	}
+}
