@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -117,16 +118,25 @@ func consoleAddr(v string) string {
 	return v
 }
 
-// parseOutage reads "service,from,till" with RFC 3339 times.
+// parseOutage reads "service,from,till[,status]" with RFC 3339 times and
+// an HTTP status (503 when absent).
 func parseOutage(spec string) (simulator.Outage, error) {
 	parts := strings.Split(spec, ",")
-	if len(parts) != 3 {
-		return simulator.Outage{}, fmt.Errorf("ORDERLY_SIM_OUTAGE %q: want service,from,till", spec)
+	if len(parts) != 3 && len(parts) != 4 {
+		return simulator.Outage{}, fmt.Errorf("ORDERLY_SIM_OUTAGE %q: want service,from,till[,status]", spec)
 	}
 	from, err1 := time.Parse(time.RFC3339, parts[1])
 	till, err2 := time.Parse(time.RFC3339, parts[2])
 	if err1 != nil || err2 != nil || !till.After(from) {
 		return simulator.Outage{}, fmt.Errorf("ORDERLY_SIM_OUTAGE %q: want RFC 3339 times, from before till", spec)
 	}
-	return simulator.Outage{Service: parts[0], From: from, Till: till}, nil
+	o := simulator.Outage{Service: parts[0], From: from, Till: till}
+	if len(parts) == 4 {
+		status, err := strconv.Atoi(parts[3])
+		if err != nil || status < 300 || status > 599 {
+			return simulator.Outage{}, fmt.Errorf("ORDERLY_SIM_OUTAGE %q: status %q: want an HTTP status from 300 to 599", spec, parts[3])
+		}
+		o.Status = status
+	}
+	return o, nil
 }

@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -10,7 +11,9 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/jsii-runtime-go"
 
+	"orderly/internal/agent"
 	"orderly/internal/metrics"
+	"orderly/internal/remote"
 )
 
 // newSchedule invokes the Supervisor on a fixed rate. Failed deliveries
@@ -33,7 +36,22 @@ const (
 	// A request waits at most the claim window plus an allowance in a
 	// healthy system; five minutes of age means nobody is consuming.
 	oldestMessageSeconds = 300
+	// A configuration fault's alarm clears after five minutes with none:
+	// its episode is over.
+	configurationQuietPeriods = 5
 )
+
+// configurationCauses says what each configuration fault status
+// (remote.ConfigurationStatuses) most likely means, for its alarm.
+var configurationCauses = map[string]string{
+	"3xx": "a redirect: the configured base URL is not where the service answers",
+	"401": "Unauthorized: the agent's credential is missing, expired or rotated",
+	"403": "Forbidden: a WAF, a network rule or a permission blocks the agent",
+	"404": "Not Found: the base URL or the service's paths are wrong",
+	"405": "Method Not Allowed: the base URL points at something that does not take the service's POSTs",
+	"407": "Proxy Authentication Required: a proxy between the agent and the service wants credentials",
+	"415": "Unsupported Media Type: the service does not take the JSON the agent sends",
+}
 
 // newAlarms wires every alarm to the alert topic: anything in a
 // dead-letter queue, messages waiting too long, function errors and
@@ -42,20 +60,26 @@ const (
 func newAlarms(s *Stack) []awscloudwatch.IAlarm {
 	action := awscloudwatchactions.NewSnsAction(s.msg.topic)
 	var alarms []awscloudwatch.IAlarm
-	alarm := func(id, description string, metric awscloudwatch.IMetric, threshold float64) {
+	// alarmOver alarms when one of the last periods breaches, and clears
+	// after that many quiet periods.
+	alarmOver := func(id, description string, metric awscloudwatch.IMetric, threshold float64, periods int) {
 		a := awscloudwatch.NewAlarm(s.Stack, jsii.String(id), &awscloudwatch.AlarmProps{
 			AlarmName: jsii.String("orderly-" + s.props.Stage + "-" + id),
 			AlarmDescription: jsii.String(description + ". Runbook: README, Runbook, " + runbookEntry(id) +
 				". Dashboard: " + s.dashboardURL()),
 			Metric:             metric,
 			Threshold:          jsii.Number(threshold),
-			EvaluationPeriods:  jsii.Number(1),
+			EvaluationPeriods:  jsii.Number(float64(periods)),
+			DatapointsToAlarm:  jsii.Number(1),
 			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
 			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
 		})
 		a.AddAlarmAction(action)
 		a.AddOkAction(action)
 		alarms = append(alarms, a)
+	}
+	alarm := func(id, description string, metric awscloudwatch.IMetric, threshold float64) {
+		alarmOver(id, description, metric, threshold, 1)
 	}
 	for _, q := range s.msg.deadLetters {
 		alarm(*q.Node().Id()+"NotEmpty", "messages in a dead-letter queue: something failed for good and needs an operator",
@@ -81,6 +105,22 @@ func newAlarms(s *Stack) []awscloudwatch.IAlarm {
 	for _, agent := range s.agents() {
 		alarm("CircuitOpen"+title(agent), "the "+agent+" agent's circuit breaker opened: its remote service is failing, requests are held in its queue",
 			s.emf(metrics.CircuitOpened, agent+"-agent"), 1)
+	}
+	// A remote service refuses an agent's configuration: every order of
+	// that agent waits, none fails, until someone fixes it. One alarm per
+	// agent and status, so the one alert names both. A fault opens the
+	// agent's circuit, and each probe the same fault answers counts again
+	// (at least every two minutes while orders wait), so the alarm stays
+	// in alarm for the whole episode and clears after five quiet minutes.
+	probeEvery := agent.DefaultBreaker.OpenFor
+	for _, agent := range s.agents() {
+		for _, status := range remote.ConfigurationStatuses {
+			alarmOver("ConfigFault"+title(agent)+status, fmt.Sprintf(
+				"the %s agent's remote service answers %s (%s): a configuration fault, the same for every order. No order fails: "+
+					"the agent holds its requests in its queue and probes the service every %s; they go on by themselves once it answers. Fix the configuration",
+				agent, status, configurationCauses[status], probeEvery),
+				s.emfBy(metrics.ConfigurationFaults, agent+"-agent", metrics.DimStatus, status), 1, configurationQuietPeriods)
+		}
 	}
 	alarm("OrdersInError", "orders entered Error and need an operator; each also sent an alert naming the order and the stuck step or undo",
 		awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
@@ -108,6 +148,8 @@ func runbookEntry(id string) string {
 	switch {
 	case strings.HasPrefix(id, "CircuitOpen"):
 		return "\"A circuit breaker opened\""
+	case strings.HasPrefix(id, "ConfigFault"):
+		return "\"A remote service refuses the agent's configuration\""
 	case id == "OrdersInError":
 		return "\"Orders in Error\""
 	}

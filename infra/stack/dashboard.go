@@ -132,6 +132,7 @@ func newDashboard(s *Stack, alarms []awscloudwatch.IAlarm) awscloudwatch.Dashboa
 		graph("Circuit breakers, per agent (per minute)", 8,
 			s.each(metrics.CircuitOpened, "Sum", "Service", "", "opened"),
 			s.each(metrics.RequestsHeld, "Sum", "Service", "", "requests held"),
+			s.each(metrics.ConfigurationFaults, "Sum", "Service,"+metrics.DimStatus, "", "configuration faults"),
 		),
 	)
 	var depth, age, dead []awscloudwatch.IMetric
@@ -240,6 +241,16 @@ func (s *Stack) emf(metric, service string) awscloudwatch.IMetric {
 	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
 		Namespace: jsii.String(s.namespace()), MetricName: jsii.String(metric),
 		DimensionsMap: &map[string]*string{"Service": jsii.String(service)},
+		Period:        minute(), Statistic: jsii.String("Sum"),
+	})
+}
+
+// emfBy is the per-minute sum of a count the service emits with a second
+// dimension (metrics.Recorder.CountBy), for one value of it.
+func (s *Stack) emfBy(metric, service, dimension, value string) awscloudwatch.IMetric {
+	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+		Namespace: jsii.String(s.namespace()), MetricName: jsii.String(metric),
+		DimensionsMap: &map[string]*string{"Service": jsii.String(service), dimension: jsii.String(value)},
 		Period:        minute(), Statistic: jsii.String("Sum"),
 	})
 }

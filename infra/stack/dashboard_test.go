@@ -79,7 +79,7 @@ func TestDashboardShowsTheEngine(t *testing.T) {
 		metrics.OrdersInError + " Sum", metrics.OrderLatency + " p50", metrics.OrderLatency + " p99",
 		metrics.StepLatency + " p50", metrics.StepLatency + " p99", metrics.StepsRetried + " Sum", metrics.RepliesWithheld + " Sum",
 		metrics.ClaimsLost + " Sum", metrics.StaleReplies + " Sum", metrics.CompensationsStarted + " Sum", metrics.StepsUndone + " Sum",
-		metrics.CircuitOpened + " Sum", metrics.RequestsHeld + " Sum",
+		metrics.CircuitOpened + " Sum", metrics.RequestsHeld + " Sum", metrics.ConfigurationFaults + " Sum",
 	} {
 		if !seen[want] {
 			t.Errorf("the dashboard does not show %s", want)

@@ -21,6 +21,7 @@ import (
 	"orderly/infra/stack"
 	"orderly/internal/openapi"
 	"orderly/internal/order"
+	"orderly/internal/remote"
 	"orderly/internal/resources"
 )
 
@@ -116,8 +117,9 @@ func TestResourceCounts(t *testing.T) {
 		"AWS::ApiGateway::GatewayResponse":  1,
 		"AWS::Events::Rule":                 1,
 		// 6 DLQs + 4 queue ages + 7 functions × (errors, throttles) +
-		// orders in Error + 3 agents' open circuit breakers
-		"AWS::CloudWatch::Alarm": 6 + 4 + 14 + 1 + 3,
+		// orders in Error + 3 agents' open circuit breakers + 3 agents ×
+		// 7 configuration fault statuses
+		"AWS::CloudWatch::Alarm": 6 + 4 + 14 + 1 + 3 + 3*len(remote.ConfigurationStatuses),
 	}
 	for typ, n := range want {
 		template.ResourceCountIs(jsii.String(typ), jsii.Number(n))

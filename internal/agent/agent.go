@@ -17,7 +17,11 @@
 // a delay, which the Supervisor counts as a backlog) instead of spending
 // their attempts on a service that is down. Timeouts count once per
 // request, so that one request that always hangs does not hold the rest
-// (see circuit).
+// (see circuit). A configuration fault (remote.ErrConfiguration: a
+// redirect, 401, 403, 404, 405, 407, 415) is the same for every order
+// until someone fixes it: it is neither retried nor replied, it opens the
+// circuit at once, and its request is held like the rest, so no order
+// fails or is undone because of it.
 package agent
 
 import (
@@ -216,6 +220,12 @@ func (s *Service) Process(ctx context.Context, req order.StepRequest) error {
 			log.InfoContext(ctx, "attempt already over; request dropped without a call", "complete_by", req.CompleteBy)
 			s.metrics.Count(metrics.StaleRequests, 1, "order_id", req.OrderID, "step", req.Step)
 			return nil
+		case errors.Is(err, order.ErrHeartbeatLimit):
+			// No fresh window, but the deadline as stored (which the
+			// Supervisor moves on while the request is held) may leave one.
+			if extended.After(completeBy) {
+				completeBy = extended
+			}
 		case err != nil:
 			log.WarnContext(ctx, "late start not recorded; keeping the request's deadline", "error", err)
 		default:
@@ -225,6 +235,13 @@ func (s *Service) Process(ctx context.Context, req order.StepRequest) error {
 	w := s.newWindow(ctx, completeBy, arrived)
 	defer w.close()
 	if !arrived.Before(w.stop()) {
+		if s.canExtend(req) && !s.circuitClosed() {
+			// Back from being held, with no window left: the Supervisor
+			// moves a held step's deadline on, and a later start finds
+			// it. Dropped, the request's attempt would time out for the
+			// outage.
+			return s.hold(ctx, log.With("complete_by", completeBy), req)
+		}
 		log.WarnContext(ctx, "request arrived too close to complete_by; not replying", "complete_by", completeBy)
 		s.metrics.Count(metrics.RepliesWithheld, 1, "order_id", req.OrderID, "step", req.Step)
 		return nil
@@ -238,6 +255,14 @@ func (s *Service) Process(ctx context.Context, req order.StepRequest) error {
 		rep.Outcome, rep.Reference = order.OutcomeSucceeded, ref
 	case errors.Is(err, remote.ErrPermanent):
 		rep.Outcome, rep.Reason = order.OutcomeFailed, err.Error()
+	case errors.Is(err, remote.ErrConfiguration):
+		// Not the order's fault, so not its failure: the request waits
+		// with the others behind the circuit it opened.
+		if s.circuit != nil {
+			return s.hold(ctx, log.With("error", err), req)
+		}
+		log.ErrorContext(ctx, "remote service refuses the agent's configuration and no circuit breaker holds the request; not replying", "error", err)
+		return nil
 	case errors.Is(err, errCircuitOpen):
 		return s.hold(ctx, log, req)
 	case w.isStale():
@@ -407,7 +432,8 @@ func (s *Service) sendReply(ctx context.Context, rep order.StepReply, until time
 }
 
 // callWithRetry calls the remote service until it succeeds, fails
-// permanently, or the next try could not start before the window's stop.
+// permanently, refuses the agent's configuration, or the next try could
+// not start before the window's stop.
 func (s *Service) callWithRetry(w *window, req order.StepRequest) (ref string, calls int, err error) {
 	for n := 0; ; n++ {
 		ref, err = s.try(w, req)
@@ -417,6 +443,13 @@ func (s *Service) callWithRetry(w *window, req order.StepRequest) (ref string, c
 		calls++
 		if err == nil || errors.Is(err, remote.ErrPermanent) {
 			return ref, calls, err
+		}
+		if errors.Is(err, remote.ErrConfiguration) {
+			status := configurationStatus(err)
+			s.log.WarnContext(w.ctx, "remote service refuses the agent's configuration", "order_id", req.OrderID, "step", req.Step,
+				"status", status, "error", err)
+			s.metrics.CountBy(metrics.ConfigurationFaults, 1, metrics.DimStatus, status, "order_id", req.OrderID, "step", req.Step)
+			return "", calls, err
 		}
 		s.metrics.Count(metrics.RemoteFaults, 1, "agent", s.name)
 		if w.ctx.Err() != nil {

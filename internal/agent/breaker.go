@@ -17,7 +17,8 @@ import (
 // Breaker tunes the circuit breaker of an agent's remote service.
 type Breaker struct {
 	// Failures is how many calls in a row must fail (transient faults, and
-	// timeouts of different requests) to open the circuit.
+	// timeouts of different requests) to open the circuit. One
+	// configuration fault is enough: it fails every call alike.
 	Failures int
 	// OpenFor is how long the circuit stays open before one probe call
 	// may go through; requests are held about that long.
@@ -53,6 +54,13 @@ type circuit struct {
 	breaker *gobreaker.TwoStepCircuitBreaker[string]
 	openFor time.Duration
 
+	// reporting serializes the outcomes reported to the breaker, so that
+	// its callbacks know the fault being reported: the circuit opens only
+	// inside a report. fault is guarded by reporting and read only by
+	// the callbacks of a failure (ReadyToTrip, and OnStateChange to open).
+	reporting sync.Mutex
+	fault     error
+
 	mu       sync.Mutex
 	suspects map[string]time.Time // by idempotency key: when its call timed out
 }
@@ -64,10 +72,30 @@ func (s *Service) newCircuit(b Breaker) *circuit {
 	c := &circuit{openFor: b.OpenFor, suspects: map[string]time.Time{}}
 	c.breaker = gobreaker.NewTwoStepCircuitBreaker[string](gobreaker.Settings{
 		Name: s.name, MaxRequests: 1, Timeout: b.OpenFor,
-		ReadyToTrip:   func(n gobreaker.Counts) bool { return n.ConsecutiveFailures >= uint32(b.Failures) },
-		OnStateChange: s.circuitChanged,
+		ReadyToTrip: func(n gobreaker.Counts) bool {
+			return n.ConsecutiveFailures >= uint32(b.Failures) || errors.Is(c.fault, remote.ErrConfiguration)
+		},
+		OnStateChange: func(name string, from, to gobreaker.State) {
+			var cause error
+			if to == gobreaker.StateOpen {
+				cause = c.fault
+			}
+			s.circuitChanged(name, from, to, cause)
+		},
 	})
 	return c
+}
+
+// errCallPanicked is reported for a call that panicked.
+var errCallPanicked = errors.New("remote call panicked")
+
+// report tells the breaker a call's outcome.
+func (c *circuit) report(done func(success bool), err error) {
+	c.reporting.Lock()
+	defer c.reporting.Unlock()
+	c.fault = err
+	done(healthy(err))
+	c.fault = nil
 }
 
 // healthy reports whether a call's outcome says the service is up: a
@@ -92,7 +120,7 @@ func (c *circuit) call(key string, call func() (string, error)) (string, error) 
 			// The answer counts, as the probe if the circuit is half-open
 			// and none is out; otherwise it is not reported.
 			if done, allowErr := c.breaker.Allow(); allowErr == nil {
-				done(healthy(err))
+				c.report(done, err)
 			}
 		}
 		return ref, err
@@ -104,7 +132,7 @@ func (c *circuit) call(key string, call func() (string, error)) (string, error) 
 	reported := false
 	defer func() {
 		if !reported { // the call panicked: a half-open circuit must not wait for it
-			done(false)
+			c.report(done, errCallPanicked)
 		}
 	}()
 	ref, err := call()
@@ -113,7 +141,7 @@ func (c *circuit) call(key string, call func() (string, error)) (string, error) 
 		// made meanwhile already goes around it.
 		c.add(key, time.Now())
 	}
-	done(healthy(err))
+	c.report(done, err)
 	reported = true
 	return ref, err
 }
@@ -167,9 +195,16 @@ func timedOut(err error) bool {
 	return errors.As(err, &t) && t.Timeout()
 }
 
-// circuitChanged logs every change of the circuit and counts openings,
-// which the stack alarms on.
-func (s *Service) circuitChanged(name string, from, to gobreaker.State) {
+// circuitChanged logs every change of the circuit and counts openings by
+// a failing service, which the stack alarms on. An opening by a
+// configuration fault (cause) is not counted there: that fault has a
+// metric and alarm of its own, naming its status, and one alert is enough.
+func (s *Service) circuitChanged(name string, from, to gobreaker.State, cause error) {
+	if errors.Is(cause, remote.ErrConfiguration) {
+		s.log.Error("circuit breaker opened: the remote service refuses the agent's configuration; requests are held until it answers",
+			"remote", name, "from", from.String(), "to", to.String(), "status", configurationStatus(cause), "error", cause)
+		return
+	}
 	s.log.Warn("circuit breaker changed state", "remote", name, "from", from.String(), "to", to.String())
 	if to == gobreaker.StateOpen {
 		s.metrics.Count(metrics.CircuitOpened, 1, "remote", name)
@@ -181,11 +216,20 @@ func (s *Service) circuitOpen() bool {
 	return s.circuit != nil && s.circuit.open()
 }
 
+// circuitClosed reports whether the remote service is taken to be up: no
+// circuit, or a closed one (not open, nor half-open waiting for a probe).
+func (s *Service) circuitClosed() bool {
+	return s.circuit == nil || s.circuit.breaker.State() == gobreaker.StateClosed
+}
+
 // hold puts a request the circuit turned away back in its queue for about
 // as long as the circuit stays open (jittered, so held requests do not all
 // come back at once). Its attempt is untouched: the Supervisor sees the
 // queue's backlog and moves the deadline on, and when the request comes
 // back the agent starts its window afresh.
+//
+// A request whose call the service answered with a configuration fault
+// is held the same way (log carries the fault).
 func (s *Service) hold(ctx context.Context, log *slog.Logger, req order.StepRequest) error {
 	openFor := s.circuit.openFor
 	delay := openFor/2 + time.Duration(s.rand()*float64(openFor/2))
@@ -196,4 +240,13 @@ func (s *Service) hold(ctx context.Context, log *slog.Logger, req order.StepRequ
 	log.WarnContext(ctx, "circuit open: request held in its queue", "delay", delay)
 	s.metrics.Count(metrics.RequestsHeld, 1, "order_id", req.OrderID, "step", req.Step)
 	return nil
+}
+
+// configurationStatus names the status of a configuration fault, as its
+// metric and alarms do.
+func configurationStatus(err error) string {
+	if status, ok := remote.ConfigurationStatus(err); ok {
+		return status
+	}
+	return "unknown"
 }

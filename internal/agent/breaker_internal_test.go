@@ -26,6 +26,9 @@ func TestCallOutcomes(t *testing.T) {
 		{"success", nil, true, true},
 		{"permanent fault", fmt.Errorf("status 402: %w", remote.ErrPermanent), true, true},
 		{"transient fault", fmt.Errorf("status 503: %w", remote.ErrTransient), true, false},
+		// The service answered, but no call can succeed until its
+		// configuration is fixed.
+		{"configuration fault", fmt.Errorf("status 403: %w", remote.ErrConfiguration), true, false},
 		{"try timeout", fmt.Errorf("payment: %w: %w", context.DeadlineExceeded, remote.ErrTransient), false, false},
 		{"network timeout", fmt.Errorf("payment: %w: %w", netTimeout, remote.ErrTransient), false, false},
 		{"cut short by its window's end", fmt.Errorf("payment: %w: %w: %w", context.Canceled, remote.ErrTransient, errWindowEnded), false, false},

@@ -53,6 +53,12 @@ const (
 	// CircuitOpened counts openings of an agent's circuit breaker: its
 	// remote service failed call after call. The stack alarms on it.
 	CircuitOpened = "CircuitOpened"
+	// ConfigurationFaults counts calls a remote service answered with a
+	// configuration fault (a redirect, 401, 403, 404, 405, 407, 415: see
+	// remote.ErrConfiguration), with a DimStatus dimension naming it (3xx
+	// for any redirect). Each opens the agent's circuit; the stack alarms
+	// on it per agent and status.
+	ConfigurationFaults = "ConfigurationFaults"
 	// RequestsHeld counts requests an agent put back in its queue while
 	// its circuit was open.
 	RequestsHeld   = "RequestsHeld"
@@ -78,7 +84,8 @@ const (
 	UndoLatency = "UndoLatency"
 )
 
-// DimStatus is the dimension of OrderLatency.
+// DimStatus is the dimension of OrderLatency (the order's status) and of
+// ConfigurationFaults (the remote service's HTTP status).
 const DimStatus = "Status"
 
 // Recorder writes EMF records for one service (function).
@@ -112,6 +119,12 @@ func Discard() *Recorder { return New(io.Discard, "test") }
 // step) that do not become dimensions and so cost nothing.
 func (r *Recorder) Count(name string, n int, properties ...any) {
 	r.write(name, "Count", n, nil, properties)
+}
+
+// CountBy is Count with a second dimension, dimension, of value: a count
+// per value that an alarm can watch (e.g. per remote status).
+func (r *Recorder) CountBy(name string, n int, dimension, value string, properties ...any) {
+	r.write(name, "Count", n, map[string]string{dimension: value}, properties)
 }
 
 // Duration records how long something took, in milliseconds, with the

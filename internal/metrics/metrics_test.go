@@ -196,3 +196,21 @@ func TestDurationWritesMillisecondsWithItsDimension(t *testing.T) {
 		})
 	}
 }
+
+func TestCountByWritesItsDimension(t *testing.T) {
+	var buf bytes.Buffer
+	New(&buf, "payment-agent").CountBy(ConfigurationFaults, 1, DimStatus, "403", "order_id", "O1")
+	var rec emf
+	var top map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
+		t.Fatalf("CountBy() wrote %q: not JSON: %v", buf.String(), err)
+	}
+	json.Unmarshal(buf.Bytes(), &top)
+	m := rec.AWS.CloudWatchMetrics[0]
+	if m.Metrics[0].Name != ConfigurationFaults || m.Metrics[0].Unit != "Count" || fmt.Sprint(m.Dimensions) != "[[Service Status]]" {
+		t.Errorf("metric %+v, want %s counted with dimensions [[Service Status]]", m, ConfigurationFaults)
+	}
+	if top[ConfigurationFaults] != 1.0 || top["Service"] != "payment-agent" || top[DimStatus] != "403" || top["order_id"] != "O1" {
+		t.Errorf("record %v, want the count, the service, status 403 and the order", top)
+	}
+}

@@ -46,6 +46,26 @@ const (
 	MaxDeferralBackoff = 4
 )
 
+// Backlog is what the queues say about a Processing step past its
+// deadline: whether its request, or its reply, most likely still waits in
+// one.
+type Backlog int
+
+const (
+	// NoBacklog: nothing waits in the agent's queue nor in the response
+	// queue, so the step timed out.
+	NoBacklog Backlog = iota
+	// Queued: requests wait in the agent's queue, or replies in the
+	// response queue (back-pressure); the step's most likely does too,
+	// though a lost request looks the same.
+	Queued
+	// Held: the agent holds requests in its queue because its circuit
+	// breaker is open: its remote service fails call after call, or
+	// refuses the agent's configuration. No attempt is being spent, and the
+	// agent probes the service meanwhile.
+	Held
+)
+
 // A Pending step that no Scheduler claims is re-announced (nudged) with a
 // claim window that doubles each time, from ClaimWithin up to
 // ClaimWithin << MaxNudgeBackoff. Operators are alerted once, at the
@@ -77,11 +97,15 @@ type Recovery struct {
 
 // Assess decides what the Supervisor does about a step. Expiry is checked
 // before anything else, so a step inside its CompleteBy window is never
-// touched, however often it failed before. backlogged says that the
-// step's agent has requests waiting in its queue: a Processing step past
-// its deadline then most likely waits there too, and its deadline is
-// moved on instead of counting a failure (up to MaxDeferrals times).
-func (w Workflow) Assess(s StepState, now time.Time, backlogged bool) Recovery {
+// touched, however often it failed before. backlog says what the queues
+// hold for a Processing step past its deadline. Queued: it most likely
+// waits there too, and its deadline is moved on instead of counting a
+// failure (up to MaxDeferrals times). Held: its agent holds requests
+// behind an open circuit, so the step's deadline is moved on however long
+// that lasts: an outage, or a configuration the remote service refuses,
+// is not the order's failure and never compensates it. A cancel still
+// compensates such a step.
+func (w Workflow) Assess(s StepState, now time.Time, backlog Backlog) Recovery {
 	// An unsent alert goes first, except that a Pending step past its
 	// deadline is re-announced even so (the Supervisor sends the alert
 	// with the nudge), so a publish that keeps failing holds nothing up.
@@ -117,8 +141,14 @@ func (w Workflow) Assess(s StepState, now time.Time, backlogged bool) Recovery {
 			return Recovery{Action: Compensate, MayHaveRun: true, Reason: fmt.Sprintf(
 				"the order was cancelled and attempt %d timed out: no reply by %s", s.Attempt, s.CompleteBy.UTC().Format(time.RFC3339Nano))}
 		}
-		if backlogged && s.Deferrals < MaxDeferrals {
-			return Recovery{Action: Defer, CompleteBy: now.Add(def.AllowanceFor(s.FailureCount) << min(s.Deferrals, MaxDeferralBackoff)), Reason: fmt.Sprintf(
+		deferTo := now.Add(def.AllowanceFor(s.FailureCount) << min(s.Deferrals, MaxDeferralBackoff))
+		switch {
+		case backlog == Held:
+			return Recovery{Action: Defer, CompleteBy: deferTo, Reason: fmt.Sprintf(
+				"attempt %d not answered by %s while the %s agent holds requests in its queue (its circuit breaker is open: the remote service is down or refuses its configuration): deadline moved on, no failure counted",
+				s.Attempt, s.CompleteBy.UTC().Format(time.RFC3339Nano), def.Agent)}
+		case backlog == Queued && s.Deferrals < MaxDeferrals:
+			return Recovery{Action: Defer, CompleteBy: deferTo, Reason: fmt.Sprintf(
 				"attempt %d not answered by %s while the %s queue has a backlog: deadline moved on (back-pressure, not a failure)",
 				s.Attempt, s.CompleteBy.UTC().Format(time.RFC3339Nano), def.Agent)}
 		}

@@ -113,7 +113,7 @@ func TestWorkflowAssess(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := w.Assess(tt.state, now, false)
+			got := w.Assess(tt.state, now, order.NoBacklog)
 			if got.MayHaveRun != tt.want.MayHaveRun {
 				t.Errorf("Assess(%+v) MayHaveRun = %t, want %t", tt.state, got.MayHaveRun, tt.want.MayHaveRun)
 			}
@@ -143,7 +143,7 @@ func TestWorkflowAssessStopOnFailure(t *testing.T) {
 	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	st := order.StepState{OrderID: order.NewID(), Step: order.StepChargePayment, Index: 1, Agent: order.AgentPayment,
 		ProcessState: order.Processing, CompleteBy: now.Add(-time.Second), Attempt: 1}
-	if got := w.Assess(st, now, false); got.Action != order.Fail || got.AlertKind != order.AlertStepTimedOut {
+	if got := w.Assess(st, now, order.NoBacklog); got.Action != order.Fail || got.AlertKind != order.AlertStepTimedOut {
 		t.Errorf("Assess() = %s %s, want fail StepTimedOut", got.Action, got.AlertKind)
 	}
 }
@@ -160,7 +160,11 @@ func TestActionString(t *testing.T) {
 
 // Back-pressure: a Processing step past its deadline while its agent's
 // queue has a backlog most likely waits in that queue; its deadline moves
-// on and no failure is counted, up to MaxDeferrals times.
+// on and no failure is counted, up to MaxDeferrals times. A request the
+// agent holds behind its open circuit (its remote service is down, or
+// refuses its configuration) waits on purpose: its deadline moves on
+// however long the circuit stays open, and no failure is counted however
+// close the step is to its threshold.
 func TestWorkflowAssessBackPressure(t *testing.T) {
 	timing := order.Timing{Allowance: 30 * time.Second, MaxAllowance: 2 * time.Minute, FailureThreshold: 3, ClaimWithin: time.Minute}
 	w := order.OrderWorkflow(timing)
@@ -169,24 +173,32 @@ func TestWorkflowAssessBackPressure(t *testing.T) {
 		return order.StepState{OrderID: order.NewID(), Step: order.StepChargePayment, Index: 1, Agent: order.AgentPayment,
 			ProcessState: ps, CompleteBy: completeBy, Attempt: 2, FailureCount: failures, Deferrals: deferrals}
 	}
+	cancelled := step(order.Processing, now.Add(-time.Second), 0, 0)
+	cancelled.CancelRequested = true
 	tests := []struct {
-		name       string
-		state      order.StepState
-		backlogged bool
-		want       order.Action
-		wantBy     time.Time
+		name    string
+		state   order.StepState
+		backlog order.Backlog
+		want    order.Action
+		wantBy  time.Time
 	}{
-		{"expired with a backlog: deferred, the attempt's allowance again", step(order.Processing, now.Add(-time.Second), 2, 0), true, order.Defer, now.Add(timing.MaxAllowance)},
-		{"expired with a backlog, deferred 3 times before: 8 allowances", step(order.Processing, now.Add(-time.Second), 0, 3), true, order.Defer, now.Add(8 * timing.Allowance)},
-		{"deferred often: at most 16 allowances", step(order.Processing, now.Add(-time.Second), 0, order.MaxDeferrals-1), true, order.Defer, now.Add(16 * timing.Allowance)},
-		{"deferred too often: a timeout again", step(order.Processing, now.Add(-time.Second), 0, order.MaxDeferrals), true, order.Retry, now.Add(timing.ClaimWithin)},
-		{"expired without a backlog: a timeout", step(order.Processing, now.Add(-time.Second), 0, 0), false, order.Retry, now.Add(timing.ClaimWithin)},
-		{"inside the window: left alone", step(order.Processing, now.Add(time.Second), 0, 0), true, order.Leave, time.Time{}},
-		{"pending is not about the agent's queue", step(order.Pending, now.Add(-time.Second), 0, 0), true, order.Nudge, now.Add(timing.ClaimWithin)},
+		{"expired with a backlog: deferred, the attempt's allowance again", step(order.Processing, now.Add(-time.Second), 2, 0), order.Queued, order.Defer, now.Add(timing.MaxAllowance)},
+		{"expired with a backlog, deferred 3 times before: 8 allowances", step(order.Processing, now.Add(-time.Second), 0, 3), order.Queued, order.Defer, now.Add(8 * timing.Allowance)},
+		{"deferred often: at most 16 allowances", step(order.Processing, now.Add(-time.Second), 0, order.MaxDeferrals-1), order.Queued, order.Defer, now.Add(16 * timing.Allowance)},
+		{"deferred too often: a timeout again", step(order.Processing, now.Add(-time.Second), 0, order.MaxDeferrals), order.Queued, order.Retry, now.Add(timing.ClaimWithin)},
+		{"expired without a backlog: a timeout", step(order.Processing, now.Add(-time.Second), 0, 0), order.NoBacklog, order.Retry, now.Add(timing.ClaimWithin)},
+		{"inside the window: left alone", step(order.Processing, now.Add(time.Second), 0, 0), order.Queued, order.Leave, time.Time{}},
+		{"pending is not about the agent's queue", step(order.Pending, now.Add(-time.Second), 0, 0), order.Queued, order.Nudge, now.Add(timing.ClaimWithin)},
+		{"held: deferred", step(order.Processing, now.Add(-time.Second), 0, 0), order.Held, order.Defer, now.Add(timing.Allowance)},
+		{"held past MaxDeferrals: deferred still, 16 allowances", step(order.Processing, now.Add(-time.Second), 0, order.MaxDeferrals), order.Held, order.Defer, now.Add(16 * timing.Allowance)},
+		{"held for hours: deferred still", step(order.Processing, now.Add(-time.Second), 1, 500), order.Held, order.Defer, now.Add(16 * 2 * timing.Allowance)},
+		{"held one timeout from the threshold: deferred, not compensated", step(order.Processing, now.Add(-time.Second), timing.FailureThreshold-1, order.MaxDeferrals), order.Held, order.Defer, now.Add(16 * timing.MaxAllowance)},
+		{"held inside the window: left alone", step(order.Processing, now.Add(time.Second), 0, 0), order.Held, order.Leave, time.Time{}},
+		{"held but cancelled: compensated, as any expired cancelled step", cancelled, order.Held, order.Compensate, time.Time{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := w.Assess(tt.state, now, tt.backlogged)
+			got := w.Assess(tt.state, now, tt.backlog)
 			if got.Action != tt.want || !got.CompleteBy.Equal(tt.wantBy) {
 				t.Errorf("Assess() = %s until %s, want %s until %s (%s)", got.Action, got.CompleteBy, tt.want, tt.wantBy, got.Reason)
 			}

@@ -1,6 +1,7 @@
 // Package remote is the HTTP client agents use to ask the remote services
 // (inventory, payment, shipping) to do a step's work, and it classifies
-// every failure as transient or permanent for the agent's retry loop.
+// every failure as transient, permanent or a configuration fault for the
+// agent's retry loop.
 package remote
 
 import (
@@ -30,7 +31,20 @@ var (
 	// refused the work (a declined card, an unknown SKU) or the request
 	// itself is wrong.
 	ErrPermanent = errors.New("permanent fault")
+	// ErrConfiguration marks a fault in how the service is called, not in
+	// the work: a redirect (a wrong base URL), 401 or 407 (a credential),
+	// 403 (a WAF or network rule, a permission), 404 or 405 (a wrong URL),
+	// 415 (a format the service does not take). It is the same for every
+	// order until someone fixes the configuration, so it says nothing
+	// about the order: the agent neither fails the step nor retries the
+	// call, but holds its requests (see package agent).
+	ErrConfiguration = errors.New("configuration fault")
 )
+
+// ConfigurationStatuses name the statuses that are configuration faults,
+// as ConfigurationStatus, the agent's metric and the stack's alarms do:
+// every redirect is "3xx".
+var ConfigurationStatuses = []string{"3xx", "401", "403", "404", "405", "407", "415"}
 
 // collections maps a service to the resource its work creates.
 var collections = map[string]string{
@@ -67,13 +81,19 @@ type Client struct {
 }
 
 // NewClient returns a client for the services under baseURL
-// (e.g. "http://localhost:8081"). A nil httpClient means
+// (e.g. "http://localhost:8081"), calling through a copy of httpClient
+// that never follows a redirect: following one would send the step's
+// Idempotency-Key to another host, as a GET after a 302 or 303, and take
+// that host's 2xx for the work done. A redirect is a configuration fault
+// instead (see ErrConfiguration). A nil httpClient means one like
 // http.DefaultClient; calls are then bounded only by their context.
 func NewClient(baseURL string, httpClient *http.Client) *Client {
-	if httpClient == nil {
-		httpClient = http.DefaultClient
+	var hc http.Client
+	if httpClient != nil {
+		hc = *httpClient
 	}
-	return &Client{baseURL: strings.TrimRight(baseURL, "/"), http: httpClient}
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &Client{baseURL: strings.TrimRight(baseURL, "/"), http: &hc}
 }
 
 // requestBody is the JSON every service accepts.
@@ -88,8 +108,10 @@ type requestBody struct {
 // or shipment id). A call repeated with the same req.IdempotencyKey after a
 // success returns the same reference without new work being done.
 //
-// Errors wrap ErrTransient or ErrPermanent; a call ended by ctx also wraps
-// ctx.Err(). See RetryAfter for the service's hint on when to try again.
+// Errors wrap exactly one of ErrTransient, ErrPermanent and
+// ErrConfiguration; a call ended by ctx also wraps ctx.Err(). See
+// RetryAfter for the service's hint on when to try again, and
+// ConfigurationStatus for the status of a configuration fault.
 func (c *Client) Call(ctx context.Context, service string, req order.StepRequest) (reference string, err error) {
 	path, ok := collections[service]
 	if req.Undo {
@@ -137,15 +159,28 @@ func (c *Client) Call(ctx context.Context, service string, req order.StepRequest
 		return created.ID, nil
 	}
 
-	kind := ErrPermanent
-	if transientStatus(resp.StatusCode) {
-		kind = ErrTransient
+	fault := &statusError{status: resp.StatusCode}
+	fault.after, fault.hasAfter = parseRetryAfter(resp.Header)
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		fault.err = fmt.Errorf("%s: %s (status %d): remote services must answer at the configured URL; fix the service's base URL: %w",
+			op, redirectTarget(resp), resp.StatusCode, ErrConfiguration)
+		return "", fault
 	}
-	err = fmt.Errorf("%s: status %d: %s: %w", op, resp.StatusCode, errorMessage(resp.StatusCode, raw), kind)
-	if after, ok := parseRetryAfter(resp.Header); ok {
-		return "", &retryAfterError{err: err, after: after}
+	fault.err = fmt.Errorf("%s: status %d: %s: %w", op, resp.StatusCode, errorMessage(resp.StatusCode, raw), classify(resp.StatusCode))
+	return "", fault
+}
+
+// redirectTarget names where a redirect pointed: the Location's host
+// only, as its path and query may carry a token.
+func redirectTarget(resp *http.Response) string {
+	loc, err := resp.Location()
+	switch {
+	case errors.Is(err, http.ErrNoLocation):
+		return "redirected without a Location"
+	case err != nil || loc.Host == "":
+		return "redirected to an unreadable Location"
 	}
-	return "", err
+	return "redirected to " + loc.Host
 }
 
 // transportError classifies a failure to get a response: it is always
@@ -157,19 +192,27 @@ func transportError(ctx context.Context, op string, err error) error {
 	return fmt.Errorf("%s: %w: %w", op, err, ErrTransient)
 }
 
-// transientStatus reports whether a failed status is worth retrying.
+// classify returns the fault class of a failed status (not a redirect).
 // 409 is how services following the IETF Idempotency-Key draft say that a
 // request with the same key is still in flight (after an attempt this
 // agent gave up on, say): it ends when that request does. 501 Not
-// Implemented is a 5xx that no retry fixes.
-func transientStatus(code int) bool {
+// Implemented is a 5xx that no retry fixes. The configuration statuses
+// say nothing about the order, only about how the service is reached;
+// every other 4xx is the service refusing the work.
+func classify(code int) error {
 	switch code {
 	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooManyRequests:
-		return true
+		return ErrTransient
 	case http.StatusNotImplemented:
-		return false
+		return ErrPermanent
+	case http.StatusUnauthorized, http.StatusProxyAuthRequired, http.StatusForbidden,
+		http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusUnsupportedMediaType:
+		return ErrConfiguration
 	}
-	return code >= 500
+	if code >= 500 {
+		return ErrTransient
+	}
+	return ErrPermanent
 }
 
 // errorMessage extracts the service's explanation from an error body:
@@ -220,22 +263,38 @@ func parseRetryAfter(h http.Header) (time.Duration, bool) {
 	return max(at.Sub(now), 0), true
 }
 
-// retryAfterError carries the service's Retry-After hint alongside the
-// classified error.
-type retryAfterError struct {
-	err   error
-	after time.Duration
+// statusError is a service's failed answer: the classified error, with
+// the status and the service's Retry-After hint.
+type statusError struct {
+	err      error
+	status   int
+	after    time.Duration
+	hasAfter bool
 }
 
-func (e *retryAfterError) Error() string { return e.err.Error() }
-func (e *retryAfterError) Unwrap() error { return e.err }
+func (e *statusError) Error() string { return e.err.Error() }
+func (e *statusError) Unwrap() error { return e.err }
 
 // RetryAfter returns how long the service asked the caller to wait before
 // trying again, if it sent a Retry-After header with the failure in err.
 func RetryAfter(err error) (time.Duration, bool) {
-	var ra *retryAfterError
-	if errors.As(err, &ra) {
-		return ra.after, true
+	var se *statusError
+	if errors.As(err, &se) && se.hasAfter {
+		return se.after, true
 	}
 	return 0, false
+}
+
+// ConfigurationStatus names the status of the configuration fault in err
+// (one of ConfigurationStatuses: "403", or "3xx" for any redirect), if err
+// is one that a service answered.
+func ConfigurationStatus(err error) (string, bool) {
+	var se *statusError
+	if !errors.As(err, &se) || !errors.Is(se.err, ErrConfiguration) {
+		return "", false
+	}
+	if se.status >= 300 && se.status < 400 {
+		return "3xx", true
+	}
+	return strconv.Itoa(se.status), true
 }

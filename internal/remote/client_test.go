@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -107,16 +109,22 @@ func TestCallSendsTheContract(t *testing.T) {
 	}
 }
 
+// The fault classes, by status: the agent retries a transient fault,
+// replies with an error (the step fails) on a permanent one, and holds the
+// request on a configuration fault (see package agent). wantStatus is how
+// a configuration fault's status is named in metrics and alarms.
 func TestCallClassifiesResponses(t *testing.T) {
-	tests := []struct {
-		name     string
-		status   int
-		header   http.Header
-		body     string
-		wantRef  string
-		wantKind error // nil for success
-		wantMsg  string
-	}{
+	type classification struct {
+		name       string
+		status     int
+		header     http.Header
+		body       string
+		wantRef    string
+		wantKind   error // nil for success
+		wantMsg    string
+		wantStatus string
+	}
+	tests := []classification{
 		{name: "created", status: 201, body: `{"id":"ch_1"}`, wantRef: "ch_1"},
 		{name: "replayed", status: 200, header: http.Header{"Idempotent-Replayed": {"true"}}, body: `{"id":"ch_1"}`, wantRef: "ch_1"},
 		{name: "success without id", status: 201, body: `{}`, wantKind: remote.ErrTransient, wantMsg: "status 201 without a reference"},
@@ -127,17 +135,47 @@ func TestCallClassifiesResponses(t *testing.T) {
 		{name: "500 plain text", status: 500, body: "oops\n", wantKind: remote.ErrTransient, wantMsg: "status 500: oops: transient"},
 		{name: "502 empty", status: 502, wantKind: remote.ErrTransient, wantMsg: "status 502: Bad Gateway"},
 		{name: "504", status: 504, wantKind: remote.ErrTransient, wantMsg: "status 504"},
+		{name: "599", status: 599, wantKind: remote.ErrTransient, wantMsg: "status 599"},
 		{name: "408", status: 408, wantKind: remote.ErrTransient, wantMsg: "status 408"},
-		{name: "422", status: 422, body: `{"error":"card declined"}`, wantKind: remote.ErrPermanent,
-			wantMsg: "payment: POST /payment/charges: status 422: card declined: permanent fault"},
-		{name: "400", status: 400, body: `{"error":"bad"}`, wantKind: remote.ErrPermanent, wantMsg: "status 400: bad"},
-		{name: "404", status: 404, wantKind: remote.ErrPermanent, wantMsg: "status 404: Not Found"},
 		// The IETF Idempotency-Key draft answers 409 while a request with
 		// the same key is still in flight, as after an abandoned attempt.
 		{name: "409 key in flight", status: 409, body: `{"error":"a request with this key is in progress"}`,
 			wantKind: remote.ErrTransient, wantMsg: "status 409: a request with this key is in progress"},
+		{name: "422", status: 422, body: `{"error":"card declined"}`, wantKind: remote.ErrPermanent,
+			wantMsg: "payment: POST /payment/charges: status 422: card declined: permanent fault"},
+		{name: "400", status: 400, body: `{"error":"bad"}`, wantKind: remote.ErrPermanent, wantMsg: "status 400: bad"},
+		{name: "402", status: 402, body: `{"error":"card declined"}`, wantKind: remote.ErrPermanent, wantMsg: "status 402: card declined"},
+		{name: "410", status: 410, wantKind: remote.ErrPermanent, wantMsg: "status 410"},
 		{name: "501", status: 501, wantKind: remote.ErrPermanent, wantMsg: "status 501"},
-		{name: "unfollowed redirect", status: 302, wantKind: remote.ErrPermanent, wantMsg: "status 302"},
+		// The service, or something in front of it (a WAF, a gateway, a
+		// proxy), refuses how it is called: a credential, an address, a
+		// method or a format that is wrong for every order alike.
+		{name: "401", status: 401, body: `{"error":"token expired"}`, wantKind: remote.ErrConfiguration,
+			wantMsg: "payment: POST /payment/charges: status 401: token expired: configuration fault", wantStatus: "401"},
+		{name: "403 from a WAF", status: 403, body: "<html>Request blocked</html>", wantKind: remote.ErrConfiguration,
+			wantMsg: "status 403: <html>Request blocked</html>: configuration fault", wantStatus: "403"},
+		{name: "404", status: 404, wantKind: remote.ErrConfiguration, wantMsg: "status 404: Not Found", wantStatus: "404"},
+		{name: "405", status: 405, wantKind: remote.ErrConfiguration, wantMsg: "status 405: Method Not Allowed", wantStatus: "405"},
+		{name: "407", status: 407, wantKind: remote.ErrConfiguration, wantMsg: "status 407", wantStatus: "407"},
+		{name: "415", status: 415, wantKind: remote.ErrConfiguration, wantMsg: "status 415: Unsupported Media Type", wantStatus: "415"},
+	}
+	// Every redirect, with a Location or without.
+	for status := 300; status <= 308; status++ {
+		tests = append(tests, classification{name: strconv.Itoa(status), status: status, header: http.Header{"Location": {"https://moved.example.com/v2/charges"}},
+			wantKind: remote.ErrConfiguration, wantStatus: "3xx",
+			wantMsg: fmt.Sprintf("payment: POST /payment/charges: redirected to moved.example.com (status %d): remote services must answer at the configured URL; fix the service's base URL: configuration fault", status)})
+	}
+	tests = append(tests, classification{name: "302 without a Location", status: 302, wantKind: remote.ErrConfiguration, wantStatus: "3xx",
+		wantMsg: "redirected without a Location (status 302): remote services must answer at the configured URL"})
+	classes := []error{remote.ErrTransient, remote.ErrPermanent, remote.ErrConfiguration}
+	var named []string
+	for _, tt := range tests {
+		if tt.wantStatus != "" && !slices.Contains(named, tt.wantStatus) {
+			named = append(named, tt.wantStatus)
+		}
+	}
+	if !slices.Equal(slices.Sorted(slices.Values(named)), slices.Sorted(slices.Values(remote.ConfigurationStatuses))) {
+		t.Errorf("ConfigurationStatuses = %v, want the statuses classified as configuration faults here, %v", remote.ConfigurationStatuses, named)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -154,20 +192,70 @@ func TestCallClassifiesResponses(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, tt.wantKind) {
-				t.Fatalf("Call error = %v, want it to wrap %v", err, tt.wantKind)
-			}
-			other := remote.ErrTransient
-			if tt.wantKind == remote.ErrTransient {
-				other = remote.ErrPermanent
-			}
-			if errors.Is(err, other) {
-				t.Errorf("Call error = %v, wraps %v as well", err, other)
+			for _, class := range classes {
+				if got, want := errors.Is(err, class), class == tt.wantKind; got != want {
+					t.Errorf("Call error = %v: wraps %v is %t, want %t", err, class, got, want)
+				}
 			}
 			if !strings.Contains(err.Error(), tt.wantMsg) {
 				t.Errorf("Call error = %q, want it to contain %q", err, tt.wantMsg)
 			}
+			got, ok := remote.ConfigurationStatus(err)
+			if got != tt.wantStatus || ok != (tt.wantStatus != "") {
+				t.Errorf("ConfigurationStatus = %q, %t, want %q, %t", got, ok, tt.wantStatus, tt.wantStatus != "")
+			}
+			if ok && !slices.Contains(remote.ConfigurationStatuses, got) {
+				t.Errorf("ConfigurationStatus = %q, not one of ConfigurationStatuses %v (the stack alarms on each)", got, remote.ConfigurationStatuses)
+			}
 		})
+	}
+}
+
+// A remote service that answers with a redirect is misconfigured (its
+// base URL is wrong): the client never follows it, whatever http.Client it
+// was given, because following turns the POST into a call to another host
+// carrying the step's Idempotency-Key (and a 302 or 303 into a GET whose
+// 2xx would pass for the work done). The answer is a configuration fault
+// that names where the service pointed.
+func TestCallNeverFollowsARedirect(t *testing.T) {
+	for _, status := range []int{301, 302, 303, 307, 308} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			var elsewhere atomic.Int32
+			other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				elsewhere.Add(1)
+				respond(200, nil, `{"id":"ch_elsewhere"}`)(w, r)
+			}))
+			defer other.Close()
+			ts := httptest.NewServer(respond(status, http.Header{"Location": {other.URL + "/payment/charges?token=secret"}}, ""))
+			defer ts.Close()
+
+			for name, hc := range map[string]*http.Client{"nil": nil, "the test server's": ts.Client(), "the default": http.DefaultClient} {
+				ref, err := remote.NewClient(ts.URL, hc).Call(t.Context(), "payment", stepRequest("k1"))
+				if n := elsewhere.Load(); n != 0 {
+					t.Fatalf("%s client: the redirect's target got %d calls, want 0", name, n)
+				}
+				if ref != "" || !errors.Is(err, remote.ErrConfiguration) {
+					t.Fatalf("%s client: Call = %q, %v; want no reference and a configuration fault", name, ref, err)
+				}
+				if errors.Is(err, remote.ErrPermanent) || errors.Is(err, remote.ErrTransient) {
+					t.Errorf("%s client: Call error = %v, wraps another fault class as well", name, err)
+				}
+				host := strings.TrimPrefix(other.URL, "http://")
+				want := fmt.Sprintf("redirected to %s (status %d): remote services must answer at the configured URL; fix the service's base URL", host, status)
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("%s client: Call error = %q, want it to contain %q", name, err, want)
+				}
+				if strings.Contains(err.Error(), "secret") {
+					t.Errorf("%s client: Call error = %q quotes the Location's query", name, err)
+				}
+			}
+		})
+	}
+	// The caller's client is left as it was: the copy refuses redirects.
+	hc := &http.Client{}
+	remote.NewClient("http://localhost", hc)
+	if hc.CheckRedirect != nil {
+		t.Error("NewClient changed the caller's http.Client")
 	}
 }
 

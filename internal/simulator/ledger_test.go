@@ -4,10 +4,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"orderly/internal/order"
+	"orderly/internal/remote"
 	"orderly/internal/simulator"
 )
 
@@ -56,6 +59,40 @@ func TestOutageTakesOneServiceDown(t *testing.T) {
 	}
 	if status, _, _ := post(t, ts.URL+"/inventory/reservations", "ORDER1/reserve-inventory", "application/json", validBody); status != http.StatusCreated {
 		t.Errorf("inventory during payment's outage: status %d, want 201", status)
+	}
+}
+
+// An outage may answer another status: 403, as a WAF that blocks the
+// agents would, 401 as after a rotated credential, or a redirect, as a
+// moved service would. Like a 503 outage it does no work; the agents'
+// client takes each for a configuration fault.
+func TestOutageAnswersItsStatus(t *testing.T) {
+	now := time.Now()
+	tests := []struct {
+		status     int
+		wantStatus string
+		wantMsg    string
+	}{
+		{http.StatusForbidden, "403", "status 403: payment refuses the call (outage)"},
+		{http.StatusUnauthorized, "401", "status 401: payment refuses the call (outage)"},
+		{http.StatusFound, "3xx", "redirected to moved.invalid (status 302)"},
+	}
+	for _, tt := range tests {
+		t.Run(strconv.Itoa(tt.status), func(t *testing.T) {
+			sim, _, client := start(t)
+			req := stepRequest("ORDER1", order.StepChargePayment, "BOOK-1")
+			if _, err := client.Call(t.Context(), "payment", stepRequest("ORDER0", order.StepChargePayment, "BOOK-1")); err != nil {
+				t.Fatalf("payment before its outage: %v", err)
+			}
+			sim.AddOutage(simulator.Outage{Service: "payment", From: now.Add(-time.Minute), Till: now.Add(time.Minute), Status: tt.status})
+			_, err := client.Call(t.Context(), "payment", req)
+			if got, ok := remote.ConfigurationStatus(err); !ok || got != tt.wantStatus || !strings.Contains(err.Error(), tt.wantMsg) {
+				t.Errorf("payment during its outage: %v (status %q), want a configuration fault with status %s containing %q", err, got, tt.wantStatus, tt.wantMsg)
+			}
+			if n := sim.Calls("payment", req.IdempotencyKey); n != 0 {
+				t.Errorf("calls recorded during the outage = %d, want 0: no work was done", n)
+			}
+		})
 	}
 }
 

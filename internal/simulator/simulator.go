@@ -75,34 +75,65 @@ type Server struct {
 
 	// ledgerPath, when set, keeps effects across restarts (WithLedger).
 	ledgerPath string
-	// outages make services answer 503 to every call for a while.
-	outages []Outage
 
-	mu     sync.Mutex
-	closed bool
-	keys   map[callKey]*keyState
-	ledger *ledger
+	mu sync.Mutex
+	// outages make services answer 503 (or their status) to every call
+	// for a while.
+	outages []Outage
+	closed  bool
+	keys    map[callKey]*keyState
+	ledger  *ledger
 }
 
 // Outage is a window in which one service answers every call with 503,
-// as a service that is down would.
+// as a service that is down would, or with Status: 403 as a WAF blocking
+// the agents would, 401 as after a rotated credential, a redirect (to
+// moved.invalid) as a service that moved would.
 type Outage struct {
 	Service    string
 	From, Till time.Time
+	// Status is the answer; zero means 503.
+	Status int
 }
 
-// WithOutage makes service answer 503 from from until till.
+// WithOutage makes service answer o.Status (503 by default) from o.From
+// until o.Till.
 func WithOutage(o Outage) Option {
 	return func(s *Server) { s.outages = append(s.outages, o) }
 }
 
-func (s *Server) down(service string, now time.Time) bool {
+// AddOutage takes a service down from o.From until o.Till, as
+// WithOutage does, on a running simulator: a test starts the outage when
+// its order is on its way.
+func (s *Server) AddOutage(o Outage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.outages = append(s.outages, o)
+}
+
+// down returns the outage service is in at now, if any.
+func (s *Server) down(service string, now time.Time) (Outage, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, o := range s.outages {
 		if o.Service == service && !now.Before(o.From) && now.Before(o.Till) {
-			return true
+			return o, true
 		}
 	}
-	return false
+	return Outage{}, false
+}
+
+// answer is what a service in the outage answers to a call of path.
+func (o Outage) answer(path string) reply {
+	switch {
+	case o.Status == 0 || o.Status == http.StatusServiceUnavailable:
+		return fail(http.StatusServiceUnavailable, "%s is down (outage)", o.Service)
+	case o.Status >= 300 && o.Status < 400:
+		rep := fail(o.Status, "%s moved (outage)", o.Service)
+		rep.header = http.Header{"Location": {"https://moved.invalid" + path}}
+		return rep
+	}
+	return fail(o.Status, "%s refuses the call (outage)", o.Service)
 }
 
 // Option configures a Server.
@@ -280,9 +311,9 @@ func (s *Server) serve(r *http.Request) (call, reply) {
 	}
 	m := modeFor(svc.name, req.Lines, undo)
 	c.key, c.orderID, c.mode = key, req.OrderID, m.name
-	if s.down(svc.name, time.Now()) {
+	if o, down := s.down(svc.name, time.Now()); down {
 		c.mode = "outage"
-		return c, fail(http.StatusServiceUnavailable, "%s is down (outage)", svc.name)
+		return c, o.answer(r.URL.Path)
 	}
 
 	ck := callKey{svc.name, key}

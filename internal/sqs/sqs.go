@@ -68,7 +68,7 @@ const MaxHold = 15 * time.Minute
 // HoldRequest puts req back in the request queue of agent, invisible for
 // delay (whole seconds, 1 to MaxHold): an agent whose remote service is
 // down parks its requests there instead of spending their attempts. A
-// held request counts as a backlog (see Backlogged).
+// held request counts as held (see Backlog).
 func (r *Requests) HoldRequest(ctx context.Context, agent string, req order.StepRequest, delay time.Duration) error {
 	url, ok := r.urls[agent]
 	if !ok {
@@ -94,41 +94,51 @@ func NewBacklogs(client Client, requestURLs map[string]string, responseURL strin
 	return &Backlogs{client: client, requests: requestURLs, replies: responseURL}
 }
 
-// Backlogged reports whether a step of agent may be waiting in a queue:
-// its request not taken yet by an agent (visible in the agent's queue, or
-// held there while the agent's circuit breaker is open), or its reply not
-// applied yet by the Scheduler (visible or being worked on in the response
-// queue). A request an agent has taken counts as started.
-func (b *Backlogs) Backlogged(ctx context.Context, agent string) (bool, error) {
+// Backlog reports whether a step of agent may be waiting in a queue: its
+// request held in the agent's queue while the agent's circuit breaker is
+// open (order.Held: a delayed message, as only HoldRequest sends), or not
+// taken yet by an agent (visible in the agent's queue), or its reply not
+// applied yet by the Scheduler (visible or being worked on in the
+// response queue) (order.Queued). A request an agent has taken counts as
+// started.
+func (b *Backlogs) Backlog(ctx context.Context, agent string) (order.Backlog, error) {
 	url, ok := b.requests[agent]
 	if !ok {
-		return false, fmt.Errorf("backlog of agent %s: no queue for it", agent)
+		return order.NoBacklog, fmt.Errorf("backlog of agent %s: no queue for it", agent)
 	}
-	waiting, err := b.count(ctx, url, types.QueueAttributeNameApproximateNumberOfMessages,
+	requests, err := b.count(ctx, url, types.QueueAttributeNameApproximateNumberOfMessages,
 		types.QueueAttributeNameApproximateNumberOfMessagesDelayed)
-	if err != nil || waiting > 0 {
-		return waiting > 0, err
+	switch {
+	case err != nil:
+		return order.NoBacklog, err
+	case requests[types.QueueAttributeNameApproximateNumberOfMessagesDelayed] > 0:
+		return order.Held, nil
+	case requests[types.QueueAttributeNameApproximateNumberOfMessages] > 0:
+		return order.Queued, nil
 	}
 	replies, err := b.count(ctx, b.replies, types.QueueAttributeNameApproximateNumberOfMessages,
 		types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)
-	return replies > 0, err
+	if err != nil || replies[types.QueueAttributeNameApproximateNumberOfMessages]+replies[types.QueueAttributeNameApproximateNumberOfMessagesNotVisible] == 0 {
+		return order.NoBacklog, err
+	}
+	return order.Queued, nil
 }
 
-// count adds up the named counts of a queue.
-func (b *Backlogs) count(ctx context.Context, url string, names ...types.QueueAttributeName) (int, error) {
+// count reads the named counts of a queue.
+func (b *Backlogs) count(ctx context.Context, url string, names ...types.QueueAttributeName) (map[types.QueueAttributeName]int, error) {
 	out, err := b.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: names})
 	if err != nil {
-		return 0, fmt.Errorf("backlog of queue %s: %w", url, err)
+		return nil, fmt.Errorf("backlog of queue %s: %w", url, err)
 	}
-	total := 0
+	counts := make(map[types.QueueAttributeName]int, len(names))
 	for _, name := range names {
 		n, err := strconv.Atoi(out.Attributes[string(name)])
 		if err != nil {
-			return 0, fmt.Errorf("backlog of queue %s: %s: %w", url, name, err)
+			return nil, fmt.Errorf("backlog of queue %s: %s: %w", url, name, err)
 		}
-		total += n
+		counts[name] = n
 	}
-	return total, nil
+	return counts, nil
 }
 
 // Replies sends agents' replies to the response queue.

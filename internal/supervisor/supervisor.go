@@ -45,9 +45,10 @@ type Notifier interface {
 	Notify(ctx context.Context, st order.StepState) error
 }
 
-// Backlogs tells whether an agent's request queue has requests waiting.
+// Backlogs tells whether requests of an agent wait in its queue (or held
+// there behind its open circuit), or replies in the response queue.
 type Backlogs interface {
-	Backlogged(ctx context.Context, agent string) (bool, error)
+	Backlog(ctx context.Context, agent string) (order.Backlog, error)
 }
 
 // Drain settings. A run reads each shard a page at a time and works a
@@ -161,7 +162,7 @@ func (s *Service) Handle(ctx context.Context, _ events.EventBridgeEvent) (Report
 // Run examines every shard of the due index once, shards in parallel.
 func (s *Service) Run(ctx context.Context) (Report, error) {
 	now := s.now()
-	backlogged := s.backlogOnce(ctx)
+	backlog := s.backlogOnce(ctx)
 	var (
 		mu    sync.Mutex
 		total Report
@@ -170,7 +171,7 @@ func (s *Service) Run(ctx context.Context) (Report, error) {
 	)
 	for shard := range s.store.Shards() {
 		wg.Go(func() {
-			r, err := s.runShard(ctx, shard, now, backlogged)
+			r, err := s.runShard(ctx, shard, now, backlog)
 			mu.Lock()
 			defer mu.Unlock()
 			total.add(r)
@@ -186,21 +187,21 @@ func (s *Service) Run(ctx context.Context) (Report, error) {
 	return total, errors.Join(errs...)
 }
 
-// backlogOnce returns a function that tells, once per agent per run,
-// whether the agent's queue has requests waiting.
-func (s *Service) backlogOnce(ctx context.Context) func(agent string) bool {
+// backlogOnce returns a function that reads, once per agent per run, what
+// the agent's queue (and the response queue) hold.
+func (s *Service) backlogOnce(ctx context.Context) func(agent string) order.Backlog {
 	var mu sync.Mutex
-	known := map[string]bool{}
-	return func(agent string) bool {
+	known := map[string]order.Backlog{}
+	return func(agent string) order.Backlog {
 		if s.backlogs == nil {
-			return false
+			return order.NoBacklog
 		}
 		mu.Lock()
 		defer mu.Unlock()
 		if b, ok := known[agent]; ok {
 			return b
 		}
-		b, err := s.backlogs.Backlogged(ctx, agent)
+		b, err := s.backlogs.Backlog(ctx, agent)
 		if err != nil {
 			// Without it a timeout counts as one, as it always did.
 			s.log.WarnContext(ctx, "queue backlog unknown", "agent", agent, "error", err)
@@ -210,7 +211,7 @@ func (s *Service) backlogOnce(ctx context.Context) func(agent string) bool {
 	}
 }
 
-func (s *Service) runShard(ctx context.Context, shard int, now time.Time, backlogged func(string) bool) (Report, error) {
+func (s *Service) runShard(ctx context.Context, shard int, now time.Time, backlog func(string) order.Backlog) (Report, error) {
 	var (
 		mu   sync.Mutex
 		r    Report
@@ -230,7 +231,7 @@ func (s *Service) runShard(ctx context.Context, shard int, now time.Time, backlo
 			wg.Go(func() {
 				defer func() { <-sem }()
 				var one Report
-				err := s.recover(ctx, st, now, backlogged, &one)
+				err := s.recover(ctx, st, now, backlog, &one)
 				mu.Lock()
 				defer mu.Unlock()
 				one.Examined++
@@ -253,15 +254,18 @@ func nearDeadline(ctx context.Context) bool {
 	return ctx.Err() != nil || (ok && time.Until(deadline) < stopBefore)
 }
 
-func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time, backlogged func(string) bool, r *Report) error {
+func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time, backlogOf func(string) order.Backlog, r *Report) error {
 	wf, known := s.workflows.Get(st.Version)
 	if !known {
 		return s.park(ctx, st, now, r)
 	}
 	// The queue is asked about only for a Processing step past its
 	// deadline, the one case where the answer matters.
-	waiting := st.ProcessState == order.Processing && st.Expired(now.Add(-wf.SkewGrace)) && backlogged(st.Agent)
-	rec := wf.Assess(st, now, waiting)
+	backlog := order.NoBacklog
+	if st.ProcessState == order.Processing && st.Expired(now.Add(-wf.SkewGrace)) {
+		backlog = backlogOf(st.Agent)
+	}
+	rec := wf.Assess(st, now, backlog)
 	// failure_count is logged with each outcome, as stored after the write.
 	log := s.log.With("order_id", st.OrderID, "step", st.Step, "attempt", st.Attempt,
 		"action", rec.Action.String())
@@ -280,8 +284,11 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 		_, err = s.store.DeferStep(ctx, st, rec.CompleteBy, rec.Reason, now)
 		if err == nil {
 			r.Deferred++
-			log.InfoContext(ctx, "deadline moved on: the request waits in a backlogged queue", "reason", rec.Reason,
-				"deferrals", st.Deferrals+1, "failure_count", st.FailureCount)
+			msg := "deadline moved on: the request waits in a backlogged queue"
+			if backlog == order.Held {
+				msg = "deadline moved on: the agent holds requests behind its open circuit"
+			}
+			log.InfoContext(ctx, msg, "reason", rec.Reason, "deferrals", st.Deferrals+1, "failure_count", st.FailureCount)
 			s.metrics.Count(metrics.StepsDeferred, 1, "order_id", st.OrderID, "step", st.Step)
 		}
 	case order.Retry:

@@ -684,3 +684,44 @@ func TestRequestHeldByAnOpenCircuitIsBackPressure(t *testing.T) {
 		t.Fatalf("report %+v, want the deadline moved on while the request is held", r)
 	}
 }
+
+// A long outage behind an open circuit (a remote service that is down, or
+// one that refuses the agent's configuration until someone fixes it)
+// holds the step's request in its queue however long it lasts. Held is not
+// queue wait that may hide a lost request: the agent holds it on purpose
+// and probes the service meanwhile, so the deadline moves on with no limit
+// of deferrals and no failure counted, and the order is never failed or
+// compensated for the outage. Once the agent takes the request (the
+// circuit closed) and goes silent, a timeout counts again.
+func TestLongOutageBehindAnOpenCircuitSpendsNoAttempts(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	id := w.Submit(t, someOrder)
+	reqs := w.Requests(t, order.AgentInventory)
+	if len(reqs) != 1 {
+		t.Fatalf("got requests %s, want one", testenv.Describe(reqs))
+	}
+	holder := sqs.NewRequests(w.Clients.SQS, w.Stack.RequestQueueURLs())
+	if err := holder.HoldRequest(context.Background(), order.AgentInventory, reqs[0], sqs.MaxHold); err != nil {
+		t.Fatal(err)
+	}
+	for i := range order.MaxDeferrals + 3 {
+		w.Clock.Advance(w.Step(t, id, first).CompleteBy.Sub(w.Clock.Now()) + w.Workflow.SkewGrace + time.Millisecond)
+		r := run(t, w)
+		st := w.Step(t, id, first)
+		if r.Deferred != 1 || r.Retried+r.Failed+r.Compensated != 0 || st.FailureCount != 0 || st.Attempt != 1 {
+			t.Fatalf("expiry %d while the request is held: report %+v, step attempt %d with %d failures; want the deadline moved on, nothing counted",
+				i+1, r, st.Attempt, st.FailureCount)
+		}
+		if !strings.Contains(st.LastError, "holds requests") {
+			t.Errorf("expiry %d: LastError %q, want it to say the agent holds requests", i+1, st.LastError)
+		}
+	}
+	// The circuit closed and the agent took the request, then hung.
+	if _, err := w.Clients.SQS.PurgeQueue(context.Background(), &awssqs.PurgeQueueInput{QueueUrl: aws.String(w.Stack.RequestQueues[order.AgentInventory].URL)}); err != nil {
+		t.Fatal(err)
+	}
+	w.Clock.Advance(w.Step(t, id, first).CompleteBy.Sub(w.Clock.Now()) + w.Workflow.SkewGrace + time.Millisecond)
+	if r := run(t, w); r.Retried != 1 || r.Deferred != 0 {
+		t.Fatalf("once nothing is held: report %+v, want a timeout counted", r)
+	}
+}
