@@ -67,6 +67,9 @@ type Config struct {
 	// ConsoleAddr, when set, is where the operator's web console listens
 	// (package console), over the stage the engine runs.
 	ConsoleAddr string
+	// ConsoleHosts are names the console answers under besides loopback
+	// with its port ("name" or "name:port"; see console.WithHosts).
+	ConsoleHosts []string
 	// RemoteURL is the base URL of the remote services. Empty starts the
 	// simulator on SimulatorAddr and uses it.
 	RemoteURL     string
@@ -323,7 +326,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	if e.conLn != nil {
 		// The operator's console, over the stage as the CLI opens it.
 		stage := ops.Open(e.cfg.Stage, e.clients.DynamoDB, e.clients.SQS)
-		conServer := &http.Server{Handler: console.New(e.cfg.Stage, stage, e.cfg.Log.With("service", "console")), ReadHeaderTimeout: 5 * time.Second}
+		conServer := &http.Server{Handler: console.New(e.cfg.Stage, stage, e.cfg.Log.With("service", "console")).WithHosts(e.cfg.ConsoleHosts...), ReadHeaderTimeout: 5 * time.Second}
 		add("console", serve(conServer, e.conLn))
 	}
 	if e.Sim != nil {
