@@ -564,19 +564,19 @@ func PrincipalOf(id events.APIGatewayRequestIdentity) (order.Principal, error) {
 		return order.Principal{}, fmt.Errorf("the request has no caller identity; sign it with SigV4: %w", errNoCaller)
 	}
 	var p order.Principal
-	account, name, federated := strings.Cut(caller, ":")
+	first, rest, named := strings.Cut(caller, ":")
 	switch {
 	case id.CognitoIdentityID != "":
 		p.ID = "cognito:" + id.CognitoIdentityID
-	case isAccountID(account) && !federated:
+	case isAccountID(first) && !named:
 		p.ID = "root"
-	case isAccountID(account) && name != "":
-		p.ID = "federated:" + name
+	case isAccountID(first) && rest != "":
+		p.ID = "federated:" + rest
 	default:
 		p.ID = caller
 	}
-	if legacy, _, _ := strings.Cut(caller, ":"); legacy != p.ID {
-		p.Legacy = legacy
+	if first != p.ID {
+		p.Legacy = first
 	}
 	return p, nil
 }

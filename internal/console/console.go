@@ -126,7 +126,8 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	served := servedAddr(r)
-	if !c.servedAs(r.Host, served) {
+	loopback, named := c.servedAs(r.Host, served)
+	if !loopback && !named {
 		c.problem(w, http.StatusMisdirectedRequest, "Misdirected request",
 			fmt.Sprintf("This console answers at http://%s/ (or localhost with that port), not as %q. "+
 				"Another name that leads here is how a web page reaches a local server (DNS rebinding), so it is refused. "+
@@ -134,7 +135,8 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				served, r.Host))
 		return
 	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead && !sameOrigin(r) {
+	// Under a name it was given, a proxy in front may serve it over HTTPS.
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !sameOrigin(r, named) {
 		c.problem(w, http.StatusForbidden, "Refused",
 			fmt.Sprintf("The form was sent from another site (origin %q), not from this console's pages at http://%s/: nothing was changed.",
 				r.Header.Get("Origin"), r.Host))
@@ -167,28 +169,30 @@ func hostPort(h string) hostAndPort {
 // servedAs reports whether host (the request's Host header) names this
 // console: loopback (localhost or a loopback address, which no DNS answer
 // can stand for) with the port it serves, or a name it was given.
-func (c *Console) servedAs(host, served string) bool {
+func (c *Console) servedAs(host, served string) (loopback, named bool) {
 	h, self := hostPort(host), hostPort(served)
 	if h.port == self.port {
 		if ip := net.ParseIP(h.host); h.host == "localhost" || (ip != nil && ip.IsLoopback()) {
-			return true
+			return true, false
 		}
 	}
 	for _, name := range c.hosts {
 		if name.host == h.host && (name.port == "" || name.port == h.port) {
-			return true
+			return false, true
 		}
 	}
-	return false
+	return false, false
 }
 
 // sameOrigin reports whether a change came from the console's own pages:
 // the browser's Origin, when it sends one, is exactly the console's (under
-// the Host already checked), and its Sec-Fetch-Site, when it sends one,
-// does not say another site (a sibling port of localhost is same-site).
-// A client that is no browser sends neither, and still needs the token.
-func sameOrigin(r *http.Request) bool {
-	if origin := r.Header.Get("Origin"); origin != "" && !strings.EqualFold(origin, "http://"+r.Host) {
+// the Host already checked; https too when orHTTPS), and its
+// Sec-Fetch-Site, when it sends one, does not say another site (a sibling
+// port of localhost is same-site). A client that is no browser sends
+// neither, and still needs the token.
+func sameOrigin(r *http.Request, orHTTPS bool) bool {
+	origin := r.Header.Get("Origin")
+	if origin != "" && !strings.EqualFold(origin, "http://"+r.Host) && !(orHTTPS && strings.EqualFold(origin, "https://"+r.Host)) {
 		return false
 	}
 	site := r.Header.Get("Sec-Fetch-Site")

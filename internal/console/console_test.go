@@ -278,10 +278,30 @@ func TestConsoleAnswersAsAConfiguredName(t *testing.T) {
 		{"console.internal", http.StatusOK},
 		{"console.internal:443", http.StatusOK},
 		{"localhost:9000", http.StatusOK},
+		{"localhost:9001", http.StatusMisdirectedRequest},
 		{"other.internal", http.StatusMisdirectedRequest},
 	} {
 		if status, _ := request(t, srv, http.MethodGet, "/", tt.host, nil); status != tt.status {
 			t.Errorf("GET / as %s: status %d, want %d", tt.host, status, tt.status)
+		}
+	}
+	// Behind a proxy that serves it over HTTPS, its pages' origin is https.
+	_, page := request(t, srv, http.MethodGet, "/orders/"+stuckID+"/redrive-retry", "console.internal", nil)
+	m := tokenField.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("the confirmation page has no token")
+	}
+	for _, tt := range []struct {
+		origin string
+		status int
+	}{
+		{"https://console.internal", http.StatusSeeOther},
+		{"http://console.internal", http.StatusSeeOther},
+		{"https://other.internal", http.StatusForbidden},
+	} {
+		status, _ := request(t, srv, http.MethodPost, "/orders/"+stuckID+"/redrive-retry", "console.internal", url.Values{"token": {m[1]}}, "Origin: "+tt.origin)
+		if status != tt.status {
+			t.Errorf("POST as console.internal from %s: status %d, want %d", tt.origin, status, tt.status)
 		}
 	}
 }
