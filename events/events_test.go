@@ -48,7 +48,14 @@ func TestFixtures(t *testing.T) {
 	fixtures := []fixture{
 		{"apigw-submit-order.json", as(checkSubmitAccepted)},
 		{"apigw-submit-invalid.json", as(checkSubmitRejected)},
-		{"apigw-get-order.json", as(checkGetOrder)},
+		// One caller of each kind IAM authorization tells apart: each reads
+		// its own order, and not one of a neighbour behind the same role
+		// (another session of it, another identity of the same pool).
+		{"apigw-get-order.json", as(checkGetOwnOrder("AROAQXJ4CHECKOUTWEB01:checkout-web-7f3a", "AROAQXJ4CHECKOUTWEB01:checkout-web-91bc"))},
+		{"apigw-get-order-iam-user.json", as(checkGetOwnOrder("AIDAQXJ4BATCHIMPORT1", "AIDAQXJ4OTHERUSER001"))},
+		{"apigw-get-order-sso.json", as(checkGetOwnOrder("AROAQXJ4SSOCLIENTS001:alice@example.com", "AROAQXJ4SSOCLIENTS001:bob@example.com"))},
+		{"apigw-get-order-cognito.json", as(checkGetOwnOrder("cognito:eu-west-1:4f1e2d3c-b5a6-4c7d-8e9f-0a1b2c3d4e5f", "cognito:eu-west-1:0e9d8c7b-6a5f-4e3d-2c1b-a09f8e7d6c5b"))},
+		{"apigw-get-order-federated-user.json", as(checkGetOwnOrder("federated:partner-bob", "federated:partner-carol"))},
 		{"dynamodb-stream-step-unclaimed.json", as(checkStepUnclaimed)},
 		{"sqs-agent-request.json", as(checkAgentRequest)},
 		{"sqs-scheduler-reply.json", as(checkSchedulerReplies)},
@@ -282,10 +289,10 @@ func checkSubmitAccepted(t *testing.T, _ []byte, req events.APIGatewayProxyReque
 	if err != nil || resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("Handle() = %d %s, %v; want 202", resp.StatusCode, resp.Body, err)
 	}
-	// The signed caller's role id, without its session.
-	const caller = "AROAQXJ4CHECKOUTWEB01"
-	if !strings.HasPrefix(req.RequestContext.Identity.Caller, caller+":") {
-		t.Fatalf("identity.caller = %q, want the fixture's role session", req.RequestContext.Identity.Caller)
+	// The signed caller: the role's unique id and the session's name.
+	const caller = "AROAQXJ4CHECKOUTWEB01:checkout-web-7f3a"
+	if req.RequestContext.Identity.Caller != caller {
+		t.Fatalf("identity.caller = %q, want the fixture's role session %q", req.RequestContext.Identity.Caller, caller)
 	}
 	var sub order.Submission
 	if err := json.Unmarshal([]byte(req.Body), &sub); err != nil {
@@ -343,30 +350,49 @@ func checkSubmitRejected(t *testing.T, _ []byte, req events.APIGatewayProxyReque
 	}
 }
 
-func checkGetOrder(t *testing.T, _ []byte, req events.APIGatewayProxyRequest) {
-	id := req.PathParameters["id"]
-	if !order.ValidID(id) {
-		t.Fatalf("pathParameters.id = %q, want a valid order id", id)
-	}
-	store := newAPIStore()
-	created := requestTime(req).Add(-2 * time.Second)
-	store.orders[id] = order.Order{ID: id, CustomerID: "cust-8431", Status: order.StatusProcessing, Caller: "AROAQXJ4CHECKOUTWEB01",
-		Lines: []order.Line{{SKU: "BOOK-0451", Quantity: 2}}, CreatedAt: created, UpdatedAt: created}
-	store.steps[id] = workflow.NewStates(id, "submit-test", created)
-	svc := newAPI(store, new(sentRequests), requestTime(req))
-	resp, err := svc.Handle(context.Background(), req)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("Handle() = %d %s, %v; want 200", resp.StatusCode, resp.Body, err)
-	}
-	var view api.OrderView
-	if err := json.Unmarshal([]byte(resp.Body), &view); err != nil {
-		t.Fatalf("response body %s: %v", resp.Body, err)
-	}
-	if view.OrderID != id || view.Status != order.StatusProcessing || len(view.Steps) != len(workflow.Steps) {
-		t.Errorf("response %s, want order %s Processing with %d steps", resp.Body, id, len(workflow.Steps))
-	}
-	if !slices.Equal(store.gets, []string{id}) {
-		t.Errorf("store was asked for %q, want [%s]", store.gets, id)
+// checkGetOwnOrder returns the check of a GET /orders/{id} fixture whose
+// signer is owner: it reads the order when owner submitted it, and gets
+// 404 for the same order submitted by neighbour, as for no order at all.
+func checkGetOwnOrder(owner, neighbour string) func(*testing.T, []byte, events.APIGatewayProxyRequest) {
+	return func(t *testing.T, _ []byte, req events.APIGatewayProxyRequest) {
+		t.Helper()
+		id := req.PathParameters["id"]
+		if !order.ValidID(id) {
+			t.Fatalf("pathParameters.id = %q, want a valid order id", id)
+		}
+		if p, err := api.PrincipalOf(req.RequestContext.Identity); err != nil || p.ID != owner {
+			t.Fatalf("the fixture's signer is %+v (%v), want %s", p, err, owner)
+		}
+		created := requestTime(req).Add(-2 * time.Second)
+		for _, tt := range []struct {
+			caller string
+			want   int
+		}{{owner, http.StatusOK}, {neighbour, http.StatusNotFound}} {
+			store := newAPIStore()
+			store.orders[id] = order.Order{ID: id, CustomerID: "cust-8431", Status: order.StatusProcessing, Caller: tt.caller,
+				Lines: []order.Line{{SKU: "BOOK-0451", Quantity: 2}}, CreatedAt: created, UpdatedAt: created}
+			store.steps[id] = workflow.NewStates(id, "submit-test", created)
+			resp, err := newAPI(store, new(sentRequests), requestTime(req)).Handle(context.Background(), req)
+			if err != nil || resp.StatusCode != tt.want {
+				t.Fatalf("order of %s: Handle() = %d %s, %v; want %d", tt.caller, resp.StatusCode, resp.Body, err, tt.want)
+			}
+			if !slices.Equal(store.gets, []string{id}) {
+				t.Errorf("store was asked for %q, want [%s]", store.gets, id)
+			}
+			if tt.want != http.StatusOK {
+				if strings.Contains(resp.Body, id) {
+					t.Errorf("the 404 for %s's order names it: %s", tt.caller, resp.Body)
+				}
+				continue
+			}
+			var view api.OrderView
+			if err := json.Unmarshal([]byte(resp.Body), &view); err != nil {
+				t.Fatalf("response body %s: %v", resp.Body, err)
+			}
+			if view.OrderID != id || view.Status != order.StatusProcessing || len(view.Steps) != len(workflow.Steps) {
+				t.Errorf("response %s, want order %s Processing with %d steps", resp.Body, id, len(workflow.Steps))
+			}
+		}
 	}
 }
 

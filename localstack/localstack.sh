@@ -36,6 +36,7 @@ CONSTRAINTS="$HOST_DIR/constraints.txt"
 EXECUTOR_DIR="$SCRIPT_DIR/executor"
 
 VENV_DIR="$ROOT_DIR/.tools/localstack-venv"
+LOOPBACK_DIR="$ROOT_DIR/.tools/dynamodb-loopback"
 STATE_DIR="${LOCALSTACK_STATE_DIR:-$ROOT_DIR/.local}"
 LOG_DIR="$STATE_DIR/logs"
 RUN_DIR="$STATE_DIR/run"
@@ -214,6 +215,24 @@ os.replace(tmp, out)
 PY
 }
 
+# write_loopback_jar JAR CLASS writes JAR (replacing the link or file there,
+# never writing through a link): CLASS as its main class, and
+# DynamoDBLocal-real.jar, beside it, on its class path.
+write_loopback_jar() {
+    "$VENV_DIR/bin/python" - "$1" "$2" <<'PY'
+import os, sys, zipfile
+out, cls = sys.argv[1], sys.argv[2]
+tmp = out + ".tmp"
+manifest = (b"Manifest-Version: 1.0\r\nMain-Class: OrderlyDynamoDBLoopback\r\n"
+            b"Class-Path: DynamoDBLocal-real.jar\r\n\r\n")
+with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+    z.writestr(zipfile.ZipInfo("META-INF/MANIFEST.MF", date_time=(2026, 1, 1, 0, 0, 0)), manifest)
+    with open(cls, "rb") as f:
+        z.writestr(zipfile.ZipInfo("OrderlyDynamoDBLoopback.class", date_time=(2026, 1, 1, 0, 0, 0)), f.read())
+os.replace(tmp, out)
+PY
+}
+
 install_packages() {
     local home ver dir ddb kin
     # Java: DynamoDB Local's installer asks for java_package "21" and runs
@@ -232,8 +251,14 @@ install_packages() {
     fi
     dir="$STATIC_LIBS/dynamodb-local/$LS_DDB_VERSION"
     mkdir -p "$dir"
-    ln -sfn "$ddb/DynamoDBLocal.jar" "$dir/DynamoDBLocal.jar"
+    # LocalStack runs `java -jar <dir>/DynamoDBLocal.jar -port <free port>`,
+    # which would listen on every interface: DynamoDBLocal.jar here is a jar
+    # of the loopback launcher (see emulators.sh) whose class path names the
+    # real jar, linked beside it as DynamoDBLocal-real.jar.
+    build_loopback_launcher "$ddb" "$LOOPBACK_DIR"
+    ln -sfn "$ddb/DynamoDBLocal.jar" "$dir/DynamoDBLocal-real.jar"
     ln -sfn "$ddb/DynamoDBLocal_lib" "$dir/DynamoDBLocal_lib"
+    write_loopback_jar "$dir/DynamoDBLocal.jar" "$LOOPBACK_DIR/OrderlyDynamoDBLoopback.class"
     [[ -f "$dir/ddb-local-loader-0.1.jar" ]] || write_noop_agent "$dir/ddb-local-loader-0.1.jar"
 
     # kinesis-mock (npm kinesis-local), which LocalStack's DynamoDB Streams run on.
@@ -357,6 +382,10 @@ launch() {
         # $FILESYSTEM_ROOT/$TMPDIR/localstack (it prefixes gettempdir() with the root).
         TMPDIR="$FS_ROOT/tmp"
         JAVA_TOOL_OPTIONS="${JAVA_TOOL_OPTIONS:+$JAVA_TOOL_OPTIONS }-Djava.io.tmpdir=$FS_ROOT/tmp"
+        # kinesis-mock (Node, behind DynamoDB Streams) has no option for its
+        # address and would listen on every interface: this preload makes a
+        # wildcard listen a loopback one. (DynamoDB Local: see install_packages.)
+        NODE_OPTIONS="${NODE_OPTIONS:+$NODE_OPTIONS }--require $SCRIPT_DIR/loopback/node-loopback.cjs"
     )
     log "starting LocalStack $LOCALSTACK_VERSION on 127.0.0.1:$LOCALSTACK_PORT (FILESYSTEM_ROOT=$FS_ROOT, LAMBDA_RUNTIME_EXECUTOR=$LAMBDA_RUNTIME_EXECUTOR)"
     echo "$LOCALSTACK_PORT" > "$PORT_FILE"
@@ -394,6 +423,7 @@ wait_healthy() {
         if msg="$(healthy "$LOCALSTACK_PORT" "$mode")"; then
             pid="$(live_pid || true)"
             log "$msg; up on 127.0.0.1:$LOCALSTACK_PORT (pid ${pid:-?}) after $(( $(date +%s) - start ))s"
+            check_loopback "${pid:-}"
             return 0
         fi
         if [[ -f "$PID_FILE" ]] && ! live_pid >/dev/null; then
@@ -428,6 +458,32 @@ cmd_start() {
 # "pid args" of every descendant of pid $1. LocalStack starts its helpers
 # (DynamoDB Local's java, kinesis-mock's node) in sessions of their own, so
 # they are found by parent pid, not by process group.
+# exposed_tree PID prints "pid address" for every socket LocalStack (PID)
+# or a helper it started (DynamoDB Local, kinesis-mock) listens on beyond
+# loopback.
+exposed_tree() {
+    local p a
+    for p in "$1" $(descendants "$1"); do
+        for a in $(exposed_addrs "$p" 2>/dev/null || true); do
+            printf '%s %s\n' "$p" "$a"
+        done
+    done
+}
+
+# check_loopback PID: LocalStack and its helpers answer anyone without
+# authentication, so they must listen on loopback only. kinesis-mock starts
+# with the first stream, later; status checks again.
+check_loopback() {
+    local exposed
+    [[ -n "$1" ]] || return 0
+    if ! listen_addrs "$1" >/dev/null; then
+        log "WARNING: no ss or lsof: not checked that LocalStack listens on loopback only"
+        return 0
+    fi
+    exposed="$(exposed_tree "$1")"
+    [[ -z "$exposed" ]] || fail_with_log "LocalStack listens beyond loopback (pid address): $(tr '\n' ';' <<<"$exposed")"
+}
+
 descendants() {
     ps -eo pid=,ppid=,args= 2>/dev/null | awk -v root="$1" '
         { pid[NR] = $1; ppid[NR] = $2; line[NR] = $0 }
@@ -500,8 +556,11 @@ cmd_status() {
         r="$(ps -p "$p" -o rss= 2>/dev/null | tr -d ' ' || true)"
         rss=$(( rss + ${r:-0} ))
     done
+    local exposed
+    exposed="$(exposed_tree "$pid" | tr '\n' ';')"
+    [[ -z "$exposed" ]] || exposed=" EXPOSED (pid address): ${exposed%;} (restart it: $0 stop; $0 start)"
     if msg="$(healthy "$port")"; then
-        printf 'localstack running  pid=%s port=%s rss=%sMiB (with helpers) %s\n' "$pid" "$port" "$(( rss / 1024 ))" "$msg"
+        printf 'localstack running  pid=%s port=%s rss=%sMiB (with helpers) %s%s\n' "$pid" "$port" "$(( rss / 1024 ))" "$msg" "$exposed"
     else
         printf 'localstack running  pid=%s port=%s NOT READY: %s\n' "$pid" "$port" "$msg"
         return 1

@@ -50,6 +50,7 @@ func run(log *slog.Logger) error {
 		Stage:           env.String("ORDERLY_STAGE", "local"),
 		APIAddr:         env.String("ORDERLY_API_ADDR", "127.0.0.1:8080"),
 		ConsoleAddr:     consoleAddr(env.String("ORDERLY_CONSOLE_ADDR", "127.0.0.1:8082")),
+		ConsoleHosts:    strings.Split(env.String("ORDERLY_CONSOLE_HOSTS", ""), ","),
 		SimulatorAddr:   env.String("ORDERLY_SIMULATOR_ADDR", "127.0.0.1:8081"),
 		RemoteURL:       env.String("REMOTE_URL", ""),
 		Timing:          timing,

@@ -12,6 +12,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"orderly/internal/config"
+	"orderly/internal/localrun"
 	"orderly/internal/simulator"
 )
 
@@ -45,7 +47,11 @@ func run(log *slog.Logger) error {
 		return err
 	}
 	defer sim.Close()
-	srv := &http.Server{Addr: addr, Handler: sim, ReadHeaderTimeout: 10 * time.Second}
+	ln, err := localrun.ListenLoopback(addr)
+	if err != nil {
+		return fmt.Errorf("ORDERLY_SIMULATOR_ADDR: %w", err)
+	}
+	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -53,7 +59,7 @@ func run(log *slog.Logger) error {
 		_ = srv.Shutdown(shutdown)
 	}()
 	log.Info("simulator listening", "url", "http://"+addr)
-	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil

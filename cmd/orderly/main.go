@@ -26,7 +26,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -41,6 +40,7 @@ import (
 	"orderly/internal/api"
 	"orderly/internal/config"
 	"orderly/internal/console"
+	"orderly/internal/localrun"
 	"orderly/internal/ops"
 	"orderly/internal/order"
 )
@@ -488,16 +488,17 @@ func (a *app) versions(ctx context.Context, args []string) error {
 }
 
 func (a *app) console(ctx context.Context, args []string) error {
-	fs := flags("console", "console [-addr 127.0.0.1:8082]: serve the web console for the stage")
-	addr := fs.String("addr", "127.0.0.1:8082", "where to listen; keep it on loopback: the console acts with your AWS credentials")
+	fs := flags("console", "console [-addr 127.0.0.1:8082] [-host NAME[:PORT],...]: serve the web console for the stage")
+	addr := fs.String("addr", "127.0.0.1:8082", "where to listen, on loopback only: the console acts with your AWS credentials")
+	hosts := fs.String("host", "", "names the console answers under besides loopback with its port (an SSH tunnel's, a proxy's), comma-separated; any other Host is refused (421)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := localrun.ListenLoopback(*addr)
 	if err != nil {
-		return fmt.Errorf("console: %w (make run serves the local stage's console there already; -addr picks another address)", err)
+		return fmt.Errorf("console: %w (make run serves the local stage's console on 127.0.0.1:8082 already; -addr picks another loopback address)", err)
 	}
-	srv := &http.Server{Handler: console.New(a.stage.Name, a.stage, config.Logger("console")), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: console.New(a.stage.Name, a.stage, config.Logger("console")).WithHosts(strings.Split(*hosts, ",")...), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
 		srv.Close()

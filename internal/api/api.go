@@ -33,7 +33,7 @@ type Store interface {
 
 // Controls cancels and redrives orders.
 type Controls interface {
-	Cancel(ctx context.Context, caller, id string) (order.Order, error)
+	Cancel(ctx context.Context, owner order.Principal, id string) (order.Order, error)
 	Redrive(ctx context.Context, id, action string) (order.Order, error)
 }
 
@@ -171,7 +171,7 @@ func (s *Service) Handle(ctx context.Context, req events.APIGatewayProxyRequest)
 }
 
 func (s *Service) submit(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
-	caller, err := callerOf(req)
+	caller, err := PrincipalOf(req.RequestContext.Identity)
 	if err != nil {
 		return events.APIGatewayProxyResponse{}, err
 	}
@@ -202,10 +202,10 @@ func (s *Service) submit(ctx context.Context, req events.APIGatewayProxyRequest)
 	o := order.Order{
 		ID: order.NewID(), CustomerID: sub.CustomerID, Lines: sub.Lines,
 		NotificationTarget: sub.NotificationTarget, Status: order.StatusPending,
-		RequestHash: sub.Hash(), IdempotencyKey: key, Caller: caller, CreatedAt: now, UpdatedAt: now,
+		RequestHash: sub.Hash(), IdempotencyKey: key, Caller: caller.ID, CreatedAt: now, UpdatedAt: now,
 	}
 	if key != "" {
-		o.ID = order.IDForKey(caller, sub.CustomerID, key)
+		o.ID = order.IDForKey(caller.ID, sub.CustomerID, key)
 	}
 	wf := s.workflows.Latest()
 	o.Version = wf.Version
@@ -248,12 +248,12 @@ func bodyOf(req events.APIGatewayProxyRequest, required bool) ([]byte, error) {
 // actionOn reads what a POST on an order's action route carries: the
 // caller, the order id (an id that cannot be one is not found) and the
 // optional body.
-func actionOn(req events.APIGatewayProxyRequest) (caller, id string, body []byte, err error) {
-	if caller, err = callerOf(req); err != nil {
-		return "", "", nil, err
+func actionOn(req events.APIGatewayProxyRequest) (caller order.Principal, id string, body []byte, err error) {
+	if caller, err = PrincipalOf(req.RequestContext.Identity); err != nil {
+		return caller, "", nil, err
 	}
 	if id = orderIDOf(req); !order.ValidID(id) {
-		return "", "", nil, fmt.Errorf("no order has that id: %w", order.ErrNotFound)
+		return caller, "", nil, fmt.Errorf("no order has that id: %w", order.ErrNotFound)
 	}
 	body, err = bodyOf(req, false)
 	return caller, id, body, err
@@ -297,7 +297,7 @@ func (s *Service) redrive(ctx context.Context, req events.APIGatewayProxyRequest
 	if err != nil {
 		return events.APIGatewayProxyResponse{}, err
 	}
-	s.log.InfoContext(ctx, "order redriven by an operator", "order_id", o.ID, "status", o.Status, "operator", operator, "action", r.Action)
+	s.log.InfoContext(ctx, "order redriven by an operator", "order_id", o.ID, "status", o.Status, "operator", operator.ID, "action", r.Action)
 	return accepted(o, false), nil
 }
 
@@ -312,7 +312,7 @@ type HistoryView struct {
 // to the caller that submitted it, or, on the operator route, to anyone
 // API Gateway let through.
 func (s *Service) showHistory(ctx context.Context, req events.APIGatewayProxyRequest, operator bool) (events.APIGatewayProxyResponse, error) {
-	caller, err := callerOf(req)
+	caller, err := PrincipalOf(req.RequestContext.Identity)
 	if err != nil {
 		return events.APIGatewayProxyResponse{}, err
 	}
@@ -322,7 +322,7 @@ func (s *Service) showHistory(ctx context.Context, req events.APIGatewayProxyReq
 		return events.APIGatewayProxyResponse{}, notFound
 	}
 	o, _, err := s.store.GetOrder(ctx, id)
-	if errors.Is(err, order.ErrNotFound) || (err == nil && !operator && o.Caller != caller) {
+	if errors.Is(err, order.ErrNotFound) || (err == nil && !operator && !o.OwnedBy(caller)) {
 		return events.APIGatewayProxyResponse{}, notFound
 	}
 	if err != nil {
@@ -437,7 +437,7 @@ func redriveViews(o order.Order, steps []order.StepState) []RedriveView {
 // operator route, to anyone API Gateway let through. Someone else's order
 // is not found, exactly like an order that does not exist.
 func (s *Service) get(ctx context.Context, req events.APIGatewayProxyRequest, operator bool) (events.APIGatewayProxyResponse, error) {
-	caller, err := callerOf(req)
+	caller, err := PrincipalOf(req.RequestContext.Identity)
 	if err != nil {
 		return events.APIGatewayProxyResponse{}, err
 	}
@@ -447,7 +447,7 @@ func (s *Service) get(ctx context.Context, req events.APIGatewayProxyRequest, op
 		return events.APIGatewayProxyResponse{}, notFound
 	}
 	o, steps, err := s.store.GetOrder(ctx, id)
-	if errors.Is(err, order.ErrNotFound) || (err == nil && !operator && o.Caller != caller) {
+	if errors.Is(err, order.ErrNotFound) || (err == nil && !operator && !o.OwnedBy(caller)) {
 		return events.APIGatewayProxyResponse{}, notFound
 	}
 	if err != nil {
@@ -579,16 +579,61 @@ func orderIDOf(req events.APIGatewayProxyRequest) string {
 	return id
 }
 
-// callerOf names the authenticated principal. With IAM authorization API
-// Gateway puts it in requestContext.identity.caller: "AROA…:session" for a
-// role, "AIDA…" for a user. The session part is dropped, so a role whose
-// session is renewed stays the same caller.
-func callerOf(req events.APIGatewayProxyRequest) (string, error) {
-	id, _, _ := strings.Cut(req.RequestContext.Identity.Caller, ":")
-	if id == "" {
-		return "", fmt.Errorf("the request has no caller identity; sign it with SigV4: %w", errNoCaller)
+// PrincipalOf names the client that signed a request, from what API
+// Gateway's IAM authorization puts in requestContext.identity. Its orders
+// are its own: no other principal reads, cancels or replays into them.
+// It is the full principal, so people and services behind one shared role
+// are told apart, and it never holds the account id (the API takes only
+// its own account's principals):
+//
+//   - an IAM user: its unique id (caller "AIDA…");
+//   - a role's session (AssumeRole, IAM Identity Center, web identity,
+//     SAML): the role's unique id and the session name (caller
+//     "AROA…:session"), so two sessions of one role are two callers;
+//   - a Cognito identity pool's identity: "cognito:" and the identity id,
+//     since every identity of a pool signs as the same role and session
+//     name (CognitoIdentityCredentials);
+//   - a federated user (GetFederationToken, caller "<account>:name"):
+//     "federated:" and its name;
+//   - the account's root user (caller "<account>"): "root";
+//   - anything else (the local gateway's one caller): as it is.
+//
+// Legacy is the caller as orders submitted before sessions counted stored
+// it: the caller up to its first colon.
+func PrincipalOf(id events.APIGatewayRequestIdentity) (order.Principal, error) {
+	caller := id.Caller
+	if caller == "" {
+		return order.Principal{}, fmt.Errorf("the request has no caller identity; sign it with SigV4: %w", errNoCaller)
 	}
-	return id, nil
+	var p order.Principal
+	first, rest, named := strings.Cut(caller, ":")
+	switch {
+	case id.CognitoIdentityID != "":
+		p.ID = "cognito:" + id.CognitoIdentityID
+	case isAccountID(first) && !named:
+		p.ID = "root"
+	case isAccountID(first) && rest != "":
+		p.ID = "federated:" + rest
+	default:
+		p.ID = caller
+	}
+	if first != p.ID {
+		p.Legacy = first
+	}
+	return p, nil
+}
+
+// isAccountID reports whether s is an AWS account id: 12 digits.
+func isAccountID(s string) bool {
+	if len(s) != 12 {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // checkContentType accepts JSON in UTF-8, the only body the API reads; a

@@ -196,10 +196,9 @@ func TestIdempotencyKeysAndOrdersBelongToTheirCaller(t *testing.T) {
 		t.Fatalf("alice: got %d %s, want 202", first.StatusCode, first.Body)
 	}
 	aliceOrder := orderID(t, first)
-	// A new session of the same role is the same caller: a replay.
-	again := postAs(t, w, "AROAALICE000000000001:checkout-renewed", validBody, key)
+	again := postAs(t, w, alice, validBody, key)
 	if orderID(t, again) != aliceOrder || again.Headers["Idempotent-Replayed"] != "true" {
-		t.Errorf("alice's renewed session: got %d %s, want a replay of %s", again.StatusCode, again.Body, aliceOrder)
+		t.Errorf("alice again: got %d %s, want a replay of %s", again.StatusCode, again.Body, aliceOrder)
 	}
 	other := postAs(t, w, bob, validBody, key)
 	if other.StatusCode != http.StatusAccepted || orderID(t, other) == aliceOrder {
@@ -386,7 +385,7 @@ func TestAnonymousCallerForLocalStack(t *testing.T) {
 		id, caller string
 	}{
 		{orderID(t, anon), "LOCALSTACK"},
-		{orderID(t, named), strings.Split(testenv.Caller, ":")[0]},
+		{orderID(t, named), testenv.Caller},
 	}
 	for _, tt := range tests {
 		if o, _ := w.Records(t, tt.id); o.Caller != tt.caller {
@@ -517,5 +516,99 @@ func TestRedriveRetryOverAnUndoThatMayHaveRunIsRefused(t *testing.T) {
 	}
 	if code, body := lifecycle(t, w, api.ResourceRedrive, id, `{"action":"retry"}`); code != http.StatusConflict || !strings.Contains(fmt.Sprint(body["message"]), "timed out") {
 		t.Errorf("retry redrive after the refusal: %d %v, want 409 naming the timeouts", code, body)
+	}
+}
+
+// cancelAs posts POST /orders/{id}/cancel signed by caller.
+func cancelAs(t *testing.T, w *testenv.World, caller, id string) events.APIGatewayProxyResponse {
+	t.Helper()
+	resp, err := w.API.Handle(context.Background(), events.APIGatewayProxyRequest{
+		HTTPMethod: http.MethodPost, Resource: api.ResourceCancel, Path: "/orders/" + id + "/cancel",
+		PathParameters: map[string]string{"id": id}, RequestContext: testenv.As(caller),
+	})
+	if err != nil {
+		t.Fatalf("POST /orders/%s/cancel: %v", id, err)
+	}
+	return resp
+}
+
+// Everyone behind one shared role (an IAM Identity Center permission set,
+// a role services assume with their own session names) is a caller of
+// their own: the role's other sessions cannot read, cancel or replay into
+// each other's orders, exactly as for another role. Operators still read
+// every order on their route.
+func TestSessionsOfOneRoleAreCallersApart(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	const alice, bob = "AROASHAREDCLIENTS0001:alice@example.com", "AROASHAREDCLIENTS0001:bob@example.com"
+	key := map[string]string{"Idempotency-Key": "checkout-1"}
+	first := postAs(t, w, alice, validBody, key)
+	if first.StatusCode != http.StatusAccepted {
+		t.Fatalf("alice: got %d %s, want 202", first.StatusCode, first.Body)
+	}
+	aliceOrder := orderID(t, first)
+	if o, _ := w.Records(t, aliceOrder); o.Caller != alice {
+		t.Errorf("alice's order is stored as %q's, want %q", o.Caller, alice)
+	}
+	// Bob's same key is his own order, not a replay of alice's.
+	if other := postAs(t, w, bob, validBody, key); other.StatusCode != http.StatusAccepted || other.Headers["Idempotent-Replayed"] != "" || orderID(t, other) == aliceOrder {
+		t.Errorf("bob with alice's key: got %d %s %v, want an order of his own", other.StatusCode, other.Body, other.Headers)
+	}
+	for _, tt := range []struct {
+		name, caller, resource string
+		want                   int
+	}{
+		{"alice reads her order", alice, api.ResourceOrder, http.StatusOK},
+		{"alice reads its history", alice, api.ResourceHistory, http.StatusOK},
+		{"bob, same role, cannot", bob, api.ResourceOrder, http.StatusNotFound},
+		{"nor its history", bob, api.ResourceHistory, http.StatusNotFound},
+		{"the role without a session is nobody's", "AROASHAREDCLIENTS0001", api.ResourceOrder, http.StatusNotFound},
+		{"an operator reads it on the operator route", bob, api.ResourceOperatorOrder, http.StatusOK},
+		{"and its history", bob, api.ResourceOperatorHistory, http.StatusOK},
+	} {
+		if resp := getAs(t, w, tt.caller, tt.resource, aliceOrder); resp.StatusCode != tt.want {
+			t.Errorf("%s: got %d %s, want %d", tt.name, resp.StatusCode, resp.Body, tt.want)
+		}
+	}
+	before, _ := w.Records(t, aliceOrder)
+	if resp := cancelAs(t, w, bob, aliceOrder); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("bob cancels alice's order: got %d %s, want 404", resp.StatusCode, resp.Body)
+	}
+	if after, _ := w.Records(t, aliceOrder); after.Status != before.Status || !after.UpdatedAt.Equal(before.UpdatedAt) {
+		t.Errorf("bob's refused cancel changed alice's order: %s at %s, was %s at %s", after.Status, after.UpdatedAt, before.Status, before.UpdatedAt)
+	}
+	if resp := cancelAs(t, w, alice, aliceOrder); resp.StatusCode != http.StatusAccepted {
+		t.Errorf("alice cancels her order: got %d %s, want 202", resp.StatusCode, resp.Body)
+	}
+}
+
+// An order submitted before callers were told apart by session names its
+// role alone: it stays readable and cancellable by every session of that
+// role (as it was when submitted), and by nobody else.
+func TestOrdersFromBeforeSessionsCountedStayTheirRoles(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	now := w.Clock.Now().UTC().Truncate(time.Millisecond)
+	legacy := order.Order{ID: order.NewID(), CustomerID: "c-42", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}},
+		Status: order.StatusPending, Version: w.Workflow.Version, RequestHash: "h", Caller: "AROASHAREDCLIENTS0001", CreatedAt: now, UpdatedAt: now}
+	if _, err := w.Store.CreateOrder(context.Background(), legacy, w.Workflow.NewStates(legacy.ID, "submit-test", now)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, caller string
+		want         int
+	}{
+		{"a session of its role", "AROASHAREDCLIENTS0001:alice@example.com", http.StatusOK},
+		{"another session of its role", "AROASHAREDCLIENTS0001:bob@example.com", http.StatusOK},
+		{"another role", "AROAOTHERCLIENTS00001:alice@example.com", http.StatusNotFound},
+		{"an IAM user", "AIDAOTHERCALLER0000001", http.StatusNotFound},
+	} {
+		if resp := getAs(t, w, tt.caller, api.ResourceOrder, legacy.ID); resp.StatusCode != tt.want {
+			t.Errorf("%s: got %d %s, want %d", tt.name, resp.StatusCode, resp.Body, tt.want)
+		}
+	}
+	if resp := cancelAs(t, w, "AROAOTHERCLIENTS00001:alice@example.com", legacy.ID); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("another role cancels it: got %d %s, want 404", resp.StatusCode, resp.Body)
+	}
+	if resp := cancelAs(t, w, "AROASHAREDCLIENTS0001:bob@example.com", legacy.ID); resp.StatusCode != http.StatusAccepted {
+		t.Errorf("a session of its role cancels it: got %d %s, want 202", resp.StatusCode, resp.Body)
 	}
 }

@@ -191,3 +191,41 @@ func describe(steps []order.StepState) string {
 	}
 	return strings.Join(out, ",")
 }
+
+// DNS rebinding in a real browser: a page under another name that
+// resolves to 127.0.0.1 (Chromium's host-resolver rules stand in for the
+// attacker's DNS) gets the console's refusal, without its token, while the
+// console's own address still serves it.
+func TestConsoleRefusesARebindingNameInABrowser(t *testing.T) {
+	if !testenv.Enabled() {
+		t.Skip("set ORDERLY_INTEGRATION=1 to run the browser tests")
+	}
+	browser := chromium(t)
+	srv := serve(t, &fakeStage{})
+	_, port, _ := strings.Cut(srv.Listener.Addr().String(), ":")
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("host-resolver-rules", "MAP rebind.example 127.0.0.1"),
+		chromedp.UserDataDir(t.TempDir()))
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancelBrowser := chromedp.NewContext(allocCtx)
+	defer cancelBrowser()
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+
+	confirm := "/orders/" + stuckID + "/redrive-retry"
+	do(t, ctx, "open the confirmation page under the rebinding name",
+		chromedp.Navigate("http://rebind.example:"+port+confirm), chromedp.WaitReady(chromedp.CSS("body")))
+	html := run(t, ctx, "read the page", chromedp.OuterHTML(chromedp.CSS("html")))
+	if !strings.Contains(html, "Misdirected request") || !strings.Contains(html, "127.0.0.1:"+port) {
+		t.Errorf("under the rebinding name the page is not the refusal naming the console's address:\n%s", html)
+	}
+	if strings.Contains(html, `name="token"`) {
+		t.Error("the page under the rebinding name carries the console's token")
+	}
+	do(t, ctx, "open it at the console's own address",
+		chromedp.Navigate("http://127.0.0.1:"+port+confirm), chromedp.WaitVisible(chromedp.CSS("#confirm")))
+}

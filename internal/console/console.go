@@ -7,7 +7,10 @@
 // behind a confirmation page.
 //
 // Every change is a POST carrying the console's own token, so another
-// site open in the operator's browser cannot make one (CSRF).
+// site open in the operator's browser cannot make one (CSRF). The console
+// answers only under the address it serves (loopback, its port) or names
+// it was given, so a page of another name that resolves to 127.0.0.1 (DNS
+// rebinding) reads nothing, and a change must come from its own origin.
 package console
 
 import (
@@ -21,9 +24,11 @@ import (
 	"fmt"
 	"html/template"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"orderly/internal/api"
@@ -64,6 +69,7 @@ type Console struct {
 	log   *slog.Logger
 	now   func() time.Time
 	mux   *http.ServeMux
+	hosts []hostAndPort // names it answers under besides loopback; port "" is any
 }
 
 // New returns the console of the stage named name.
@@ -98,10 +104,99 @@ func New(name string, stage Stage, log *slog.Logger) *Console {
 // WithClock returns the console with another clock (tests).
 func (c *Console) WithClock(now func() time.Time) *Console { c.now = now; return c }
 
+// WithHosts returns the console answering under these names too, each
+// "name" (any port) or "name:port": the name an SSH tunnel or a proxy in
+// front of it gives it. Loopback with the port it serves needs none.
+func (c *Console) WithHosts(hosts ...string) *Console {
+	for _, h := range hosts {
+		h = strings.TrimSpace(h)
+		if h == "" {
+			continue
+		}
+		name := hostAndPort{host: strings.ToLower(strings.Trim(h, "[]"))} // any port
+		if host, port, err := net.SplitHostPort(h); err == nil {
+			name = hostAndPort{strings.ToLower(host), port}
+		}
+		c.hosts = append(c.hosts, name)
+	}
+	return c
+}
+
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	served := servedAddr(r)
+	loopback, named := c.servedAs(r.Host, served)
+	if !loopback && !named {
+		c.problem(w, http.StatusMisdirectedRequest, "Misdirected request",
+			fmt.Sprintf("This console answers at http://%s/ (or localhost with that port), not as %q. "+
+				"Another name that leads here is how a web page reaches a local server (DNS rebinding), so it is refused. "+
+				"To reach it under another name (an SSH tunnel, a proxy), give it that name: orderly console -host NAME[:PORT], or ORDERLY_CONSOLE_HOSTS for make run.",
+				served, r.Host))
+		return
+	}
+	// Under a name it was given, a proxy in front may serve it over HTTPS.
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !sameOrigin(r, named) {
+		c.problem(w, http.StatusForbidden, "Refused",
+			fmt.Sprintf("The form was sent from another site (origin %q), not from this console's pages at http://%s/: nothing was changed.",
+				r.Header.Get("Origin"), r.Host))
+		return
+	}
 	c.mux.ServeHTTP(w, r)
+}
+
+// servedAddr is the address the request's connection was accepted on, as
+// host:port; without one (a handler called directly) it is 127.0.0.1 on
+// the request's port.
+func servedAddr(r *http.Request) string {
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		return a.String()
+	}
+	return net.JoinHostPort("127.0.0.1", hostPort(r.Host).port)
+}
+
+type hostAndPort struct{ host, port string }
+
+// hostPort splits a Host header; without a port it is HTTP's 80.
+func hostPort(h string) hostAndPort {
+	host, port, err := net.SplitHostPort(h)
+	if err != nil {
+		host, port = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]"), "80"
+	}
+	return hostAndPort{strings.ToLower(host), port}
+}
+
+// servedAs reports whether host (the request's Host header) names this
+// console: loopback (localhost or a loopback address, which no DNS answer
+// can stand for) with the port it serves, or a name it was given.
+func (c *Console) servedAs(host, served string) (loopback, named bool) {
+	h, self := hostPort(host), hostPort(served)
+	if h.port == self.port {
+		if ip := net.ParseIP(h.host); h.host == "localhost" || (ip != nil && ip.IsLoopback()) {
+			return true, false
+		}
+	}
+	for _, name := range c.hosts {
+		if name.host == h.host && (name.port == "" || name.port == h.port) {
+			return false, true
+		}
+	}
+	return false, false
+}
+
+// sameOrigin reports whether a change came from the console's own pages:
+// the browser's Origin, when it sends one, is exactly the console's (under
+// the Host already checked; https too when orHTTPS), and its
+// Sec-Fetch-Site, when it sends one, does not say another site (a sibling
+// port of localhost is same-site). A client that is no browser sends
+// neither, and still needs the token.
+func sameOrigin(r *http.Request, orHTTPS bool) bool {
+	origin := r.Header.Get("Origin")
+	if origin != "" && !strings.EqualFold(origin, "http://"+r.Host) && !(orHTTPS && strings.EqualFold(origin, "https://"+r.Host)) {
+		return false
+	}
+	site := r.Header.Get("Sec-Fetch-Site")
+	return site == "" || site == "same-origin" || site == "none"
 }
 
 func newToken() string {
@@ -368,12 +463,9 @@ func (c *Console) act(w http.ResponseWriter, r *http.Request) {
 }
 
 // trusted reports whether a change came from this console's own form: it
-// carries the console's token and, where the browser says, was sent from
-// the console's own pages.
+// carries the console's token. (Where it was sent from, by Host and
+// Origin, was checked before it got here.)
 func (c *Console) trusted(r *http.Request) bool {
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
-		return false
-	}
 	return subtle.ConstantTimeCompare([]byte(r.PostFormValue("token")), []byte(c.token)) == 1
 }
 

@@ -231,3 +231,165 @@ func TestNoRetryOfferedOverAnUndoThatMayHaveRun(t *testing.T) {
 		t.Errorf("the page links the refused retry:\n%s", page)
 	}
 }
+
+// request sends method path to srv with the given Host header and other
+// headers ("Name: value"), and returns the status and body.
+func request(t *testing.T, srv *httptest.Server, method, path, host string, form url.Values, headers ...string) (int, string) {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, srv.URL+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = host
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for _, h := range headers {
+		name, value, _ := strings.Cut(h, ": ")
+		req.Header.Set(name, value)
+	}
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// A page of another name that resolves to 127.0.0.1 (DNS rebinding) is
+// same-origin with the console in the browser's eyes; only the Host header
+// tells it apart. The console answers only as the address it serves.
+func TestConsoleAnswersOnlyAsItsOwnAddress(t *testing.T) {
+	srv := serve(t, &fakeStage{})
+	_, port, _ := strings.Cut(srv.Listener.Addr().String(), ":")
+	for _, tt := range []struct {
+		host   string
+		status int
+	}{
+		{"127.0.0.1:" + port, http.StatusOK},
+		{"localhost:" + port, http.StatusOK},
+		{"LOCALHOST:" + port, http.StatusOK},
+		{"[::1]:" + port, http.StatusOK},
+		{"evil.example:" + port, http.StatusMisdirectedRequest},
+		{"evil.example", http.StatusMisdirectedRequest},
+		{"127.0.0.1.nip.io:" + port, http.StatusMisdirectedRequest},
+		{"localhost.:" + port, http.StatusMisdirectedRequest},
+		{"127.0.0.1:1", http.StatusMisdirectedRequest}, // not the port it serves
+		{"localhost", http.StatusMisdirectedRequest},   // port 80, not its own
+		{"192.168.1.10:" + port, http.StatusMisdirectedRequest},
+	} {
+		for _, path := range []string{"/", "/orders/" + stuckID + "/redrive-retry"} {
+			status, body := request(t, srv, http.MethodGet, path, tt.host, nil)
+			if status != tt.status {
+				t.Errorf("GET %s as %s: status %d, want %d", path, tt.host, status, tt.status)
+			}
+			if status == http.StatusMisdirectedRequest {
+				if tokenField.MatchString(body) {
+					t.Errorf("GET %s as %s: the refusal carries the console's token", path, tt.host)
+				}
+				if !strings.Contains(body, "127.0.0.1:"+port) {
+					t.Errorf("GET %s as %s: the refusal does not say where the console answers: %q", path, tt.host, body)
+				}
+			}
+		}
+	}
+}
+
+// A name the operator gives the console (an SSH tunnel's, a proxy's) is
+// served too.
+func TestConsoleAnswersAsAConfiguredName(t *testing.T) {
+	c := console.New("t", &fakeStage{}, slog.New(slog.DiscardHandler)).WithHosts("console.internal", "localhost:9000")
+	srv := httptest.NewServer(c)
+	t.Cleanup(srv.Close)
+	for _, tt := range []struct {
+		host   string
+		status int
+	}{
+		{"console.internal", http.StatusOK},
+		{"console.internal:443", http.StatusOK},
+		{"localhost:9000", http.StatusOK},
+		{"localhost:9001", http.StatusMisdirectedRequest},
+		{"other.internal", http.StatusMisdirectedRequest},
+	} {
+		if status, _ := request(t, srv, http.MethodGet, "/", tt.host, nil); status != tt.status {
+			t.Errorf("GET / as %s: status %d, want %d", tt.host, status, tt.status)
+		}
+	}
+	// Behind a proxy that serves it over HTTPS, its pages' origin is https.
+	_, page := request(t, srv, http.MethodGet, "/orders/"+stuckID+"/redrive-retry", "console.internal", nil)
+	m := tokenField.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("the confirmation page has no token")
+	}
+	for _, tt := range []struct {
+		origin string
+		status int
+	}{
+		{"https://console.internal", http.StatusSeeOther},
+		{"http://console.internal", http.StatusSeeOther},
+		{"https://other.internal", http.StatusForbidden},
+	} {
+		status, _ := request(t, srv, http.MethodPost, "/orders/"+stuckID+"/redrive-retry", "console.internal", url.Values{"token": {m[1]}}, "Origin: "+tt.origin)
+		if status != tt.status {
+			t.Errorf("POST as console.internal from %s: status %d, want %d", tt.origin, status, tt.status)
+		}
+	}
+}
+
+// A change must come from the console's own pages: a POST that the
+// browser says came from another origin changes nothing, even with the
+// console's token (which a rebinding page could have read before this
+// check existed).
+func TestActionsFromAnotherOriginAreRefused(t *testing.T) {
+	f := &fakeStage{}
+	srv := serve(t, f)
+	self := srv.Listener.Addr().String()
+	_, page := get(t, srv.URL+"/orders/"+stuckID+"/redrive-retry")
+	m := tokenField.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("the confirmation page has no token")
+	}
+	form := url.Values{"token": {m[1]}}
+	for _, tt := range []struct {
+		name    string
+		host    string
+		headers []string
+		status  int
+	}{
+		{"another origin", self, []string{"Origin: http://evil.example"}, http.StatusForbidden},
+		{"another origin on the same port", self, []string{"Origin: http://evil.example:" + strings.Split(self, ":")[1]}, http.StatusForbidden},
+		{"another port of localhost", self, []string{"Origin: http://127.0.0.1:1"}, http.StatusForbidden},
+		{"an opaque origin", self, []string{"Origin: null"}, http.StatusForbidden},
+		{"https, not the console's scheme", self, []string{"Origin: https://" + self}, http.StatusForbidden},
+		{"no origin, from a sibling site", self, []string{"Sec-Fetch-Site: same-site"}, http.StatusForbidden},
+		{"the console's origin, another Host", "evil.example", []string{"Origin: http://" + self}, http.StatusMisdirectedRequest},
+	} {
+		if status, _ := request(t, srv, http.MethodPost, "/orders/"+stuckID+"/redrive-retry", tt.host, form, tt.headers...); status != tt.status {
+			t.Errorf("%s: status %d, want %d", tt.name, status, tt.status)
+		}
+	}
+	if len(f.actions) != 0 {
+		t.Fatalf("refused posts changed the stage: %v", f.actions)
+	}
+	for _, tt := range []struct {
+		name    string
+		host    string
+		headers []string
+	}{
+		{"its own origin", self, []string{"Origin: http://" + self, "Sec-Fetch-Site: same-origin"}},
+		{"its own origin as localhost", "localhost:" + strings.Split(self, ":")[1], []string{"Origin: http://localhost:" + strings.Split(self, ":")[1]}},
+		{"no origin, no browser (curl)", self, nil},
+	} {
+		if status, _ := request(t, srv, http.MethodPost, "/orders/"+stuckID+"/redrive-retry", tt.host, form, tt.headers...); status != http.StatusSeeOther {
+			t.Errorf("%s: status %d, want 303", tt.name, status)
+		}
+	}
+	if len(f.actions) != 3 {
+		t.Errorf("actions %v, want the three accepted redrives", f.actions)
+	}
+}

@@ -71,19 +71,19 @@ func (s *Service) workflow(o order.Order) (order.Workflow, error) {
 	return wf, nil
 }
 
-// Cancel cancels caller's order: a step in flight may finish or time out,
+// Cancel cancels owner's order: a step in flight may finish or time out,
 // then the work done is undone in reverse and the order ends Cancelled. A
 // cancel of an order already cancelling or cancelled changes nothing; a
 // cancel of an order that ended otherwise, or is undoing its work after a
-// failure, is refused with order.ErrNotAllowed. Another caller's order is
-// order.ErrNotFound.
-func (s *Service) Cancel(ctx context.Context, caller, id string) (order.Order, error) {
+// failure, is refused with order.ErrNotAllowed. An order not owner's
+// (order.Order.OwnedBy) is order.ErrNotFound.
+func (s *Service) Cancel(ctx context.Context, owner order.Principal, id string) (order.Order, error) {
 	for range tries {
 		o, steps, err := s.clients.GetOrder(ctx, id)
 		if err != nil {
 			return o, err
 		}
-		if o.Caller != caller {
+		if !o.OwnedBy(owner) {
 			return order.Order{}, fmt.Errorf("order %s: %w", id, order.ErrNotFound)
 		}
 		switch o.Status {

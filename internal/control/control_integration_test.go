@@ -27,7 +27,7 @@ import (
 var (
 	timing    = order.Timing{Allowance: 10 * time.Second, MaxAllowance: 40 * time.Second, FailureThreshold: 3, ClaimWithin: 5 * time.Second}
 	someOrder = order.Submission{CustomerID: "c-1", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 2}}}
-	caller    = "AROATESTCALLER0000001" // testenv.Caller without its session
+	caller    = order.Principal{ID: testenv.Caller} // who testenv.World submits as
 )
 
 func world(t *testing.T) *testenv.World {
@@ -239,7 +239,7 @@ func TestCancelOfAnotherCallersOrder(t *testing.T) {
 	w := world(t)
 	id := w.Submit(t, someOrder)
 	before, _ := w.Records(t, id)
-	if _, err := control.New(w.Store, w.Store, w.Versions(), w.Clock.Now).Cancel(context.Background(), "AIDAOTHERCALLER", id); err == nil {
+	if _, err := control.New(w.Store, w.Store, w.Versions(), w.Clock.Now).Cancel(context.Background(), order.Principal{ID: "AIDAOTHERCALLER"}, id); err == nil {
 		t.Fatal("cancel of another caller's order succeeded")
 	}
 	if after, _ := w.Records(t, id); after.Status != before.Status || !after.UpdatedAt.Equal(before.UpdatedAt) {

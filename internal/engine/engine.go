@@ -62,11 +62,16 @@ const DefaultSupervisorEvery = 2 * time.Second
 type Config struct {
 	// Stage names the resources: orderly-<stage>-orders and so on.
 	Stage string
-	// APIAddr is where the API listens, e.g. 127.0.0.1:8080; port 0 picks one.
+	// APIAddr is where the API listens, e.g. 127.0.0.1:8080; port 0 picks
+	// one. It, ConsoleAddr and SimulatorAddr must be loopback addresses
+	// (localrun.ListenLoopback).
 	APIAddr string
 	// ConsoleAddr, when set, is where the operator's web console listens
 	// (package console), over the stage the engine runs.
 	ConsoleAddr string
+	// ConsoleHosts are names the console answers under besides loopback
+	// with its port ("name" or "name:port"; see console.WithHosts).
+	ConsoleHosts []string
 	// RemoteURL is the base URL of the remote services. Empty starts the
 	// simulator on SimulatorAddr and uses it.
 	RemoteURL     string
@@ -167,6 +172,20 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 	if err := cfg.Timing.Validate(); err != nil {
 		return nil, fmt.Errorf("engine timing: %w", err)
 	}
+	// The servers act without authentication: loopback only, checked
+	// before the stage is provisioned.
+	for _, l := range []struct {
+		name, addr string
+		used       bool
+	}{
+		{"API", cfg.APIAddr, true},
+		{"console", cfg.ConsoleAddr, cfg.ConsoleAddr != ""},
+		{"simulator", cfg.SimulatorAddr, cfg.RemoteURL == ""},
+	} {
+		if err := localrun.CheckLoopback(l.addr); l.used && err != nil {
+			return nil, fmt.Errorf("engine: the %s: %w", l.name, err)
+		}
+	}
 	e := &Engine{cfg: cfg, clients: provision.Clients{
 		DynamoDB: dynamodb.NewFromConfig(awsCfg),
 		SQS:      awssqs.NewFromConfig(awsCfg),
@@ -210,11 +229,11 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 		Log: cfg.Log.With("service", "submit"), Metrics: e.metrics("submit"),
 	})
 
-	if e.apiLn, err = net.Listen("tcp", cfg.APIAddr); err != nil {
+	if e.apiLn, err = localrun.ListenLoopback(cfg.APIAddr); err != nil {
 		return nil, fmt.Errorf("listen for the API on %s: %w", cfg.APIAddr, err)
 	}
 	if cfg.ConsoleAddr != "" {
-		if e.conLn, err = net.Listen("tcp", cfg.ConsoleAddr); err != nil {
+		if e.conLn, err = localrun.ListenLoopback(cfg.ConsoleAddr); err != nil {
 			e.apiLn.Close()
 			return nil, fmt.Errorf("listen for the console on %s: %w", cfg.ConsoleAddr, err)
 		}
@@ -227,7 +246,7 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 	}
 	e.remote = cfg.RemoteURL
 	if e.remote == "" {
-		if e.simLn, err = net.Listen("tcp", cfg.SimulatorAddr); err != nil {
+		if e.simLn, err = localrun.ListenLoopback(cfg.SimulatorAddr); err != nil {
 			closeAll()
 			return nil, fmt.Errorf("listen for the simulator on %s: %w", cfg.SimulatorAddr, err)
 		}
@@ -344,7 +363,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	if e.conLn != nil {
 		// The operator's console, over the stage as the CLI opens it.
 		stage := ops.Open(e.cfg.Stage, e.clients.DynamoDB, e.clients.SQS)
-		conServer := &http.Server{Handler: console.New(e.cfg.Stage, stage, e.cfg.Log.With("service", "console")), ReadHeaderTimeout: 5 * time.Second}
+		conServer := &http.Server{Handler: console.New(e.cfg.Stage, stage, e.cfg.Log.With("service", "console")).WithHosts(e.cfg.ConsoleHosts...), ReadHeaderTimeout: 5 * time.Second}
 		add("console", serve(conServer, e.conLn))
 	}
 	if e.Sim != nil {

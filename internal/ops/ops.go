@@ -313,7 +313,7 @@ func (s *Stage) Cancel(ctx context.Context, id string) (order.Order, error) {
 	if err != nil {
 		return o, fmt.Errorf("order %s: %w", id, err)
 	}
-	return s.controls.Cancel(ctx, o.Caller, id)
+	return s.controls.Cancel(ctx, order.Principal{ID: o.Caller}, id)
 }
 
 // Redrive resumes an order in Error: action is order.RedriveRetry,
