@@ -141,7 +141,9 @@ func (c *Client) Call(ctx context.Context, service string, req order.StepRequest
 	if transientStatus(resp.StatusCode) {
 		kind = ErrTransient
 	}
-	err = fmt.Errorf("%s: status %d: %s: %w", op, resp.StatusCode, errorMessage(resp.StatusCode, raw), kind)
+	// The service's answer is an order.ServiceError, from which the agent
+	// tells clients why the step failed (order.ReasonFor).
+	err = fmt.Errorf("%s: %w: %w", op, &order.ServiceError{Service: service, Status: resp.StatusCode, Message: errorMessage(resp.StatusCode, raw)}, kind)
 	if after, ok := parseRetryAfter(resp.Header); ok {
 		return "", &retryAfterError{err: err, after: after}
 	}
