@@ -119,6 +119,10 @@ const (
 	// AlertVersionUnknown: the order's workflow version is not in the
 	// running build (a rollback); the order waits for it, alerted once.
 	AlertVersionUnknown AlertKind = "VersionUnknown"
+	// AlertItemUnreadable: an order item in the due index cannot be read
+	// by the running build; the Supervisor skips it, alerted once per
+	// version of the item. Its Step and Attempt are empty.
+	AlertItemUnreadable AlertKind = "ItemUnreadable"
 )
 
 // AlertLease is how long the actor that records an alert has to send it
