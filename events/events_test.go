@@ -608,8 +608,12 @@ func checkAgentRequest(t *testing.T, _ []byte, ev events.SQSEvent) {
 		t.Errorf("request for step %s arrived on %s, want the %s agent's queue", req.Step, msg.EventSourceARN, def.Agent)
 	case req.Attempt < 1:
 		t.Errorf("attempt %d, want at least 1", req.Attempt)
-	case req.IdempotencyKey != order.IdempotencyKeyFor(req.OrderID, req.Step):
-		t.Errorf("idempotencyKey %q, want %q", req.IdempotencyKey, order.IdempotencyKeyFor(req.OrderID, req.Step))
+	case order.ValidateIdempotencyKey(req.IdempotencyKey) != nil:
+		t.Errorf("idempotencyKey %q is not a valid Idempotency-Key: %v", req.IdempotencyKey, order.ValidateIdempotencyKey(req.IdempotencyKey))
+	case strings.Contains(req.IdempotencyKey, req.OrderID):
+		// Keys of orders stored with a key nonce cannot be worked out
+		// from the order id (see order.Order.RemoteKey).
+		t.Errorf("idempotencyKey %q contains the order id", req.IdempotencyKey)
 	}
 	if err := (order.Submission{CustomerID: req.CustomerID, Lines: req.Lines}).Validate(); err != nil {
 		t.Errorf("customer and lines are not a valid order: %v", err)

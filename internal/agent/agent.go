@@ -254,7 +254,10 @@ func (s *Service) Process(ctx context.Context, req order.StepRequest) error {
 	case err == nil:
 		rep.Outcome, rep.Reference = order.OutcomeSucceeded, ref
 	case errors.Is(err, remote.ErrPermanent):
-		rep.Outcome, rep.Reason = order.OutcomeFailed, err.Error()
+		// The reply says why in words clients may read; the error itself
+		// is logged with it.
+		rep.Outcome, rep.Reason = order.OutcomeFailed, order.ReasonFor(err)
+		log = log.With("error", err)
 	case errors.Is(err, remote.ErrConfiguration):
 		// Not the order's fault, so not its failure: the request waits
 		// with the others behind the circuit it opened.

@@ -67,7 +67,7 @@ type result struct {
 var (
 	ok        = func(ref string) result { return result{ref: ref} }
 	transient = result{err: fmt.Errorf("payment: POST /payment/charges: status 503: busy: %w", remote.ErrTransient)}
-	permanent = result{err: fmt.Errorf("payment: POST /payment/charges: status 402: card declined: %w", remote.ErrPermanent)}
+	permanent = result{err: fmt.Errorf("payment: POST /payment/charges: %w: %w", &order.ServiceError{Service: "payment", Status: 402, Message: "card declined"}, remote.ErrPermanent)}
 	hang      = result{block: true}
 )
 

@@ -35,6 +35,15 @@ func NewNotifier(p Publisher, s Store, now func() time.Time) *Notifier {
 	return &Notifier{publisher: p, store: s, now: now}
 }
 
+// Publish sends an alert no step records (an order item the Supervisor
+// cannot read): there is no flag to clear.
+func (n *Notifier) Publish(ctx context.Context, a order.Alert) error {
+	if err := n.publisher.Alert(ctx, a); err != nil {
+		return fmt.Errorf("alert %s about order %s: %w", a.Kind, a.OrderID, err)
+	}
+	return nil
+}
+
 // Notify publishes the alert a step records (AlertPending, of AlertKind)
 // and then clears the flag. Publishing twice (after a crash between the
 // two writes) is possible; losing the alert is not.

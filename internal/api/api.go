@@ -202,7 +202,7 @@ func (s *Service) submit(ctx context.Context, req events.APIGatewayProxyRequest)
 	o := order.Order{
 		ID: order.NewID(), CustomerID: sub.CustomerID, Lines: sub.Lines,
 		NotificationTarget: sub.NotificationTarget, Status: order.StatusPending,
-		RequestHash: sub.Hash(), IdempotencyKey: key, Caller: caller.ID, CreatedAt: now, UpdatedAt: now,
+		RequestHash: sub.Hash(), IdempotencyKey: key, KeyNonce: order.NewKeyNonce(), Caller: caller.ID, CreatedAt: now, UpdatedAt: now,
 	}
 	if key != "" {
 		o.ID = order.IDForKey(caller.ID, sub.CustomerID, key)

@@ -142,7 +142,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	if n := strings.Count(records, "Undone"); n != 2 {
 		t.Errorf("%d records Undone, want the payment and the reservation:\n%s", n, records)
 	}
-	if !e.Sim.Undone(order.AgentPayment, order.IdempotencyKeyFor(id, order.StepChargePayment)) {
+	if !e.Sim.Undone(order.AgentPayment, enginetest.RemoteKey(t, e, id, order.StepChargePayment)) {
 		t.Error("the simulator never refunded the payment")
 	}
 }

@@ -34,7 +34,7 @@ func TestTypicalOrderIsOneWriteUnit(t *testing.T) {
 	largest := func(lines int) int {
 		now := time.Now()
 		o := order.Order{ID: order.NewID(), CustomerID: "customer-00042", Status: order.StatusPending,
-			IdempotencyKey: "checkout-2025-03-14-00042", Caller: "AROAQXJ4CHECKOUTWEB01:checkout-web-7f3a", RequestHash: "5f1c0b7e9a3d2c4b8e6f1a0d9c7b5e3f5f1c0b7e9a3d2c4b8e6f1a0d9c7b5e3f",
+			IdempotencyKey: "checkout-2025-03-14-00042", KeyNonce: order.NewKeyNonce(), Caller: "AROAQXJ4CHECKOUTWEB01:checkout-web-7f3a", RequestHash: "5f1c0b7e9a3d2c4b8e6f1a0d9c7b5e3f5f1c0b7e9a3d2c4b8e6f1a0d9c7b5e3f",
 			CreatedAt: now, UpdatedAt: now}
 		for i := range lines {
 			o.Lines = append(o.Lines, order.Line{SKU: fmt.Sprintf("SKU-%06d", i), Quantity: 2})

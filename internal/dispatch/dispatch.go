@@ -60,7 +60,9 @@ func (d *Dispatcher) Send(ctx context.Context, o order.Order, st order.StepState
 		return
 	}
 	now := d.now()
-	reason := "request not sent: " + err.Error()
+	// The error is logged; the step keeps a reason clients may read (an
+	// AWS error can name the account and its roles).
+	reason := order.NotSent(st.Agent)
 	announce := st.Releases+1 < ReleasesBeforeBackoff
 	if _, rerr := d.releaser.ReleaseClaim(ctx, st, now.Add(d.claimWithin), reason, announce, now); rerr != nil {
 		log.ErrorContext(ctx, "request not sent and claim not released; the Supervisor retries the step after complete_by",

@@ -21,22 +21,53 @@ const batchGetLimit = 100
 // Cursor is where a DueSteps page ended; nil when there is nothing more.
 type Cursor map[string]types.AttributeValue
 
-// DueSteps returns the active steps of up to limit orders of one due-index
+// DuePage is one page of a due-index shard: the active steps of the
+// orders found, the items among them this build cannot read, and the
+// cursor of the next page.
+type DuePage struct {
+	Steps      []order.StepState
+	Unreadable []Unreadable
+	Next       Cursor
+}
+
+// Unreadable is an order item that did not decode: a bad write, or one a
+// build with another item layout made. The Supervisor skips it (it stops
+// nothing else) and reports it once per version of it.
+type Unreadable struct {
+	OrderID string
+	Err     error
+	// Fingerprint identifies the item's content, and so its version; a
+	// report of it is stored on the item (ReportUnreadable).
+	Fingerprint string
+	// Reported says that this version was reported already.
+	Reported bool
+}
+
+// DuePage returns the active steps of up to limit orders of one due-index
 // shard whose DueAt is at or before now, starting after cursor: expired
 // Processing steps, unclaimed Pending steps, failed steps whose alert is
 // not sent yet, and steps whose DueAt merely lags their deadline. It
 // Queries the sparse, keys-only index (never a Scan) and reads the orders
 // themselves with strongly consistent BatchGetItem calls, because the
 // index is eventually consistent; callers still fence every write on the
-// attempt. The returned cursor continues the same query.
-func (s *Store) DueSteps(ctx context.Context, shard int, now time.Time, limit int, after Cursor) ([]order.StepState, Cursor, error) {
+// attempt. Items that do not decode are returned apart, so that one of
+// them does not hold up the orders after it. The page's cursor continues
+// the same query.
+func (s *Store) DuePage(ctx context.Context, shard int, now time.Time, limit int, after Cursor) (DuePage, error) {
 	kc := expression.Key(attrDueShard).Equal(expression.Value(fmt.Sprint(shard))).
 		And(expression.Key(attrDueAt).LessThanEqual(expression.Value(millis(now))))
-	steps, next, err := s.activeIn(ctx, dueIndexName, kc, limit, after)
+	page, err := s.activeIn(ctx, dueIndexName, kc, limit, after)
 	if err != nil {
-		return nil, nil, fmt.Errorf("due shard %d: %w", shard, err)
+		return DuePage{}, fmt.Errorf("due shard %d: %w", shard, err)
 	}
-	return steps, next, nil
+	return page, nil
+}
+
+// DueSteps is DuePage's steps and cursor: listings skip the items they
+// cannot read (the Supervisor reports them).
+func (s *Store) DueSteps(ctx context.Context, shard int, now time.Time, limit int, after Cursor) ([]order.StepState, Cursor, error) {
+	page, err := s.DuePage(ctx, shard, now, limit, after)
+	return page.Steps, page.Next, err
 }
 
 // InError returns the stuck records of up to limit orders in Error, of
@@ -44,19 +75,20 @@ func (s *Store) DueSteps(ctx context.Context, shard int, now time.Time, limit in
 // after cursor. The orders are read with strongly consistent reads.
 func (s *Store) InError(ctx context.Context, shard int, limit int, after Cursor) ([]order.StepState, Cursor, error) {
 	kc := expression.Key(attrInError).Equal(expression.Value(fmt.Sprint(shard)))
-	steps, next, err := s.activeIn(ctx, resources.ErrorIndexName, kc, limit, after)
+	page, err := s.activeIn(ctx, resources.ErrorIndexName, kc, limit, after)
 	if err != nil {
 		return nil, nil, fmt.Errorf("error shard %d: %w", shard, err)
 	}
-	return steps, next, nil
+	return page.Steps, page.Next, nil
 }
 
 // activeIn queries a keys-only index and returns the active record of
-// each order found, read back from the table.
-func (s *Store) activeIn(ctx context.Context, index string, kc expression.KeyConditionBuilder, limit int, after Cursor) ([]order.StepState, Cursor, error) {
+// each order found, read back from the table, and apart the items that do
+// not decode.
+func (s *Store) activeIn(ctx context.Context, index string, kc expression.KeyConditionBuilder, limit int, after Cursor) (DuePage, error) {
 	expr, err := expression.NewBuilder().WithKeyCondition(kc).Build()
 	if err != nil {
-		return nil, nil, fmt.Errorf("build %s query: %w", index, err)
+		return DuePage{}, fmt.Errorf("build %s query: %w", index, err)
 	}
 	page, err := s.client.Query(ctx, &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
@@ -68,30 +100,31 @@ func (s *Store) activeIn(ctx context.Context, index string, kc expression.KeyCon
 		Limit:                     aws.Int32(int32(min(max(limit, 1), 1000))),
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("query %s: %w", index, err)
+		return DuePage{}, fmt.Errorf("query %s: %w", index, err)
 	}
 	keys := make([]map[string]types.AttributeValue, 0, len(page.Items))
 	for _, it := range page.Items {
 		keys = append(keys, map[string]types.AttributeValue{attrOrderID: it[attrOrderID]})
 	}
 
-	var steps []order.StepState
+	out := DuePage{Next: page.LastEvaluatedKey}
 	for start := 0; start < len(keys); start += batchGetLimit {
 		items, err := s.batchGet(ctx, keys[start:min(start+batchGetLimit, len(keys))])
 		if err != nil {
-			return nil, nil, err
+			return DuePage{}, err
 		}
 		for _, item := range items {
 			rec, err := unmarshal(item)
 			if err != nil {
-				return nil, nil, err
+				out.Unreadable = append(out.Unreadable, unreadable(item, err))
+				continue
 			}
 			if st, ok := rec.active(); ok {
-				steps = append(steps, st)
+				out.Steps = append(out.Steps, st)
 			}
 		}
 	}
-	return steps, page.LastEvaluatedKey, nil
+	return out, nil
 }
 
 // batchGet reads the items with strongly consistent reads, asking again

@@ -36,6 +36,10 @@ type orderRecord struct {
 	CreatedAt          int64        `dynamodbav:"Created"`
 	UpdatedAt          int64        `dynamodbav:"Updated"`
 	Steps              []stepRecord `dynamodbav:"Steps"`
+	// KeyNonce is the secret of the order's remote idempotency keys (see
+	// order.Order.RemoteKey), written by the submission's PutItem and never
+	// changed; items written before nonces have none.
+	KeyNonce string `dynamodbav:"Nonce,omitempty"`
 	// Active is the index of the step the workflow is on; absent once the
 	// order is Processed.
 	Active *int `dynamodbav:"Active,omitempty"`
@@ -120,7 +124,7 @@ func newOrderRecord(o order.Order, steps []order.StepState, shards int) orderRec
 	r := orderRecord{
 		OrderID: o.ID, CustomerID: o.CustomerID, Version: o.Version, Lines: o.Lines,
 		NotificationTarget: o.NotificationTarget, Status: string(o.Status),
-		RequestHash: o.RequestHash, IdempotencyKey: o.IdempotencyKey, Caller: o.Caller, LastError: o.LastError,
+		RequestHash: o.RequestHash, IdempotencyKey: o.IdempotencyKey, KeyNonce: string(o.KeyNonce), Caller: o.Caller, LastError: o.LastError,
 		CreatedAt: millis(o.CreatedAt), UpdatedAt: millis(o.UpdatedAt),
 		Steps: make([]stepRecord, len(steps)),
 	}
@@ -149,7 +153,7 @@ func (r orderRecord) order() (order.Order, []order.StepState) {
 	o := order.Order{
 		ID: r.OrderID, CustomerID: r.CustomerID, Version: order.VersionOf(r.Version), Lines: r.Lines,
 		NotificationTarget: r.NotificationTarget, Status: order.Status(r.Status),
-		RequestHash: r.RequestHash, IdempotencyKey: r.IdempotencyKey, Caller: r.Caller, LastError: r.LastError,
+		RequestHash: r.RequestHash, IdempotencyKey: r.IdempotencyKey, KeyNonce: order.Secret(r.KeyNonce), Caller: r.Caller, LastError: r.LastError,
 		CreatedAt: fromMillis(r.CreatedAt), UpdatedAt: fromMillis(r.UpdatedAt),
 	}
 	steps := make([]order.StepState, len(r.Steps))

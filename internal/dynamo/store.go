@@ -91,11 +91,16 @@ func NewStore(client Client, table string) *Store {
 func (s *Store) Shards() int { return s.shards }
 
 // CreateOrder writes the order and the states of its steps as one item,
-// with one conditional PutItem. When an order with that id is already there
+// with one conditional PutItem, its key nonce included. When an order with that id is already there
 // (an Idempotency-Key replay) nothing is written, and it returns the stored
 // order with an error wrapping order.ErrExists; the failed condition hands
 // back the stored item, so telling a replay from a conflict needs no read.
 func (s *Store) CreateOrder(ctx context.Context, o order.Order, steps []order.StepState) (order.Order, error) {
+	if o.KeyNonce == "" {
+		// Its remote keys would be the guessable ones of orders from
+		// before nonces; the nonce goes in with this write or never.
+		return order.Order{}, fmt.Errorf("create order %s: the order has no key nonce (order.NewKeyNonce)", o.ID)
+	}
 	rec := newOrderRecord(o, steps, s.shards)
 	rec.By = s.actor
 	item, err := attributevalue.MarshalMap(rec)

@@ -106,7 +106,7 @@ func TestOrderTravelsEveryActorToProcessed(t *testing.T) {
 		}
 	}
 	for _, svc := range []string{"inventory", "payment", "shipping"} {
-		if n := e.Sim.Calls(svc, order.IdempotencyKeyFor(id, stepOf(svc))); n != 1 {
+		if n := e.Sim.Calls(svc, enginetest.RemoteKey(t, e.Engine, id, stepOf(svc))); n != 1 {
 			t.Errorf("%s called %d times, want 1", svc, n)
 		}
 	}
@@ -124,7 +124,7 @@ func TestTransientFaultsAreRetriedInsideTheAgent(t *testing.T) {
 	if s := step(v, order.StepChargePayment); v.Status != order.StatusProcessed || s.Attempt != 1 || s.FailureCount != 0 {
 		t.Fatalf("got %s, payment attempt %d failures %d; want Processed on attempt 1", v.Status, s.Attempt, s.FailureCount)
 	}
-	if n := e.Sim.Calls("payment", order.IdempotencyKeyFor(id, order.StepChargePayment)); n != 3 {
+	if n := e.Sim.Calls("payment", enginetest.RemoteKey(t, e.Engine, id, order.StepChargePayment)); n != 3 {
 		t.Errorf("payment called %d times, want 3 (two 503s, then success)", n)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"orderly/internal/api"
 	"orderly/internal/engine"
+	"orderly/internal/enginetest"
 	"orderly/internal/order"
 	"orderly/internal/testenv"
 )
@@ -27,14 +28,15 @@ func forward(v api.OrderView) []string {
 }
 
 // undone lists the services whose work for the order the simulator undid.
-func undone(e running, id string) []string {
+func undone(t testing.TB, e running, id string) []string {
+	t.Helper()
 	var out []string
 	for _, d := range []struct{ agent, step string }{
 		{order.AgentInventory, order.StepReserveInventory},
 		{order.AgentPayment, order.StepChargePayment},
 		{order.AgentShipping, order.StepArrangeShipping},
 	} {
-		if e.Sim.Undone(d.agent, order.IdempotencyKeyFor(id, d.step)) {
+		if e.Sim.Undone(d.agent, enginetest.RemoteKey(t, e.Engine, id, d.step)) {
 			out = append(out, d.agent)
 		}
 	}
@@ -73,7 +75,7 @@ func TestCompensation(t *testing.T) {
 			if v.Status != tt.status || !slices.Equal(forward(v), tt.forward) {
 				t.Fatalf("got %s %v, want %s %v: %s", v.Status, forward(v), tt.status, tt.forward, testenv.Describe(v))
 			}
-			if got := undone(e, id); !slices.Equal(got, tt.undone) {
+			if got := undone(t, e, id); !slices.Equal(got, tt.undone) {
 				t.Errorf("the simulator undid %v, want %v", got, tt.undone)
 			}
 			if tt.alert == "" {
@@ -178,7 +180,7 @@ func TestCancelDuringAStep(t *testing.T) {
 	if want := []string{"Undone", "Undone", "NotStarted"}; v.Status != order.StatusCancelled || !slices.Equal(forward(v), want) {
 		t.Fatalf("got %s %v, want Cancelled %v: %s", v.Status, forward(v), want, testenv.Describe(v))
 	}
-	if got := undone(e, id); !slices.Equal(got, []string{"inventory", "payment"}) {
+	if got := undone(t, e, id); !slices.Equal(got, []string{"inventory", "payment"}) {
 		t.Errorf("the simulator undid %v, want inventory and payment", got)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"orderly/internal/agent"
+	"orderly/internal/dynamo"
 	"orderly/internal/engine"
 	"orderly/internal/order"
 	"orderly/internal/testenv"
@@ -84,6 +85,18 @@ func Run(t testing.TB, cfg engine.Config) (*engine.Engine, func()) {
 	}
 	t.Cleanup(stop) // a test that fails half-way still stops it
 	return e, stop
+}
+
+// RemoteKey returns the Idempotency-Key the remote services get for a
+// step of an order (and its undo), read from the order's item: keys are
+// derived from a secret only the item holds (order.Order.RemoteKey).
+func RemoteKey(t testing.TB, e *engine.Engine, orderID, step string) string {
+	t.Helper()
+	o, err := dynamo.NewStore(e.Clients().DynamoDB, e.Stack.Catalog.Orders.Name).Order(context.Background(), orderID)
+	if err != nil {
+		t.Fatalf("read order %s for its remote keys: %v", orderID, err)
+	}
+	return o.RemoteKey(step)
 }
 
 type testWriter struct{ t testing.TB }

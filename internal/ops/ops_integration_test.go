@@ -340,7 +340,7 @@ func TestVersions(t *testing.T) {
 	// An order a newer build submitted, under version 9.
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	newer := order.Order{ID: order.NewID(), Version: "9", CustomerID: "c-1", Lines: someOrder.Lines, Status: order.StatusPending,
-		RequestHash: "h", Caller: testenv.Caller, CreatedAt: now, UpdatedAt: now}
+		RequestHash: "h", KeyNonce: order.NewKeyNonce(), Caller: testenv.Caller, CreatedAt: now, UpdatedAt: now}
 	if _, err := w.Store.CreateOrder(ctx, newer, w.Workflow.NewStates(newer.ID, "", now)); err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +362,7 @@ func TestMove(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	newer := func(rename string) string {
 		o := order.Order{ID: order.NewID(), Version: "9", CustomerID: "c-1", Lines: someOrder.Lines, Status: order.StatusPending,
-			RequestHash: "h", Caller: testenv.Caller, CreatedAt: now, UpdatedAt: now}
+			RequestHash: "h", KeyNonce: order.NewKeyNonce(), Caller: testenv.Caller, CreatedAt: now, UpdatedAt: now}
 		steps := w.Workflow.NewStates(o.ID, "", now)
 		if rename != "" {
 			steps[0].Step = rename

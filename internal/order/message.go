@@ -22,8 +22,9 @@ type StepRequest struct {
 	// CompleteBy to that far after now. Zero (a request from before it
 	// existed) means the agent keeps CompleteBy as it is.
 	AllowanceMs int64 `json:"allowanceMs,omitempty"`
-	// IdempotencyKey is the same for every attempt of a step, so the remote
-	// service can recognise a retry of work it already did.
+	// IdempotencyKey is the same for every attempt of a step, and for its
+	// undo, so the remote service can recognise a retry of work it already
+	// did (see Order.RemoteKey).
 	IdempotencyKey string `json:"idempotencyKey"`
 	CustomerID     string `json:"customerId"`
 	Lines          []Line `json:"lines"`
@@ -37,7 +38,7 @@ func NewRequest(o Order, st StepState) StepRequest {
 		// A claim writes the step's Updated and its CompleteBy from the
 		// same now, so their difference is the claim's allowance.
 		AllowanceMs:    st.CompleteBy.Sub(st.UpdatedAt).Milliseconds(),
-		IdempotencyKey: IdempotencyKeyFor(o.ID, st.Step),
+		IdempotencyKey: o.RemoteKey(st.Step),
 		CustomerID:     o.CustomerID, Lines: o.Lines,
 	}
 }
@@ -79,9 +80,6 @@ func (r StepRequest) Allowance() time.Duration {
 	return time.Duration(r.AllowanceMs) * time.Millisecond
 }
 
-// IdempotencyKeyFor returns the stable key for a step of an order.
-func IdempotencyKeyFor(orderID, step string) string { return orderID + "/" + step }
-
 // Outcome is the result an agent reports.
 type Outcome string
 
@@ -121,6 +119,10 @@ const (
 	// AlertVersionUnknown: the order's workflow version is not in the
 	// running build (a rollback); the order waits for it, alerted once.
 	AlertVersionUnknown AlertKind = "VersionUnknown"
+	// AlertItemUnreadable: an order item in the due index cannot be read
+	// by the running build; the Supervisor skips it, alerted once per
+	// version of the item. Its Step and Attempt are empty.
+	AlertItemUnreadable AlertKind = "ItemUnreadable"
 )
 
 // AlertLease is how long the actor that records an alert has to send it

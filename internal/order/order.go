@@ -117,6 +117,10 @@ type Order struct {
 	// the same Idempotency-Key can be told apart from a conflicting one.
 	RequestHash    string
 	IdempotencyKey string
+	// KeyNonce is the secret the order's remote idempotency keys are
+	// derived from (see RemoteKey), made at submission and stored with the
+	// order; it is never shown. Empty for orders stored before nonces.
+	KeyNonce Secret
 	// Caller is the authenticated principal that submitted the order; only
 	// it (and operators) may read the order, and its Idempotency-Keys are
 	// its own.

@@ -166,7 +166,9 @@ func (c *Client) Call(ctx context.Context, service string, req order.StepRequest
 			op, redirectTarget(resp), resp.StatusCode, ErrConfiguration)
 		return "", fault
 	}
-	fault.err = fmt.Errorf("%s: status %d: %s: %w", op, resp.StatusCode, errorMessage(resp.StatusCode, raw), classify(resp.StatusCode))
+	// The service's answer is an order.ServiceError, from which the agent
+	// tells clients why the step failed (order.ReasonFor).
+	fault.err = fmt.Errorf("%s: %w: %w", op, &order.ServiceError{Service: service, Status: resp.StatusCode, Message: errorMessage(resp.StatusCode, raw)}, classify(resp.StatusCode))
 	return "", fault
 }
 

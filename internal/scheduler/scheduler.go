@@ -260,7 +260,7 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 		}
 	case rep.Undo || wf.StopOnFailure:
 		var failed order.StepState
-		failed, err = s.store.FailStep(ctx, replied, rep.Reason, now)
+		failed, err = s.store.FailStep(ctx, replied, order.ReplyReason(rep.Reason), now)
 		if err == nil {
 			log.ErrorContext(ctx, "failed permanently; order is in Error for an operator", "reason", rep.Reason)
 			s.metrics.Count(metrics.OrdersInError, 1, "order_id", rep.OrderID, "step", rep.Step)
@@ -268,7 +268,7 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 		}
 	default:
 		// A permanent fault did no work: the steps before it are undone.
-		err = s.undo(ctx, wf, log, dynamo.Undoing{Step: replied, From: order.Processing, Ends: order.Failed, Reason: rep.Reason}, false, true)
+		err = s.undo(ctx, wf, log, dynamo.Undoing{Step: replied, From: order.Processing, Ends: order.Failed, Reason: order.ReplyReason(rep.Reason)}, false, true)
 	}
 	if errors.Is(err, order.ErrStale) {
 		log.InfoContext(ctx, "stale or duplicate reply dropped", "message_id", msg.MessageId)

@@ -73,7 +73,7 @@ func TestRacingSchedulersClaimOnce(t *testing.T) {
 	if !st.CompleteBy.Equal(want) || !reqs[0].CompleteBy.Equal(st.CompleteBy) || !st.DueAt.Equal(st.CompleteBy) {
 		t.Errorf("got CompleteBy %s in store, %s in request, DueAt %s; want %s for all", st.CompleteBy, reqs[0].CompleteBy, st.DueAt, want)
 	}
-	if reqs[0].IdempotencyKey != order.IdempotencyKeyFor(id, order.StepReserveInventory) || reqs[0].Attempt != 2 {
+	if o, _ := w.Records(t, id); reqs[0].IdempotencyKey != o.RemoteKey(order.StepReserveInventory) || reqs[0].Attempt != 2 {
 		t.Errorf("got request %+v, want stable idempotency key and attempt 2", reqs[0])
 	}
 	if reqs[0].CustomerID != someOrder.CustomerID || !slices.Equal(reqs[0].Lines, someOrder.Lines) {
@@ -247,7 +247,7 @@ func TestPermanentFaultUndoesDoneStepsInReverse(t *testing.T) {
 		t.Fatalf("after the fault: %s %v, want Compensating %v", o.Status, got, want)
 	}
 	if reqs := w.Requests(t, order.AgentPayment); len(reqs) != 1 || !reqs[0].Undo || reqs[0].Record != 3 ||
-		reqs[0].IdempotencyKey != order.IdempotencyKeyFor(id, order.StepChargePayment) {
+		reqs[0].IdempotencyKey != o.RemoteKey(order.StepChargePayment) {
 		t.Errorf("payment requests %+v, want one undo of record 3 with the charge's own key", reqs)
 	}
 

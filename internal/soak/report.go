@@ -214,7 +214,7 @@ func account(orders []acked, final map[string]order.Order, effects []simulator.E
 		steps := wf.Steps
 		inPlace, everUndone := 0, 0
 		for _, d := range steps {
-			k := d.Agent + " " + order.IdempotencyKeyFor(a.ID, d.Name)
+			k := d.Agent + " " + o.RemoteKey(d.Name)
 			if done[k] > 0 && undone[k] == 0 {
 				inPlace++
 			}

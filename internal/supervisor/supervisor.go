@@ -28,7 +28,9 @@ import (
 // Store is what the Supervisor needs of the state store.
 type Store interface {
 	Shards() int
-	DueSteps(ctx context.Context, shard int, now time.Time, limit int, after dynamo.Cursor) ([]order.StepState, dynamo.Cursor, error)
+	DuePage(ctx context.Context, shard int, now time.Time, limit int, after dynamo.Cursor) (dynamo.DuePage, error)
+	ReportUnreadable(ctx context.Context, u dynamo.Unreadable) error
+	UnreportUnreadable(ctx context.Context, u dynamo.Unreadable) error
 	RetryStep(ctx context.Context, st order.StepState, claimBy time.Time, reason string, now time.Time) (order.StepState, error)
 	DeferStep(ctx context.Context, st order.StepState, completeBy time.Time, reason string, now time.Time) (order.StepState, error)
 	FailTimedOutStep(ctx context.Context, st order.StepState, reason string, now time.Time) (order.StepState, error)
@@ -40,9 +42,11 @@ type Store interface {
 	Park(ctx context.Context, st order.StepState, until time.Time, alert bool, reason string, now time.Time) (order.StepState, error)
 }
 
-// Notifier sends the alert a step records and clears its alert flag.
+// Notifier sends the alert a step records and clears its alert flag, or
+// sends one no step records.
 type Notifier interface {
 	Notify(ctx context.Context, st order.StepState) error
+	Publish(ctx context.Context, a order.Alert) error
 }
 
 // Backlogs tells whether requests of an agent wait in its queue (or held
@@ -136,6 +140,10 @@ type Report struct {
 	// Lost counts recoveries another actor made first: a reply that arrived,
 	// a Scheduler's claim, or another Supervisor's write.
 	Lost int `json:"lost"`
+	// Unreadable counts due order items this build could not read: they
+	// were skipped, counted (PoisonMessages, source due-index) and, once
+	// per version of each, reported to operators.
+	Unreadable int `json:"unreadable"`
 }
 
 func (r *Report) add(o Report) {
@@ -149,6 +157,7 @@ func (r *Report) add(o Report) {
 	r.Compensated += o.Compensated
 	r.Parked += o.Parked
 	r.Lost += o.Lost
+	r.Unreadable += o.Unreadable
 }
 
 // Handle is the Lambda entry point for the EventBridge schedule; the
@@ -220,9 +229,17 @@ func (s *Service) runShard(ctx context.Context, shard int, now time.Time, backlo
 	)
 	for {
 		// Orders are looked at once their DueAt is a grace in the past.
-		steps, next, err := s.store.DueSteps(ctx, shard, now.Add(-s.workflows.Latest().SkewGrace), s.pageSize, page)
+		due, err := s.store.DuePage(ctx, shard, now.Add(-s.workflows.Latest().SkewGrace), s.pageSize, page)
 		if err != nil {
 			return r, errors.Join(append(errs, fmt.Errorf("shard %d: %w", shard, err))...)
+		}
+		steps, next := due.Steps, due.Next
+		for _, u := range due.Unreadable {
+			// Skipped: it holds up nothing after it.
+			r.Unreadable++
+			if err := s.reportUnreadable(ctx, u, now, &r); err != nil {
+				errs = append(errs, err)
+			}
 		}
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, perShardParallel)
@@ -413,6 +430,41 @@ func (s *Service) park(ctx context.Context, st order.StepState, now time.Time, r
 		log.ErrorContext(ctx, "park failed; next run retries", "error", err)
 		return fmt.Errorf("park step %s of order %s: %w", st.Step, st.OrderID, err)
 	}
+	return nil
+}
+
+// reportUnreadable counts a due order item that did not decode, on every
+// run, and alerts operators about it once per version of it: the write
+// that marks the version reported comes first, so of two Supervisors only
+// one alerts, and a later run (another invocation) finds the mark. If the
+// alert is not sent the mark is taken back, and the next run tries again;
+// a crash between the two loses the alert, but not the count, which goes
+// on every run while the item is there.
+func (s *Service) reportUnreadable(ctx context.Context, u dynamo.Unreadable, now time.Time, r *Report) error {
+	log := s.log.With("order_id", u.OrderID, "item_version", u.Fingerprint)
+	s.metrics.Count(metrics.PoisonMessages, 1, "source", "due-index", "order_id", u.OrderID)
+	if u.Reported {
+		log.WarnContext(ctx, "unreadable order item skipped again; operators were alerted", "error", u.Err)
+		return nil
+	}
+	log.ErrorContext(ctx, "unreadable order item skipped; alerting operators", "error", u.Err)
+	err := s.store.ReportUnreadable(ctx, u)
+	if errors.Is(err, order.ErrStale) {
+		return nil // another Supervisor reports it
+	}
+	if err != nil {
+		return fmt.Errorf("unreadable order item %s: %w", u.OrderID, err)
+	}
+	err = s.notifier.Publish(ctx, order.Alert{Kind: order.AlertItemUnreadable, OrderID: u.OrderID, At: now.UTC(),
+		Reason: fmt.Sprintf("the order item cannot be read by this build (%v); the Supervisor skips it until it is repaired or removed (README, Runbook)", u.Err)})
+	if err != nil {
+		if uerr := s.store.UnreportUnreadable(ctx, u); uerr != nil && !errors.Is(uerr, order.ErrStale) {
+			log.WarnContext(ctx, "report mark not taken back: the item is not alerted again", "error", uerr)
+		}
+		return fmt.Errorf("unreadable order item %s: %w", u.OrderID, err)
+	}
+	r.Alerted++
+	s.metrics.Count(metrics.AlertsSent, 1, "order_id", u.OrderID, "kind", string(order.AlertItemUnreadable))
 	return nil
 }
 

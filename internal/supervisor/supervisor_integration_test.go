@@ -389,6 +389,10 @@ func (failingNotifier) Notify(context.Context, order.StepState) error {
 	return errors.New("sns: Publish: service unavailable")
 }
 
+func (failingNotifier) Publish(context.Context, order.Alert) error {
+	return errors.New("sns: Publish: service unavailable")
+}
+
 func TestSchedulerCrashAfterClaimIsRecovered(t *testing.T) {
 	patient := timing
 	patient.FailureThreshold = 3

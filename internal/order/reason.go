@@ -1,0 +1,91 @@
+package order
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Reasons are what clients read of why a step or an order is where it is:
+// a step's and an order's LastError, the reasons in its history and in its
+// status events. They are made here, in the engine's words, from what
+// happened, never from an error's text: an AWS error can name the account
+// and its roles, and a remote service's answer can be long. The error
+// itself goes to the logs of the actor that met it.
+
+// Bounds on reasons, in bytes.
+const (
+	// MaxDetailBytes bounds a remote service's own words kept in a reason.
+	MaxDetailBytes = 256
+	// MaxReasonBytes bounds a reason an agent's reply carries.
+	MaxReasonBytes = 512
+)
+
+// InternalError is what clients read of a failure inside the engine or
+// its AWS services.
+const InternalError = "internal error"
+
+// ServiceError is a remote service's answer to a call that failed: its
+// HTTP status and its own explanation.
+type ServiceError struct {
+	Service string
+	Status  int
+	Message string
+}
+
+func (e *ServiceError) Error() string { return fmt.Sprintf("status %d: %s", e.Status, e.Message) }
+
+// Refused is the reason of a step whose remote service refused its work,
+// with the service's own words, cut to MaxDetailBytes.
+func Refused(service, detail string) string {
+	if detail = clip(detail, MaxDetailBytes); detail == "" {
+		return "remote service " + service + " refused the request"
+	}
+	return "remote service " + service + " refused the request: " + detail
+}
+
+// ReasonFor is the reason clients read of err, the permanent fault that
+// ended a step's attempt: a remote service's refusal (a ServiceError), in
+// its own words; anything else is an InternalError, whatever err says.
+func ReasonFor(err error) string {
+	var se *ServiceError
+	if errors.As(err, &se) {
+		return Refused(se.Service, se.Message)
+	}
+	return InternalError
+}
+
+// ReplyReason is the reason kept of an agent's failure reply: the reason
+// the agent gave (ReasonFor's, from this build's agents), cut to
+// MaxReasonBytes, since a reply is a message from another process.
+func ReplyReason(reason string) string {
+	if reason = clip(reason, MaxReasonBytes); reason == "" {
+		return "the agent reported a permanent fault without a reason"
+	}
+	return reason
+}
+
+// NotSent is the reason of a claim given back because its request could
+// not be sent to its agent.
+func NotSent(agent string) string {
+	return fmt.Sprintf("request not sent to the %s agent (%s); the step waits for a claim again", agent, InternalError)
+}
+
+// clip makes s one line of valid UTF-8, spaces collapsed, at most max
+// bytes, marked with an ellipsis where it was cut.
+func clip(s string, max int) string {
+	s = strings.Join(strings.FieldsFunc(strings.ToValidUTF8(s, "\uFFFD"), func(r rune) bool {
+		return unicode.IsSpace(r) || unicode.IsControl(r)
+	}), " ")
+	if len(s) <= max {
+		return s
+	}
+	const ellipsis = "…"
+	cut := max - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strings.TrimRight(s[:cut], " ") + ellipsis
+}
