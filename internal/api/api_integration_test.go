@@ -588,7 +588,7 @@ func TestOrdersFromBeforeSessionsCountedStayTheirRoles(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
 	now := w.Clock.Now().UTC().Truncate(time.Millisecond)
 	legacy := order.Order{ID: order.NewID(), CustomerID: "c-42", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}},
-		Status: order.StatusPending, Version: w.Workflow.Version, RequestHash: "h", Caller: "AROASHAREDCLIENTS0001", CreatedAt: now, UpdatedAt: now}
+		Status: order.StatusPending, Version: w.Workflow.Version, RequestHash: "h", KeyNonce: order.NewKeyNonce(), Caller: "AROASHAREDCLIENTS0001", CreatedAt: now, UpdatedAt: now}
 	if _, err := w.Store.CreateOrder(context.Background(), legacy, w.Workflow.NewStates(legacy.ID, "submit-test", now)); err != nil {
 		t.Fatal(err)
 	}
