@@ -1,15 +1,11 @@
 package agent_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +14,7 @@ import (
 	"orderly/internal/metrics"
 	"orderly/internal/order"
 	"orderly/internal/remote"
+	"orderly/internal/testenv"
 )
 
 // switchable is a remote service whose answer a test changes: a status
@@ -39,26 +36,12 @@ func (s *switchable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, `{"error":"blocked by policy"}`)
 }
 
-// emfLines collects the metric records an agent writes.
-type emfLines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (e *emfLines) Write(p []byte) (int, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.buf.Write(p)
-}
-
-// of returns the records of the named metric.
-func (e *emfLines) of(name string) []map[string]any {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+// metricRecords returns the records of the named metric in emf.
+func metricRecords(t *testing.T, emf *testenv.JSONLines, name string) []map[string]any {
+	t.Helper()
 	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(e.buf.String()), "\n") {
-		var rec map[string]any
-		if json.Unmarshal([]byte(line), &rec) == nil && rec[name] != nil {
+	for _, rec := range emf.Records(t) {
+		if rec[name] != nil {
 			out = append(out, rec)
 		}
 	}
@@ -81,7 +64,7 @@ func TestConfigurationFaultHoldsRequestsUntilTheServiceAnswers(t *testing.T) {
 	svc.status.Store(http.StatusForbidden)
 	ts := httptest.NewServer(svc)
 	defer ts.Close()
-	var emf emfLines
+	var emf testenv.JSONLines
 	replier, holder := &fakeReplier{}, &fakeHolder{}
 	ag := agent.New(agent.Config{
 		Name: order.AgentPayment, Remote: remote.NewClient(ts.URL, ts.Client()), Replies: replier, Holder: holder,
@@ -111,11 +94,11 @@ func TestConfigurationFaultHoldsRequestsUntilTheServiceAnswers(t *testing.T) {
 	if reps := replier.sent(); len(reps) != 0 {
 		t.Fatalf("replies %+v, want none: a configuration fault fails no step", reps)
 	}
-	faults := emf.of(metrics.ConfigurationFaults)
+	faults := metricRecords(t, &emf, metrics.ConfigurationFaults)
 	if len(faults) != 1 || faults[0][metrics.DimStatus] != "403" || faults[0]["Service"] != "payment-agent" || faults[0]["order_id"] != first.OrderID {
 		t.Errorf("%s records %v, want one for payment-agent with status 403 and the order", metrics.ConfigurationFaults, faults)
 	}
-	if opened := emf.of(metrics.CircuitOpened); len(opened) != 0 {
+	if opened := metricRecords(t, &emf, metrics.CircuitOpened); len(opened) != 0 {
 		t.Errorf("%s records %v, want none: the configuration fault's own alarm is the one alert", metrics.CircuitOpened, opened)
 	}
 
@@ -134,7 +117,7 @@ func TestConfigurationFaultHoldsRequestsUntilTheServiceAnswers(t *testing.T) {
 	if got := holder.heldIDs(); len(got) != 4 {
 		t.Fatalf("held %v, want both requests held again", got)
 	}
-	if faults := emf.of(metrics.ConfigurationFaults); len(faults) != 2 {
+	if faults := metricRecords(t, &emf, metrics.ConfigurationFaults); len(faults) != 2 {
 		t.Errorf("%s records %v, want 2: one per answer", metrics.ConfigurationFaults, faults)
 	}
 
@@ -149,7 +132,7 @@ func TestConfigurationFaultHoldsRequestsUntilTheServiceAnswers(t *testing.T) {
 			t.Errorf("order %s: replies %+v once the service answers, want one success", req.OrderID, reps)
 		}
 	}
-	if opened := emf.of(metrics.CircuitOpened); len(opened) != 0 {
+	if opened := metricRecords(t, &emf, metrics.CircuitOpened); len(opened) != 0 {
 		t.Errorf("%s records %v, want none", metrics.CircuitOpened, opened)
 	}
 }

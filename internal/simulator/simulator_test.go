@@ -1,7 +1,6 @@
 package simulator_test
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -19,6 +18,7 @@ import (
 	"orderly/internal/order"
 	"orderly/internal/remote"
 	"orderly/internal/simulator"
+	"orderly/internal/testenv"
 )
 
 // start serves a fresh simulator over a real connection. Cleanup closes the
@@ -424,42 +424,8 @@ func TestConcurrentTransientCallsFailExactlyN(t *testing.T) {
 	}
 }
 
-// syncBuffer collects log output written from many handlers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// records decodes the JSON log lines written so far.
-func (b *syncBuffer) records(t *testing.T) []map[string]any {
-	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var recs []map[string]any
-	for line := range strings.Lines(b.buf.String()) {
-		var rec map[string]any
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
-		recs = append(recs, rec)
-	}
-	return recs
-}
-
 func TestHangIsReleasedByTheClientGivingUp(t *testing.T) {
-	var logs syncBuffer
+	var logs testenv.JSONLines
 	sim := newSim(t, simulator.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
 	ts := httptest.NewServer(sim)
 	t.Cleanup(sim.Close) // only if the test fails: it must not be needed
@@ -484,14 +450,14 @@ func TestHangIsReleasedByTheClientGivingUp(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("server still holds the call 5s after its client gave up")
 	}
-	recs := logs.records(t)
+	recs := logs.Records(t)
 	if len(recs) != 1 || recs[0]["abandoned"] != true || recs[0]["status"] != 0.0 {
 		t.Errorf("log = %v, want one record of an abandoned call with status 0", recs)
 	}
 }
 
 func TestCloseReleasesHeldCalls(t *testing.T) {
-	var logs syncBuffer
+	var logs testenv.JSONLines
 	sim := newSim(t, simulator.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
 	ts := httptest.NewServer(sim)
 	defer ts.Close()
@@ -520,7 +486,7 @@ func TestCloseReleasesHeldCalls(t *testing.T) {
 
 	sim.Close()
 	// Close returns only once every handler is done, log line included.
-	if recs := logs.records(t); len(recs) != len(held) {
+	if recs := logs.Records(t); len(recs) != len(held) {
 		t.Errorf("%d log records when Close returned, want %d", len(recs), len(held))
 	}
 	for range held {
@@ -548,7 +514,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func TestLogsOneLinePerCall(t *testing.T) {
-	var logs syncBuffer
+	var logs testenv.JSONLines
 	// The engine gives the simulator a logger that names it as the service.
 	_, ts, client := start(t, simulator.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil)).With("service", "simulator")))
 	req := stepRequest("ORDER1", order.StepChargePayment, "TEST-PAYMENT-TRANSIENT-1")
@@ -561,7 +527,7 @@ func TestLogsOneLinePerCall(t *testing.T) {
 		{"level": "INFO", "msg": "remote call", "service": "simulator", "remote_service": "payment", "key": "ORDER1/charge-payment", "order_id": "ORDER1", "mode": "TRANSIENT-1", "call": 2.0, "status": 201.0},
 		{"level": "INFO", "msg": "remote call", "service": "simulator", "remote_service": "payment", "key": "", "mode": "", "status": 400.0},
 	}
-	recs := logs.records(t)
+	recs := logs.Records(t)
 	if n := strings.Count(logs.String(), `"service":`); n != len(want) {
 		t.Errorf("%d service keys in %d lines: a key is written twice", n, len(want))
 	}

@@ -1,12 +1,8 @@
 package supervisor_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,30 +17,11 @@ import (
 	"orderly/internal/testenv"
 )
 
-// syncBuffer is a bytes.Buffer safe for the Supervisor's parallel writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
 // counted sums the EMF counts of a metric whose source property is source.
-func (b *syncBuffer) counted(t *testing.T, name, source string) int {
+func counted(t *testing.T, emf *testenv.JSONLines, name, source string) int {
 	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	n := 0
-	lines := bufio.NewScanner(bytes.NewReader(b.buf.Bytes()))
-	for lines.Scan() {
-		var rec map[string]any
-		if err := json.Unmarshal(lines.Bytes(), &rec); err != nil {
-			t.Fatalf("EMF line %s: %v", lines.Text(), err)
-		}
+	for _, rec := range emf.Records(t) {
 		if v, ok := rec[name].(float64); ok && rec["source"] == source {
 			n += int(v)
 		}
@@ -92,7 +69,7 @@ func TestAnUnreadableDueItemIsSkippedCountedAndAlertedOnce(t *testing.T) {
 	expire(t, w, id)
 	bad := putUnreadable(t, w, id)
 
-	var emf syncBuffer
+	var emf testenv.JSONLines
 	sup := func(tweaks ...func(*supervisor.Config)) *supervisor.Service {
 		return w.Supervisor(append(tweaks, func(c *supervisor.Config) { c.Metrics = metrics.New(&emf, "supervisor") })...)
 	}
@@ -123,7 +100,7 @@ func TestAnUnreadableDueItemIsSkippedCountedAndAlertedOnce(t *testing.T) {
 	if a, ok := w.Alerts.Next(bad, 3*time.Second); ok {
 		t.Errorf("second alert %s, want operators alerted once", testenv.Describe(a))
 	}
-	if n := emf.counted(t, metrics.PoisonMessages, "due-index"); n != 3 {
+	if n := counted(t, &emf, metrics.PoisonMessages, "due-index"); n != 3 {
 		t.Errorf("%s counted %d unreadable due items, want 3 (one per run)", metrics.PoisonMessages, n)
 	}
 
