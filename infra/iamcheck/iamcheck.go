@@ -116,6 +116,11 @@ func New(t *Template, stage string) (*Checker, error) {
 			if err := c.addPolicy(r.Properties, list(r.Properties["Roles"])...); err != nil {
 				return nil, fmt.Errorf("policy %s: %w", id, err)
 			}
+		case "AWS::IAM::ManagedPolicy":
+			// A managed policy is a principal of its own (see Principal).
+			if err := c.addPolicy(r.Properties, map[string]any{"Ref": id}); err != nil {
+				return nil, fmt.Errorf("managed policy %s: %w", id, err)
+			}
 		case "AWS::IAM::Role":
 			for _, p := range list(r.Properties["Policies"]) {
 				if pm, ok := p.(map[string]any); ok {
@@ -163,6 +168,25 @@ func (c *Checker) addPolicy(props map[string]any, roles ...any) error {
 	return nil
 }
 
+// Principal names the holder of a managed policy as calls name a
+// function, so that calls recorded from, say, the operators' CLI are held
+// against the policy they are given. policy is the policy's logical id
+// without the CDK's hash.
+func (c *Checker) Principal(name, policy string) error {
+	for id, r := range c.t.Resources {
+		if r.Type == "AWS::IAM::ManagedPolicy" && readable(id) == policy {
+			c.roleOf[name] = id
+			return nil
+		}
+	}
+	return fmt.Errorf("the template has no managed policy %s", policy)
+}
+
+// Functions lists the short names of the template's functions.
+func (c *Checker) Functions() []string {
+	return slices.Sorted(maps.Values(c.functionOf))
+}
+
 // Grants returns every role's grants.
 func (c *Checker) Grants() []Grant {
 	var out []Grant
@@ -174,12 +198,25 @@ func (c *Checker) Grants() []Grant {
 }
 
 // Check holds calls (with names as the template's stage names them)
-// against the roles. rare lists grants only rare paths use, as
+// against the roles of the functions (or principals) that made them, and
+// reports the grants of those roles that no call used. rare lists grants
+// only rare paths use, as
 // Grant.String writes them ("SupervisorRole: sqs:GetQueueAttributes on
 // RequestQueuePayment.Arn"); they are not reported unused.
 func (c *Checker) Check(calls []callrecord.Call, rare []string) Report {
 	rep := Report{Used: map[Grant]int{}}
-	all := append(slices.Clone(calls), c.PlatformCalls(calls)...)
+	// Only the roles of the functions (or principals) that made calls are
+	// checked, with the calls Lambda makes for those functions.
+	checked := map[string]bool{}
+	for _, call := range calls {
+		checked[c.roleOf[call.Function]] = true
+	}
+	all := slices.Clone(calls)
+	for _, call := range c.PlatformCalls(calls) {
+		if checked[c.roleOf[call.Function]] {
+			all = append(all, call)
+		}
+	}
 	for _, call := range all {
 		role, ok := c.roleOf[call.Function]
 		if !ok {
@@ -203,7 +240,7 @@ func (c *Checker) Check(calls []callrecord.Call, rare []string) Report {
 		}
 	}
 	for _, g := range c.Grants() {
-		if rep.Used[g] == 0 && !slices.Contains(rare, g.String()) {
+		if checked[g.Role] && rep.Used[g] == 0 && !slices.Contains(rare, g.String()) {
 			rep.Unused = append(rep.Unused, g)
 		}
 	}

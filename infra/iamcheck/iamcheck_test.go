@@ -145,3 +145,43 @@ func TestRefusesConditionsAndDenies(t *testing.T) {
 		}
 	}
 }
+
+// A managed policy is checked as the principal its calls name, and only
+// the roles of the principals that made calls are reported unused.
+func TestManagedPolicyPrincipal(t *testing.T) {
+	raw := strings.Replace(testTemplate, `"Policy": {`, `"ToolsPolicyAAAA1111": {"Type": "AWS::IAM::ManagedPolicy", "Properties": {"PolicyDocument": {"Statement": [
+    {"Effect": "Allow", "Action": ["dynamodb:Query", "dynamodb:GetItem"], "Resource": {"Fn::GetAtt": ["TableAAAABBBB", "Arn"]}}]}}},
+  "Policy": {`, 1)
+	tpl, err := Parse([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(tpl, "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Principal("tools", "NoSuchPolicy"); err == nil {
+		t.Error("Principal accepted a policy the template lacks")
+	}
+	if err := c.Principal("tools", "ToolsPolicy"); err != nil {
+		t.Fatal(err)
+	}
+	table := callrecord.Resource{Kind: callrecord.Table, Name: "orderly-dev-history"}
+	rep := c.Check([]callrecord.Call{
+		{Function: "tools", Action: "dynamodb:Query", Resource: table},
+		{Function: "tools", Action: "dynamodb:PutItem", Resource: table},
+	}, nil)
+	var missing, unused []string
+	for _, m := range rep.Missing {
+		missing = append(missing, m.String())
+	}
+	for _, g := range rep.Unused {
+		unused = append(unused, g.String())
+	}
+	if want := []string{"tools: dynamodb:PutItem on table orderly-dev-history is not allowed: grant ToolsPolicy: dynamodb:PutItem on ${Table.Arn}"}; !slices.Equal(missing, want) {
+		t.Errorf("missing %q, want %q", missing, want)
+	}
+	if want := []string{"ToolsPolicy: dynamodb:GetItem on ${Table.Arn}"}; !slices.Equal(unused, want) {
+		t.Errorf("unused %q, want %q (the function's role made no call here)", unused, want)
+	}
+}

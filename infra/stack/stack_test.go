@@ -111,7 +111,7 @@ func TestResourceCounts(t *testing.T) {
 		"AWS::Events::EventBus":             1,
 		"AWS::ApiGateway::RestApi":          1,
 		"AWS::ApiGateway::Method":           7, // POST /orders, GET /orders/{id}, its history, cancel and redrive, GET /ops/orders/{id} and its history
-		"AWS::IAM::ManagedPolicy":           2, // the client and operator policies
+		"AWS::IAM::ManagedPolicy":           3, // the client and operator policies, and the operators' tools
 		"AWS::ApiGateway::RequestValidator": 1,
 		"AWS::ApiGateway::Model":            1,
 		"AWS::ApiGateway::GatewayResponse":  1,

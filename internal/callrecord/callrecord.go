@@ -181,6 +181,8 @@ func CallsOf(function, service, operation string, params any) []Call {
 		out = append(out, one(action, queue(in.QueueUrl)))
 	case *sqs.ChangeMessageVisibilityBatchInput:
 		out = append(out, one(action, queue(in.QueueUrl)))
+	case *sqs.GetQueueUrlInput:
+		out = append(out, one(action, Resource{Kind: Queue, Name: deref(in.QueueName)}))
 	case *sqs.GetQueueAttributesInput:
 		out = append(out, one(action, queue(in.QueueUrl)))
 	case *sns.PublishInput:

@@ -1,0 +1,142 @@
+package stack_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"orderly/infra/iamcheck"
+	"orderly/internal/api"
+	"orderly/internal/callrecord"
+	"orderly/internal/enginetest"
+	"orderly/internal/ops"
+	"orderly/internal/order"
+	"orderly/internal/testenv"
+)
+
+// operatorTools names the operators' CLI and console as the check knows
+// their calls.
+const operatorTools = "operator-tools"
+
+// The operators' tools (the orderly CLI and its console, package ops) work
+// on a stage's tables and queues with the operator's own credentials.
+// Every call they make, recorded while they run each command against a
+// running stage (listings, show, history, alerts, versions, cancel,
+// redrive, move, and the dead-letter queues' list, show and redrive), must
+// be allowed by the stack's OperatorToolsPolicy, and every grant of it used.
+func TestOperatorToolsPolicyAllowsExactlyTheToolsCalls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives the whole engine")
+	}
+	e := enginetest.Start(t, nil)
+	stuck := submitOrder(t, e, "TEST-PAYMENT-PERMANENT", "TEST-INVENTORY-UNDO-PERMANENT-1")
+	running := submitOrder(t, e, "TEST-SHIPPING-HANG")
+	awaitOrder(t, e, stuck, func(v api.OrderView) bool { return v.Status == order.StatusError })
+	awaitOrder(t, e, running, func(v api.OrderView) bool { return onStep(v, order.StepArrangeShipping) })
+	// A message in every dead-letter queue, for dlq show and dlq redrive.
+	plain := e.Clients().SQS
+	var dlqs []string
+	for _, q := range append(slices.Collect(maps.Values(e.Stack.Catalog.RequestQueues)), e.Stack.Catalog.ResponseQueue) {
+		dlqs = append(dlqs, q.DeadLetterName)
+	}
+	// The stream's and the schedule's failure queues are the stack's only:
+	// made here as the stack names them.
+	failures := []string{"orderly-" + e.Stack.Catalog.Stage + "-stream-failures", "orderly-" + e.Stack.Catalog.Stage + "-schedule-failures"}
+	for _, name := range append(slices.Clone(dlqs), failures...) {
+		out, err := plain.CreateQueue(context.Background(), &sqs.CreateQueueInput{QueueName: aws.String(name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := plain.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: out.QueueUrl, MessageBody: aws.String("{}")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	rec := callrecord.New()
+	cfg := testenv.AWS(t).Copy()
+	cfg.APIOptions = append(slices.Clone(cfg.APIOptions), rec.For(operatorTools))
+	stage := ops.Open(e.Stack.Catalog.Stage, dynamodb.NewFromConfig(cfg), sqs.NewFromConfig(cfg))
+	ctx := context.Background()
+	must := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	_, err := stage.InFlight(ctx, 0, 100)
+	must("list", err)
+	_, err = stage.InStatus(ctx, order.StatusProcessing, 100)
+	must("list -status Processing", err)
+	_, err = stage.InError(ctx, 100)
+	must("list -status Error", err)
+	_, err = stage.Versions(ctx)
+	must("versions", err)
+	_, err = stage.Show(ctx, stuck)
+	must("show", err)
+	_, err = stage.History(ctx, stuck)
+	must("history", err)
+	_, err = stage.Alerts(ctx, time.Now().Add(-time.Hour), "", 100)
+	must("alerts", err)
+	_, err = stage.Cancel(ctx, running)
+	must("cancel", err)
+	_, err = stage.Redrive(ctx, stuck, order.RedriveCompensate)
+	must("redrive", err)
+	// The order runs a version this build has: the move is refused after
+	// reading it (its write is the UpdateItem of cancel and redrive).
+	if _, err := stage.Move(ctx, running, "1"); !errors.Is(err, order.ErrNotAllowed) {
+		t.Fatalf("move: %v, want it refused", err)
+	}
+	_, err = stage.DeadLetters(ctx)
+	must("dlq list", err)
+	for _, name := range append(slices.Clone(dlqs), failures...) {
+		letters, err := stage.PeekDeadLetters(ctx, name, 10)
+		must("dlq show "+name, err)
+		if len(letters) != 1 {
+			t.Fatalf("dlq show %s: %d letters, want the one sent", name, len(letters))
+		}
+	}
+	for _, name := range dlqs {
+		_, err = stage.RedriveDeadLetters(ctx, name, 10, false)
+		must("dlq redrive "+name, err)
+	}
+
+	var calls []callrecord.Call
+	for _, c := range rec.Calls() {
+		c.Resource.Name = strings.Replace(c.Resource.Name, "orderly-"+e.Stack.Catalog.Stage+"-", "orderly-"+synthesizedStage+"-", 1)
+		calls = append(calls, c)
+	}
+	raw, err := json.Marshal(template.ToJSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := iamcheck.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checker, err := iamcheck.New(tpl, synthesizedStage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checker.Principal(operatorTools, "OperatorToolsPolicy"); err != nil {
+		t.Fatal(err)
+	}
+	rep := checker.Check(calls, nil)
+	for _, m := range rep.Missing {
+		t.Errorf("%s", m)
+	}
+	for _, g := range rep.Unused {
+		t.Errorf("no call of the operators' tools uses the grant %s: remove it", g)
+	}
+	if t.Failed() {
+		t.Logf("recorded calls:\n%s", strings.Join(mapStrings(calls), "\n"))
+	}
+}
