@@ -30,6 +30,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -550,7 +551,7 @@ func workflow(args []string, out io.Writer) error {
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if err == nil {
-			_, err = definition.Parse(file, data)
+			err = validateFile(file, data)
 		} else {
 			rule := err.Error()
 			var pathErr *os.PathError
@@ -568,6 +569,26 @@ func workflow(args []string, out io.Writer) error {
 	}
 	if invalid > 0 {
 		return fmt.Errorf("%d of %d files: %w", invalid, len(files), errInvalidDefinitions)
+	}
+	return nil
+}
+
+// validateFile checks one definition; under a workflows/ directory, also
+// that its place names it, as cdk synth and the functions check.
+func validateFile(file string, data []byte) error {
+	def, err := definition.Parse(file, data)
+	if err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	if filepath.Base(filepath.Dir(filepath.Dir(abs))) == "workflows" {
+		rel := filepath.Base(filepath.Dir(abs)) + "/" + filepath.Base(abs)
+		if ps := def.CheckPlace(rel); len(ps) > 0 {
+			return ps
+		}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +16,18 @@ func TestWorkflowValidate(t *testing.T) {
 	shipped := filepath.Join("..", "..", "workflows", "order", "v1.json")
 	bad := filepath.Join("..", "..", "internal", "definition", "testdata", "bad", "many-problems.json")
 	missing := filepath.Join(t.TempDir(), "v9.json")
+	// A copy for a new version whose "version" was not changed.
+	copied := filepath.Join(t.TempDir(), "workflows", "order", "v2.json")
+	raw, err := os.ReadFile(shipped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(copied), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(copied, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name    string
 		files   []string
@@ -30,6 +43,7 @@ func TestWorkflowValidate(t *testing.T) {
 			bad + `: steps[1].timing.maxAllowance: 1s is below allowance 10s`,
 			missing + `: cannot read: no such file or directory`,
 		}, true},
+		{"misplaced", []string{copied}, []string{copied + `: version: "1": the file must be named v1.json`}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -32,19 +32,29 @@ func Load(fsys fs.FS, prefix string) ([]Definition, error) {
 			ps = append(ps, err.(Problems)...)
 			continue
 		}
-		dir, base := path.Split(f)
-		if want := path.Clean(dir); def.Name != want {
-			ps = append(ps, Problem{File: def.File, Field: "name", Rule: fmt.Sprintf("%q: must be the directory's name, %q", def.Name, want)})
-		}
-		if want := "v" + def.Version + ".json"; base != want {
-			ps = append(ps, Problem{File: def.File, Field: "version", Rule: fmt.Sprintf("%q: the file must be named %s", def.Version, want)})
-		}
+		ps = append(ps, def.CheckPlace(f)...)
 		defs = append(defs, def)
 	}
 	if len(ps) > 0 {
 		return nil, ps
 	}
 	return defs, nil
+}
+
+// CheckPlace reports a definition whose place under workflows/, rel
+// ("order/v1.json"), does not say its name and version: a copy made for a
+// new version whose "version" was left as it was would otherwise replace
+// the old one.
+func (d Definition) CheckPlace(rel string) Problems {
+	var ps Problems
+	dir, base := path.Split(path.Clean(rel))
+	if want := path.Base(dir); d.Name != want {
+		ps = append(ps, Problem{File: d.File, Field: "name", Rule: fmt.Sprintf("%q: must be the directory's name, %q", d.Name, want)})
+	}
+	if want := "v" + d.Version + ".json"; base != want {
+		ps = append(ps, Problem{File: d.File, Field: "version", Rule: fmt.Sprintf("%q: the file must be named %s", d.Version, want)})
+	}
+	return ps
 }
 
 // Versions is the named workflow's versions in defs, for the stage's
