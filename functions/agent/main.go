@@ -49,7 +49,7 @@ func main() {
 	sqsClient := awssqs.NewFromConfig(awsCfg)
 	svc := agent.New(agent.Config{
 		Name:        name,
-		Remote:      remote.NewClient(remoteURL, &http.Client{}),
+		Remote:      remote.NewClient(remoteURL, &http.Client{}, workflows),
 		Replies:     sqs.NewReplies(sqsClient, responseQueue),
 		ReplyMargin: margin,
 		TryTimeout:  tryTimeout,

@@ -443,7 +443,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 
 	// Agents: one per request queue, calling the remote services.
-	caller := remote.NewClient(e.remote, &http.Client{})
+	caller := remote.NewClient(e.remote, &http.Client{}, workflows)
 	agentNames := slices.Sorted(maps.Keys(e.Stack.RequestQueues))
 	for i, name := range agentNames {
 		q := e.Stack.RequestQueues[name]
