@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 
 	"orderly/internal/cost"
+	"orderly/internal/definition"
 	"orderly/internal/order"
 )
 
@@ -48,6 +49,6 @@ func run(orders, concurrency int, pricesPath string, httpAPI bool) error {
 	if err != nil {
 		return err
 	}
-	steps := len(order.OrderWorkflow(order.DefaultTiming).Steps)
+	steps := len(definition.MustShipped(order.DefaultTiming).Latest().Steps)
 	return cost.Report(os.Stdout, results, p, steps, httpAPI)
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"orderly/internal/config"
+	"orderly/internal/definition"
 	"orderly/internal/engine"
 	"orderly/internal/faults"
 	"orderly/internal/order"
@@ -71,7 +72,12 @@ func run(log *slog.Logger) error {
 	// A rehearsal of a version change: the shipped versions and, as the
 	// latest, the latest with a step renamed and its allowances doubled.
 	if env.String("ORDERLY_REHEARSE_VERSION", "") == "1" {
-		cfg.Workflows = order.WithRehearsal(order.OrderWorkflows(timing))
+		shipped, err := definition.Shipped(timing)
+		if err != nil {
+			log.Error("cannot start", "error", err)
+			os.Exit(1)
+		}
+		cfg.Workflows = order.WithRehearsal(shipped)
 	}
 	cfg.ParkFor = env.Duration("PARK_FOR", 0)
 	// EMF metric lines matter in CloudWatch; locally they would drown the

@@ -16,6 +16,7 @@
 //	orderly versions
 //	orderly move ID -version V
 //	orderly console [-addr 127.0.0.1:8082]
+//	orderly workflow validate FILE...
 package main
 
 import (
@@ -29,6 +30,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -40,6 +42,7 @@ import (
 	"orderly/internal/api"
 	"orderly/internal/config"
 	"orderly/internal/console"
+	"orderly/internal/definition"
 	"orderly/internal/localrun"
 	"orderly/internal/ops"
 	"orderly/internal/order"
@@ -69,6 +72,8 @@ Commands:
   versions                   the orders not ended per workflow version, and which
                              versions this build has: remove a version once none uses it
   console [-addr HOST:PORT]  serve the web console for the stage (default 127.0.0.1:8082)
+  workflow validate FILE...  check workflow definition files (workflows/NAME/vVERSION.json):
+                             "FILE: valid" for each, or one line per problem and exit 1
 
 Every command takes -h. The stage's AWS endpoints come from the usual
 variables and profile: for 'make run', eval "$(bash localstack/emulators.sh env)".
@@ -104,6 +109,10 @@ func run(args []string, out io.Writer) error {
 	if global.NArg() == 0 {
 		global.Usage()
 		return flag.ErrHelp
+	}
+	if global.Arg(0) == "workflow" {
+		// Definitions are files: no stage, no AWS.
+		return workflow(global.Args()[1:], out)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -516,4 +525,70 @@ func newTable(w io.Writer, header string) *tabwriter.Writer {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, header)
 	return tw
+}
+
+// errInvalidDefinitions ends `workflow validate` when a file is invalid; its
+// problems are already printed, one a line.
+var errInvalidDefinitions = errors.New("invalid workflow definitions")
+
+// workflow runs `orderly workflow SUBCOMMAND`.
+func workflow(args []string, out io.Writer) error {
+	const synopsis = "workflow validate FILE..."
+	fs := flags("workflow", synopsis)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 || fs.Arg(0) != "validate" {
+		fs.Usage()
+		return fmt.Errorf("workflow: want validate: %w", flag.ErrHelp)
+	}
+	files := fs.Args()[1:]
+	if len(files) == 0 {
+		fs.Usage()
+		return fmt.Errorf("workflow validate takes one or more files: %w", flag.ErrHelp)
+	}
+	invalid := 0
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err == nil {
+			err = validateFile(file, data)
+		} else {
+			rule := err.Error()
+			var pathErr *os.PathError
+			if errors.As(err, &pathErr) {
+				rule = pathErr.Err.Error() // the file is named already
+			}
+			err = definition.Problems{{File: file, Rule: "cannot read: " + rule}}
+		}
+		if err != nil {
+			invalid++
+			fmt.Fprintln(out, err)
+			continue
+		}
+		fmt.Fprintf(out, "%s: valid\n", file)
+	}
+	if invalid > 0 {
+		return fmt.Errorf("%d of %d files: %w", invalid, len(files), errInvalidDefinitions)
+	}
+	return nil
+}
+
+// validateFile checks one definition; under a workflows/ directory, also
+// that its place names it, as cdk synth and the functions check.
+func validateFile(file string, data []byte) error {
+	def, err := definition.Parse(file, data)
+	if err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	if filepath.Base(filepath.Dir(filepath.Dir(abs))) == "workflows" {
+		rel := filepath.Base(filepath.Dir(abs)) + "/" + filepath.Base(abs)
+		if ps := def.CheckPlace(rel); len(ps) > 0 {
+			return ps
+		}
+	}
+	return nil
 }

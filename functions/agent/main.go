@@ -17,8 +17,8 @@ import (
 
 	"orderly/internal/agent"
 	"orderly/internal/config"
+	"orderly/internal/definition"
 	"orderly/internal/dynamo"
-	"orderly/internal/order"
 	"orderly/internal/remote"
 	"orderly/internal/resources"
 	"orderly/internal/sqs"
@@ -34,7 +34,13 @@ func main() {
 	tryTimeout := env.Duration(config.EnvTryTimeout, agent.DefaultTryTimeout)
 	table := env.Required(resources.EnvOrdersTable)
 	ownQueue := env.Required(resources.EnvRequestQueueURL(name))
-	timing := env.Timing()
+	workflows, err := definition.Shipped(env.Timing())
+	if err != nil {
+		// The workflow's files are built in: a broken build, or the
+		// stage's timing at odds with a step's own.
+		log.Error("cannot start", "error", err)
+		os.Exit(1)
+	}
 	awsCfg, err := config.Load(context.Background(), env)
 	if err != nil {
 		log.Error("cannot start", "error", err)
@@ -43,12 +49,12 @@ func main() {
 	sqsClient := awssqs.NewFromConfig(awsCfg)
 	svc := agent.New(agent.Config{
 		Name:        name,
-		Remote:      remote.NewClient(remoteURL, &http.Client{}),
+		Remote:      remote.NewClient(remoteURL, &http.Client{}, workflows),
 		Replies:     sqs.NewReplies(sqsClient, responseQueue),
 		ReplyMargin: margin,
 		TryTimeout:  tryTimeout,
 		Deadlines:   dynamo.NewStore(dynamodb.NewFromConfig(awsCfg), table).As("agent " + name),
-		Workflows:   order.OrderWorkflows(timing),
+		Workflows:   workflows,
 		// Requests wait in their own queue while the circuit is open.
 		Holder:  sqs.NewRequests(sqsClient, map[string]string{name: ownQueue}),
 		Now:     time.Now,

@@ -16,9 +16,9 @@ import (
 
 	"orderly/internal/alerting"
 	"orderly/internal/config"
+	"orderly/internal/definition"
 	"orderly/internal/dispatch"
 	"orderly/internal/dynamo"
-	"orderly/internal/order"
 	"orderly/internal/resources"
 	"orderly/internal/scheduler"
 	"orderly/internal/sns"
@@ -31,7 +31,13 @@ func main() {
 	retention := env.Retention()
 	ordersTable := env.Required(resources.EnvOrdersTable)
 	topicARN := env.Required(resources.EnvAlertTopicARN)
-	workflows := order.OrderWorkflows(env.Timing())
+	workflows, err := definition.Shipped(env.Timing())
+	if err != nil {
+		// The workflow's files are built in: a broken build, or the
+		// stage's timing at odds with a step's own.
+		log.Error("cannot start", "error", err)
+		os.Exit(1)
+	}
 	queues := env.RequestQueueURLs(workflows.Agents())
 	awsCfg, err := config.Load(context.Background(), env)
 	if err != nil {

@@ -15,9 +15,9 @@ import (
 	"orderly/internal/api"
 	"orderly/internal/config"
 	"orderly/internal/control"
+	"orderly/internal/definition"
 	"orderly/internal/dispatch"
 	"orderly/internal/dynamo"
-	"orderly/internal/order"
 	"orderly/internal/resources"
 	"orderly/internal/sqs"
 )
@@ -29,7 +29,13 @@ func main() {
 	ordersTable := env.Required(resources.EnvOrdersTable)
 	historyTable := env.Required(resources.EnvHistoryTable)
 	anonymous := env.String(resources.EnvAnonymousCaller, "")
-	workflows := order.OrderWorkflows(env.Timing())
+	workflows, err := definition.Shipped(env.Timing())
+	if err != nil {
+		// The workflow's files are built in: a broken build, or the
+		// stage's timing at odds with a step's own.
+		log.Error("cannot start", "error", err)
+		os.Exit(1)
+	}
 	workflow := workflows.Latest()
 	// Submission only ever sends the first step's request.
 	queues := env.RequestQueueURLs([]string{workflow.Steps[0].Agent})

@@ -14,8 +14,8 @@ import (
 
 	"orderly/internal/alerting"
 	"orderly/internal/config"
+	"orderly/internal/definition"
 	"orderly/internal/dynamo"
-	"orderly/internal/order"
 	"orderly/internal/resources"
 	"orderly/internal/sns"
 	"orderly/internal/sqs"
@@ -28,7 +28,13 @@ func main() {
 	retention := env.Retention()
 	ordersTable := env.Required(resources.EnvOrdersTable)
 	topicARN := env.Required(resources.EnvAlertTopicARN)
-	workflows := order.OrderWorkflows(env.Timing())
+	workflows, err := definition.Shipped(env.Timing())
+	if err != nil {
+		// The workflow's files are built in: a broken build, or the
+		// stage's timing at odds with a step's own.
+		log.Error("cannot start", "error", err)
+		os.Exit(1)
+	}
 	// The Supervisor asks the agents' queues for their backlog, to tell
 	// queue wait from a timeout.
 	queues := env.RequestQueueURLs(workflows.Agents())

@@ -13,7 +13,6 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"orderly/internal/config"
-	"orderly/internal/order"
 	"orderly/internal/resources"
 )
 
@@ -67,7 +66,7 @@ func newFunctions(s *Stack) *functions {
 	// that step's request; reads orders back. A request it cannot send is
 	// released (UpdateItem) for the Scheduler to claim through the stream.
 	// Submission sends only the first step of the latest version.
-	first := order.OrderWorkflows(s.props.Timing).Latest().Steps[0].Agent
+	first := s.props.Workflows.Latest().Steps[0].Agent
 	// It reads an order's history for GET /orders/{id}/history.
 	submitEnv := map[string]*string{resources.EnvRequestQueueURL(first): m.requests[first].QueueUrl(),
 		resources.EnvHistoryTable: jsii.String(s.cat.History.Name)}

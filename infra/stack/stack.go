@@ -5,6 +5,7 @@ package stack
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 
 	"orderly/internal/config"
 	"orderly/internal/cost"
+	"orderly/internal/definition"
 	"orderly/internal/order"
 	"orderly/internal/resources"
 )
@@ -59,6 +61,12 @@ type Props struct {
 	// requests that name none: LocalStack's API Gateway enforces no IAM
 	// and passes no caller identity. Leave it empty in AWS.
 	AnonymousCaller string
+	// Workflows are the workflow versions the stack deploys agents and
+	// queues for. FromContext reads them from the repository's workflows/
+	// directory with the functions' own loader, so synth refuses an
+	// invalid definition with the messages `orderly workflow validate`
+	// prints; left empty, New takes the ones built into this binary.
+	Workflows order.Versions
 }
 
 // Context keys and their defaults.
@@ -76,6 +84,9 @@ const (
 	CtxAnonymousCaller     = "anonymousCaller"
 	CtxPricesFile          = "pricesFile"
 	CtxRetentionDays       = "retentionDays"
+	// CtxWorkflowsDir is the directory of workflow definitions
+	// (default ../workflows, from infra/).
+	CtxWorkflowsDir = "workflowsDir"
 	// The workflow's timing (README, Configuration): Go durations, and a
 	// count that may be 0.
 	CtxStepAllowance    = "stepAllowance"
@@ -125,7 +136,15 @@ func FromContext(scope constructs.Construct) (Props, error) {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("context %s: %w", CtxPricesFile, err))
 	}
+	dir := str(CtxWorkflowsDir, filepath.Join("..", "workflows"))
+	var workflows order.Versions
+	if defs, err := definition.Load(os.DirFS(dir), dir); err != nil {
+		errs = append(errs, fmt.Errorf("workflow definitions (context %s):\n%w", CtxWorkflowsDir, err))
+	} else if workflows, err = definition.Versions(defs, definition.ShippedWorkflow, timing); err != nil {
+		errs = append(errs, fmt.Errorf("workflow definitions (context %s):\n%w", CtxWorkflowsDir, err))
+	}
 	p := Props{
+		Workflows:           workflows,
 		Prices:              prices,
 		Retention:           time.Duration(num(CtxRetentionDays, resources.DefaultRetention.Hours()/24) * float64(24*time.Hour)),
 		Stage:               str(CtxStage, "dev"),
@@ -206,10 +225,17 @@ func New(scope constructs.Construct, id string, props Props) (*Stack, error) {
 	if sp.Description == nil {
 		sp.Description = jsii.String("orderly " + props.Stage + ": order processing with the Scheduler Agent Supervisor pattern")
 	}
+	if len(props.Workflows.Known()) == 0 {
+		shipped, err := definition.Shipped(props.Timing)
+		if err != nil {
+			return nil, err
+		}
+		props.Workflows = shipped
+	}
 	s := &Stack{
 		Stack: awscdk.NewStack(scope, jsii.String(id), &sp),
 		props: props,
-		cat:   resources.New(props.Stage, order.OrderWorkflows(props.Timing).Agents()),
+		cat:   resources.New(props.Stage, props.Workflows.Agents()),
 	}
 	awscdk.Tags_Of(s.Stack).Add(jsii.String("app"), jsii.String("orderly"), nil)
 	awscdk.Tags_Of(s.Stack).Add(jsii.String("stage"), jsii.String(props.Stage), nil)
@@ -243,7 +269,7 @@ func New(scope constructs.Construct, id string, props Props) (*Stack, error) {
 
 // agents are every workflow version's: an order of an older version still
 // needs its agents' queues.
-func (s *Stack) agents() []string { return order.OrderWorkflows(s.props.Timing).Agents() }
+func (s *Stack) agents() []string { return s.props.Workflows.Agents() }
 
 func title(s string) string {
 	if s == "" {

@@ -56,6 +56,7 @@ func TestMain(m *testing.M) {
 	}
 	cdkJSON.Context[stack.CtxAssetsDir] = filepath.Join("..", "..", "bin")
 	cdkJSON.Context[stack.CtxPricesFile] = filepath.Join("..", "..", "cost", "prices.json")
+	cdkJSON.Context[stack.CtxWorkflowsDir] = filepath.Join("..", "..", "workflows")
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &cdkJSON.Context})
 	props, err := stack.FromContext(app)
 	if err != nil {
@@ -606,6 +607,7 @@ func TestTimingFromContext(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.ctx[stack.CtxPricesFile] = filepath.Join("..", "..", "cost", "prices.json")
+			tt.ctx[stack.CtxWorkflowsDir] = filepath.Join("..", "..", "workflows")
 			app := awscdk.NewApp(&awscdk.AppProps{Context: &tt.ctx})
 			p, err := stack.FromContext(app)
 			if (err != nil) != tt.wantErr {
@@ -643,6 +645,47 @@ func TestRequestModelIsTheOpenAPISchema(t *testing.T) {
 }
 
 // The retention is stage context, passed to every function as RETENTION.
+// Synth refuses an invalid workflow definition with the loader's own
+// messages, every problem at once, and deploys the repository's files.
+func TestWorkflowsFromContext(t *testing.T) {
+	dir := t.TempDir()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "workflows", "order", "v1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "order"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(string(raw), `"path": "/payment/refunds"`, `"path": "payment/refunds"`, 1)
+	bad = strings.Replace(bad, `"method": "POST"`, `"method": "FETCH"`, 1)
+	if bad == string(raw) {
+		t.Fatal("the shipped file changed: update this test's edits")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "order", "v1.json"), []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := map[string]any{stack.CtxPricesFile: filepath.Join("..", "..", "cost", "prices.json"), stack.CtxWorkflowsDir: dir}
+	_, err = stack.FromContext(awscdk.NewApp(&awscdk.AppProps{Context: &ctx}))
+	file := filepath.Join(dir, "order", "v1.json")
+	for _, want := range []string{
+		file + `: steps[0].call.method: "FETCH": unknown, want one of GET, POST, PUT, PATCH, DELETE`,
+		file + `: steps[1].undo.path: "payment/refunds": must start with "/"`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("FromContext with a bad definition: %v, want a line %s", err, want)
+		}
+	}
+
+	ctx[stack.CtxWorkflowsDir] = filepath.Join("..", "..", "workflows")
+	p, err := stack.FromContext(awscdk.NewApp(&awscdk.AppProps{Context: &ctx}))
+	if err != nil {
+		t.Fatalf("FromContext: %v", err)
+	}
+	if got, want := p.Workflows.Agents(), []string{order.AgentInventory, order.AgentPayment, order.AgentShipping}; !slices.Equal(got, want) {
+		t.Errorf("Workflows.Agents() = %v, want %v", got, want)
+	}
+}
+
 func TestRetentionFromContext(t *testing.T) {
 	for id, fn := range ofType("AWS::Lambda::Function") {
 		vars, _ := props(fn)["Environment"].(map[string]any)["Variables"].(map[string]any)
@@ -655,7 +698,8 @@ func TestRetentionFromContext(t *testing.T) {
 		want    time.Duration
 		wantErr bool
 	}{{"30", 30 * 24 * time.Hour, false}, {float64(365), 365 * 24 * time.Hour, false}, {"0", 0, true}, {"soon", 0, true}} {
-		ctx := map[string]any{stack.CtxRetentionDays: tt.days, stack.CtxPricesFile: filepath.Join("..", "..", "cost", "prices.json")}
+		ctx := map[string]any{stack.CtxRetentionDays: tt.days, stack.CtxPricesFile: filepath.Join("..", "..", "cost", "prices.json"),
+			stack.CtxWorkflowsDir: filepath.Join("..", "..", "workflows")}
 		p, err := stack.FromContext(awscdk.NewApp(&awscdk.AppProps{Context: &ctx}))
 		if (err != nil) != tt.wantErr || (err == nil && p.Retention != tt.want) {
 			t.Errorf("retentionDays=%v: %s, %v; want %s (error %t)", tt.days, p.Retention, err, tt.want, tt.wantErr)

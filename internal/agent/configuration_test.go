@@ -11,11 +11,15 @@ import (
 	"time"
 
 	"orderly/internal/agent"
+	"orderly/internal/definition"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
 	"orderly/internal/remote"
 	"orderly/internal/testenv"
 )
+
+// shipped is the shipped workflow, whose steps name the calls the client makes.
+var shipped = definition.MustShipped(order.DefaultTiming)
 
 // switchable is a remote service whose answer a test changes: a status
 // and body for every call, counted.
@@ -67,7 +71,7 @@ func TestConfigurationFaultHoldsRequestsUntilTheServiceAnswers(t *testing.T) {
 	var emf testenv.JSONLines
 	replier, holder := &fakeReplier{}, &fakeHolder{}
 	ag := agent.New(agent.Config{
-		Name: order.AgentPayment, Remote: remote.NewClient(ts.URL, ts.Client()), Replies: replier, Holder: holder,
+		Name: order.AgentPayment, Remote: remote.NewClient(ts.URL, ts.Client(), shipped), Replies: replier, Holder: holder,
 		Breaker: agent.Breaker{Failures: 5, OpenFor: openFor},
 		Backoff: agent.Backoff{Base: 5 * time.Millisecond, Cap: 10 * time.Millisecond},
 		Now:     time.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: metrics.New(&emf, order.AgentPayment+"-agent"),
@@ -147,7 +151,7 @@ func TestConfigurationFaultWithoutACircuitSendsNoReply(t *testing.T) {
 	ts := httptest.NewServer(svc)
 	defer ts.Close()
 	replier := &fakeReplier{}
-	ag := newAgent(remote.NewClient(ts.URL, ts.Client()), replier, nil)
+	ag := newAgent(remote.NewClient(ts.URL, ts.Client(), shipped), replier, nil)
 	req := request("k-config-alone", time.Now().Add(2*time.Second))
 
 	began := time.Now()
@@ -188,7 +192,7 @@ func TestHeldRequestOutlastsItsHeartbeats(t *testing.T) {
 	req.AllowanceMs = allowance.Milliseconds()
 	deadlines := &fakeDeadlines{completeBy: req.CompleteBy}
 	ag := agent.New(agent.Config{
-		Name: order.AgentPayment, Remote: remote.NewClient(ts.URL, ts.Client()), Replies: replier, Holder: holder,
+		Name: order.AgentPayment, Remote: remote.NewClient(ts.URL, ts.Client(), shipped), Replies: replier, Holder: holder,
 		Deadlines: deadlines, Workflows: order.OrderWorkflows(order.Timing{Allowance: allowance, MaxAllowance: allowance,
 			FailureThreshold: 1, ClaimWithin: time.Second, MaxHeartbeats: maxBeats}),
 		Breaker:     agent.Breaker{Failures: 5, OpenFor: openFor},

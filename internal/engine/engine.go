@@ -35,6 +35,7 @@ import (
 	"orderly/internal/api"
 	"orderly/internal/console"
 	"orderly/internal/control"
+	"orderly/internal/definition"
 	"orderly/internal/dispatch"
 	"orderly/internal/dynamo"
 	orderlyeb "orderly/internal/eventbridge"
@@ -197,7 +198,11 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 	e.fnCfg.APIOptions = append(slices.Clone(e.fnCfg.APIOptions), cfg.APIOptions...)
 
 	if len(cfg.Workflows.Known()) == 0 {
-		cfg.Workflows = order.OrderWorkflows(cfg.Timing)
+		shipped, err := definition.Shipped(cfg.Timing)
+		if err != nil {
+			return nil, fmt.Errorf("engine: %w", err)
+		}
+		cfg.Workflows = shipped
 	}
 	e.cfg.Workflows = cfg.Workflows
 	workflows := cfg.Workflows
@@ -438,7 +443,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 
 	// Agents: one per request queue, calling the remote services.
-	caller := remote.NewClient(e.remote, &http.Client{})
+	caller := remote.NewClient(e.remote, &http.Client{}, workflows)
 	agentNames := slices.Sorted(maps.Keys(e.Stack.RequestQueues))
 	for i, name := range agentNames {
 		q := e.Stack.RequestQueues[name]

@@ -23,6 +23,7 @@ import (
 
 	"orderly/internal/api"
 	"orderly/internal/control"
+	"orderly/internal/definition"
 	"orderly/internal/dynamo"
 	"orderly/internal/order"
 	"orderly/internal/resources"
@@ -62,7 +63,7 @@ type Stage struct {
 // follow from the stage's name, as the stack and the local runtime name
 // them.
 func Open(name string, db *dynamodb.Client, queues SQS) *Stage {
-	wfs := order.OrderWorkflows(order.DefaultTiming)
+	wfs := definition.MustShipped(order.DefaultTiming)
 	cat := resources.New(name, wfs.Agents())
 	store := dynamo.NewStore(db, cat.Orders.Name)
 	return &Stage{

@@ -28,6 +28,18 @@ type StepDef struct {
 	// most about (1 + MaxHeartbeats/3) allowances, and never longer than
 	// the agent's own invocation.
 	MaxHeartbeats int
+	// Call is the remote call that does the step's work, and UndoCall the
+	// one that reverses it (zero when Undo is empty): the service takes
+	// both with the step's Idempotency-Key.
+	Call     Endpoint
+	UndoCall Endpoint
+}
+
+// Endpoint is a remote service's method and path, relative to the
+// service's base URL.
+type Endpoint struct {
+	Method string
+	Path   string
 }
 
 // AllowanceFor returns the allowance of the attempt that follows
@@ -116,18 +128,22 @@ var DefaultTiming = Timing{
 	MaxHeartbeats:    10,
 }
 
-// OrderWorkflow returns the shipped three-step order workflow, version 1.
+// OrderWorkflow returns the shipped three-step order workflow, version 1,
+// as Go, for the domain's own tests and test worlds. What ships is the file
+// workflows/order/v1.json (package definition loads it); its tests hold the
+// two equal for any timing.
 func OrderWorkflow(t Timing) Workflow {
-	step := func(name, agent, undo string) StepDef {
+	step := func(name, agent, path, undo, undoPath string) StepDef {
 		return StepDef{Name: name, Agent: agent, Undo: undo, Allowance: t.Allowance,
-			MaxAllowance: t.MaxAllowance, FailureThreshold: t.FailureThreshold, MaxHeartbeats: t.MaxHeartbeats}
+			MaxAllowance: t.MaxAllowance, FailureThreshold: t.FailureThreshold, MaxHeartbeats: t.MaxHeartbeats,
+			Call: Endpoint{Method: "POST", Path: path}, UndoCall: Endpoint{Method: "POST", Path: undoPath}}
 	}
 	return Workflow{
 		Version: "1",
 		Steps: []StepDef{
-			step(StepReserveInventory, AgentInventory, "release the reservation"),
-			step(StepChargePayment, AgentPayment, "refund the payment"),
-			step(StepArrangeShipping, AgentShipping, "cancel the shipment"),
+			step(StepReserveInventory, AgentInventory, "/inventory/reservations", "release the reservation", "/inventory/releases"),
+			step(StepChargePayment, AgentPayment, "/payment/charges", "refund the payment", "/payment/refunds"),
+			step(StepArrangeShipping, AgentShipping, "/shipping/shipments", "cancel the shipment", "/shipping/cancellations"),
 		},
 		ClaimWithin: t.ClaimWithin,
 		SkewGrace:   t.SkewGrace,

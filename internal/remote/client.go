@@ -1,5 +1,6 @@
 // Package remote is the HTTP client agents use to ask the remote services
-// (inventory, payment, shipping) to do a step's work, and it classifies
+// to do a step's work (or undo it) with the call the step's definition
+// names, and it classifies
 // every failure as transient, permanent or a configuration fault for the
 // agent's retry loop.
 package remote
@@ -46,22 +47,6 @@ var (
 // every redirect is "3xx".
 var ConfigurationStatuses = []string{"3xx", "401", "403", "404", "405", "407", "415"}
 
-// collections maps a service to the resource its work creates.
-var collections = map[string]string{
-	order.AgentInventory: "/inventory/reservations",
-	order.AgentPayment:   "/payment/charges",
-	order.AgentShipping:  "/shipping/shipments",
-}
-
-// undoCollections are where each service takes the undo of a step's work:
-// a POST with the step's own Idempotency-Key reverses the work done under
-// that key, and answers success when there was nothing to undo.
-var undoCollections = map[string]string{
-	order.AgentInventory: "/inventory/releases",
-	order.AgentPayment:   "/payment/refunds",
-	order.AgentShipping:  "/shipping/cancellations",
-}
-
 const (
 	// maxResponseBytes bounds what is read of a response, so a misbehaving
 	// service cannot exhaust an agent's memory.
@@ -78,6 +63,8 @@ const (
 type Client struct {
 	baseURL string
 	http    *http.Client
+	// workflows name each step's call and undo call.
+	workflows order.Versions
 }
 
 // NewClient returns a client for the services under baseURL
@@ -86,14 +73,16 @@ type Client struct {
 // Idempotency-Key to another host, as a GET after a 302 or 303, and take
 // that host's 2xx for the work done. A redirect is a configuration fault
 // instead (see ErrConfiguration). A nil httpClient means one like
-// http.DefaultClient; calls are then bounded only by their context.
-func NewClient(baseURL string, httpClient *http.Client) *Client {
+// http.DefaultClient; calls are then bounded only by their context. A
+// step's call and undo call (method and path) are those its version of
+// workflows defines.
+func NewClient(baseURL string, httpClient *http.Client, workflows order.Versions) *Client {
 	var hc http.Client
 	if httpClient != nil {
 		hc = *httpClient
 	}
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &Client{baseURL: strings.TrimRight(baseURL, "/"), http: &hc}
+	return &Client{baseURL: strings.TrimRight(baseURL, "/"), http: &hc, workflows: workflows}
 }
 
 // requestBody is the JSON every service accepts.
@@ -103,9 +92,11 @@ type requestBody struct {
 	Lines      []order.Line `json:"lines"`
 }
 
-// Call asks service ("inventory", "payment" or "shipping") to do the work
-// of req and returns the service's reference for it (a reservation, charge
-// or shipment id). A call repeated with the same req.IdempotencyKey after a
+// Call asks service (the step's agent: "payment") to do the work of req,
+// or undo it, with the call req's step defines, and returns the service's
+// reference for it (a reservation, charge or shipment id). The undo call
+// takes the step's own Idempotency-Key, reverses the work done under that
+// key, and answers success when there was nothing to undo. A call repeated with the same req.IdempotencyKey after a
 // success returns the same reference without new work being done.
 //
 // Errors wrap exactly one of ErrTransient, ErrPermanent and
@@ -113,14 +104,11 @@ type requestBody struct {
 // RetryAfter for the service's hint on when to try again, and
 // ConfigurationStatus for the status of a configuration fault.
 func (c *Client) Call(ctx context.Context, service string, req order.StepRequest) (reference string, err error) {
-	path, ok := collections[service]
-	if req.Undo {
-		path, ok = undoCollections[service]
+	call, err := c.callOf(service, req)
+	if err != nil {
+		return "", fmt.Errorf("remote service %q: %w: %w", service, err, ErrPermanent)
 	}
-	if !ok {
-		return "", fmt.Errorf("remote service %q: unknown, want inventory, payment or shipping: %w", service, ErrPermanent)
-	}
-	op := service + ": POST " + path
+	op := service + ": " + call.Method + " " + call.Path
 	if req.IdempotencyKey == "" {
 		// Without a key a retry could repeat the work, so refuse to call.
 		return "", fmt.Errorf("%s: order %s: no idempotency key: %w", op, req.OrderID, ErrPermanent)
@@ -129,7 +117,7 @@ func (c *Client) Call(ctx context.Context, service string, req order.StepRequest
 	if err != nil {
 		return "", fmt.Errorf("%s: encode request: %w: %w", op, err, ErrPermanent)
 	}
-	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.baseURL+path, bytes.NewReader(body))
+	httpReq, err := http.NewRequestWithContext(ctx, call.Method, c.baseURL+call.Path, bytes.NewReader(body))
 	if err != nil {
 		return "", fmt.Errorf("%s: %w: %w", op, err, ErrPermanent)
 	}
@@ -170,6 +158,31 @@ func (c *Client) Call(ctx context.Context, service string, req order.StepRequest
 	// tells clients why the step failed (order.ReasonFor).
 	fault.err = fmt.Errorf("%s: %w: %w", op, &order.ServiceError{Service: service, Status: resp.StatusCode, Message: errorMessage(resp.StatusCode, raw)}, classify(resp.StatusCode))
 	return "", fault
+}
+
+// callOf returns the call req's step defines, its undo call for an undo,
+// when service is the step's.
+// A step this build's workflows do not have cannot be called, whatever a
+// retry does.
+func (c *Client) callOf(service string, req order.StepRequest) (order.Endpoint, error) {
+	wf, known := c.workflows.Get(req.Version)
+	if !known {
+		return order.Endpoint{}, fmt.Errorf("workflow version %s: not in this build", order.VersionOf(req.Version))
+	}
+	def, ok := wf.Step(req.Step)
+	switch {
+	case !ok:
+		return order.Endpoint{}, fmt.Errorf("step %q: not in workflow version %s", req.Step, wf.Version)
+	case def.Agent != service:
+		// A request on the wrong agent's queue: its call is another
+		// service's to make.
+		return order.Endpoint{}, fmt.Errorf("unknown for step %s of workflow version %s, which calls %q", req.Step, wf.Version, def.Agent)
+	case req.Undo && def.UndoCall.Path == "":
+		return order.Endpoint{}, fmt.Errorf("step %s of workflow version %s: no undo call defined", req.Step, wf.Version)
+	case req.Undo:
+		return def.UndoCall, nil
+	}
+	return def.Call, nil
 }
 
 // redirectTarget names where a redirect pointed: the Location's host

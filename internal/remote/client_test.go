@@ -1,6 +1,7 @@
 package remote_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,9 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"orderly/internal/definition"
 	"orderly/internal/order"
 	"orderly/internal/remote"
 )
+
+// shipped is the shipped workflow, whose steps name the calls the client makes.
+var shipped = definition.MustShipped(order.DefaultTiming)
 
 func stepRequest(key string) order.StepRequest {
 	return order.StepRequest{
@@ -52,11 +57,12 @@ var holdUntilClientGivesUp = http.HandlerFunc(func(w http.ResponseWriter, r *htt
 func TestCallSendsTheContract(t *testing.T) {
 	tests := []struct {
 		service  string
+		step     string
 		wantPath string
 	}{
-		{"inventory", "/inventory/reservations"},
-		{"payment", "/payment/charges"},
-		{"shipping", "/shipping/shipments"},
+		{"inventory", order.StepReserveInventory, "/inventory/reservations"},
+		{"payment", order.StepChargePayment, "/payment/charges"},
+		{"shipping", order.StepArrangeShipping, "/shipping/shipments"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.service, func(t *testing.T) {
@@ -70,9 +76,11 @@ func TestCallSendsTheContract(t *testing.T) {
 			}))
 			defer ts.Close()
 			key := order.IdempotencyKeyFor("ORDER1", order.StepChargePayment)
+			req := stepRequest(key)
+			req.Step = tt.step
 
 			// A trailing slash on the base URL must not double up.
-			ref, err := remote.NewClient(ts.URL+"/", ts.Client()).Call(t.Context(), tt.service, stepRequest(key))
+			ref, err := remote.NewClient(ts.URL+"/", ts.Client(), shipped).Call(t.Context(), tt.service, req)
 			if err != nil {
 				t.Fatalf("Call: %v", err)
 			}
@@ -182,7 +190,7 @@ func TestCallClassifiesResponses(t *testing.T) {
 			ts := httptest.NewServer(respond(tt.status, tt.header, tt.body))
 			defer ts.Close()
 
-			ref, err := remote.NewClient(ts.URL, ts.Client()).Call(t.Context(), "payment", stepRequest("k1"))
+			ref, err := remote.NewClient(ts.URL, ts.Client(), shipped).Call(t.Context(), "payment", stepRequest("k1"))
 			if ref != tt.wantRef {
 				t.Errorf("reference = %q, want %q", ref, tt.wantRef)
 			}
@@ -230,7 +238,7 @@ func TestCallNeverFollowsARedirect(t *testing.T) {
 			defer ts.Close()
 
 			for name, hc := range map[string]*http.Client{"nil": nil, "the test server's": ts.Client(), "the default": http.DefaultClient} {
-				ref, err := remote.NewClient(ts.URL, hc).Call(t.Context(), "payment", stepRequest("k1"))
+				ref, err := remote.NewClient(ts.URL, hc, shipped).Call(t.Context(), "payment", stepRequest("k1"))
 				if n := elsewhere.Load(); n != 0 {
 					t.Fatalf("%s client: the redirect's target got %d calls, want 0", name, n)
 				}
@@ -253,7 +261,7 @@ func TestCallNeverFollowsARedirect(t *testing.T) {
 	}
 	// The caller's client is left as it was: the copy refuses redirects.
 	hc := &http.Client{}
-	remote.NewClient("http://localhost", hc)
+	remote.NewClient("http://localhost", hc, shipped)
 	if hc.CheckRedirect != nil {
 		t.Error("NewClient changed the caller's http.Client")
 	}
@@ -279,7 +287,7 @@ func TestCallRefusesBadRequestsWithoutSending(t *testing.T) {
 			}))
 			defer ts.Close()
 
-			_, err := remote.NewClient(ts.URL, ts.Client()).Call(t.Context(), tt.service, stepRequest(tt.key))
+			_, err := remote.NewClient(ts.URL, ts.Client(), shipped).Call(t.Context(), tt.service, stepRequest(tt.key))
 			if !errors.Is(err, remote.ErrPermanent) || !strings.Contains(err.Error(), tt.wantMsg) {
 				t.Errorf("Call error = %v, want ErrPermanent containing %q", err, tt.wantMsg)
 			}
@@ -293,7 +301,7 @@ func TestCallRefusesBadRequestsWithoutSending(t *testing.T) {
 func TestCallEndedByContextIsTransient(t *testing.T) {
 	ts := httptest.NewServer(holdUntilClientGivesUp)
 	defer ts.Close()
-	client := remote.NewClient(ts.URL, ts.Client())
+	client := remote.NewClient(ts.URL, ts.Client(), shipped)
 
 	cancelled, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -310,11 +318,11 @@ func TestCallEndedByContextIsTransient(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := client.Call(tt.ctx, "shipping", stepRequest("k1"))
+			_, err := client.Call(tt.ctx, "payment", stepRequest("k1"))
 			if !errors.Is(err, tt.wantErr) || !errors.Is(err, remote.ErrTransient) {
 				t.Errorf("Call error = %v, want it to wrap %v and ErrTransient", err, tt.wantErr)
 			}
-			if !strings.HasPrefix(err.Error(), "shipping: POST /shipping/shipments: ") {
+			if !strings.HasPrefix(err.Error(), "payment: POST /payment/charges: ") {
 				t.Errorf("Call error = %q, want it to name the call", err)
 			}
 		})
@@ -326,7 +334,7 @@ func TestCallNetworkErrorIsTransient(t *testing.T) {
 	url := ts.URL
 	ts.Close()
 
-	_, err := remote.NewClient(url, nil).Call(t.Context(), "inventory", stepRequest("k1"))
+	_, err := remote.NewClient(url, nil, shipped).Call(t.Context(), "payment", stepRequest("k1"))
 	if !errors.Is(err, remote.ErrTransient) {
 		t.Errorf("Call error = %v, want ErrTransient", err)
 	}
@@ -341,7 +349,7 @@ func TestCallHTTPClientTimeoutIsTransient(t *testing.T) {
 	hc := ts.Client()
 	hc.Timeout = 50 * time.Millisecond
 
-	_, err := remote.NewClient(ts.URL, hc).Call(t.Context(), "payment", stepRequest("k1"))
+	_, err := remote.NewClient(ts.URL, hc, shipped).Call(t.Context(), "payment", stepRequest("k1"))
 	if !errors.Is(err, remote.ErrTransient) {
 		t.Errorf("Call error = %v, want ErrTransient", err)
 	}
@@ -365,7 +373,7 @@ func TestCallReadsAtMost64KiB(t *testing.T) {
 			ts := httptest.NewServer(respond(tt.status, nil, tt.body))
 			defer ts.Close()
 
-			_, err := remote.NewClient(ts.URL, ts.Client()).Call(t.Context(), "payment", stepRequest("k1"))
+			_, err := remote.NewClient(ts.URL, ts.Client(), shipped).Call(t.Context(), "payment", stepRequest("k1"))
 			if !errors.Is(err, tt.wantKind) {
 				t.Fatalf("Call error = %v, want %v", err, tt.wantKind)
 			}
@@ -403,7 +411,7 @@ func TestRetryAfter(t *testing.T) {
 			ts := httptest.NewServer(respond(503, tt.header, `{"error":"busy"}`))
 			defer ts.Close()
 
-			_, err := remote.NewClient(ts.URL, ts.Client()).Call(t.Context(), "payment", stepRequest("k1"))
+			_, err := remote.NewClient(ts.URL, ts.Client(), shipped).Call(t.Context(), "payment", stepRequest("k1"))
 			if !errors.Is(err, remote.ErrTransient) {
 				t.Fatalf("Call error = %v, want ErrTransient", err)
 			}
@@ -415,5 +423,52 @@ func TestRetryAfter(t *testing.T) {
 	}
 	if _, ok := remote.RetryAfter(nil); ok {
 		t.Error("RetryAfter(nil) reported a delay")
+	}
+}
+
+// The call and its undo go where the step's definition says, with its
+// method: nothing about a service's paths is in the client.
+func TestCallTakesTheStepsDefinedCall(t *testing.T) {
+	wf := order.Workflow{Version: "7", Steps: []order.StepDef{
+		{Name: "check-fraud", Agent: "fraud", Call: order.Endpoint{Method: http.MethodPut, Path: "/v2/checks"},
+			Undo: "forget the check", UndoCall: order.Endpoint{Method: http.MethodDelete, Path: "/v2/checks/undo"}},
+		{Name: "notify", Agent: "mail", Call: order.Endpoint{Method: http.MethodPost, Path: "/send"}},
+	}}
+	versions := order.MustVersions(wf)
+	tests := []struct {
+		name      string
+		step      string
+		version   string
+		undo      bool
+		service   string // the caller's; empty: fraud
+		want      string // method and path the service sees; empty: no call
+		wantClass error
+	}{
+		{"call", "check-fraud", "7", false, "", "PUT /v2/checks", nil},
+		{"undo", "check-fraud", "7", true, "", "DELETE /v2/checks/undo", nil},
+		{"no undo defined", "notify", "7", true, "mail", "", remote.ErrPermanent},
+		{"unknown step", "ship", "7", false, "", "", remote.ErrPermanent},
+		{"unknown version", "check-fraud", "8", false, "", "", remote.ErrPermanent},
+		{"another service's step", "notify", "7", false, "fraud", "", remote.ErrPermanent},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got string
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				got = r.Method + " " + r.URL.Path
+				w.WriteHeader(http.StatusCreated)
+				io.WriteString(w, `{"id":"ref_1"}`)
+			}))
+			defer ts.Close()
+			req := stepRequest("k1")
+			req.Step, req.Version, req.Undo = tt.step, tt.version, tt.undo
+			_, err := remote.NewClient(ts.URL, ts.Client(), versions).Call(t.Context(), cmp.Or(tt.service, "fraud"), req)
+			if got != tt.want {
+				t.Errorf("service saw %q, want %q", got, tt.want)
+			}
+			if tt.wantClass == nil && err != nil || tt.wantClass != nil && !errors.Is(err, tt.wantClass) {
+				t.Errorf("Call: %v, want class %v", err, tt.wantClass)
+			}
+		})
 	}
 }

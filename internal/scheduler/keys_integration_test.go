@@ -16,6 +16,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"orderly/internal/api"
+	"orderly/internal/definition"
 	"orderly/internal/dynamo"
 	"orderly/internal/order"
 	"orderly/internal/remote"
@@ -23,6 +24,9 @@ import (
 	"orderly/internal/simulator"
 	"orderly/internal/testenv"
 )
+
+// shipped is the shipped workflow, whose steps name the calls the client makes.
+var shipped = definition.MustShipped(order.DefaultTiming)
 
 // submitWithKey posts an order with an Idempotency-Key through the API
 // handler and returns its id.
@@ -67,7 +71,7 @@ func simulated(t *testing.T) (*simulator.Server, *remote.Client) {
 		sim.Close()
 		ts.Close()
 	})
-	return sim, remote.NewClient(ts.URL, ts.Client())
+	return sim, remote.NewClient(ts.URL, ts.Client(), shipped)
 }
 
 // deleteItem removes an order's item directly, as DynamoDB's TTL does once

@@ -139,7 +139,7 @@ func TestARemoteServicesLongErrorIsStoredCut(t *testing.T) {
 	}{
 		{"the agent's reply", func(t *testing.T, req order.StepRequest) order.StepReply {
 			var sent replies
-			a := agent.New(agent.Config{Name: order.AgentPayment, Remote: remote.NewClient(service.URL, service.Client()), Replies: &sent,
+			a := agent.New(agent.Config{Name: order.AgentPayment, Remote: remote.NewClient(service.URL, service.Client(), shipped), Replies: &sent,
 				Now: time.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: metrics.Discard()})
 			req.CompleteBy = time.Now().Add(10 * time.Second) // the agent's clock is real
 			if err := a.Process(context.Background(), req); err != nil || len(sent.sent) != 1 {

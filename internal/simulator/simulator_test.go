@@ -15,11 +15,15 @@ import (
 	"testing"
 	"time"
 
+	"orderly/internal/definition"
 	"orderly/internal/order"
 	"orderly/internal/remote"
 	"orderly/internal/simulator"
 	"orderly/internal/testenv"
 )
+
+// shipped is the shipped workflow, whose steps name the calls the client makes.
+var shipped = definition.MustShipped(order.DefaultTiming)
 
 // start serves a fresh simulator over a real connection. Cleanup closes the
 // simulator before the server, so calls it holds cannot stall ts.Close.
@@ -31,7 +35,7 @@ func start(t *testing.T, opts ...simulator.Option) (*simulator.Server, *httptest
 		sim.Close()
 		ts.Close()
 	})
-	return sim, ts, remote.NewClient(ts.URL, ts.Client())
+	return sim, ts, remote.NewClient(ts.URL, ts.Client(), shipped)
 }
 
 func stepRequest(orderID, step string, skus ...string) order.StepRequest {
@@ -321,14 +325,17 @@ func TestKeyReusedForDifferentWorkIsRefused(t *testing.T) {
 
 func TestCallsCountsPerServiceAndKey(t *testing.T) {
 	sim, _, client := start(t)
-	a := stepRequest("ORDERA", "step", "TEST-PAYMENT-TRANSIENT-1")
-	b := stepRequest("ORDERB", "step", "WIDGET-1")
+	a := stepRequest("ORDERA", stepOf["payment"], "TEST-PAYMENT-TRANSIENT-1")
+	b := stepRequest("ORDERB", stepOf["payment"], "WIDGET-1")
+	// The same key to another service (the client routes by step).
+	aInventory := a
+	aInventory.Step = stepOf["inventory"]
 	calls := []struct {
 		service string
 		req     order.StepRequest
 	}{
 		{"payment", a}, {"payment", a}, {"payment", a},
-		{"inventory", a},
+		{"inventory", aInventory},
 		{"payment", b},
 	}
 	for _, c := range calls {
@@ -409,7 +416,7 @@ func TestConcurrentTransientCallsFailExactlyN(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			for _, service := range []string{"inventory", "payment", "shipping"} {
-				if _, err := client.Call(t.Context(), service, stepRequest(fmt.Sprintf("OTHER%d", i), "s", "WIDGET-1")); err != nil {
+				if _, err := client.Call(t.Context(), service, stepRequest(fmt.Sprintf("OTHER%d", i), stepOf[service], "WIDGET-1")); err != nil {
 					t.Errorf("%s for OTHER%d: %v", service, i, err)
 				}
 			}
@@ -429,7 +436,7 @@ func TestHangIsReleasedByTheClientGivingUp(t *testing.T) {
 	sim := newSim(t, simulator.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
 	ts := httptest.NewServer(sim)
 	t.Cleanup(sim.Close) // only if the test fails: it must not be needed
-	client := remote.NewClient(ts.URL, ts.Client())
+	client := remote.NewClient(ts.URL, ts.Client(), shipped)
 	req := stepRequest("ORDER1", order.StepArrangeShipping, "TEST-SHIPPING-HANG")
 
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
@@ -461,7 +468,7 @@ func TestCloseReleasesHeldCalls(t *testing.T) {
 	sim := newSim(t, simulator.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
 	ts := httptest.NewServer(sim)
 	defer ts.Close()
-	client := remote.NewClient(ts.URL, ts.Client())
+	client := remote.NewClient(ts.URL, ts.Client(), shipped)
 	held := []order.StepRequest{
 		stepRequest("ORDER1", order.StepArrangeShipping, "TEST-SHIPPING-HANG"),
 		stepRequest("ORDER2", order.StepArrangeShipping, "TEST-SHIPPING-HANG-3"),
@@ -494,7 +501,7 @@ func TestCloseReleasesHeldCalls(t *testing.T) {
 			t.Errorf("held call ended with %v, want a transient 503 for the shutdown", err)
 		}
 	}
-	_, err := client.Call(t.Context(), "inventory", stepRequest("ORDER4", "s", "WIDGET-1"))
+	_, err := client.Call(t.Context(), "inventory", stepRequest("ORDER4", stepOf["inventory"], "WIDGET-1"))
 	if !errors.Is(err, remote.ErrTransient) || !strings.Contains(err.Error(), "status 503") {
 		t.Errorf("call after Close: %v, want a transient 503", err)
 	}
@@ -556,7 +563,7 @@ func TestRetryAfterOnTransientFaults(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, _, client := start(t, tt.opts...)
-			_, err := client.Call(t.Context(), "payment", stepRequest("ORDER1", "s", "TEST-PAYMENT-TRANSIENT-1"))
+			_, err := client.Call(t.Context(), "payment", stepRequest("ORDER1", stepOf["payment"], "TEST-PAYMENT-TRANSIENT-1"))
 			if !errors.Is(err, remote.ErrTransient) {
 				t.Fatalf("Call error = %v, want ErrTransient", err)
 			}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"orderly/internal/definition"
 	"orderly/internal/order"
 	"orderly/internal/simulator"
 )
@@ -188,7 +189,7 @@ func account(orders []acked, final map[string]order.Order, effects []simulator.E
 	}
 	// Every version the runtime may run: the shipped ones and the
 	// rehearsal, whose renamed step has its own idempotency key.
-	versions := order.WithRehearsal(order.OrderWorkflows(order.DefaultTiming))
+	versions := order.WithRehearsal(definition.MustShipped(order.DefaultTiming))
 	var took []float64
 	for _, a := range orders {
 		r.ByKind[a.Kind]++

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"orderly/internal/definition"
 	"orderly/internal/dynamo"
 	"orderly/internal/faults"
 	"orderly/internal/order"
@@ -64,7 +65,7 @@ func Run(ctx context.Context, cfg Config, env Env) (Report, error) {
 	if err := waitReady(ready, cfg.APIAddr); err != nil {
 		return Report{}, err
 	}
-	cat := resources.New(env.Stage, order.OrderWorkflows(order.DefaultTiming).Agents())
+	cat := resources.New(env.Stage, definition.MustShipped(order.DefaultTiming).Agents())
 	inbox, err := subscribe(ctx, env, cat)
 	if err != nil {
 		return Report{}, err

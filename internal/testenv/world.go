@@ -20,6 +20,7 @@ import (
 	"orderly/internal/alerting"
 	"orderly/internal/api"
 	"orderly/internal/control"
+	"orderly/internal/definition"
 	"orderly/internal/dispatch"
 	"orderly/internal/dynamo"
 	"orderly/internal/metrics"
@@ -62,7 +63,8 @@ type World struct {
 func NewWorld(t testing.TB, timing order.Timing) *World {
 	t.Helper()
 	cfg := AWS(t)
-	wf := order.OrderWorkflow(timing)
+	// The shipped workflow as the functions load it: from its file.
+	wf := definition.MustShipped(timing).Latest()
 	stack, clients := Provision(t, cfg, resources.New(Stage(t), wf.Agents()))
 	w := &World{
 		Stack: stack, Clients: clients, Workflow: wf,

@@ -1,0 +1,294 @@
+// Package definition reads workflow definitions, the versioned files under
+// workflows/ (one per workflow version), checks them, and turns them into
+// the domain's order.Workflow. It keeps file formats and JSON Schema out of
+// package order.
+package definition
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"orderly/internal/order"
+)
+
+// Definition is one version of one workflow, as its file says.
+type Definition struct {
+	// File is where the definition was read from; every Problem names it.
+	File string `json:"-"`
+
+	Schema      string          `json:"$schema,omitempty"`
+	Name        string          `json:"name"`
+	Version     string          `json:"version"`
+	Description string          `json:"description,omitempty"`
+	Input       json.RawMessage `json:"input"`
+	Steps       []Step          `json:"steps"`
+}
+
+// Step is one step of a definition.
+type Step struct {
+	Name    string   `json:"name"`
+	Service string   `json:"service"`
+	Call    *Call    `json:"call"`
+	Undo    *Undo    `json:"undo,omitempty"`
+	Timing  *Timing  `json:"timing,omitempty"`
+	Request *Request `json:"request,omitempty"`
+}
+
+// Call is a remote call: a method and a path under the service's base URL.
+type Call struct {
+	Method string `json:"method"`
+	Path   string `json:"path"`
+}
+
+// Undo is the call that reverses a step's work, and what it does, for
+// people (history, alerts, the console).
+type Undo struct {
+	Method      string `json:"method"`
+	Path        string `json:"path"`
+	Description string `json:"description"`
+}
+
+// Timing is a step's own deadlines; a field left out is the stage's.
+type Timing struct {
+	Allowance        string `json:"allowance,omitempty"`
+	MaxAllowance     string `json:"maxAllowance,omitempty"`
+	FailureThreshold *int   `json:"failureThreshold,omitempty"`
+	MaxHeartbeats    *int   `json:"maxHeartbeats,omitempty"`
+}
+
+// Request says what a step's request body carries.
+type Request struct {
+	Carries []string `json:"carries"`
+}
+
+// CarriesOrder is the request item that is the order itself:
+// {orderId, customerId, lines}. Results of earlier steps come later.
+const CarriesOrder = "order"
+
+// Methods are the HTTP methods a call may use.
+var Methods = []string{"GET", "POST", "PUT", "PATCH", "DELETE"}
+
+// Problem is one thing wrong with a definition file, Kubernetes-style:
+// the file, the field's path in it ("steps[2].undo.path") and the rule.
+type Problem struct {
+	File  string
+	Field string
+	Rule  string
+}
+
+func (p Problem) String() string {
+	if p.Field == "" {
+		return p.File + ": " + p.Rule
+	}
+	return p.File + ": " + p.Field + ": " + p.Rule
+}
+
+// Problems is every problem found in one or more files, so that all of
+// them can be fixed at once.
+type Problems []Problem
+
+func (ps Problems) Error() string {
+	lines := make([]string, len(ps))
+	for i, p := range ps {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap makes errors.Is(err, order.ErrInvalid) true.
+func (ps Problems) Unwrap() error { return order.ErrInvalid }
+
+// maxNameLen bounds names, so they fit in resource names and keys.
+const maxNameLen = 63
+
+var namePattern = regexp.MustCompile(`^[a-z0-9-]+$`)
+
+// Parse decodes and checks a definition strictly: unknown fields,
+// repeated keys, wrong types and every rule of Validate. An error is
+// always Problems, all of them at once.
+func Parse(file string, data []byte) (Definition, error) {
+	def := Definition{File: file}
+	problems, err := checkStrict(data)
+	if err != nil {
+		return def, Problems{{File: file, Rule: "is not valid JSON: " + describeSyntax(data, err)}}
+	}
+	for i := range problems {
+		problems[i].File = file
+	}
+	if err := json.Unmarshal(data, &def); err != nil && len(problems) == 0 {
+		// checkStrict reports every wrong type with its path; this is a
+		// case it does not know.
+		return def, Problems{{File: file, Rule: "is not a definition: " + err.Error()}}
+	}
+	def.File = file
+	// One problem per field: a value of the wrong type is not also empty.
+	for _, p := range def.Validate() {
+		if !slices.ContainsFunc(problems, func(q Problem) bool { return q.Field == p.Field }) {
+			problems = append(problems, p)
+		}
+	}
+	if len(problems) > 0 {
+		return def, Problems(problems)
+	}
+	return def, nil
+}
+
+// Validate reports every rule the definition breaks.
+func (d Definition) Validate() Problems {
+	var ps Problems
+	add := func(field, rule string, args ...any) {
+		ps = append(ps, Problem{File: d.File, Field: field, Rule: fmt.Sprintf(rule, args...)})
+	}
+	checkName := func(field, v string) {
+		switch {
+		case v == "":
+			add(field, "must not be empty")
+		case len(v) > maxNameLen:
+			add(field, "is %d characters, the limit is %d", len(v), maxNameLen)
+		case !namePattern.MatchString(v):
+			add(field, "%q: must be lower-case letters, digits and \"-\" ([a-z0-9-])", v)
+		}
+	}
+	checkName("name", d.Name)
+	checkName("version", d.Version)
+	if len(d.Input) == 0 || string(d.Input) == "null" {
+		add("input", "is required: the JSON Schema of what a submission carries")
+	} else if err := checkInputSchema(d.Input); err != nil {
+		add("input", "is not a valid JSON Schema: %s", err)
+	}
+	if len(d.Steps) == 0 {
+		add("steps", "must list at least one step")
+	}
+	seen := map[string]int{}
+	for i, s := range d.Steps {
+		at := fmt.Sprintf("steps[%d]", i)
+		checkName(at+".name", s.Name)
+		if j, dup := seen[s.Name]; dup && s.Name != "" {
+			add(at+".name", "%q: steps[%d] has this name already; step names must be unique", s.Name, j)
+		} else {
+			seen[s.Name] = i
+		}
+		checkName(at+".service", s.Service)
+		if s.Call == nil {
+			add(at+".call", "is required: the remote call that does the step's work")
+		} else {
+			checkCall(add, at+".call", s.Call.Method, s.Call.Path)
+		}
+		if s.Undo != nil {
+			checkCall(add, at+".undo", s.Undo.Method, s.Undo.Path)
+			if strings.TrimSpace(s.Undo.Description) == "" {
+				add(at+".undo.description", "must say what the undo does (\"refund the payment\")")
+			}
+		}
+		if s.Timing != nil {
+			checkTiming(add, at+".timing", *s.Timing)
+		}
+		if s.Request != nil {
+			if len(s.Request.Carries) == 0 {
+				add(at+".request.carries", "must list at least one item (\"order\")")
+			}
+			for k, c := range s.Request.Carries {
+				if c != CarriesOrder {
+					add(fmt.Sprintf("%s.request.carries[%d]", at, k), "%q: unknown, want %q", c, CarriesOrder)
+				} else if slices.Index(s.Request.Carries, c) != k {
+					add(fmt.Sprintf("%s.request.carries[%d]", at, k), "%q: listed twice", c)
+				}
+			}
+		}
+	}
+	return ps
+}
+
+func checkCall(add func(string, string, ...any), at, method, path string) {
+	if !slices.Contains(Methods, method) {
+		add(at+".method", "%q: unknown, want one of %s", method, strings.Join(Methods, ", "))
+	}
+	switch {
+	case !strings.HasPrefix(path, "/"):
+		add(at+".path", "%q: must start with \"/\"", path)
+	case strings.ContainsAny(path, " \t\r\n?#"):
+		add(at+".path", "%q: must be a path alone, without spaces, query or fragment", path)
+	}
+}
+
+func checkTiming(add func(string, string, ...any), at string, t Timing) {
+	allowance, okA := checkDuration(add, at+".allowance", t.Allowance)
+	maxAllowance, okM := checkDuration(add, at+".maxAllowance", t.MaxAllowance)
+	if okA && okM && maxAllowance < allowance {
+		add(at+".maxAllowance", "%s is below allowance %s", t.MaxAllowance, t.Allowance)
+	}
+	if t.FailureThreshold != nil && *t.FailureThreshold < 1 {
+		add(at+".failureThreshold", "%d: must be at least 1", *t.FailureThreshold)
+	}
+	if t.MaxHeartbeats != nil && *t.MaxHeartbeats < 0 {
+		add(at+".maxHeartbeats", "%d: must not be negative", *t.MaxHeartbeats)
+	}
+}
+
+// checkDuration parses a set duration; ok is false when it is unset or wrong.
+func checkDuration(add func(string, string, ...any), at, v string) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil:
+		add(at, "%q: not a duration; write one like \"30s\" or \"2m\"", v)
+		return 0, false
+	case d <= 0:
+		add(at, "%q: must be positive", v)
+		return 0, false
+	}
+	return d, true
+}
+
+// Workflow is the definition as the domain runs it, with the stage's
+// timing t for whatever the definition's steps leave out. Its error is
+// Problems, naming the file.
+func (d Definition) Workflow(t order.Timing) (order.Workflow, error) {
+	if ps := d.Validate(); len(ps) > 0 {
+		return order.Workflow{}, ps
+	}
+	w := order.Workflow{Version: d.Version, ClaimWithin: t.ClaimWithin, SkewGrace: t.SkewGrace}
+	var ps Problems
+	for i, s := range d.Steps {
+		def := order.StepDef{
+			Name: s.Name, Agent: s.Service,
+			Allowance: t.Allowance, MaxAllowance: t.MaxAllowance, FailureThreshold: t.FailureThreshold, MaxHeartbeats: t.MaxHeartbeats,
+			Call: order.Endpoint{Method: s.Call.Method, Path: s.Call.Path},
+		}
+		if s.Undo != nil {
+			def.Undo = s.Undo.Description
+			def.UndoCall = order.Endpoint{Method: s.Undo.Method, Path: s.Undo.Path}
+		}
+		if tm := s.Timing; tm != nil {
+			// Validate parsed them already.
+			if tm.Allowance != "" {
+				def.Allowance, _ = time.ParseDuration(tm.Allowance)
+			}
+			if tm.MaxAllowance != "" {
+				def.MaxAllowance, _ = time.ParseDuration(tm.MaxAllowance)
+			}
+			if tm.FailureThreshold != nil {
+				def.FailureThreshold = *tm.FailureThreshold
+			}
+			if tm.MaxHeartbeats != nil {
+				def.MaxHeartbeats = *tm.MaxHeartbeats
+			}
+		}
+		// The stage's timing and the step's together must still make sense.
+		if def.MaxAllowance < def.Allowance {
+			ps = append(ps, Problem{File: d.File, Field: fmt.Sprintf("steps[%d].timing", i),
+				Rule: fmt.Sprintf("allowance %s with maxAllowance %s (the stage's where not set): maxAllowance is below allowance", def.Allowance, def.MaxAllowance)})
+		}
+		w.Steps = append(w.Steps, def)
+	}
+	if len(ps) > 0 {
+		return order.Workflow{}, ps
+	}
+	return w, nil
+}

@@ -1,0 +1,109 @@
+package definition
+
+import (
+	"bytes"
+	"errors"
+	"regexp"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// NewCompiler returns a JSON Schema compiler (draft 2020-12 unless a
+// schema says otherwise) whose patterns also take ECMA-262's \uXXXX
+// escapes, as API Gateway's request models (and so the shipped input
+// schema) use them and Go's regexp does not.
+func NewCompiler() *jsonschema.Compiler {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseRegexpEngine(func(s string) (jsonschema.Regexp, error) {
+		return regexp.Compile(goEscapes(s))
+	})
+	return c
+}
+
+// goEscapes rewrites \uXXXX as \x{XXXX}.
+func goEscapes(pattern string) string {
+	var b strings.Builder
+	for i := 0; i < len(pattern); i++ {
+		c := pattern[i]
+		if c != '\\' || i+1 >= len(pattern) {
+			b.WriteByte(c)
+			continue
+		}
+		if pattern[i+1] == 'u' && i+6 <= len(pattern) && isHex(pattern[i+2:i+6]) {
+			b.WriteString(`\x{` + pattern[i+2:i+6] + `}`)
+			i += 5
+			continue
+		}
+		b.WriteString(pattern[i : i+2])
+		i++
+	}
+	return b.String()
+}
+
+func isHex(s string) bool {
+	for _, c := range s {
+		if !strings.ContainsRune("0123456789abcdefABCDEF", c) {
+			return false
+		}
+	}
+	return true
+}
+
+// inputURL is where a definition's input schema is compiled from.
+const inputURL = "mem:///input.json"
+
+// CompileInput compiles a definition's input schema.
+func CompileInput(raw []byte) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	c := NewCompiler()
+	if err := c.AddResource(inputURL, doc); err != nil {
+		return nil, err
+	}
+	return c.Compile(inputURL)
+}
+
+// checkInputSchema reports why raw is not a JSON Schema an order's
+// submission can be checked with.
+func checkInputSchema(raw []byte) error {
+	if _, err := CompileInput(raw); err != nil {
+		// The library's message spans lines; one line per problem.
+		return errorLine(err)
+	}
+	return nil
+}
+
+type lineError string
+
+func (e lineError) Error() string { return string(e) }
+
+// errorLine is err on one line: for a schema the meta-schema refuses, only
+// what is wrong where ("at /type: value must be one of ..."), not the
+// chain of keywords that led there.
+func errorLine(err error) error {
+	var sve *jsonschema.SchemaValidationError
+	var ve *jsonschema.ValidationError
+	if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
+		var leaves []string
+		var walk func(e *jsonschema.ValidationError)
+		walk = func(e *jsonschema.ValidationError) {
+			if len(e.Causes) == 0 {
+				leaves = append(leaves, "at /"+strings.Join(e.InstanceLocation, "/")+": "+e.ErrorKind.LocalizedString(printer))
+			}
+			for _, c := range e.Causes {
+				walk(c)
+			}
+		}
+		walk(ve)
+		return lineError(strings.Join(leaves, "; "))
+	}
+	return lineError(strings.Join(strings.Fields(err.Error()), " "))
+}
+
+var printer = message.NewPrinter(language.English)
