@@ -258,6 +258,13 @@ func (s *Service) Process(ctx context.Context, req order.StepRequest) error {
 		// is logged with it.
 		rep.Outcome, rep.Reason = order.OutcomeFailed, order.ReasonFor(err)
 		log = log.With("error", err)
+	case errors.Is(err, remote.ErrNotInBuild):
+		// An order of a newer build's version, after a rollback: not its
+		// failure either. Silence lets the Supervisor park the order
+		// (VersionUnknown) until a build with its version takes it up.
+		log.WarnContext(ctx, "request of a workflow version this build does not have; not called, not replied", "version", req.Version, "error", err)
+		s.metrics.Count(metrics.StaleRequests, 1, "order_id", req.OrderID, "step", req.Step)
+		return nil
 	case errors.Is(err, remote.ErrConfiguration):
 		// Not the order's fault, so not its failure: the request waits
 		// with the others behind the circuit it opened.
@@ -440,7 +447,7 @@ func (s *Service) sendReply(ctx context.Context, rep order.StepReply, until time
 func (s *Service) callWithRetry(w *window, req order.StepRequest) (ref string, calls int, err error) {
 	for n := 0; ; n++ {
 		ref, err = s.try(w, req)
-		if errors.Is(err, errCircuitOpen) {
+		if errors.Is(err, errCircuitOpen) || errors.Is(err, remote.ErrNotInBuild) {
 			return "", calls, err
 		}
 		calls++

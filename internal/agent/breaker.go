@@ -99,12 +99,14 @@ func (c *circuit) report(done func(success bool), err error) {
 }
 
 // healthy reports whether a call's outcome says the service is up: a
-// success, or a permanent fault, which is an answer too. A call the agent
+// success, or a permanent fault, which is an answer too; a request this
+// build cannot make calls nothing and says nothing of the service. A call the agent
 // cancelled (its attempt over, or the function ending) says nothing about
 // it, and does not count against it; one cut short by its window's end
 // timed out.
 func healthy(err error) bool {
-	return err == nil || errors.Is(err, remote.ErrPermanent) || (errors.Is(err, context.Canceled) && !timedOut(err))
+	return err == nil || errors.Is(err, remote.ErrPermanent) || errors.Is(err, remote.ErrNotInBuild) ||
+		(errors.Is(err, context.Canceled) && !timedOut(err))
 }
 
 // call makes one call of the request with this idempotency key, asking the

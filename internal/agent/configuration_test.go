@@ -227,3 +227,29 @@ func TestHeldRequestOutlastsItsHeartbeats(t *testing.T) {
 		t.Errorf("replies %+v once the service answers, want one success", reps)
 	}
 }
+
+// A request of a workflow version this build does not have (a newer
+// build's order, in the queue when that build was rolled back) is not the
+// order's failure: the agent neither calls nor replies, and the Supervisor
+// parks the order until the version is back. Replying Failed would undo an
+// order that only waits for its version.
+func TestRequestOfAVersionNotInThisBuildIsNeitherCalledNorFailed(t *testing.T) {
+	svc := &switchable{}
+	svc.status.Store(http.StatusCreated)
+	ts := httptest.NewServer(svc)
+	defer ts.Close()
+	replier := &fakeReplier{}
+	ag := newAgent(remote.NewClient(ts.URL, ts.Client(), shipped), replier, nil)
+	req := request("k-newer-version", time.Now().Add(2*time.Second))
+	req.Version = "9"
+
+	if err := ag.Process(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if n := svc.calls.Load(); n != 0 {
+		t.Errorf("calls = %d, want none", n)
+	}
+	if reps := replier.sent(); len(reps) != 0 {
+		t.Errorf("replies %+v, want none", reps)
+	}
+}

@@ -40,6 +40,10 @@ var (
 	// about the order: the agent neither fails the step nor retries the
 	// call, but holds its requests (see package agent).
 	ErrConfiguration = errors.New("configuration fault")
+	// ErrNotInBuild marks a request this build cannot make: its workflow
+	// version is not in the build (an order of a newer build, after a
+	// rollback). Nothing is called; the order waits for its version.
+	ErrNotInBuild = errors.New("workflow version not in this build")
 )
 
 // ConfigurationStatuses name the statuses that are configuration faults,
@@ -99,11 +103,14 @@ type requestBody struct {
 // key, and answers success when there was nothing to undo. A call repeated with the same req.IdempotencyKey after a
 // success returns the same reference without new work being done.
 //
-// Errors wrap exactly one of ErrTransient, ErrPermanent and
-// ErrConfiguration; a call ended by ctx also wraps ctx.Err(). See
+// Errors wrap exactly one of ErrTransient, ErrPermanent, ErrConfiguration
+// and ErrNotInBuild; a call ended by ctx also wraps ctx.Err(). See
 // RetryAfter for the service's hint on when to try again, and
 // ConfigurationStatus for the status of a configuration fault.
 func (c *Client) Call(ctx context.Context, service string, req order.StepRequest) (reference string, err error) {
+	if _, known := c.workflows.Get(req.Version); !known {
+		return "", fmt.Errorf("remote service %q: workflow version %s: %w", service, order.VersionOf(req.Version), ErrNotInBuild)
+	}
 	call, err := c.callOf(service, req)
 	if err != nil {
 		return "", fmt.Errorf("remote service %q: %w: %w", service, err, ErrPermanent)
@@ -165,10 +172,7 @@ func (c *Client) Call(ctx context.Context, service string, req order.StepRequest
 // A step this build's workflows do not have cannot be called, whatever a
 // retry does.
 func (c *Client) callOf(service string, req order.StepRequest) (order.Endpoint, error) {
-	wf, known := c.workflows.Get(req.Version)
-	if !known {
-		return order.Endpoint{}, fmt.Errorf("workflow version %s: not in this build", order.VersionOf(req.Version))
-	}
+	wf, _ := c.workflows.Get(req.Version) // Call checked it
 	def, ok := wf.Step(req.Step)
 	switch {
 	case !ok:

@@ -448,7 +448,7 @@ func TestCallTakesTheStepsDefinedCall(t *testing.T) {
 		{"undo", "check-fraud", "7", true, "", "DELETE /v2/checks/undo", nil},
 		{"no undo defined", "notify", "7", true, "mail", "", remote.ErrPermanent},
 		{"unknown step", "ship", "7", false, "", "", remote.ErrPermanent},
-		{"unknown version", "check-fraud", "8", false, "", "", remote.ErrPermanent},
+		{"a version not in this build waits for it", "check-fraud", "8", false, "", "", remote.ErrNotInBuild},
 		{"another service's step", "notify", "7", false, "fraud", "", remote.ErrPermanent},
 	}
 	for _, tt := range tests {
