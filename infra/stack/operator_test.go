@@ -2,7 +2,6 @@ package stack_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"maps"
 	"slices"
@@ -14,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"orderly/infra/iamcheck"
 	"orderly/internal/api"
 	"orderly/internal/callrecord"
 	"orderly/internal/enginetest"
@@ -109,23 +107,8 @@ func TestOperatorToolsPolicyAllowsExactlyTheToolsCalls(t *testing.T) {
 		must("dlq redrive "+name, err)
 	}
 
-	var calls []callrecord.Call
-	for _, c := range rec.Calls() {
-		c.Resource.Name = strings.Replace(c.Resource.Name, "orderly-"+e.Stack.Catalog.Stage+"-", "orderly-"+synthesizedStage+"-", 1)
-		calls = append(calls, c)
-	}
-	raw, err := json.Marshal(template.ToJSON())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpl, err := iamcheck.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checker, err := iamcheck.New(tpl, synthesizedStage)
-	if err != nil {
-		t.Fatal(err)
-	}
+	calls := asSynthesized(rec.Calls(), e.Stack.Catalog.Stage)
+	checker := newChecker(t)
 	if err := checker.Principal(operatorTools, "OperatorToolsPolicy"); err != nil {
 		t.Fatal(err)
 	}

@@ -42,18 +42,7 @@ func TestRolesAllowExactlyTheCallsEachFunctionMakes(t *testing.T) {
 		t.Skip("drives the whole engine")
 	}
 	calls := recordCalls(t)
-	raw, err := json.Marshal(template.ToJSON())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpl, err := iamcheck.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checker, err := iamcheck.New(tpl, synthesizedStage)
-	if err != nil {
-		t.Fatal(err)
-	}
+	checker := newChecker(t)
 	// A function that made no call would have its role go unchecked.
 	for _, fn := range checker.Functions() {
 		if !slices.ContainsFunc(calls, func(c callrecord.Call) bool { return c.Function == fn }) {
@@ -77,6 +66,35 @@ func TestRolesAllowExactlyTheCallsEachFunctionMakes(t *testing.T) {
 	if t.Failed() {
 		t.Logf("recorded calls:\n%s", strings.Join(mapStrings(calls), "\n"))
 	}
+}
+
+// newChecker reads the synthesized template's roles and policies.
+func newChecker(t *testing.T) *iamcheck.Checker {
+	t.Helper()
+	raw, err := json.Marshal(template.ToJSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := iamcheck.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checker, err := iamcheck.New(tpl, synthesizedStage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return checker
+}
+
+// asSynthesized renames the resources calls name from a test's stage to
+// the synthesized stage's names.
+func asSynthesized(calls []callrecord.Call, stage string) []callrecord.Call {
+	out := make([]callrecord.Call, len(calls))
+	for i, c := range calls {
+		c.Resource.Name = strings.Replace(c.Resource.Name, "orderly-"+stage+"-", "orderly-"+synthesizedStage+"-", 1)
+		out[i] = c
+	}
+	return out
 }
 
 // recordCalls runs the scenarios and returns every call the functions
@@ -146,12 +164,7 @@ func recordCalls(t *testing.T) []callrecord.Call {
 		t.Fatalf("alert %+v about the parked order, want %s", a, order.AlertVersionUnknown)
 	}
 
-	var out []callrecord.Call
-	for _, c := range rec.Calls() {
-		c.Resource.Name = strings.Replace(c.Resource.Name, "orderly-"+cfg.Stage+"-", "orderly-"+synthesizedStage+"-", 1)
-		out = append(out, c)
-	}
-	return out
+	return asSynthesized(rec.Calls(), cfg.Stage)
 }
 
 func submitOrder(t *testing.T, e *engine.Engine, skus ...string) string {
