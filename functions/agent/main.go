@@ -34,7 +34,8 @@ func main() {
 	tryTimeout := env.Duration(config.EnvTryTimeout, agent.DefaultTryTimeout)
 	table := env.Required(resources.EnvOrdersTable)
 	ownQueue := env.Required(resources.EnvRequestQueueURL(name))
-	workflows, err := definition.Shipped(env.Timing())
+	names, def := env.Workflows()
+	workflows, err := definition.Deployed(env.Timing(), names, def)
 	if err != nil {
 		// The workflow's files are built in: a broken build, or the
 		// stage's timing at odds with a step's own.

@@ -31,7 +31,8 @@ func main() {
 	retention := env.Retention()
 	ordersTable := env.Required(resources.EnvOrdersTable)
 	topicARN := env.Required(resources.EnvAlertTopicARN)
-	workflows, err := definition.Shipped(env.Timing())
+	names, def := env.Workflows()
+	workflows, err := definition.Deployed(env.Timing(), names, def)
 	if err != nil {
 		// The workflow's files are built in: a broken build, or the
 		// stage's timing at odds with a step's own.

@@ -29,7 +29,8 @@ func main() {
 	ordersTable := env.Required(resources.EnvOrdersTable)
 	historyTable := env.Required(resources.EnvHistoryTable)
 	anonymous := env.String(resources.EnvAnonymousCaller, "")
-	workflows, err := definition.Shipped(env.Timing())
+	names, def := env.Workflows()
+	workflows, err := definition.Deployed(env.Timing(), names, def)
 	if err != nil {
 		// The workflow's files are built in: a broken build, or the
 		// stage's timing at odds with a step's own.
@@ -37,8 +38,8 @@ func main() {
 		os.Exit(1)
 	}
 	workflow := workflows.Latest()
-	// Submission only ever sends the first step's request.
-	queues := env.RequestQueueURLs([]string{workflow.Steps[0].Agent})
+	// Submission only ever sends a first step's request.
+	queues := env.RequestQueueURLs(workflows.FirstAgents())
 	awsCfg, err := config.Load(context.Background(), env)
 	if err != nil {
 		log.Error("cannot start", "error", err)
@@ -48,7 +49,7 @@ func main() {
 	db := dynamodb.NewFromConfig(awsCfg)
 	store := dynamo.NewStore(db, ordersTable).Retain(retention)
 	requests := sqs.NewRequests(awssqs.NewFromConfig(awsCfg), queues)
-	svc := api.NewService(api.Config{
+	svc, err := api.NewService(api.Config{
 		InstanceID: config.InstanceID("submit"),
 		Store:      store.As("submit"),
 		Controls:   control.New(store.As(control.ByClientCancel), store.As(control.ByOperatorRedrive), workflows, time.Now),
@@ -61,5 +62,9 @@ func main() {
 		// Empty in AWS, where the IAM authorizer names every caller.
 		AnonymousCaller: anonymous,
 	})
+	if err != nil {
+		log.Error("cannot start", "error", err)
+		os.Exit(1)
+	}
 	lambda.Start(svc.Handle)
 }

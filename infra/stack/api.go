@@ -1,6 +1,8 @@
 package stack
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -52,11 +54,18 @@ func newAPI(s *Stack) awsapigateway.RestApi {
 		ValidateRequestBody:       jsii.Bool(true),
 		ValidateRequestParameters: jsii.Bool(true),
 	})
-	model := api.AddModel(jsii.String("OrderModel"), &awsapigateway.ModelOptions{
-		ModelName:   jsii.String("Order"),
-		ContentType: jsii.String("application/json"),
-		Schema:      OrderSchema(),
-	})
+	// Each workflow's submissions are checked against its latest
+	// version's input schema, read from its definition.
+	modelOf := func(id, name string, w order.Workflow) awsapigateway.Model {
+		schema, err := ModelOf(w)
+		if err != nil {
+			panic(err) // the definitions were checked when read
+		}
+		return api.AddModel(jsii.String(id), &awsapigateway.ModelOptions{
+			ModelName: jsii.String(name), ContentType: jsii.String("application/json"), Schema: schema,
+		})
+	}
+	model := modelOf("OrderModel", "Order", s.props.Workflows.Latest())
 
 	// A body the model rejects gets the same error shape the function uses,
 	// with API Gateway's account of what is wrong.
@@ -72,6 +81,21 @@ func newAPI(s *Stack) awsapigateway.RestApi {
 		RequestValidator: validator,
 		RequestModels:    &map[string]awsapigateway.IModel{"application/json": model},
 	})
+	// POST /workflows/NAME/orders submits an order of the named workflow,
+	// with its own model; a name no workflow has reaches the function
+	// through {workflow}, which answers 400 with the names there are.
+	byWorkflow := api.Root().AddResource(jsii.String("workflows"), nil)
+	byWorkflow.AddResource(jsii.String("{workflow}"), nil).AddResource(jsii.String("orders"), nil).
+		AddMethod(jsii.String("POST"), integration, nil)
+	for _, name := range s.props.Workflows.Names() {
+		w, _ := s.props.Workflows.LatestOf(name)
+		m := modelOf("WorkflowModel"+pascal(name), "Workflow"+pascal(name), w)
+		byWorkflow.AddResource(jsii.String(name), nil).AddResource(jsii.String("orders"), nil).
+			AddMethod(jsii.String("POST"), integration, &awsapigateway.MethodOptions{
+				RequestValidator: validator,
+				RequestModels:    &map[string]awsapigateway.IModel{"application/json": m},
+			})
+	}
 	getByID := &awsapigateway.MethodOptions{
 		RequestValidator:  validator,
 		RequestParameters: &map[string]*bool{"method.request.path.id": jsii.Bool(true)},
@@ -103,7 +127,7 @@ func newAPI(s *Stack) awsapigateway.RestApi {
 	s.clientPolicy = awsiam.NewManagedPolicy(s.Stack, jsii.String("ClientPolicy"), &awsiam.ManagedPolicyProps{
 		ManagedPolicyName: jsii.String("orderly-" + s.props.Stage + "-client"),
 		Description:       jsii.String("submit orders, read and cancel the caller's own orders"),
-		Document:          invoke("POST /orders", "GET /orders/*", "POST /orders/*/cancel"),
+		Document:          invoke("POST /orders", "POST /workflows/*/orders", "GET /orders/*", "POST /orders/*/cancel"),
 	})
 	s.operatorPolicy = awsiam.NewManagedPolicy(s.Stack, jsii.String("OperatorPolicy"), &awsiam.ManagedPolicyProps{
 		ManagedPolicyName: jsii.String("orderly-" + s.props.Stage + "-operator"),
@@ -113,46 +137,89 @@ func newAPI(s *Stack) awsapigateway.RestApi {
 	return api
 }
 
-// OrderSchema is the POST /orders body as JSON Schema (draft 4, the
-// version API Gateway supports). API Gateway rejects a bad body before it
-// costs an invocation; the function checks again, and reports every
-// problem at once.
-func OrderSchema() *awsapigateway.JsonSchema {
-	str := func(minLen, maxLen float64) *awsapigateway.JsonSchema {
-		return &awsapigateway.JsonSchema{Type: awsapigateway.JsonSchemaType_STRING, MinLength: jsii.Number(minLen), MaxLength: jsii.Number(maxLen)}
+// OrderSchema is the default workflow's input schema as API Gateway's
+// request model for POST /orders (draft 4, the version API Gateway
+// supports): API Gateway rejects a bad body before it costs an
+// invocation; the function checks again against the definition's own
+// schema, and reports every problem at once.
+func (s *Stack) OrderSchema() (*awsapigateway.JsonSchema, error) {
+	return ModelOf(s.props.Workflows.Latest())
+}
+
+// ModelOf is w's input schema as an API Gateway model: the keywords of
+// draft 4 that API Gateway validates with, read from the definition's
+// schema, so that no second copy is kept by hand. A keyword the model
+// cannot state is left to the function.
+func ModelOf(w order.Workflow) (*awsapigateway.JsonSchema, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(w.Input, &doc); err != nil {
+		return nil, fmt.Errorf("workflow %s version %s: input schema: %w", w.Name, w.Version, err)
 	}
-	sku := str(1, order.MaxSKULen)
-	sku.Pattern = jsii.String(order.SKUPattern)
-	// Text fields refuse the characters the function refuses: the same
-	// rule, rendered as a pattern (order.TextPattern).
-	text := func(minLen, maxLen float64) *awsapigateway.JsonSchema {
-		s := str(minLen, maxLen)
-		s.Pattern = jsii.String(order.TextPattern())
-		return s
+	m := model(doc)
+	m.Schema = awsapigateway.JsonSchemaVersion_DRAFT4
+	m.Title = jsii.String(w.Name)
+	return m, nil
+}
+
+func model(doc map[string]any) *awsapigateway.JsonSchema {
+	m := &awsapigateway.JsonSchema{}
+	num := func(key string) *float64 {
+		if v, ok := doc[key].(float64); ok {
+			return jsii.Number(v)
+		}
+		return nil
 	}
-	return &awsapigateway.JsonSchema{
-		Schema:               awsapigateway.JsonSchemaVersion_DRAFT4,
-		Title:                jsii.String("Order"),
-		Type:                 awsapigateway.JsonSchemaType_OBJECT,
-		Required:             jsii.Strings("customerId", "lines"),
-		AdditionalProperties: jsii.Bool(false),
-		Properties: &map[string]*awsapigateway.JsonSchema{
-			"customerId":         text(1, order.MaxCustomerIDLen),
-			"notificationTarget": text(0, order.MaxNotificationTarget),
-			"lines": {
-				Type:     awsapigateway.JsonSchemaType_ARRAY,
-				MinItems: jsii.Number(1),
-				MaxItems: jsii.Number(order.MaxLines),
-				Items: &awsapigateway.JsonSchema{
-					Type:                 awsapigateway.JsonSchemaType_OBJECT,
-					Required:             jsii.Strings("sku", "quantity"),
-					AdditionalProperties: jsii.Bool(false),
-					Properties: &map[string]*awsapigateway.JsonSchema{
-						"sku":      sku,
-						"quantity": {Type: awsapigateway.JsonSchemaType_INTEGER, Minimum: jsii.Number(1), Maximum: jsii.Number(order.MaxQuantity)},
-					},
-				},
-			},
-		},
+	if t, ok := doc["type"].(string); ok {
+		m.Type = awsapigateway.JsonSchemaType(t)
 	}
+	if req, ok := doc["required"].([]any); ok {
+		var names []string
+		for _, r := range req {
+			if n, ok := r.(string); ok {
+				names = append(names, n)
+			}
+		}
+		m.Required = jsii.Strings(names...)
+	}
+	if ap, ok := doc["additionalProperties"].(bool); ok {
+		m.AdditionalProperties = jsii.Bool(ap)
+	}
+	if props, ok := doc["properties"].(map[string]any); ok {
+		out := map[string]*awsapigateway.JsonSchema{}
+		for k, v := range props {
+			if sub, ok := v.(map[string]any); ok {
+				out[k] = model(sub)
+			}
+		}
+		m.Properties = &out
+	}
+	if items, ok := doc["items"].(map[string]any); ok {
+		m.Items = model(items)
+	}
+	if e, ok := doc["enum"].([]any); ok {
+		m.Enum = &e
+	}
+	if p, ok := doc["pattern"].(string); ok {
+		m.Pattern = jsii.String(p)
+	}
+	if d, ok := doc["description"].(string); ok {
+		m.Description = jsii.String(d)
+	}
+	m.MinLength, m.MaxLength = num("minLength"), num("maxLength")
+	m.Minimum, m.Maximum = num("minimum"), num("maximum")
+	m.MinItems, m.MaxItems = num("minItems"), num("maxItems")
+	return m
+}
+
+// pascal is a workflow name (a-z, 0-9, "-") as part of a logical id or a
+// model name, which take letters and digits only: "fraud-check" is
+// "FraudCheck".
+func pascal(name string) string {
+	var b strings.Builder
+	for _, part := range strings.Split(name, "-") {
+		if part != "" {
+			b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+		}
+	}
+	return b.String()
 }

@@ -3,6 +3,7 @@ package stack
 import (
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -53,7 +54,10 @@ func newFunctions(s *Stack) *functions {
 	tables := map[string]*string{
 		resources.EnvOrdersTable: jsii.String(s.cat.Orders.Name),
 	}
+	// Every function runs exactly the workflows the stack deployed.
 	timing := map[string]*string{
+		config.EnvWorkflows:        jsii.String(strings.Join(s.props.Workflows.Names(), ",")),
+		config.EnvDefaultWorkflow:  jsii.String(s.props.Workflows.Default()),
 		config.EnvAllowance:        jsii.String(s.props.Timing.Allowance.String()),
 		config.EnvMaxAllowance:     jsii.String(s.props.Timing.MaxAllowance.String()),
 		config.EnvFailureThreshold: jsii.String(strconv.Itoa(s.props.Timing.FailureThreshold)),
@@ -65,18 +69,22 @@ func newFunctions(s *Stack) *functions {
 	// Submission: stores each order with its first step claimed and sends
 	// that step's request; reads orders back. A request it cannot send is
 	// released (UpdateItem) for the Scheduler to claim through the stream.
-	// Submission sends only the first step of the latest version.
-	first := s.props.Workflows.Latest().Steps[0].Agent
-	// It reads an order's history for GET /orders/{id}/history.
-	submitEnv := map[string]*string{resources.EnvRequestQueueURL(first): m.requests[first].QueueUrl(),
-		resources.EnvHistoryTable: jsii.String(s.cat.History.Name)}
+	// Submission sends only the first step of each workflow's latest
+	// version. It reads an order's history for GET /orders/{id}/history.
+	firsts := s.props.Workflows.FirstAgents()
+	submitEnv := map[string]*string{resources.EnvHistoryTable: jsii.String(s.cat.History.Name)}
+	for _, first := range firsts {
+		submitEnv[resources.EnvRequestQueueURL(first)] = m.requests[first].QueueUrl()
+	}
 	if s.props.AnonymousCaller != "" {
 		submitEnv[resources.EnvAnonymousCaller] = jsii.String(s.props.AnonymousCaller)
 	}
 	f.submit = f.lambda(s, "Submit", resources.FunctionSubmit, resources.SubmitTimeout, resources.SubmitMemoryMB, merge(tables, timing, submitEnv))
 	allow(f.submit, d.orders.TableArn(), "dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem")
 	allow(f.submit, d.history.TableArn(), "dynamodb:Query")
-	allow(f.submit, m.requests[first].QueueArn(), "sqs:SendMessage")
+	for _, first := range firsts {
+		allow(f.submit, m.requests[first].QueueArn(), "sqs:SendMessage")
+	}
 
 	// Scheduler: applies replies and claims each next step in one
 	// UpdateItem, claims re-announced steps from the stream, sends

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -84,9 +85,12 @@ const (
 	CtxAnonymousCaller     = "anonymousCaller"
 	CtxPricesFile          = "pricesFile"
 	CtxRetentionDays       = "retentionDays"
-	// CtxWorkflowsDir is the directory of workflow definitions
-	// (default ../workflows, from infra/).
-	CtxWorkflowsDir = "workflowsDir"
+	// CtxWorkflowsDir is the directories of workflow definitions, comma
+	// separated (default ../workflows, from infra/; the LocalStack
+	// end-to-end test adds ../examples/workflows). Every workflow in them
+	// is deployed; CtxDefaultWorkflow is the one POST /orders submits to.
+	CtxWorkflowsDir    = "workflowsDir"
+	CtxDefaultWorkflow = "defaultWorkflow"
 	// The workflow's timing (README, Configuration): Go durations, and a
 	// count that may be 0.
 	CtxStepAllowance    = "stepAllowance"
@@ -136,12 +140,9 @@ func FromContext(scope constructs.Construct) (Props, error) {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("context %s: %w", CtxPricesFile, err))
 	}
-	dir := str(CtxWorkflowsDir, filepath.Join("..", "workflows"))
-	var workflows order.Versions
-	if defs, err := definition.Load(os.DirFS(dir), dir); err != nil {
-		errs = append(errs, fmt.Errorf("workflow definitions (context %s):\n%w", CtxWorkflowsDir, err))
-	} else if workflows, err = definition.Versions(defs, definition.ShippedWorkflow, timing); err != nil {
-		errs = append(errs, fmt.Errorf("workflow definitions (context %s):\n%w", CtxWorkflowsDir, err))
+	workflows, err := loadWorkflows(str(CtxWorkflowsDir, filepath.Join("..", "workflows")), str(CtxDefaultWorkflow, definition.ShippedWorkflow), timing)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("workflow definitions (context %s, %s):\n%w", CtxWorkflowsDir, CtxDefaultWorkflow, err))
 	}
 	p := Props{
 		Workflows:           workflows,
@@ -164,6 +165,37 @@ func FromContext(scope constructs.Construct) (Props, error) {
 		return Props{}, err
 	}
 	return p, p.Validate()
+}
+
+// loadWorkflows reads every definition in dirs (comma separated), each
+// file named as it is found, and builds the workflows with def the
+// default. Each one must be built into the functions too (under
+// workflows/ or examples/workflows/), since they run what they embed.
+func loadWorkflows(dirs, def string, timing order.Timing) (order.Versions, error) {
+	var defs []definition.Definition
+	for _, dir := range strings.Split(dirs, ",") {
+		dir = strings.TrimSpace(dir)
+		found, err := definition.Load(os.DirFS(dir), dir)
+		if err != nil {
+			return order.Versions{}, err
+		}
+		defs = append(defs, found...)
+	}
+	shipped, examples, err := definition.Embedded()
+	if err != nil {
+		return order.Versions{}, err
+	}
+	built := append(shipped, examples...)
+	var ps definition.Problems
+	for _, d := range defs {
+		if !slices.ContainsFunc(built, func(b definition.Definition) bool { return b.Same(d) }) {
+			ps = append(ps, definition.Problem{File: d.File, Rule: "is not the definition the functions are built with: keep it under workflows/ and run make build"})
+		}
+	}
+	if len(ps) > 0 {
+		return order.Versions{}, ps
+	}
+	return definition.Build(defs, def, timing)
 }
 
 // Validate checks the props against the limits AWS imposes.

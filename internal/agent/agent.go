@@ -44,7 +44,7 @@ import (
 
 // Caller calls the remote service.
 type Caller interface {
-	Call(ctx context.Context, service string, req order.StepRequest) (reference string, err error)
+	Call(ctx context.Context, service string, req order.StepRequest) (remote.Answer, error)
 }
 
 // Deadlines moves a step's deadline on, fenced on its attempt (see
@@ -246,13 +246,22 @@ func (s *Service) Process(ctx context.Context, req order.StepRequest) error {
 		s.metrics.Count(metrics.RepliesWithheld, 1, "order_id", req.OrderID, "step", req.Step)
 		return nil
 	}
-	ref, calls, err := s.callWithRetry(w, req)
+	answer, calls, err := s.callWithRetry(w, req)
 	log = log.With("remote_calls", calls)
 
-	rep := order.StepReply{OrderID: req.OrderID, Version: req.Version, Step: req.Step, Undo: req.Undo, Record: req.Record, Attempt: req.Attempt}
+	rep := order.StepReply{OrderID: req.OrderID, Workflow: req.Workflow, Version: req.Version, Step: req.Step, Undo: req.Undo, Record: req.Record, Attempt: req.Attempt}
 	switch {
 	case err == nil:
-		rep.Outcome, rep.Reference = order.OutcomeSucceeded, ref
+		rep.Outcome, rep.Reference = order.OutcomeSucceeded, answer.Reference
+		if wf, _ := s.workflows.Get(req.Workflow, req.Version); !req.Undo && wf.Keeps(req.Step) {
+			rep.Result = answer.Body
+		}
+	case errors.Is(err, remote.ErrContract):
+		// The work was done, but its answer cannot be used: an operator
+		// decides (the order goes to Error with an alert; a redrive
+		// retries with the same key, or undoes the step with the others).
+		rep.Outcome, rep.Reason, rep.WorkDone = order.OutcomeFailed, order.ReasonFor(err), true
+		log = log.With("error", err)
 	case errors.Is(err, remote.ErrPermanent):
 		// The reply says why in words clients may read; the error itself
 		// is logged with it.
@@ -308,7 +317,7 @@ func (s *Service) Process(ctx context.Context, req order.StepRequest) error {
 // gaveUp records a given-up attempt; a failure only costs the Supervisor's
 // deferrals, so it is logged, not retried.
 func (s *Service) gaveUp(ctx context.Context, log *slog.Logger, req order.StepRequest) {
-	wf, known := s.workflows.Get(req.Version)
+	wf, known := s.workflows.Get(req.Workflow, req.Version)
 	if s.deadlines == nil || !known {
 		return
 	}
@@ -328,7 +337,7 @@ func (s *Service) canExtend(req order.StepRequest) bool {
 	if s.deadlines == nil || req.Allowance() <= 0 {
 		return false
 	}
-	wf, known := s.workflows.Get(req.Version)
+	wf, known := s.workflows.Get(req.Workflow, req.Version)
 	def, ok := wf.Step(req.Step)
 	return known && ok && def.MaxHeartbeats > 0
 }
@@ -344,7 +353,7 @@ func (s *Service) extend(ctx context.Context, req order.StepRequest, current, no
 	if !target.After(current) {
 		return current, nil
 	}
-	wf, _ := s.workflows.Get(req.Version) // canExtend checked it
+	wf, _ := s.workflows.Get(req.Workflow, req.Version) // canExtend checked it
 	def, _ := wf.Step(req.Step)
 	index, _ := req.StepIndex(wf)
 	st := order.StepState{OrderID: req.OrderID, Step: req.Step, Index: index, Undo: req.Undo, Attempt: req.Attempt}
@@ -444,39 +453,39 @@ func (s *Service) sendReply(ctx context.Context, rep order.StepReply, until time
 // callWithRetry calls the remote service until it succeeds, fails
 // permanently, refuses the agent's configuration, or the next try could
 // not start before the window's stop.
-func (s *Service) callWithRetry(w *window, req order.StepRequest) (ref string, calls int, err error) {
+func (s *Service) callWithRetry(w *window, req order.StepRequest) (answer remote.Answer, calls int, err error) {
 	for n := 0; ; n++ {
-		ref, err = s.try(w, req)
+		answer, err = s.try(w, req)
 		if errors.Is(err, errCircuitOpen) || errors.Is(err, remote.ErrNotInBuild) {
-			return "", calls, err
+			return remote.Answer{}, calls, err
 		}
 		calls++
-		if err == nil || errors.Is(err, remote.ErrPermanent) {
-			return ref, calls, err
+		if err == nil || errors.Is(err, remote.ErrPermanent) || errors.Is(err, remote.ErrContract) {
+			return answer, calls, err
 		}
 		if errors.Is(err, remote.ErrConfiguration) {
 			status := configurationStatus(err)
 			s.log.WarnContext(w.ctx, "remote service refuses the agent's configuration", "order_id", req.OrderID, "step", req.Step,
 				"status", status, "error", err)
 			s.metrics.CountBy(metrics.ConfigurationFaults, 1, metrics.DimStatus, status, "order_id", req.OrderID, "step", req.Step)
-			return "", calls, err
+			return remote.Answer{}, calls, err
 		}
 		s.metrics.Count(metrics.RemoteFaults, 1, "agent", s.name)
 		if w.ctx.Err() != nil {
-			return "", calls, err
+			return remote.Answer{}, calls, err
 		}
 		delay := s.backoff.Delay(n, s.rand())
 		if after, ok := remote.RetryAfter(err); ok && after > delay {
 			delay = after
 		}
 		if !s.now().Add(delay).Before(w.stop()) {
-			return "", calls, fmt.Errorf("next retry in %s would leave no time to reply by complete_by: %w", delay, err)
+			return remote.Answer{}, calls, fmt.Errorf("next retry in %s would leave no time to reply by complete_by: %w", delay, err)
 		}
 		s.log.DebugContext(w.ctx, "transient fault; retrying", "order_id", req.OrderID, "step", req.Step,
 			"retry", n+1, "delay", delay, "error", err)
 		select {
 		case <-w.ctx.Done():
-			return "", calls, fmt.Errorf("waiting to retry: %w", w.ctx.Err())
+			return remote.Answer{}, calls, fmt.Errorf("waiting to retry: %w", w.ctx.Err())
 		case <-time.After(delay):
 		}
 	}
@@ -485,7 +494,7 @@ func (s *Service) callWithRetry(w *window, req order.StepRequest) (ref string, c
 // try makes one call, bounded by the try timeout as well as the window. A
 // try that times out is a transient fault like any other. While the call
 // runs, the agent heartbeats.
-func (s *Service) try(w *window, req order.StepRequest) (string, error) {
+func (s *Service) try(w *window, req order.StepRequest) (remote.Answer, error) {
 	ctx := w.ctx
 	if s.canExtend(req) {
 		// The window's context ends when its (moving) stop comes.
@@ -503,13 +512,13 @@ func (s *Service) try(w *window, req order.StepRequest) (string, error) {
 		ctx, cancel = context.WithTimeout(ctx, s.tryFor)
 		defer cancel()
 	}
-	call := func() (string, error) {
+	call := func() (remote.Answer, error) {
 		s.metrics.Count(metrics.RemoteCalls, 1, "agent", s.name)
-		ref, err := s.remote.Call(ctx, s.name, req)
+		answer, err := s.remote.Call(ctx, s.name, req)
 		if err != nil && errors.Is(context.Cause(w.ctx), errWindowEnded) {
 			err = fmt.Errorf("%w: %w", err, errWindowEnded)
 		}
-		return ref, err
+		return answer, err
 	}
 	if s.circuit == nil {
 		return call()

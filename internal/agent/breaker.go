@@ -105,15 +105,15 @@ func (c *circuit) report(done func(success bool), err error) {
 // it, and does not count against it; one cut short by its window's end
 // timed out.
 func healthy(err error) bool {
-	return err == nil || errors.Is(err, remote.ErrPermanent) || errors.Is(err, remote.ErrNotInBuild) ||
+	return err == nil || errors.Is(err, remote.ErrPermanent) || errors.Is(err, remote.ErrContract) || errors.Is(err, remote.ErrNotInBuild) ||
 		(errors.Is(err, context.Canceled) && !timedOut(err))
 }
 
 // call makes one call of the request with this idempotency key, asking the
 // breaker first unless the request is a suspect.
-func (c *circuit) call(key string, call func() (string, error)) (string, error) {
+func (c *circuit) call(key string, call func() (remote.Answer, error)) (remote.Answer, error) {
 	if c.open() {
-		return "", errCircuitOpen
+		return remote.Answer{}, errCircuitOpen
 	}
 	if c.suspect(key) {
 		ref, err := call()
@@ -129,7 +129,7 @@ func (c *circuit) call(key string, call func() (string, error)) (string, error) 
 	}
 	done, err := c.breaker.Allow()
 	if err != nil {
-		return "", errCircuitOpen
+		return remote.Answer{}, errCircuitOpen
 	}
 	reported := false
 	defer func() {

@@ -7,6 +7,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -21,6 +22,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"orderly/internal/control"
+	"orderly/internal/definition"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
 )
@@ -50,7 +52,10 @@ type Dispatcher interface {
 // Routes served, as API Gateway resource templates.
 const (
 	ResourceOrders = "/orders"
-	ResourceOrder  = "/orders/{id}"
+	// ResourceWorkflowOrders submits an order of a named workflow;
+	// ResourceOrders, of the stage's default one.
+	ResourceWorkflowOrders = "/workflows/{workflow}/orders"
+	ResourceOrder          = "/orders/{id}"
 	// ResourceOperatorOrder shows any caller's order. In AWS a separate
 	// IAM permission guards it, so only operators can reach it.
 	ResourceOperatorOrder = "/ops/orders/{id}"
@@ -73,10 +78,12 @@ type Service struct {
 	history    History
 	dispatcher Dispatcher
 	workflows  order.Versions
-	now        func() time.Time
-	log        *slog.Logger
-	metrics    *metrics.Recorder
-	anonymous  string
+	// inputs check each workflow's submissions, by name.
+	inputs    map[string]order.InputCheck
+	now       func() time.Time
+	log       *slog.Logger
+	metrics   *metrics.Recorder
+	anonymous string
 }
 
 // Config wires the submission service.
@@ -100,9 +107,38 @@ type Config struct {
 }
 
 // NewService returns the submission service.
-func NewService(c Config) *Service {
+// Its error names a workflow whose input schema does not compile.
+func NewService(c Config) (*Service, error) {
+	inputs := map[string]order.InputCheck{}
+	for _, name := range c.Workflows.Names() {
+		wf, _ := c.Workflows.LatestOf(name)
+		check, err := inputCheck(wf)
+		if err != nil {
+			return nil, err
+		}
+		inputs[name] = check
+	}
 	return &Service{id: c.InstanceID, store: c.Store, controls: c.Controls, history: c.History, dispatcher: c.Dispatcher, workflows: c.Workflows,
-		now: c.Now, log: c.Log, metrics: c.Metrics, anonymous: c.AnonymousCaller}
+		inputs: inputs, now: c.Now, log: c.Log, metrics: c.Metrics, anonymous: c.AnonymousCaller}, nil
+}
+
+// inputCheck checks submissions against wf's input schema. A workflow
+// made in Go without one (in tests) takes any JSON object.
+func inputCheck(wf order.Workflow) (order.InputCheck, error) {
+	if len(wf.Input) == 0 {
+		return nil, nil
+	}
+	schema, err := definition.CompileSchema(wf.Input)
+	if err != nil {
+		return nil, fmt.Errorf("workflow %s version %s: input schema: %w", wf.Name, wf.Version, err)
+	}
+	return func(doc []byte) []order.FieldError {
+		var out []order.FieldError
+		for _, p := range schema.Check(doc) {
+			out = append(out, order.FieldError{Field: cmp.Or(p.Field, "body"), Problem: p.Problem})
+		}
+		return out
+	}, nil
 }
 
 var (
@@ -144,7 +180,7 @@ func (s *Service) Handle(ctx context.Context, req events.APIGatewayProxyRequest)
 	var resp events.APIGatewayProxyResponse
 	var err error
 	switch {
-	case resource == ResourceOrders && req.HTTPMethod == http.MethodPost:
+	case (resource == ResourceOrders || resource == ResourceWorkflowOrders) && req.HTTPMethod == http.MethodPost:
 		resp, err = s.submit(ctx, req)
 	case resource == ResourceOrder && req.HTTPMethod == http.MethodGet:
 		resp, err = s.get(ctx, req, false)
@@ -158,7 +194,7 @@ func (s *Service) Handle(ctx context.Context, req events.APIGatewayProxyRequest)
 		resp, err = s.showHistory(ctx, req, false)
 	case resource == ResourceOperatorHistory && req.HTTPMethod == http.MethodGet:
 		resp, err = s.showHistory(ctx, req, true)
-	case resource == ResourceOrders || resource == ResourceOrder || resource == ResourceOperatorOrder ||
+	case resource == ResourceOrders || resource == ResourceWorkflowOrders || resource == ResourceOrder || resource == ResourceOperatorOrder ||
 		resource == ResourceCancel || resource == ResourceRedrive || resource == ResourceHistory || resource == ResourceOperatorHistory:
 		err = fmt.Errorf("%s %s: %w", req.HTTPMethod, resource, errMethod)
 	default:
@@ -191,7 +227,16 @@ func (s *Service) submit(ctx context.Context, req events.APIGatewayProxyRequest)
 			return events.APIGatewayProxyResponse{}, err
 		}
 	}
-	sub, err := order.ParseSubmission(body)
+	name := s.workflows.Default()
+	if named, ok := req.PathParameters["workflow"]; ok || resourceOf(req.Path) == ResourceWorkflowOrders {
+		name = cmp.Or(named, workflowOf(req.Path))
+	}
+	wf, known := s.workflows.LatestOf(name)
+	if !known {
+		return events.APIGatewayProxyResponse{}, &order.ValidationError{Fields: []order.FieldError{{Field: "workflow",
+			Problem: fmt.Sprintf("%q: no such workflow; this stage runs %s", excerpt(name), strings.Join(s.workflows.Names(), ", "))}}}
+	}
+	input, hash, err := order.ParseInput(body, s.inputs[wf.Name])
 	if err != nil {
 		return events.APIGatewayProxyResponse{}, err
 	}
@@ -200,15 +245,12 @@ func (s *Service) submit(ctx context.Context, req events.APIGatewayProxyRequest)
 	// deadline exactly as stored.
 	now := s.now().UTC().Truncate(time.Millisecond)
 	o := order.Order{
-		ID: order.NewID(), CustomerID: sub.CustomerID, Lines: sub.Lines,
-		NotificationTarget: sub.NotificationTarget, Status: order.StatusPending,
-		RequestHash: sub.Hash(), IdempotencyKey: key, KeyNonce: order.NewKeyNonce(), Caller: caller.ID, CreatedAt: now, UpdatedAt: now,
-	}
+		ID: order.NewID(), Workflow: wf.Name, Version: wf.Version, Status: order.StatusPending,
+		RequestHash: hash, IdempotencyKey: key, KeyNonce: order.NewKeyNonce(), Caller: caller.ID, CreatedAt: now, UpdatedAt: now,
+	}.WithInput(input)
 	if key != "" {
-		o.ID = order.IDForKey(caller.ID, sub.CustomerID, key)
+		o.ID = order.IDForKey(caller.ID, o.Workflow, o.CustomerID, key)
 	}
-	wf := s.workflows.Latest()
-	o.Version = wf.Version
 	steps := wf.NewStates(o.ID, s.id, now)
 	existing, err := s.store.CreateOrder(ctx, o, steps)
 	if errors.Is(err, order.ErrExists) {
@@ -217,7 +259,7 @@ func (s *Service) submit(ctx context.Context, req events.APIGatewayProxyRequest)
 	if err != nil {
 		return events.APIGatewayProxyResponse{}, fmt.Errorf("submit order: %w", err)
 	}
-	s.log.InfoContext(ctx, "order accepted", "order_id", o.ID, "lines", len(o.Lines), "idempotency_key", key)
+	s.log.InfoContext(ctx, "order accepted", "order_id", o.ID, "workflow", o.Workflow, "version", o.Version, "idempotency_key", key)
 	s.metrics.Count(metrics.OrdersSubmitted, 1, "order_id", o.ID)
 	// The order is stored with its first step claimed; whether or not the
 	// request goes out now, the order is safe and the answer is 202.
@@ -377,27 +419,57 @@ type StepView struct {
 	CompleteBy   *time.Time `json:"completeBy,omitempty"`
 	LockedBy     string     `json:"lockedBy,omitempty"`
 	LastError    string     `json:"lastError,omitempty"`
-	// Reference is the remote service's id for the work a step did.
-	Reference string    `json:"reference,omitempty"`
-	UpdatedAt time.Time `json:"updatedAt"`
+	// Reference is the remote service's id for the work a step did;
+	// Result, its whole answer when the workflow keeps it.
+	Reference string          `json:"reference,omitempty"`
+	Result    json.RawMessage `json:"result,omitempty"`
+	UpdatedAt time.Time       `json:"updatedAt"`
 }
 
 // OrderView is the body of GET /orders/{id}.
+//
+// The order's input fields are shown beside the view's own, as the client
+// submitted them (the shipped workflow's customerId, lines and
+// notificationTarget); a definition's input may not use the view's names.
 type OrderView struct {
-	OrderID    string       `json:"orderId"`
-	CustomerID string       `json:"customerId"`
-	Status     order.Status `json:"status"`
-	// Version is the workflow version the order runs under.
-	Version            string       `json:"version"`
-	Lines              []order.Line `json:"lines"`
-	NotificationTarget string       `json:"notificationTarget,omitempty"`
-	LastError          string       `json:"lastError,omitempty"`
-	CreatedAt          time.Time    `json:"createdAt"`
-	UpdatedAt          time.Time    `json:"updatedAt"`
-	Steps              []StepView   `json:"steps"`
+	OrderID string       `json:"orderId"`
+	Status  order.Status `json:"status"`
+	// Workflow and Version are the workflow version the order runs under.
+	Workflow  string     `json:"workflow"`
+	Version   string     `json:"version"`
+	LastError string     `json:"lastError,omitempty"`
+	CreatedAt time.Time  `json:"createdAt"`
+	UpdatedAt time.Time  `json:"updatedAt"`
+	Steps     []StepView `json:"steps"`
 	// Redrive, for an order in Error on the operators' route, says what
 	// each redrive action does, or why it is refused (order.PlanRedrive).
 	Redrive []RedriveView `json:"redrive,omitempty"`
+	// Input is the order's input; CustomerID is its customerId, if any.
+	Input      json.RawMessage `json:"-"`
+	CustomerID string          `json:"-"`
+}
+
+// MarshalJSON writes the view's fields and then the input's.
+func (v OrderView) MarshalJSON() ([]byte, error) {
+	type own OrderView // without this method
+	raw, err := json.Marshal(own(v))
+	if err != nil {
+		return nil, err
+	}
+	var input map[string]json.RawMessage
+	if json.Unmarshal(v.Input, &input) != nil || len(input) == 0 {
+		return raw, nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, err
+	}
+	for k, val := range input {
+		if _, taken := fields[k]; !taken {
+			fields[k] = val
+		}
+	}
+	return json.Marshal(fields)
 }
 
 // RedriveView is what one redrive action does to an order in Error, or
@@ -465,15 +537,14 @@ func (s *Service) get(ctx context.Context, req events.APIGatewayProxyRequest, op
 // API leaves that out for clients).
 func NewOrderView(o order.Order, steps []order.StepState) OrderView {
 	view := OrderView{
-		OrderID: o.ID, CustomerID: o.CustomerID, Status: o.Status, Version: o.Version, Lines: o.Lines,
-		NotificationTarget: o.NotificationTarget, LastError: o.LastError,
+		OrderID: o.ID, Workflow: o.Workflow, Version: o.Version, Status: o.Status, Input: o.Input, CustomerID: o.CustomerID, LastError: o.LastError,
 		CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt, Steps: make([]StepView, len(steps)),
 	}
 	for i, st := range steps {
 		v := StepView{
 			Step: st.Step, Undo: st.Undo, Agent: st.Agent, State: string(st.ProcessState), Attempt: st.Attempt,
 			FailureCount: st.FailureCount, LockedBy: st.LockedBy, LastError: st.LastError,
-			Reference: st.Reference, UpdatedAt: st.UpdatedAt,
+			Reference: st.Reference, Result: st.Result, UpdatedAt: st.UpdatedAt,
 		}
 		if !st.CompleteBy.IsZero() {
 			v.CompleteBy = &st.CompleteBy
@@ -543,6 +614,9 @@ const opsPrefix = "/ops"
 // resourceOf maps a path to its resource template when the event lacks one.
 func resourceOf(path string) string {
 	path = strings.TrimSuffix(path, "/")
+	if workflowOf(path) != "" {
+		return ResourceWorkflowOrders
+	}
 	prefix, tmpl := "", ResourceOrder
 	if strings.HasPrefix(path, opsPrefix+ResourceOrders+"/") {
 		prefix, tmpl = opsPrefix, ResourceOperatorOrder
@@ -568,6 +642,17 @@ func resourceOf(path string) string {
 		return ResourceRedrive
 	}
 	return ""
+}
+
+// workflowOf is the workflow a /workflows/{workflow}/orders path names,
+// or "".
+func workflowOf(path string) string {
+	rest, ok := strings.CutPrefix(strings.TrimSuffix(path, "/"), "/workflows/")
+	name, tail, _ := strings.Cut(rest, "/")
+	if !ok || name == "" || tail != "orders" {
+		return ""
+	}
+	return name
 }
 
 func orderIDOf(req events.APIGatewayProxyRequest) string {

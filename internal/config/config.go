@@ -127,6 +127,26 @@ func InstanceID(function string) string {
 	return function + "/" + os.Getenv("AWS_LAMBDA_LOG_STREAM_NAME") + "/" + rand.Text()[:8]
 }
 
+// Variables that name the workflows a stage runs (the stack sets them
+// from what it deployed): a comma-separated list of names, every one built
+// in under workflows/ when empty, and the default, which POST /orders
+// submits to.
+const (
+	EnvWorkflows       = "ORDERLY_WORKFLOWS"
+	EnvDefaultWorkflow = "ORDERLY_DEFAULT_WORKFLOW"
+)
+
+// Workflows reads the names of the workflows the stage runs (none: every
+// one under workflows/) and its default (order.LegacyWorkflow unless set).
+func (e *Env) Workflows() (names []string, def string) {
+	for _, n := range strings.Split(e.String(EnvWorkflows, ""), ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			names = append(names, n)
+		}
+	}
+	return names, e.String(EnvDefaultWorkflow, order.LegacyWorkflow)
+}
+
 // Retention reads how long ended orders and their history are kept
 // (RETENTION, a Go duration: 2160h is 90 days).
 func (e *Env) Retention() time.Duration {

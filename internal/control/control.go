@@ -63,10 +63,10 @@ var ErrVersionUnknown = errors.New("its workflow version is not in this build")
 
 // workflow is the definition o runs under.
 func (s *Service) workflow(o order.Order) (order.Workflow, error) {
-	wf, ok := s.workflows.Get(o.Version)
+	wf, ok := s.workflows.Get(o.Workflow, o.Version)
 	if !ok {
 		return wf, fmt.Errorf("order %s runs under workflow version %s, which this build does not have (it has %s): deploy it back first: %w: %w",
-			o.ID, o.Version, strings.Join(s.workflows.Known(), ", "), ErrVersionUnknown, order.ErrNotAllowed)
+			o.ID, order.Ref(o.Workflow, o.Version), strings.Join(s.workflows.Known(), ", "), ErrVersionUnknown, order.ErrNotAllowed)
 	}
 	return wf, nil
 }
@@ -189,16 +189,16 @@ func (s *Service) Redrive(ctx context.Context, id, action string) (order.Order, 
 // records), and both versions have as many steps: a version that changed
 // timings or thresholds, say. The order then goes on under version to.
 func (s *Service) Move(ctx context.Context, id, to string) (order.Order, error) {
-	wf, ok := s.workflows.Get(to)
-	if !ok {
-		return order.Order{}, fmt.Errorf("this build has no workflow version %s (it has %s): %w", to, strings.Join(s.workflows.Known(), ", "), order.ErrNotAllowed)
-	}
 	for range tries {
 		o, steps, err := s.operators.GetOrder(ctx, id)
 		if err != nil {
 			return o, err
 		}
-		if _, known := s.workflows.Get(o.Version); known {
+		wf, ok := s.workflows.Get(o.Workflow, to)
+		if !ok {
+			return order.Order{}, fmt.Errorf("this build has no version %s of workflow %s (it has %s): %w", to, o.Workflow, strings.Join(s.workflows.Known(), ", "), order.ErrNotAllowed)
+		}
+		if _, known := s.workflows.Get(o.Workflow, o.Version); known {
 			return o, fmt.Errorf("order %s runs under version %s, which this build has; only an order of a missing version is moved: %w", id, o.Version, order.ErrNotAllowed)
 		}
 		if err := fits(wf, steps); err != nil {

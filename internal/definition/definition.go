@@ -36,6 +36,15 @@ type Step struct {
 	Undo    *Undo    `json:"undo,omitempty"`
 	Timing  *Timing  `json:"timing,omitempty"`
 	Request *Request `json:"request,omitempty"`
+	Result  *Result  `json:"result,omitempty"`
+}
+
+// Result is what the definition says of a step's answer.
+type Result struct {
+	// Schema is the JSON Schema every answer must match.
+	Schema json.RawMessage `json:"schema,omitempty"`
+	// MaxBytes bounds a kept answer (order.DefaultResultMaxBytes).
+	MaxBytes *int `json:"maxBytes,omitempty"`
 }
 
 // Call is a remote call: a method and a path under the service's base URL.
@@ -50,6 +59,8 @@ type Undo struct {
 	Method      string `json:"method"`
 	Path        string `json:"path"`
 	Description string `json:"description"`
+	// Carries is what the undo's request carries; left out, the call's.
+	Carries []string `json:"carries,omitempty"`
 }
 
 // Timing is a step's own deadlines; a field left out is the stage's.
@@ -65,9 +76,16 @@ type Request struct {
 	Carries []string `json:"carries"`
 }
 
-// CarriesOrder is the request item that is the order itself:
-// {orderId, customerId, lines}. Results of earlier steps come later.
-const CarriesOrder = "order"
+// CarriesOrder is the request item that is the order's input; any other
+// item names an earlier step, whose result goes along.
+const CarriesOrder = order.CarriesOrder
+
+// ReservedInput are the names an input schema's properties may not use:
+// the request body's own fields and the order view's.
+var ReservedInput = []string{order.BodyOrderID, order.BodyResults, "workflow", "version", "status", "steps", "lastError", "createdAt", "updatedAt", "redrive"}
+
+// minResultBytes is the least result.maxBytes: room for a reference.
+const minResultBytes = 64
 
 // Methods are the HTTP methods a call may use.
 var Methods = []string{"GET", "POST", "PUT", "PATCH", "DELETE"}
@@ -159,6 +177,8 @@ func (d Definition) Validate() Problems {
 		add("input", "is required: the JSON Schema of what a submission carries")
 	} else if err := checkInputSchema(d.Input); err != nil {
 		add("input", "is not a valid JSON Schema: %s", err)
+	} else {
+		checkInput(add, d.Input)
 	}
 	if len(d.Steps) == 0 {
 		add("steps", "must list at least one step")
@@ -191,16 +211,67 @@ func (d Definition) Validate() Problems {
 			if len(s.Request.Carries) == 0 {
 				add(at+".request.carries", "must list at least one item (\"order\")")
 			}
-			for k, c := range s.Request.Carries {
-				if c != CarriesOrder {
-					add(fmt.Sprintf("%s.request.carries[%d]", at, k), "%q: unknown, want %q", c, CarriesOrder)
-				} else if slices.Index(s.Request.Carries, c) != k {
-					add(fmt.Sprintf("%s.request.carries[%d]", at, k), "%q: listed twice", c)
+			d.checkCarries(add, at+".request.carries", i, s.Request.Carries, false)
+		}
+		if s.Undo != nil && s.Undo.Carries != nil {
+			if len(s.Undo.Carries) == 0 {
+				add(at+".undo.carries", "must list at least one item, or be left out (the call's)")
+			}
+			d.checkCarries(add, at+".undo.carries", i, s.Undo.Carries, true)
+		}
+		if r := s.Result; r != nil {
+			if r.MaxBytes != nil && (*r.MaxBytes < minResultBytes || *r.MaxBytes > order.MaxResultBytes) {
+				add(at+".result.maxBytes", "%d: must be between %d and %d", *r.MaxBytes, minResultBytes, order.MaxResultBytes)
+			}
+			if len(r.Schema) > 0 {
+				if err := checkInputSchema(r.Schema); err != nil {
+					add(at+".result.schema", "is not a valid JSON Schema: %s", err)
 				}
 			}
 		}
 	}
 	return ps
+}
+
+// checkCarries checks what step i's call (or, with undo, its undo call)
+// carries: the order, and earlier steps' results (an undo's also its own
+// step's).
+func (d Definition) checkCarries(add func(string, string, ...any), at string, i int, carries []string, undo bool) {
+	for k, c := range carries {
+		field := fmt.Sprintf("%s[%d]", at, k)
+		j := slices.IndexFunc(d.Steps, func(s Step) bool { return s.Name == c })
+		switch {
+		case slices.Index(carries, c) != k:
+			add(field, "%q: listed twice", c)
+		case c == CarriesOrder:
+		case j < 0:
+			add(field, "%q: unknown; want %q or the name of an earlier step", c, CarriesOrder)
+		case j == i && !undo:
+			add(field, "%q: the step itself; a call carries earlier steps' results (its undo may carry its own)", c)
+		case j > i:
+			add(field, "%q: runs after this step (steps[%d]); a call carries earlier steps' results", c, j)
+		}
+	}
+}
+
+// checkInput reports an input schema that does not describe an object, or
+// whose properties take names orderly gives its own fields.
+func checkInput(add func(string, string, ...any), raw json.RawMessage) {
+	var schema struct {
+		Type       any                        `json:"type"`
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(raw, &schema) != nil {
+		return // checkInputSchema said so
+	}
+	if schema.Type != "object" {
+		add("input.type", "must be \"object\": a submission is a JSON object")
+	}
+	for _, name := range ReservedInput {
+		if _, taken := schema.Properties[name]; taken {
+			add("input.properties."+name, "is a name orderly gives its own field (%s); call it something else", strings.Join(ReservedInput, ", "))
+		}
+	}
 }
 
 func checkCall(add func(string, string, ...any), at, method, path string) {
@@ -253,17 +324,31 @@ func (d Definition) Workflow(t order.Timing) (order.Workflow, error) {
 	if ps := d.Validate(); len(ps) > 0 {
 		return order.Workflow{}, ps
 	}
-	w := order.Workflow{Version: d.Version, ClaimWithin: t.ClaimWithin, SkewGrace: t.SkewGrace}
+	w := order.Workflow{Name: d.Name, Version: d.Version, Input: d.Input, ClaimWithin: t.ClaimWithin, SkewGrace: t.SkewGrace}
 	var ps Problems
 	for i, s := range d.Steps {
 		def := order.StepDef{
 			Name: s.Name, Agent: s.Service,
 			Allowance: t.Allowance, MaxAllowance: t.MaxAllowance, FailureThreshold: t.FailureThreshold, MaxHeartbeats: t.MaxHeartbeats,
-			Call: order.Endpoint{Method: s.Call.Method, Path: s.Call.Path},
+			Call:    order.Endpoint{Method: s.Call.Method, Path: s.Call.Path},
+			Carries: []string{CarriesOrder}, ResultMaxBytes: order.DefaultResultMaxBytes,
+		}
+		if s.Request != nil {
+			def.Carries = s.Request.Carries
 		}
 		if s.Undo != nil {
 			def.Undo = s.Undo.Description
 			def.UndoCall = order.Endpoint{Method: s.Undo.Method, Path: s.Undo.Path}
+			def.UndoCarries = def.Carries
+			if s.Undo.Carries != nil {
+				def.UndoCarries = s.Undo.Carries
+			}
+		}
+		if r := s.Result; r != nil {
+			def.ResultSchema = r.Schema
+			if r.MaxBytes != nil {
+				def.ResultMaxBytes = *r.MaxBytes
+			}
 		}
 		if tm := s.Timing; tm != nil {
 			// Validate parsed them already.
@@ -291,4 +376,12 @@ func (d Definition) Workflow(t order.Timing) (order.Workflow, error) {
 		return order.Workflow{}, ps
 	}
 	return w, nil
+}
+
+// Same reports whether two definitions say the same, wherever each was
+// read from.
+func (d Definition) Same(o Definition) bool {
+	a, errA := json.Marshal(d)
+	b, errB := json.Marshal(o)
+	return errA == nil && errB == nil && string(a) == string(b)
 }

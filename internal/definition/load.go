@@ -7,7 +7,9 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 
+	exampleflows "orderly/examples/workflows"
 	"orderly/internal/order"
 	"orderly/workflows"
 )
@@ -57,41 +59,51 @@ func (d Definition) CheckPlace(rel string) Problems {
 	return ps
 }
 
-// Versions is the named workflow's versions in defs, for the stage's
-// timing t, oldest first: numeric versions by number, the rest after them
-// by name. The last is the latest, which new orders get.
-func Versions(defs []Definition, name string, t order.Timing) (order.Versions, error) {
-	var mine []Definition
+// Build is every workflow in defs, each in its versions, for the stage's
+// timing t, with def the stage's default workflow (POST /orders). Versions
+// are ordered oldest first: numeric versions by number, the rest after
+// them by name; the last is the latest, which new orders get.
+func Build(defs []Definition, def string, t order.Timing) (order.Versions, error) {
+	byName := map[string][]Definition{}
+	var names []string
 	for _, d := range defs {
-		if d.Name == name {
-			mine = append(mine, d)
+		if byName[d.Name] == nil {
+			names = append(names, d.Name)
 		}
+		byName[d.Name] = append(byName[d.Name], d)
 	}
-	if len(mine) == 0 {
-		return order.Versions{}, fmt.Errorf("workflow %q: no definition: %w", name, order.ErrInvalid)
+	if byName[def] == nil {
+		return order.Versions{}, fmt.Errorf("default workflow %q: no definition (there are: %s): %w", def, strings.Join(names, ", "), order.ErrInvalid)
 	}
-	slices.SortFunc(mine, func(a, b Definition) int {
-		na, errA := strconv.Atoi(a.Version)
-		nb, errB := strconv.Atoi(b.Version)
-		switch {
-		case errA == nil && errB == nil:
-			return cmp.Compare(na, nb)
-		case errA == nil:
-			return -1
-		case errB == nil:
-			return 1
-		}
-		return cmp.Compare(a.Version, b.Version)
-	})
+	slices.Sort(names)
+	// The default first: NewVersions takes the first as the default.
+	names = slices.DeleteFunc(names, func(n string) bool { return n == def })
+	names = append([]string{def}, names...)
 	var wfs []order.Workflow
 	var ps Problems
-	for _, d := range mine {
-		w, err := d.Workflow(t)
-		if err != nil {
-			ps = append(ps, err.(Problems)...)
-			continue
+	for _, name := range names {
+		mine := byName[name]
+		slices.SortFunc(mine, func(a, b Definition) int {
+			na, errA := strconv.Atoi(a.Version)
+			nb, errB := strconv.Atoi(b.Version)
+			switch {
+			case errA == nil && errB == nil:
+				return cmp.Compare(na, nb)
+			case errA == nil:
+				return -1
+			case errB == nil:
+				return 1
+			}
+			return cmp.Compare(a.Version, b.Version)
+		})
+		for _, d := range mine {
+			w, err := d.Workflow(t)
+			if err != nil {
+				ps = append(ps, err.(Problems)...)
+				continue
+			}
+			wfs = append(wfs, w)
 		}
-		wfs = append(wfs, w)
 	}
 	if len(ps) > 0 {
 		return order.Versions{}, ps
@@ -99,19 +111,62 @@ func Versions(defs []Definition, name string, t order.Timing) (order.Versions, e
 	return order.NewVersions(wfs...)
 }
 
-// ShippedWorkflow names the workflow the functions run.
+// ShippedWorkflow names the workflow the shipped stages default to.
 const ShippedWorkflow = "order"
 
-// Shipped returns the versions of the shipped workflow, read from the
-// files built into the binary (package workflows), with the stage's
-// timing t. The files are checked by this package's tests, so an error
-// is a broken build, or a timing that does not fit a step's own.
-func Shipped(t order.Timing) (order.Versions, error) {
-	defs, err := Load(workflows.FS, "workflows")
+// Embedded reads the definitions built into the binary: every workflow
+// under workflows/, and the examples under examples/workflows/ (which a
+// stage runs only when it names them).
+func Embedded() (shipped, examples []Definition, err error) {
+	if shipped, err = Load(workflows.FS, "workflows"); err != nil {
+		return nil, nil, err
+	}
+	if examples, err = Load(exampleflows.FS, "examples/workflows"); err != nil {
+		return nil, nil, err
+	}
+	return shipped, examples, nil
+}
+
+// Deployed is the workflows a stage runs, from the definitions built into
+// the binary, with the stage's timing t: those named (every one under
+// workflows/ when none is; an example only when named), def the default.
+// The stack passes the functions the names it deployed
+// (config.EnvWorkflows), so every function runs exactly those.
+func Deployed(t order.Timing, names []string, def string) (order.Versions, error) {
+	shipped, examples, err := Embedded()
 	if err != nil {
 		return order.Versions{}, err
 	}
-	return Versions(defs, ShippedWorkflow, t)
+	return Select(append(shipped, examples...), shipped, names, def, t)
+}
+
+// Select is Build of the definitions of the named workflows in all (of
+// every one in unnamed when names is empty).
+func Select(all, unnamed []Definition, names []string, def string, t order.Timing) (order.Versions, error) {
+	if len(names) == 0 {
+		return Build(unnamed, def, t)
+	}
+	var mine []Definition
+	for _, name := range names {
+		n := len(mine)
+		for _, d := range all {
+			if d.Name == name {
+				mine = append(mine, d)
+			}
+		}
+		if len(mine) == n {
+			return order.Versions{}, fmt.Errorf("workflow %q: not built into this binary: %w", name, order.ErrInvalid)
+		}
+	}
+	return Build(mine, def, t)
+}
+
+// Shipped returns the workflows under workflows/ built into the binary,
+// with the stage's timing t and the shipped default. The files are
+// checked by this package's tests, so an error is a broken build, or a
+// timing that does not fit a step's own.
+func Shipped(t order.Timing) (order.Versions, error) {
+	return Deployed(t, nil, ShippedWorkflow)
 }
 
 // MustShipped is Shipped for mains and tests, which cannot go on without it.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -107,3 +108,69 @@ func errorLine(err error) error {
 }
 
 var printer = message.NewPrinter(language.English)
+
+// Schema is a compiled JSON Schema: an input schema, or a step's result
+// schema.
+type Schema struct{ s *jsonschema.Schema }
+
+// CompileSchema compiles a definition's schema (see NewCompiler).
+func CompileSchema(raw []byte) (Schema, error) {
+	s, err := CompileInput(raw)
+	if err != nil {
+		return Schema{}, errorLine(err)
+	}
+	return Schema{s}, nil
+}
+
+// FieldProblem is one rule a document breaks: the field's path
+// ("lines[0].sku", empty for the document itself) and what is wrong.
+type FieldProblem struct {
+	Field   string
+	Problem string
+}
+
+// Check reports every rule doc (JSON) breaks, each at its field; none
+// when doc matches.
+func (s Schema) Check(doc []byte) []FieldProblem {
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		return []FieldProblem{{Problem: "is not JSON: " + err.Error()}}
+	}
+	err = s.s.Validate(v)
+	var ve *jsonschema.ValidationError
+	if err == nil {
+		return nil
+	}
+	if !errors.As(err, &ve) {
+		return []FieldProblem{{Problem: err.Error()}}
+	}
+	var out []FieldProblem
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			out = append(out, FieldProblem{Field: fieldPath(e.InstanceLocation), Problem: e.ErrorKind.LocalizedString(printer)})
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	return out
+}
+
+// fieldPath writes an instance location as the API names fields:
+// lines[0].sku.
+func fieldPath(loc []string) string {
+	var b strings.Builder
+	for _, p := range loc {
+		if _, err := strconv.Atoi(p); err == nil {
+			b.WriteString("[" + p + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}

@@ -21,10 +21,12 @@ var (
 	integer   = &shape{kind: "integer"}
 	scalar    = &shape{kind: "string"}
 	callShape = &shape{fields: map[string]*shape{"method": scalar, "path": scalar}}
-	undoShape = &shape{fields: map[string]*shape{"method": scalar, "path": scalar, "description": scalar}}
+	carries   = &shape{elem: scalar}
+	undoShape = &shape{fields: map[string]*shape{"method": scalar, "path": scalar, "description": scalar, "carries": carries}}
 	stepShape = &shape{fields: map[string]*shape{"name": scalar, "service": scalar, "call": callShape, "undo": undoShape,
 		"timing":  {fields: map[string]*shape{"allowance": scalar, "maxAllowance": scalar, "failureThreshold": integer, "maxHeartbeats": integer}},
-		"request": {fields: map[string]*shape{"carries": {elem: scalar}}}}}
+		"request": {fields: map[string]*shape{"carries": carries}},
+		"result":  {fields: map[string]*shape{"schema": nil, "maxBytes": integer}}}}
 	definitionShape = &shape{fields: map[string]*shape{"$schema": scalar, "name": scalar, "version": scalar,
 		"description": scalar, "input": nil, "steps": {elem: stepShape}}}
 )

@@ -2,6 +2,7 @@ package dynamo
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -30,7 +31,9 @@ type Undoing struct {
 	// Plan says whether it is undone too).
 	Ends      order.ProcessState
 	Reference string
-	Reason    string
+	// Result is a success's answer, kept when its workflow says so.
+	Result json.RawMessage
+	Reason string
 	// Steps is the number of workflow steps: the write holds only while no
 	// undo record follows them yet.
 	Steps int
@@ -104,6 +107,9 @@ func (s *Store) startUndo(ctx context.Context, u Undoing, now time.Time) (order.
 	}
 	if u.Reference != "" {
 		upd = upd.Set(expression.Name(stepAttr(i, "Ref")), expression.Value(u.Reference))
+	}
+	if len(u.Result) > 0 {
+		upd = upd.Set(expression.Name(stepAttr(i, "Result")), expression.Value(string(u.Result)))
 	}
 	if u.Reason != "" {
 		upd = upd.Set(expression.Name(stepAttr(i, "LastError")), expression.Value(u.Reason)).

@@ -1,6 +1,7 @@
 package dynamo
 
 import (
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"strconv"
@@ -18,15 +19,19 @@ import (
 // Attribute names are short because they count towards the item's size,
 // and so towards every write's cost.
 type orderRecord struct {
-	OrderID    string `dynamodbav:"OrderID"`
-	CustomerID string `dynamodbav:"CustomerID"`
-	// Version is the workflow version the order runs under; none is
-	// order.LegacyVersion.
-	Version string `dynamodbav:"Version,omitempty"`
+	OrderID string `dynamodbav:"OrderID"`
+	// Workflow and Version are the workflow version the order runs
+	// under; none is order.LegacyWorkflow, order.LegacyVersion.
+	Workflow string `dynamodbav:"Workflow,omitempty"`
+	Version  string `dynamodbav:"Version,omitempty"`
+	// Input is the order's input, as JSON text. Items written before
+	// inputs have CustomerID, Lines and Notify instead.
+	Input      string `dynamodbav:"Input,omitempty"`
+	CustomerID string `dynamodbav:"CustomerID,omitempty"`
 	// Parked is the version whose absence parked the order last (see
 	// order.AlertVersionUnknown); the next claim removes it.
 	Parked             string       `dynamodbav:"Parked,omitempty"`
-	Lines              []order.Line `dynamodbav:"Lines"`
+	Lines              []order.Line `dynamodbav:"Lines,omitempty"`
 	NotificationTarget string       `dynamodbav:"Notify,omitempty"`
 	Status             string       `dynamodbav:"Status"`
 	RequestHash        string       `dynamodbav:"ReqHash"`
@@ -87,7 +92,10 @@ type stepRecord struct {
 	CompleteBy   int64  `dynamodbav:"CompleteBy,omitempty"`
 	LastError    string `dynamodbav:"LastError,omitempty"`
 	Reference    string `dynamodbav:"Ref,omitempty"`
-	UpdatedAt    int64  `dynamodbav:"Updated"`
+	// Result is the step's answer, as JSON text, when the workflow keeps
+	// it (order.Workflow.Keeps).
+	Result    string `dynamodbav:"Result,omitempty"`
+	UpdatedAt int64  `dynamodbav:"Updated"`
 }
 
 // Attribute names used in expressions.
@@ -122,8 +130,7 @@ func stepAttr(i int, name string) string { return stepPath(i) + "." + name }
 
 func newOrderRecord(o order.Order, steps []order.StepState, shards int) orderRecord {
 	r := orderRecord{
-		OrderID: o.ID, CustomerID: o.CustomerID, Version: o.Version, Lines: o.Lines,
-		NotificationTarget: o.NotificationTarget, Status: string(o.Status),
+		OrderID: o.ID, Workflow: o.Workflow, Version: o.Version, Input: string(o.Input), Status: string(o.Status),
 		RequestHash: o.RequestHash, IdempotencyKey: o.IdempotencyKey, KeyNonce: string(o.KeyNonce), Caller: o.Caller, LastError: o.LastError,
 		CreatedAt: millis(o.CreatedAt), UpdatedAt: millis(o.UpdatedAt),
 		Steps: make([]stepRecord, len(steps)),
@@ -132,7 +139,7 @@ func newOrderRecord(o order.Order, steps []order.StepState, shards int) orderRec
 		r.Steps[i] = stepRecord{
 			Step: st.Step, Undo: st.Undo, Agent: st.Agent, State: string(st.ProcessState), Attempt: st.Attempt,
 			FailureCount: st.FailureCount, PastFailures: st.PastFailures, Nudges: st.Nudges, Releases: st.Releases, Deferrals: st.Deferrals, Heartbeats: st.Heartbeats, LockedBy: st.LockedBy,
-			CompleteBy: millis(st.CompleteBy), LastError: st.LastError, Reference: st.Reference,
+			CompleteBy: millis(st.CompleteBy), LastError: st.LastError, Reference: st.Reference, Result: string(st.Result),
 			UpdatedAt: millis(st.UpdatedAt),
 		}
 		if watched(st) && r.Active == nil {
@@ -150,12 +157,15 @@ func newOrderRecord(o order.Order, steps []order.StepState, shards int) orderRec
 
 // order returns the order and the states of its steps in workflow order.
 func (r orderRecord) order() (order.Order, []order.StepState) {
+	input := json.RawMessage(r.Input)
+	if r.Input == "" {
+		input = order.LegacyInput(r.CustomerID, r.Lines, r.NotificationTarget)
+	}
 	o := order.Order{
-		ID: r.OrderID, CustomerID: r.CustomerID, Version: order.VersionOf(r.Version), Lines: r.Lines,
-		NotificationTarget: r.NotificationTarget, Status: order.Status(r.Status),
+		ID: r.OrderID, Workflow: order.WorkflowOf(r.Workflow), Version: order.VersionOf(r.Version), Status: order.Status(r.Status),
 		RequestHash: r.RequestHash, IdempotencyKey: r.IdempotencyKey, KeyNonce: order.Secret(r.KeyNonce), Caller: r.Caller, LastError: r.LastError,
 		CreatedAt: fromMillis(r.CreatedAt), UpdatedAt: fromMillis(r.UpdatedAt),
-	}
+	}.WithInput(input)
 	steps := make([]order.StepState, len(r.Steps))
 	var undone []string
 	for i, s := range r.Steps {
@@ -163,12 +173,21 @@ func (r orderRecord) order() (order.Order, []order.StepState) {
 			undone = append(undone, s.Step)
 		}
 		steps[i] = order.StepState{
-			OrderID: r.OrderID, Version: order.VersionOf(r.Version), Parked: r.Parked,
+			OrderID: r.OrderID, Workflow: o.Workflow, Version: o.Version, Parked: r.Parked,
 			Step: s.Step, Index: i, Undo: s.Undo, CancelRequested: r.Cancel, UndoFloor: r.UndoFloor, Agent: s.Agent,
 			ProcessState: order.ProcessState(s.State), LockedBy: s.LockedBy,
 			CompleteBy: fromMillis(s.CompleteBy), FailureCount: s.FailureCount, PastFailures: s.PastFailures,
 			Attempt: s.Attempt, Nudges: s.Nudges, Releases: s.Releases, Deferrals: s.Deferrals, Heartbeats: s.Heartbeats, LastError: s.LastError,
 			Reference: s.Reference, UpdatedAt: fromMillis(s.UpdatedAt),
+		}
+		if s.Result != "" {
+			steps[i].Result = json.RawMessage(s.Result)
+			if !s.Undo { // written only by its success
+				if o.Results == nil {
+					o.Results = map[string]json.RawMessage{}
+				}
+				o.Results[s.Step] = steps[i].Result
+			}
 		}
 	}
 	if r.Active != nil && *r.Active >= 0 && *r.Active < len(steps) {

@@ -2,6 +2,7 @@ package dynamo
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -94,6 +95,8 @@ type Completion struct {
 	// Step, Index, Attempt, Undo).
 	Step      order.StepState
 	Reference string
+	// Result is the step's answer, kept when its workflow says so.
+	Result json.RawMessage
 	// Undid is, for an undo record, the index of the workflow step whose
 	// work it undid: that step becomes Undone in the same write.
 	Undid int
@@ -154,6 +157,9 @@ func (s *Store) complete(ctx context.Context, c Completion, now time.Time, setDu
 		Remove(expression.Name(stepAttr(i, "CompleteBy")))
 	if c.Reference != "" {
 		upd = upd.Set(expression.Name(stepAttr(i, "Ref")), expression.Value(c.Reference))
+	}
+	if len(c.Result) > 0 {
+		upd = upd.Set(expression.Name(stepAttr(i, "Result")), expression.Value(string(c.Result)))
 	}
 	if c.Step.Undo {
 		upd = upd.Set(expression.Name(stepAttr(c.Undid, "State")), expression.Value(order.Undone)).

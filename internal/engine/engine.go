@@ -226,13 +226,15 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 	e.Store = e.store(fns)
 	e.History = dynamo.NewHistory(fns.DynamoDB, catalog.History.Name)
 	submit := e.functionClients(resources.FunctionSubmit)
-	e.API = api.NewService(api.Config{
+	if e.API, err = api.NewService(api.Config{
 		InstanceID: "submit-local-" + rand.Text()[:6], Store: e.store(submit).As("submit"),
 		Controls:   control.New(e.store(submit).As(control.ByClientCancel), e.store(submit).As(control.ByOperatorRedrive), workflows, time.Now),
 		History:    dynamo.NewHistory(submit.DynamoDB, catalog.History.Name),
 		Dispatcher: e.dispatcher(submit, "submit"), Workflows: workflows, Now: time.Now,
 		Log: cfg.Log.With("service", "submit"), Metrics: e.metrics("submit"),
-	})
+	}); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
 
 	if e.apiLn, err = localrun.ListenLoopback(cfg.APIAddr); err != nil {
 		return nil, fmt.Errorf("listen for the API on %s: %w", cfg.APIAddr, err)
@@ -354,7 +356,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	// The API's description is served beside it, as API Gateway can export
 	// a stage's.
 	// (Not a ServeMux, which would redirect paths the gateway answers.)
-	doc := openapi.JSON()
+	doc := openapi.JSON(workflows)
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && r.URL.Path == "/openapi.json" {
 			w.Header().Set("Content-Type", "application/json")

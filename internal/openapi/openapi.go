@@ -13,36 +13,14 @@ import (
 	"orderly/internal/order"
 )
 
-// text is a string that carries none of the characters the API refuses in
-// text fields.
-func text(minLen, maxLen int) map[string]any {
-	return map[string]any{"type": "string", "minLength": minLen, "maxLength": maxLen, "pattern": order.TextPattern()}
-}
-
-// SubmissionSchema is the JSON Schema of POST /orders' body, in the subset
-// of draft 4 API Gateway validates with (and OpenAPI 3.1 reads).
-func SubmissionSchema() map[string]any {
-	return map[string]any{
-		"type":                 "object",
-		"required":             []string{"customerId", "lines"},
-		"additionalProperties": false,
-		"properties": map[string]any{
-			"customerId":         text(1, order.MaxCustomerIDLen),
-			"notificationTarget": text(0, order.MaxNotificationTarget),
-			"lines": map[string]any{
-				"type": "array", "minItems": 1, "maxItems": order.MaxLines,
-				"items": map[string]any{
-					"type":                 "object",
-					"required":             []string{"sku", "quantity"},
-					"additionalProperties": false,
-					"properties": map[string]any{
-						"sku":      map[string]any{"type": "string", "minLength": 1, "maxLength": order.MaxSKULen, "pattern": order.SKUPattern},
-						"quantity": map[string]any{"type": "integer", "minimum": 1, "maximum": order.MaxQuantity},
-					},
-				},
-			},
-		},
+// inputSchema is a workflow's input schema, as its definition says.
+func inputSchema(w order.Workflow) map[string]any {
+	var schema map[string]any
+	if json.Unmarshal(w.Input, &schema) != nil || schema == nil {
+		return map[string]any{"type": "object"} // a workflow made in Go, in tests
 	}
+	delete(schema, "$schema") // OpenAPI 3.1 reads draft 2020-12 itself
+	return schema
 }
 
 // errorCodes are the codes an error body's "error" takes (internal/api).
@@ -65,8 +43,10 @@ func response(desc string, schema map[string]any) map[string]any {
 
 func errorResponse(desc string) map[string]any { return response(desc, ref("Error")) }
 
-// Document returns the OpenAPI 3.1 description of the API.
-func Document() map[string]any {
+// Document returns the OpenAPI 3.1 description of the API of a stage that
+// runs wfs: each workflow's submission body is its latest version's input
+// schema.
+func Document(wfs order.Versions) map[string]any {
 	idParam := map[string]any{"name": "id", "in": "path", "required": true,
 		"description": "the order id (26 characters, base32)", "schema": map[string]any{"type": "string", "pattern": "^[A-Z2-7]{26}$"}}
 	accepted := response("accepted: the order and the status it has now", ref("Accepted"))
@@ -81,16 +61,7 @@ func Document() map[string]any {
 		"502": response("the function failed (API Gateway's own body); retry with the same Idempotency-Key", nil),
 		"503": errorResponse("busy: the order kept changing; retry"),
 	}
-	with := func(codes map[string]any) map[string]any {
-		out := map[string]any{}
-		for k, v := range common {
-			out[k] = v
-		}
-		for k, v := range codes {
-			out[k] = v
-		}
-		return out
-	}
+	with := func(codes map[string]any) map[string]any { return merge(common, codes) }
 	getOrder := func(summary string) map[string]any {
 		return map[string]any{"get": map[string]any{"summary": summary, "parameters": []any{idParam},
 			"responses": with(map[string]any{"200": response("the order and its records", ref("Order"))})}}
@@ -99,32 +70,42 @@ func Document() map[string]any {
 		return map[string]any{"get": map[string]any{"summary": summary, "parameters": []any{idParam},
 			"responses": with(map[string]any{"200": response("every transition, in order", ref("History"))})}}
 	}
+	submit := func(summary, body string) map[string]any {
+		return map[string]any{"post": map[string]any{
+			"summary": summary,
+			"parameters": []any{map[string]any{"name": "Idempotency-Key", "in": "header", "required": false,
+				"description": fmt.Sprintf("printable ASCII without spaces, at most %d characters, sent once. The same key with the same body "+
+					"(for the same caller, workflow and customer) replays the first answer (202, Idempotent-Replayed: true); with another body it is 409 idempotency_conflict.",
+					order.MaxIdempotencyKeyLen),
+				"schema": map[string]any{"type": "string", "minLength": 1, "maxLength": order.MaxIdempotencyKeyLen, "pattern": "^[!-~]+$"}}},
+			"requestBody": map[string]any{"required": true, "content": jsonBody(ref(body))},
+			"responses": with(map[string]any{"202": accepted,
+				"409": errorResponse("idempotency_conflict: the key was used with another body")}),
+		}}
+	}
+	paths := map[string]any{
+		"/orders":                  submit("submit an order of the stage's default workflow ("+wfs.Default()+")", "Submission"),
+		"/orders/{id}":             getOrder("the caller's order"),
+		"/orders/{id}/history":     getHistory("the caller's order's history"),
+		"/ops/orders/{id}":         getOrder("any order (operators)"),
+		"/ops/orders/{id}/history": getHistory("any order's history (operators)"),
+		"/orders/{id}/cancel":      action("cancel the caller's order (Pending or Processing): 202 Cancelling, or Cancelled at once", nil),
+		"/orders/{id}/redrive":     action("resume an order in Error where it stopped (operators)", ref("Redrive")),
+	}
+	schemas := map[string]any{}
+	for _, name := range wfs.Names() {
+		w, _ := wfs.LatestOf(name)
+		schemas["Input."+name] = inputSchema(w)
+		paths["/workflows/"+name+"/orders"] = submit("submit an order of workflow "+name+" (a name no workflow has is 400, listing those there are)", "Input."+name)
+	}
+	schemas["Submission"] = ref("Input." + wfs.Default())
 	return map[string]any{
 		"openapi": "3.1.0",
 		"info": map[string]any{"title": "orderly", "version": "1",
 			"description": "Submit orders and follow them to a terminal status. In AWS every method is IAM-authorized (SigV4); " +
 				"cancel is a client's permission, redrive and /ops/* an operator's."},
-		"paths": map[string]any{
-			"/orders": map[string]any{"post": map[string]any{
-				"summary": "submit an order",
-				"parameters": []any{map[string]any{"name": "Idempotency-Key", "in": "header", "required": false,
-					"description": fmt.Sprintf("printable ASCII without spaces, at most %d characters, sent once. The same key with the same body "+
-						"(for the same caller and customer) replays the first answer (202, Idempotent-Replayed: true); with another body it is 409 idempotency_conflict.",
-						order.MaxIdempotencyKeyLen),
-					"schema": map[string]any{"type": "string", "minLength": 1, "maxLength": order.MaxIdempotencyKeyLen, "pattern": "^[!-~]+$"}}},
-				"requestBody": map[string]any{"required": true, "content": jsonBody(ref("Submission"))},
-				"responses": with(map[string]any{"202": accepted,
-					"409": errorResponse("idempotency_conflict: the key was used with another body")}),
-			}},
-			"/orders/{id}":             getOrder("the caller's order"),
-			"/orders/{id}/history":     getHistory("the caller's order's history"),
-			"/ops/orders/{id}":         getOrder("any order (operators)"),
-			"/ops/orders/{id}/history": getHistory("any order's history (operators)"),
-			"/orders/{id}/cancel":      action("cancel the caller's order (Pending or Processing): 202 Cancelling, or Cancelled at once", nil),
-			"/orders/{id}/redrive":     action("resume an order in Error where it stopped (operators)", ref("Redrive")),
-		},
-		"components": map[string]any{"schemas": map[string]any{
-			"Submission": SubmissionSchema(),
+		"paths": paths,
+		"components": map[string]any{"schemas": merge(schemas, map[string]any{
 			"Redrive": map[string]any{"type": "object", "additionalProperties": false, "properties": map[string]any{
 				"action": map[string]any{"type": "string", "enum": []string{order.RedriveRetry, order.RedriveCompensate}}}},
 			"Accepted": map[string]any{"type": "object", "required": []string{"orderId", "status"}, "properties": map[string]any{
@@ -133,8 +114,8 @@ func Document() map[string]any {
 			"Status": map[string]any{"type": "string", "enum": statuses()},
 			"Order": map[string]any{"type": "object", "required": []string{"orderId", "status", "steps"}, "properties": map[string]any{
 				"orderId": map[string]any{"type": "string"}, "customerId": map[string]any{"type": "string"}, "status": ref("Status"),
-				"version": map[string]any{"type": "string", "description": "the workflow version the order runs under: the latest when it was submitted"},
-				"lines":   map[string]any{"type": "array"}, "notificationTarget": map[string]any{"type": "string"},
+				"workflow":  map[string]any{"type": "string", "description": "the workflow the order runs"},
+				"version":   map[string]any{"type": "string", "description": "the workflow version the order runs under: the latest when it was submitted"},
 				"lastError": map[string]any{"type": "string"}, "createdAt": map[string]any{"type": "string", "format": "date-time"},
 				"updatedAt": map[string]any{"type": "string", "format": "date-time"}, "steps": map[string]any{"type": "array", "items": map[string]any{
 					"type": "object", "required": []string{"step", "state", "attempt"}}},
@@ -149,8 +130,20 @@ func Document() map[string]any {
 			"Error": map[string]any{"type": "object", "required": []string{"error", "message"}, "properties": map[string]any{
 				"error": map[string]any{"type": "string", "enum": errorCodes}, "message": map[string]any{"type": "string"},
 				"fields": map[string]any{"type": "array"}}},
-		}},
+		})},
 	}
+}
+
+// merge is a and b in one map; b's win.
+func merge(a, b map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
 }
 
 func action(summary string, body map[string]any) map[string]any {
@@ -178,8 +171,8 @@ func statuses() []string {
 }
 
 // JSON is the document, indented.
-func JSON() []byte {
-	b, err := json.MarshalIndent(Document(), "", "  ")
+func JSON(wfs order.Versions) []byte {
+	b, err := json.MarshalIndent(Document(wfs), "", "  ")
 	if err != nil {
 		panic(err) // maps of strings, numbers and slices always marshal
 	}

@@ -86,7 +86,8 @@ type Listed struct {
 	OrderID string `json:"orderId"`
 	// Status is the order's, as its active record implies it.
 	Status order.Status `json:"status"`
-	// Version is the workflow version the order runs under.
+	// Workflow and Version are the workflow version the order runs under.
+	Workflow   string    `json:"workflow"`
 	Version    string    `json:"version"`
 	Step       string    `json:"step"`
 	Undo       bool      `json:"undo,omitempty"`
@@ -136,6 +137,7 @@ func (s *Stage) InStatus(ctx context.Context, status order.Status, limit int) ([
 // VersionUse is how many orders that have not ended use one workflow
 // version.
 type VersionUse struct {
+	Workflow string `json:"workflow"`
 	Version  string `json:"version"`
 	InFlight int    `json:"inFlight"`
 	InError  int    `json:"inError"`
@@ -152,35 +154,39 @@ type VersionUse struct {
 // they do not count.
 func (s *Stage) Versions(ctx context.Context) ([]VersionUse, error) {
 	use := map[string]*VersionUse{}
-	get := func(v string) *VersionUse {
-		if use[v] == nil {
-			_, known := s.workflows.Get(v)
-			use[v] = &VersionUse{Version: v, Known: known, Latest: v == s.workflows.Latest().Version}
+	get := func(workflow, v string) *VersionUse {
+		ref := order.Ref(workflow, v)
+		if use[ref] == nil {
+			_, known := s.workflows.Get(workflow, v)
+			latest, _ := s.workflows.LatestOf(workflow)
+			use[ref] = &VersionUse{Workflow: order.WorkflowOf(workflow), Version: order.VersionOf(v), Known: known, Latest: known && v == latest.Version}
 		}
-		return use[v]
+		return use[ref]
 	}
-	for _, v := range s.workflows.Known() {
-		get(v)
+	for _, w := range s.workflows.Workflows() {
+		get(w.Name, w.Version)
 	}
 	flying, err := s.collect(ctx, math.MaxInt, s.dueUpTo(s.now().AddDate(100, 0, 0)), func(Listed) bool { return true })
 	if err != nil {
 		return nil, fmt.Errorf("count orders in flight per version: %w", err)
 	}
 	for _, l := range flying {
-		get(l.Version).InFlight++
+		get(l.Workflow, l.Version).InFlight++
 	}
 	stuck, err := s.collect(ctx, math.MaxInt, s.store.InError, func(Listed) bool { return true })
 	if err != nil {
 		return nil, fmt.Errorf("count orders in Error per version: %w", err)
 	}
 	for _, l := range stuck {
-		get(l.Version).InError++
+		get(l.Workflow, l.Version).InError++
 	}
 	out := make([]VersionUse, 0, len(use))
 	for _, u := range use {
 		out = append(out, *u)
 	}
-	slices.SortFunc(out, func(a, b VersionUse) int { return cmp.Compare(a.Version, b.Version) })
+	slices.SortFunc(out, func(a, b VersionUse) int {
+		return cmp.Or(cmp.Compare(a.Workflow, b.Workflow), cmp.Compare(a.Version, b.Version))
+	})
 	return out, nil
 }
 
@@ -233,7 +239,7 @@ func (s *Stage) collect(ctx context.Context, limit int,
 }
 
 func listed(st order.StepState, now time.Time) Listed {
-	l := Listed{OrderID: st.OrderID, Status: statusOf(st), Version: order.VersionOf(st.Version), Step: st.Step, Undo: st.Undo, State: string(st.ProcessState), Attempt: st.Attempt,
+	l := Listed{OrderID: st.OrderID, Status: statusOf(st), Workflow: order.WorkflowOf(st.Workflow), Version: order.VersionOf(st.Version), Step: st.Step, Undo: st.Undo, State: string(st.ProcessState), Attempt: st.Attempt,
 		Failures: st.FailureCount, CompleteBy: st.CompleteBy, LastError: st.LastError}
 	if !st.CompleteBy.IsZero() && now.After(st.CompleteBy) {
 		l.Late = now.Sub(st.CompleteBy)

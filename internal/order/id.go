@@ -20,9 +20,18 @@ func NewID() string { return rand.Text() }
 // attribute_not_exists condition does the de-duplication. Keys are scoped:
 // another caller, or the same caller for another customer, using the same
 // key gets an order of its own.
-func IDForKey(caller, customerID, key string) string {
+//
+// Orders of workflows other than LegacyWorkflow are scoped to their
+// workflow too; the shipped workflow's keep the derivation of orders
+// submitted before there were several workflows, so that a replay from
+// then still finds its order.
+func IDForKey(caller, workflow, customerID, key string) string {
+	scope := customerID
+	if WorkflowOf(workflow) != LegacyWorkflow {
+		scope = "workflow " + workflow + "\x00" + customerID
+	}
 	h := sha256.New()
-	for _, part := range []string{"orderly/idempotency-key/v2", caller, customerID, key} {
+	for _, part := range []string{"orderly/idempotency-key/v2", caller, scope, key} {
 		h.Write([]byte(part))
 		h.Write([]byte{0}) // parts cannot run into each other
 	}

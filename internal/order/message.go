@@ -1,6 +1,10 @@
 package order
 
-import "time"
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
 
 // StepRequest is what the Scheduler sends an agent on its request queue.
 type StepRequest struct {
@@ -26,8 +30,17 @@ type StepRequest struct {
 	// undo, so the remote service can recognise a retry of work it already
 	// did (see Order.RemoteKey).
 	IdempotencyKey string `json:"idempotencyKey"`
-	CustomerID     string `json:"customerId"`
-	Lines          []Line `json:"lines"`
+	// Workflow is the order's workflow, like Version.
+	Workflow string `json:"workflow,omitempty"`
+	// Input is the order's input and Results its kept step results: what
+	// the step's call may carry (see Body).
+	Input   json.RawMessage            `json:"input,omitempty"`
+	Results map[string]json.RawMessage `json:"results,omitempty"`
+	// LegacyCustomerID and LegacyLines are the order of a request sent by
+	// a build from before inputs (only the shipped workflow then); Body
+	// takes them as the input.
+	LegacyCustomerID string `json:"customerId,omitempty"`
+	LegacyLines      []Line `json:"lines,omitempty"`
 }
 
 // NewRequest is the request for a claimed step of an order.
@@ -39,8 +52,67 @@ func NewRequest(o Order, st StepState) StepRequest {
 		// same now, so their difference is the claim's allowance.
 		AllowanceMs:    st.CompleteBy.Sub(st.UpdatedAt).Milliseconds(),
 		IdempotencyKey: o.RemoteKey(st.Step),
-		CustomerID:     o.CustomerID, Lines: o.Lines,
+		Workflow:       o.Workflow, Input: o.Input, Results: o.Results,
 	}
+}
+
+// Body is the JSON object the step's remote call sends, for its call d
+// (the request's step): "orderId"; with CarriesOrder, every field of the
+// order's input; with earlier steps named, "results" holding each one's
+// answer. A result the order does not have is left out: the step that
+// should have kept it is not Processed (an undo after a failure).
+func (r StepRequest) Body(d StepDef) ([]byte, error) {
+	body := map[string]json.RawMessage{}
+	results := map[string]json.RawMessage{}
+	for _, item := range d.Carried(r.Undo) {
+		if item != CarriesOrder {
+			if res, ok := r.Results[item]; ok {
+				results[item] = res
+			}
+			continue
+		}
+		input, err := r.input()
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range input {
+			body[k] = v
+		}
+	}
+	id, _ := json.Marshal(r.OrderID) // a string cannot fail
+	body[BodyOrderID] = id
+	if len(results) > 0 {
+		raw, err := json.Marshal(results)
+		if err != nil {
+			return nil, fmt.Errorf("order %s: encode results: %w", r.OrderID, err)
+		}
+		body[BodyResults] = raw
+	}
+	out, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("order %s: encode request body: %w", r.OrderID, err)
+	}
+	return out, nil
+}
+
+// The request body's own fields; an input schema may not declare them.
+const (
+	BodyOrderID = "orderId"
+	BodyResults = "results"
+)
+
+// input is the order's input as fields: Input, or a request of an older
+// build's order.
+func (r StepRequest) input() (map[string]json.RawMessage, error) {
+	raw := r.Input
+	if len(raw) == 0 {
+		raw = LegacyInput(r.LegacyCustomerID, r.LegacyLines, "")
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, fmt.Errorf("order %s: input is not a JSON object: %w", r.OrderID, err)
+	}
+	return fields, nil
 }
 
 // record is the index a request or reply carries: an undo record's;
@@ -91,18 +163,26 @@ const (
 
 // StepReply is what an agent posts on the response queue.
 type StepReply struct {
-	OrderID string  `json:"orderId"`
-	Version string  `json:"version,omitempty"`
-	Step    string  `json:"step"`
-	Undo    bool    `json:"undo,omitempty"`
-	Record  int     `json:"record,omitempty"`
-	Attempt int     `json:"attempt"`
-	Outcome Outcome `json:"outcome"`
+	OrderID  string  `json:"orderId"`
+	Workflow string  `json:"workflow,omitempty"`
+	Version  string  `json:"version,omitempty"`
+	Step     string  `json:"step"`
+	Undo     bool    `json:"undo,omitempty"`
+	Record   int     `json:"record,omitempty"`
+	Attempt  int     `json:"attempt"`
+	Outcome  Outcome `json:"outcome"`
 	// Reason explains a failure for the operator.
 	Reason string `json:"reason,omitempty"`
 	// Reference is the remote service's id for the work (a reservation,
 	// charge or shipment), kept for operators and compensation.
 	Reference string `json:"reference,omitempty"`
+	// Result is the service's whole answer, when the workflow keeps the
+	// step's (Workflow.Keeps).
+	Result json.RawMessage `json:"result,omitempty"`
+	// WorkDone says, of a failure, that the service did the work but its
+	// answer breaks the contract (remote.ErrContract): the step is undone
+	// with the others.
+	WorkDone bool `json:"workDone,omitempty"`
 }
 
 // AlertKind says why operators are alerted.

@@ -4,6 +4,7 @@
 package order
 
 import (
+	"encoding/json"
 	"errors"
 	"time"
 )
@@ -106,13 +107,25 @@ type Line struct {
 // Order is a customer's order as stored in the orders table.
 type Order struct {
 	ID string
-	// Version is the workflow version the order was submitted under.
-	Version    string
+	// Workflow and Version name the workflow version the order was
+	// submitted under (none: LegacyWorkflow, LegacyVersion).
+	Workflow string
+	Version  string
+	// Input is what the submission carried, as its workflow's input
+	// schema checked it: a JSON object. Steps whose requests carry the
+	// order (CarriesOrder) send its fields to their services.
+	Input json.RawMessage
+	// CustomerID and NotificationTarget are the input's "customerId" and
+	// "notificationTarget" strings, when it has them: the two input fields
+	// orderly itself reads (operators see the customer; an order's
+	// idempotency keys are scoped to it).
 	CustomerID string
-	Lines      []Line
 	// NotificationTarget is where progress reports go (not used yet).
 	NotificationTarget string
-	Status             Status
+	// Results are the kept answers of the order's Processed steps (see
+	// Workflow.Keeps), by step name.
+	Results map[string]json.RawMessage
+	Status  Status
 	// RequestHash fingerprints the submitted body so that a replay with
 	// the same Idempotency-Key can be told apart from a conflicting one.
 	RequestHash    string
@@ -133,8 +146,10 @@ type Order struct {
 // StepState is the state record of one step of one order.
 type StepState struct {
 	OrderID string
-	// Version is the order's workflow version (VersionOf the recorded one).
-	Version string
+	// Workflow and Version are the order's (WorkflowOf and VersionOf the
+	// recorded ones).
+	Workflow string
+	Version  string
 	// Parked is the version whose absence last parked the order (see
 	// AlertVersionUnknown); a claim clears it.
 	Parked string
@@ -194,6 +209,9 @@ type StepState struct {
 	// Reference is the remote service's id for the work a Processed step
 	// did (a reservation, charge or shipment).
 	Reference string
+	// Result is a Processed step's answer, when its workflow keeps it
+	// (Workflow.Keeps).
+	Result json.RawMessage
 	// Undone lists, for the active record, the workflow steps whose work
 	// has been undone so far, in the order they were undone.
 	Undone []string
@@ -206,4 +224,32 @@ type StepState struct {
 // Expired reports whether the step's current deadline has passed.
 func (s StepState) Expired(now time.Time) bool {
 	return !s.CompleteBy.IsZero() && now.After(s.CompleteBy)
+}
+
+// The input fields orderly itself reads (see Order.CustomerID).
+const (
+	InputCustomerID         = "customerId"
+	InputNotificationTarget = "notificationTarget"
+)
+
+// WithInput is o with its Input, and the CustomerID and
+// NotificationTarget read from it.
+func (o Order) WithInput(input json.RawMessage) Order {
+	o.Input = input
+	var known map[string]any
+	_ = json.Unmarshal(input, &known) // not an object: neither is known
+	o.CustomerID, _ = known[InputCustomerID].(string)
+	o.NotificationTarget, _ = known[InputNotificationTarget].(string)
+	return o
+}
+
+// LegacyInput is the input of an order stored before inputs: the shipped
+// workflow's submission, {customerId, lines, notificationTarget}.
+func LegacyInput(customerID string, lines []Line, notificationTarget string) json.RawMessage {
+	raw, _ := json.Marshal(struct { // strings and ints cannot fail
+		CustomerID         string `json:"customerId"`
+		Lines              []Line `json:"lines"`
+		NotificationTarget string `json:"notificationTarget,omitempty"`
+	}{customerID, lines, notificationTarget})
+	return raw
 }

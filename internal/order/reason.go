@@ -46,13 +46,31 @@ func Refused(service, detail string) string {
 	return "remote service " + service + " refused the request: " + detail
 }
 
+// ContractError is a remote service's success whose answer breaks the
+// step's contract (its result bound or schema). Problem is in the
+// engine's words, never the answer's values.
+type ContractError struct {
+	Service string
+	Step    string
+	Problem string
+}
+
+func (e *ContractError) Error() string {
+	return fmt.Sprintf("remote service %s did step %s's work, but its answer %s", e.Service, e.Step, e.Problem)
+}
+
 // ReasonFor is the reason clients read of err, the permanent fault that
 // ended a step's attempt: a remote service's refusal (a ServiceError), in
-// its own words; anything else is an InternalError, whatever err says.
+// its own words; an answer that breaks its contract (a ContractError);
+// anything else is an InternalError, whatever err says.
 func ReasonFor(err error) string {
 	var se *ServiceError
 	if errors.As(err, &se) {
 		return Refused(se.Service, se.Message)
+	}
+	var ce *ContractError
+	if errors.As(err, &ce) {
+		return clip(ce.Error()+"; an operator must act", MaxReasonBytes)
 	}
 	return InternalError
 }

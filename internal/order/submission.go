@@ -8,28 +8,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 )
 
 // Limits on a submission.
 const (
-	MaxBodyBytes          = 64 << 10
-	MaxLines              = 100
-	MaxQuantity           = 10_000
-	MaxCustomerIDLen      = 128
-	MaxSKULen             = 64
-	MaxNotificationTarget = 2048
-	MaxIdempotencyKeyLen  = 255
+	MaxBodyBytes         = 64 << 10
+	MaxIdempotencyKeyLen = 255
 )
 
-// SKUPattern is the shape of a SKU; API Gateway's request model uses it too.
-const SKUPattern = `^[A-Za-z0-9][A-Za-z0-9._:-]*$`
-
-var skuPattern = regexp.MustCompile(SKUPattern)
-
-// Submission is the body of POST /orders.
+// Submission is the shipped order workflow's input, as the tools that
+// submit orders of it (the soak, the cost run, test worlds) write it. The
+// API itself checks every workflow's input against its definition's input
+// schema (ParseInput).
 type Submission struct {
 	CustomerID string `json:"customerId"`
 	Lines      []Line `json:"lines"`
@@ -61,38 +53,52 @@ func (e *ValidationError) Error() string {
 // Unwrap makes errors.Is(err, ErrInvalid) true.
 func (e *ValidationError) Unwrap() error { return ErrInvalid }
 
-// ParseSubmission decodes and validates a POST /orders body strictly: it
-// rejects invalid UTF-8, repeated keys, field names that are not exactly
-// the schema's (case included), unknown fields, trailing data, bodies over
-// MaxBodyBytes, unprocessable characters and any rule the fields break, and
-// reports every problem at once.
-func ParseSubmission(body []byte) (Submission, error) {
+// InputCheck reports every rule of a workflow's input schema a document
+// breaks (package definition compiles them).
+type InputCheck func(doc []byte) []FieldError
+
+// ParseInput decodes and checks the body of a submission strictly: it
+// refuses bodies over MaxBodyBytes, invalid UTF-8, repeated keys, trailing
+// data, anything but a JSON object, and every rule of check (the
+// workflow's input schema), reporting every problem at once. The input is
+// returned as sent, compacted, with the fingerprint of its content (see
+// Order.RequestHash).
+func ParseInput(body []byte, check InputCheck) (input json.RawMessage, hash string, err error) {
 	if len(body) > MaxBodyBytes {
-		return Submission{}, fmt.Errorf("body is %d bytes, the limit is %d: %w", len(body), MaxBodyBytes, ErrTooLarge)
+		return nil, "", fmt.Errorf("body is %d bytes, the limit is %d: %w", len(body), MaxBodyBytes, ErrTooLarge)
 	}
 	if !utf8.Valid(body) {
-		return Submission{}, &ValidationError{Fields: []FieldError{{Field: "body", Problem: "is not valid UTF-8"}}}
+		return nil, "", &ValidationError{Fields: []FieldError{{Field: "body", Problem: "is not valid UTF-8"}}}
 	}
-	problems, err := checkShape(body, submissionShape)
+	problems, err := checkShape(body, nil)
 	if err != nil {
-		return Submission{}, &ValidationError{Fields: []FieldError{{Field: "body", Problem: describeJSONError(err)}}}
-	}
-	if len(problems) > 0 {
-		return Submission{}, &ValidationError{Fields: problems}
+		return nil, "", &ValidationError{Fields: []FieldError{{Field: "body", Problem: describeJSONError(err)}}}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	var s Submission
-	if err := dec.Decode(&s); err != nil {
-		return Submission{}, &ValidationError{Fields: []FieldError{{Field: "body", Problem: describeJSONError(err)}}}
+	dec.UseNumber()
+	var fields map[string]any
+	if err := dec.Decode(&fields); err != nil {
+		return nil, "", &ValidationError{Fields: []FieldError{{Field: "body", Problem: "must be a JSON object: " + describeJSONError(err)}}}
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return Submission{}, &ValidationError{Fields: []FieldError{{Field: "body", Problem: "unexpected data after the JSON object"}}}
+		return nil, "", &ValidationError{Fields: []FieldError{{Field: "body", Problem: "unexpected data after the JSON object"}}}
 	}
-	if err := s.Validate(); err != nil {
-		return Submission{}, err
+	if fields == nil {
+		return nil, "", &ValidationError{Fields: []FieldError{{Field: "body", Problem: "must be a JSON object, not null"}}}
 	}
-	return s, nil
+	if check != nil {
+		problems = append(problems, check(body)...)
+	}
+	if len(problems) > 0 {
+		return nil, "", &ValidationError{Fields: problems}
+	}
+	var compact bytes.Buffer
+	_ = json.Compact(&compact, body) // decoded above
+	// Map keys marshal sorted: the same content hashes the same however
+	// it is formatted or ordered.
+	canonical, _ := json.Marshal(fields)
+	sum := sha256.Sum256(canonical)
+	return compact.Bytes(), hex.EncodeToString(sum[:]), nil
 }
 
 func describeJSONError(err error) string {
@@ -122,67 +128,6 @@ func jsonKind(goKind string) string {
 		return "an object"
 	}
 	return goKind
-}
-
-// Validate checks every rule and reports all broken ones.
-func (s Submission) Validate() error {
-	var errs []FieldError
-	add := func(field, format string, args ...any) {
-		errs = append(errs, FieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
-	}
-	switch n := utf8.RuneCountInString(s.CustomerID); {
-	case strings.TrimSpace(s.CustomerID) == "":
-		add("customerId", "is required")
-	case n > MaxCustomerIDLen:
-		add("customerId", "is %d characters, the limit is %d", n, MaxCustomerIDLen)
-	case textProblem(s.CustomerID) != "":
-		add("customerId", "%s", textProblem(s.CustomerID))
-	}
-	switch {
-	case len(s.Lines) == 0:
-		add("lines", "at least one line item is required")
-	case len(s.Lines) > MaxLines:
-		add("lines", "has %d items, the limit is %d", len(s.Lines), MaxLines)
-	default:
-		seen := make(map[string]int, len(s.Lines))
-		for i, l := range s.Lines {
-			field := fmt.Sprintf("lines[%d]", i)
-			switch {
-			case l.SKU == "":
-				add(field+".sku", "is required")
-			case len(l.SKU) > MaxSKULen:
-				add(field+".sku", "is %d characters, the limit is %d", len(l.SKU), MaxSKULen)
-			case !skuPattern.MatchString(l.SKU):
-				add(field+".sku", "must be letters, digits and . _ : - (got %q)", l.SKU)
-			default:
-				if j, dup := seen[l.SKU]; dup {
-					add(field+".sku", "repeats lines[%d]; put the total quantity on one line", j)
-				}
-				seen[l.SKU] = i
-			}
-			if l.Quantity < 1 || l.Quantity > MaxQuantity {
-				add(field+".quantity", "must be between 1 and %d, got %d", MaxQuantity, l.Quantity)
-			}
-		}
-	}
-	switch n := utf8.RuneCountInString(s.NotificationTarget); {
-	case n > MaxNotificationTarget:
-		add("notificationTarget", "is %d characters, the limit is %d", n, MaxNotificationTarget)
-	case textProblem(s.NotificationTarget) != "":
-		add("notificationTarget", "%s", textProblem(s.NotificationTarget))
-	}
-	if len(errs) > 0 {
-		return &ValidationError{Fields: errs}
-	}
-	return nil
-}
-
-// Hash fingerprints the submission's content (not its formatting), so the
-// same order sent twice with one Idempotency-Key is recognised as a replay.
-func (s Submission) Hash() string {
-	canonical, _ := json.Marshal(s) // a struct of strings and ints cannot fail
-	sum := sha256.Sum256(canonical)
-	return hex.EncodeToString(sum[:])
 }
 
 // ValidateIdempotencyKey checks an Idempotency-Key header value.

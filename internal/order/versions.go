@@ -9,37 +9,64 @@ import (
 // recorded one: the shipped workflow as it was then.
 const LegacyVersion = "1"
 
-// Versions is the set of workflow versions a build runs. Every order
-// records the version it was submitted under and is carried to its end by
-// that version's definition, whatever is deployed later; new orders get
-// the latest. A version is removed from the code only once no order uses
-// it (`orderly versions` counts them without a Scan).
+// LegacyWorkflow is the workflow of orders written before orders
+// recorded one: the shipped order workflow.
+const LegacyWorkflow = "order"
+
+// WorkflowOf reads a recorded workflow name: none is LegacyWorkflow.
+func WorkflowOf(recorded string) string {
+	if recorded == "" {
+		return LegacyWorkflow
+	}
+	return recorded
+}
+
+// Ref names one version of one workflow for people: "order/1".
+func Ref(workflow, version string) string { return WorkflowOf(workflow) + "/" + VersionOf(version) }
+
+// Versions is the set of workflows, each in one or more versions, that a
+// build runs. Every order records the workflow and version it was
+// submitted under and is carried to its end by that version's definition,
+// whatever is deployed later; new orders of a workflow get its latest
+// version. A version is removed only once no order uses it (`orderly
+// versions` counts them without a Scan).
 type Versions struct {
-	latest    string
-	byVersion map[string]Workflow
-	known     []string
+	// def is the stage's default workflow: POST /orders submits to it.
+	def    string
+	latest map[string]string
+	byRef  map[string]Workflow
+	known  []string // refs, in the order given
+	names  []string
 }
 
 // NewVersions returns the set of the given workflows, each with its own
-// Version; the last is the latest, which new orders get.
+// Name (none is LegacyWorkflow) and Version. For each workflow the last
+// version given is the latest, which new orders get; the first workflow
+// given is the stage's default.
 func NewVersions(wfs ...Workflow) (Versions, error) {
-	v := Versions{byVersion: map[string]Workflow{}}
+	v := Versions{latest: map[string]string{}, byRef: map[string]Workflow{}}
 	if len(wfs) == 0 {
 		return v, fmt.Errorf("no workflow version: %w", ErrInvalid)
 	}
 	for _, w := range wfs {
+		w.Name = WorkflowOf(w.Name)
+		ref := Ref(w.Name, w.Version)
 		switch {
 		case w.Version == "":
-			return v, fmt.Errorf("a workflow without a version: %w", ErrInvalid)
-		case v.byVersion[w.Version].Steps != nil:
-			return v, fmt.Errorf("workflow version %s twice: %w", w.Version, ErrInvalid)
+			return v, fmt.Errorf("workflow %s: a version without a name: %w", w.Name, ErrInvalid)
+		case v.byRef[ref].Steps != nil:
+			return v, fmt.Errorf("workflow %s version %s twice: %w", w.Name, w.Version, ErrInvalid)
 		case len(w.Steps) == 0:
-			return v, fmt.Errorf("workflow version %s has no steps: %w", w.Version, ErrInvalid)
+			return v, fmt.Errorf("workflow %s version %s has no steps: %w", w.Name, w.Version, ErrInvalid)
 		}
-		v.byVersion[w.Version] = w
-		v.known = append(v.known, w.Version)
+		if _, seen := v.latest[w.Name]; !seen {
+			v.names = append(v.names, w.Name)
+		}
+		v.byRef[ref] = w
+		v.latest[w.Name] = w.Version
+		v.known = append(v.known, ref)
 	}
-	v.latest = wfs[len(wfs)-1].Version
+	v.def = v.names[0]
 	return v, nil
 }
 
@@ -52,26 +79,42 @@ func MustVersions(wfs ...Workflow) Versions {
 	return v
 }
 
-// Latest is the version new orders are submitted under.
-func (v Versions) Latest() Workflow { return v.byVersion[v.latest] }
+// Default names the stage's default workflow.
+func (v Versions) Default() string { return v.def }
+
+// Latest is the version new orders of the default workflow get.
+func (v Versions) Latest() Workflow { return v.byRef[Ref(v.def, v.latest[v.def])] }
+
+// LatestOf is the version new orders of the named workflow get; false
+// when this build does not run that workflow.
+func (v Versions) LatestOf(workflow string) (Workflow, bool) {
+	ver, ok := v.latest[WorkflowOf(workflow)]
+	if !ok {
+		return Workflow{}, false
+	}
+	return v.byRef[Ref(workflow, ver)], true
+}
 
 // Get returns a version's definition; false when this build does not
-// have it (an order of a newer build, after a rollback). An empty version
-// is LegacyVersion.
-func (v Versions) Get(version string) (Workflow, bool) {
-	w, ok := v.byVersion[VersionOf(version)]
+// have it (an order of a newer build, after a rollback). An empty
+// workflow is LegacyWorkflow, an empty version LegacyVersion.
+func (v Versions) Get(workflow, version string) (Workflow, bool) {
+	w, ok := v.byRef[Ref(workflow, version)]
 	return w, ok
 }
 
-// Known lists the versions, oldest first.
+// Known lists the versions as refs ("order/1"), in the order given.
 func (v Versions) Known() []string { return slices.Clone(v.known) }
+
+// Names lists the workflows, the default first.
+func (v Versions) Names() []string { return slices.Clone(v.names) }
 
 // Agents lists every agent any version uses, each once: every one of them
 // needs its queue while an order of its version may run.
 func (v Versions) Agents() []string {
 	var out []string
-	for _, ver := range v.known {
-		for _, a := range v.byVersion[ver].Agents() {
+	for _, ref := range v.known {
+		for _, a := range v.byRef[ref].Agents() {
 			if !slices.Contains(out, a) {
 				out = append(out, a)
 			}
@@ -100,17 +143,29 @@ func Rehearsal(w Workflow) Workflow {
 	return r
 }
 
-// WithRehearsal is v with the rehearsal of its latest version added as the
-// new latest.
+// WithRehearsal is v with the rehearsal of its default workflow's latest
+// version added as that workflow's new latest.
 func WithRehearsal(v Versions) Versions {
 	return MustVersions(append(v.Workflows(), Rehearsal(v.Latest()))...)
+}
+
+// FirstAgents lists the agents of every workflow's first step, each once:
+// a submission sends the first step's request itself.
+func (v Versions) FirstAgents() []string {
+	var out []string
+	for _, name := range v.names {
+		if a := v.byRef[Ref(name, v.latest[name])].Steps[0].Agent; !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // Workflows lists the definitions, oldest first.
 func (v Versions) Workflows() []Workflow {
 	out := make([]Workflow, 0, len(v.known))
-	for _, ver := range v.known {
-		out = append(out, v.byVersion[ver])
+	for _, ref := range v.known {
+		out = append(out, v.byRef[ref])
 	}
 	return out
 }

@@ -1,7 +1,9 @@
 package order
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -33,6 +35,37 @@ type StepDef struct {
 	// both with the step's Idempotency-Key.
 	Call     Endpoint
 	UndoCall Endpoint
+	// Carries lists what the call's request body carries: CarriesOrder
+	// (the order's input) and the names of earlier steps, whose results
+	// go along. UndoCarries is the same for the undo call, which may name
+	// the step itself (the charge a refund reverses).
+	Carries     []string
+	UndoCarries []string
+	// ResultMaxBytes bounds the step's answer when it is kept (see
+	// Workflow.Keeps); ResultSchema, when set, is the JSON Schema every
+	// answer must match. An answer breaking either is a contract fault.
+	ResultMaxBytes int
+	ResultSchema   json.RawMessage
+}
+
+// CarriesOrder is the item of Carries that is the order's input.
+const CarriesOrder = "order"
+
+// DefaultResultMaxBytes bounds a kept result whose step sets no bound;
+// MaxResultBytes is the most a step may set, so that results never crowd
+// an order's item (400 KB in all).
+const (
+	DefaultResultMaxBytes = 4 << 10
+	MaxResultBytes        = 16 << 10
+)
+
+// Carried lists what the request of the step's call, or of its undo call,
+// carries.
+func (d StepDef) Carried(undo bool) []string {
+	if undo {
+		return d.UndoCarries
+	}
+	return d.Carries
 }
 
 // Endpoint is a remote service's method and path, relative to the
@@ -55,10 +88,14 @@ func (d StepDef) AllowanceFor(failureCount int) time.Duration {
 // Workflow is an ordered list of steps. Steps run one after another; undoing
 // finished steps runs them in reverse, so order matters.
 type Workflow struct {
-	// Version names this definition; an order records the version it was
-	// submitted under (see Versions).
+	// Name names the workflow ("order"), Version this definition of it;
+	// an order records both (see Versions). An empty Name is
+	// LegacyWorkflow.
+	Name    string
 	Version string
-	Steps   []StepDef
+	// Input is the JSON Schema of what a submission carries.
+	Input json.RawMessage
+	Steps []StepDef
 	// ClaimWithin bounds how long a Pending step may wait for a Scheduler
 	// before the Supervisor re-announces it.
 	ClaimWithin time.Duration
@@ -90,6 +127,18 @@ func (w Workflow) UndoPlan(active int, activeMayHaveRun bool) []int {
 		}
 	}
 	return plan
+}
+
+// Keeps reports whether the named step's answer is stored with the order:
+// only when some call's request carries it, so that workflows that pass
+// no results pay nothing for them.
+func (w Workflow) Keeps(step string) bool {
+	for _, d := range w.Steps {
+		if slices.Contains(d.Carries, step) || slices.Contains(d.UndoCarries, step) {
+			return true
+		}
+	}
+	return false
 }
 
 // Agents of the shipped order workflow.
@@ -136,9 +185,11 @@ func OrderWorkflow(t Timing) Workflow {
 	step := func(name, agent, path, undo, undoPath string) StepDef {
 		return StepDef{Name: name, Agent: agent, Undo: undo, Allowance: t.Allowance,
 			MaxAllowance: t.MaxAllowance, FailureThreshold: t.FailureThreshold, MaxHeartbeats: t.MaxHeartbeats,
-			Call: Endpoint{Method: "POST", Path: path}, UndoCall: Endpoint{Method: "POST", Path: undoPath}}
+			Call: Endpoint{Method: "POST", Path: path}, UndoCall: Endpoint{Method: "POST", Path: undoPath},
+			Carries: []string{CarriesOrder}, UndoCarries: []string{CarriesOrder}, ResultMaxBytes: DefaultResultMaxBytes}
 	}
 	return Workflow{
+		Name:    LegacyWorkflow,
 		Version: "1",
 		Steps: []StepDef{
 			step(StepReserveInventory, AgentInventory, "/inventory/reservations", "release the reservation", "/inventory/releases"),
@@ -238,7 +289,7 @@ func (w Workflow) NewStates(orderID, owner string, now time.Time) []StepState {
 	states := make([]StepState, len(w.Steps))
 	for i, d := range w.Steps {
 		states[i] = StepState{
-			OrderID: orderID, Step: d.Name, Index: i, Agent: d.Agent,
+			OrderID: orderID, Workflow: w.Name, Version: w.Version, Step: d.Name, Index: i, Agent: d.Agent,
 			ProcessState: NotStarted, UpdatedAt: now,
 		}
 	}

@@ -7,6 +7,7 @@ package remote
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,11 +15,13 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"orderly/internal/definition"
 	"orderly/internal/order"
 )
 
@@ -44,7 +47,19 @@ var (
 	// version is not in the build (an order of a newer build, after a
 	// rollback). Nothing is called; the order waits for its version.
 	ErrNotInBuild = errors.New("workflow version not in this build")
+	// ErrContract marks a success whose answer breaks the contract: over
+	// the step's result bound (when the workflow keeps it) or not matching
+	// its result schema. The work was done and a retry replays the same
+	// answer, so an operator must act (see package agent).
+	ErrContract = errors.New("contract fault")
 )
+
+// Answer is a service's successful answer: its reference for the work
+// and the whole JSON object, the step's result.
+type Answer struct {
+	Reference string
+	Body      json.RawMessage
+}
 
 // ConfigurationStatuses name the statuses that are configuration faults,
 // as ConfigurationStatus, the agent's metric and the stack's alarms do:
@@ -69,7 +84,12 @@ type Client struct {
 	http    *http.Client
 	// workflows name each step's call and undo call.
 	workflows order.Versions
+	// schemas are the steps' compiled result schemas.
+	schemas map[stepRef]definition.Schema
 }
+
+// stepRef names one step of one workflow version.
+type stepRef struct{ workflow, version, step string }
 
 // NewClient returns a client for the services under baseURL
 // (e.g. "http://localhost:8081"), calling through a copy of httpClient
@@ -86,14 +106,25 @@ func NewClient(baseURL string, httpClient *http.Client, workflows order.Versions
 		hc = *httpClient
 	}
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &Client{baseURL: strings.TrimRight(baseURL, "/"), http: &hc, workflows: workflows}
+	return &Client{baseURL: strings.TrimRight(baseURL, "/"), http: &hc, workflows: workflows, schemas: resultSchemas(workflows)}
 }
 
-// requestBody is the JSON every service accepts.
-type requestBody struct {
-	OrderID    string       `json:"orderId"`
-	CustomerID string       `json:"customerId"`
-	Lines      []order.Line `json:"lines"`
+// resultSchemas compiles every step's result schema. The definitions were
+// checked when loaded, so a schema that does not compile is left out
+// (and its answers unchecked) rather than stopping the agent.
+func resultSchemas(v order.Versions) map[stepRef]definition.Schema {
+	out := map[stepRef]definition.Schema{}
+	for _, w := range v.Workflows() {
+		for _, d := range w.Steps {
+			if len(d.ResultSchema) == 0 {
+				continue
+			}
+			if s, err := definition.CompileSchema(d.ResultSchema); err == nil {
+				out[stepRef{w.Name, w.Version, d.Name}] = s
+			}
+		}
+	}
+	return out
 }
 
 // Call asks service (the step's agent: "payment") to do the work of req,
@@ -107,26 +138,27 @@ type requestBody struct {
 // and ErrNotInBuild; a call ended by ctx also wraps ctx.Err(). See
 // RetryAfter for the service's hint on when to try again, and
 // ConfigurationStatus for the status of a configuration fault.
-func (c *Client) Call(ctx context.Context, service string, req order.StepRequest) (reference string, err error) {
-	if _, known := c.workflows.Get(req.Version); !known {
-		return "", fmt.Errorf("remote service %q: workflow version %s: %w", service, order.VersionOf(req.Version), ErrNotInBuild)
+func (c *Client) Call(ctx context.Context, service string, req order.StepRequest) (Answer, error) {
+	wf, known := c.workflows.Get(req.Workflow, req.Version)
+	if !known {
+		return Answer{}, fmt.Errorf("remote service %q: workflow version %s: %w", service, order.Ref(req.Workflow, req.Version), ErrNotInBuild)
 	}
-	call, err := c.callOf(service, req)
+	def, call, err := callOf(wf, service, req)
 	if err != nil {
-		return "", fmt.Errorf("remote service %q: %w: %w", service, err, ErrPermanent)
+		return Answer{}, fmt.Errorf("remote service %q: %w: %w", service, err, ErrPermanent)
 	}
 	op := service + ": " + call.Method + " " + call.Path
 	if req.IdempotencyKey == "" {
 		// Without a key a retry could repeat the work, so refuse to call.
-		return "", fmt.Errorf("%s: order %s: no idempotency key: %w", op, req.OrderID, ErrPermanent)
+		return Answer{}, fmt.Errorf("%s: order %s: no idempotency key: %w", op, req.OrderID, ErrPermanent)
 	}
-	body, err := json.Marshal(requestBody{OrderID: req.OrderID, CustomerID: req.CustomerID, Lines: req.Lines})
+	body, err := req.Body(def)
 	if err != nil {
-		return "", fmt.Errorf("%s: encode request: %w: %w", op, err, ErrPermanent)
+		return Answer{}, fmt.Errorf("%s: %w: %w", op, err, ErrPermanent)
 	}
 	httpReq, err := http.NewRequestWithContext(ctx, call.Method, c.baseURL+call.Path, bytes.NewReader(body))
 	if err != nil {
-		return "", fmt.Errorf("%s: %w: %w", op, err, ErrPermanent)
+		return Answer{}, fmt.Errorf("%s: %w: %w", op, err, ErrPermanent)
 	}
 	httpReq.Header.Set("Content-Type", "application/json")
 	httpReq.Header.Set("Accept", "application/json")
@@ -134,24 +166,16 @@ func (c *Client) Call(ctx context.Context, service string, req order.StepRequest
 
 	resp, err := c.http.Do(httpReq)
 	if err != nil {
-		return "", transportError(ctx, op, err)
+		return Answer{}, transportError(ctx, op, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	if err != nil {
-		return "", transportError(ctx, op, fmt.Errorf("read response: %w", err))
+		return Answer{}, transportError(ctx, op, fmt.Errorf("read response: %w", err))
 	}
 
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		var created struct {
-			ID string `json:"id"`
-		}
-		if err := json.Unmarshal(raw, &created); err != nil || created.ID == "" {
-			// The work may have been done; a retry with the same key
-			// replays it and gets the reference.
-			return "", fmt.Errorf("%s: status %d without a reference in the body: %w", op, resp.StatusCode, ErrTransient)
-		}
-		return created.ID, nil
+		return c.answer(op, wf, def, req, resp.StatusCode, raw)
 	}
 
 	fault := &statusError{status: resp.StatusCode}
@@ -159,34 +183,75 @@ func (c *Client) Call(ctx context.Context, service string, req order.StepRequest
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		fault.err = fmt.Errorf("%s: %s (status %d): remote services must answer at the configured URL; fix the service's base URL: %w",
 			op, redirectTarget(resp), resp.StatusCode, ErrConfiguration)
-		return "", fault
+		return Answer{}, fault
 	}
 	// The service's answer is an order.ServiceError, from which the agent
 	// tells clients why the step failed (order.ReasonFor).
 	fault.err = fmt.Errorf("%s: %w: %w", op, &order.ServiceError{Service: service, Status: resp.StatusCode, Message: errorMessage(resp.StatusCode, raw)}, classify(resp.StatusCode))
-	return "", fault
+	return Answer{}, fault
 }
 
-// callOf returns the call req's step defines, its undo call for an undo,
-// when service is the step's.
-// A step this build's workflows do not have cannot be called, whatever a
-// retry does.
-func (c *Client) callOf(service string, req order.StepRequest) (order.Endpoint, error) {
-	wf, _ := c.workflows.Get(req.Version) // Call checked it
+// answer reads a success's body: a JSON object with the reference in
+// "id", within the step's bound when its workflow keeps it, and matching
+// its result schema when it has one. An undo's answer needs only the
+// reference.
+func (c *Client) answer(op string, wf order.Workflow, def order.StepDef, req order.StepRequest, status int, raw []byte) (Answer, error) {
+	var created struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(raw, &created); err != nil || created.ID == "" {
+		// The work may have been done; a retry with the same key
+		// replays it and gets the reference.
+		return Answer{}, fmt.Errorf("%s: status %d without a reference in the body: %w", op, status, ErrTransient)
+	}
+	if req.Undo {
+		return Answer{Reference: created.ID}, nil
+	}
+	contract := func(problem string) error {
+		return fmt.Errorf("%s: status %d: %w: %w", op, status, &order.ContractError{Service: def.Agent, Step: def.Name, Problem: problem}, ErrContract)
+	}
+	if limit := def.ResultMaxBytes; wf.Keeps(def.Name) && limit > 0 && len(raw) > limit {
+		return Answer{}, contract(fmt.Sprintf("is %d bytes; the step keeps at most %d (its result.maxBytes)", len(raw), limit))
+	}
+	if schema, ok := c.schemas[stepRef{wf.Name, wf.Version, def.Name}]; ok {
+		if problems := schema.Check(raw); len(problems) > 0 {
+			// Field paths only: the validator's words may quote the
+			// answer's values, which the reason must not carry.
+			var fields []string
+			for _, p := range problems {
+				if f := cmp.Or(p.Field, "(the answer itself)"); !slices.Contains(fields, f) {
+					fields = append(fields, f)
+				}
+			}
+			return Answer{}, contract("does not match its result schema at " + strings.Join(fields, ", "))
+		}
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
+		return Answer{}, fmt.Errorf("%s: status %d with an answer that is not JSON: %w", op, status, ErrTransient)
+	}
+	return Answer{Reference: created.ID, Body: compact.Bytes()}, nil
+}
+
+// callOf returns req's step and the call it defines (its undo call for an
+// undo) in wf, when service is the step's. A step this build's workflows
+// do not have cannot be called, whatever a retry does.
+func callOf(wf order.Workflow, service string, req order.StepRequest) (order.StepDef, order.Endpoint, error) {
+	ref := order.Ref(wf.Name, wf.Version)
 	def, ok := wf.Step(req.Step)
 	switch {
 	case !ok:
-		return order.Endpoint{}, fmt.Errorf("step %q: not in workflow version %s", req.Step, wf.Version)
+		return def, order.Endpoint{}, fmt.Errorf("step %q: not in workflow version %s", req.Step, ref)
 	case def.Agent != service:
 		// A request on the wrong agent's queue: its call is another
 		// service's to make.
-		return order.Endpoint{}, fmt.Errorf("unknown for step %s of workflow version %s, which calls %q", req.Step, wf.Version, def.Agent)
+		return def, order.Endpoint{}, fmt.Errorf("unknown for step %s of workflow version %s, which calls %q", req.Step, ref, def.Agent)
 	case req.Undo && def.UndoCall.Path == "":
-		return order.Endpoint{}, fmt.Errorf("step %s of workflow version %s: no undo call defined", req.Step, wf.Version)
+		return def, order.Endpoint{}, fmt.Errorf("step %s of workflow version %s: no undo call defined", req.Step, ref)
 	case req.Undo:
-		return def.UndoCall, nil
+		return def, def.UndoCall, nil
 	}
-	return def.Call, nil
+	return def, def.Call, nil
 }
 
 // redirectTarget names where a redirect pointed: the Location's host

@@ -30,8 +30,7 @@ func stepRequest(key string) order.StepRequest {
 		Step:           order.StepChargePayment,
 		Attempt:        3,
 		IdempotencyKey: key,
-		CustomerID:     "cust-42",
-		Lines:          []order.Line{{SKU: "WIDGET-1", Quantity: 2}, {SKU: "GADGET-7", Quantity: 1}},
+		Input:          json.RawMessage(`{"customerId":"cust-42","lines":[{"sku":"WIDGET-1","quantity":2},{"sku":"GADGET-7","quantity":1}]}`),
 	}
 }
 
@@ -80,7 +79,8 @@ func TestCallSendsTheContract(t *testing.T) {
 			req.Step = tt.step
 
 			// A trailing slash on the base URL must not double up.
-			ref, err := remote.NewClient(ts.URL+"/", ts.Client(), shipped).Call(t.Context(), tt.service, req)
+			answer, err := remote.NewClient(ts.URL+"/", ts.Client(), shipped).Call(t.Context(), tt.service, req)
+			ref := answer.Reference
 			if err != nil {
 				t.Fatalf("Call: %v", err)
 			}
@@ -109,7 +109,7 @@ func TestCallSendsTheContract(t *testing.T) {
 			}); !slices.Equal(keys, []string{"customerId", "lines", "orderId"}) {
 				t.Errorf("body fields = %v, want [customerId lines orderId]", keys)
 			}
-			want := `{"orderId":"ORDER1","customerId":"cust-42","lines":[{"sku":"WIDGET-1","quantity":2},{"sku":"GADGET-7","quantity":1}]}`
+			want := `{"customerId":"cust-42","lines":[{"sku":"WIDGET-1","quantity":2},{"sku":"GADGET-7","quantity":1}],"orderId":"ORDER1"}`
 			if string(gotBody) != want {
 				t.Errorf("body = %s, want %s", gotBody, want)
 			}
@@ -190,7 +190,8 @@ func TestCallClassifiesResponses(t *testing.T) {
 			ts := httptest.NewServer(respond(tt.status, tt.header, tt.body))
 			defer ts.Close()
 
-			ref, err := remote.NewClient(ts.URL, ts.Client(), shipped).Call(t.Context(), "payment", stepRequest("k1"))
+			answer, err := remote.NewClient(ts.URL, ts.Client(), shipped).Call(t.Context(), "payment", stepRequest("k1"))
+			ref := answer.Reference
 			if ref != tt.wantRef {
 				t.Errorf("reference = %q, want %q", ref, tt.wantRef)
 			}
@@ -238,7 +239,8 @@ func TestCallNeverFollowsARedirect(t *testing.T) {
 			defer ts.Close()
 
 			for name, hc := range map[string]*http.Client{"nil": nil, "the test server's": ts.Client(), "the default": http.DefaultClient} {
-				ref, err := remote.NewClient(ts.URL, hc, shipped).Call(t.Context(), "payment", stepRequest("k1"))
+				answer, err := remote.NewClient(ts.URL, hc, shipped).Call(t.Context(), "payment", stepRequest("k1"))
+				ref := answer.Reference
 				if n := elsewhere.Load(); n != 0 {
 					t.Fatalf("%s client: the redirect's target got %d calls, want 0", name, n)
 				}

@@ -142,7 +142,7 @@ func (s *Service) claimRecord(ctx context.Context, rec events.DynamoDBEventRecor
 	if !ok {
 		return nil
 	}
-	wf, known := s.workflows.Get(st.Version)
+	wf, known := s.workflows.Get(st.Workflow, st.Version)
 	if !known {
 		// A newer build's order, after a rollback: it is not claimed by a
 		// definition it was not submitted under. The Supervisor parks it
@@ -227,7 +227,7 @@ func parallel[T any](items []T, fn func(T)) {
 
 func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 	rep, err := decodeReply(msg.Body)
-	wf, known := s.workflows.Get(rep.Version)
+	wf, known := s.workflows.Get(rep.Workflow, rep.Version)
 	if err == nil && !known {
 		// After a rollback: applied by its own version once that is back
 		// (the message comes again; after the queue's receive limit it
@@ -251,14 +251,18 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 	now := s.now()
 	switch {
 	case rep.Outcome == order.OutcomeSucceeded:
-		err = s.complete(ctx, wf, log, replied, rep.Reference, now)
+		result := keptResult(wf, rep)
+		err = s.complete(ctx, wf, log, replied, rep.Reference, result, now)
 		if errors.Is(err, order.ErrCancelRequested) {
 			// The step is done, but the client cancelled meanwhile: its
 			// work is undone too, then the rest in reverse.
 			err = s.undo(ctx, wf, log, dynamo.Undoing{Step: replied, From: order.Processing, Ends: order.Processed,
-				Reference: rep.Reference, Cancelled: true}, true, true)
+				Reference: rep.Reference, Result: result, Cancelled: true}, true, true)
 		}
-	case rep.Undo || wf.StopOnFailure:
+	case rep.Undo || wf.StopOnFailure || rep.WorkDone:
+		// An undo that cannot be done, a workflow that stops for an
+		// operator, or work done whose answer is unusable (a contract
+		// fault): an operator decides.
 		var failed order.StepState
 		failed, err = s.store.FailStep(ctx, replied, order.ReplyReason(rep.Reason), now)
 		if err == nil {
@@ -286,8 +290,8 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 // same write, the next one (the next workflow step, or the next undo) is
 // claimed by this Scheduler, whose request goes out at once. No stream hop
 // and no second write stand between two steps.
-func (s *Service) complete(ctx context.Context, wf order.Workflow, log *slog.Logger, done order.StepState, reference string, now time.Time) error {
-	c := dynamo.Completion{Step: done, Reference: reference}
+func (s *Service) complete(ctx context.Context, wf order.Workflow, log *slog.Logger, done order.StepState, reference string, result json.RawMessage, now time.Time) error {
+	c := dynamo.Completion{Step: done, Reference: reference, Result: result}
 	var (
 		next order.StepDef
 		more bool
@@ -380,6 +384,15 @@ func (s *Service) alert(ctx context.Context, log *slog.Logger, failed order.Step
 		return
 	}
 	s.metrics.Count(metrics.AlertsSent, 1, "order_id", failed.OrderID, "step", failed.Step)
+}
+
+// keptResult is the reply's result when its workflow keeps the step's:
+// a forward step's success that some later call carries.
+func keptResult(wf order.Workflow, rep order.StepReply) json.RawMessage {
+	if rep.Undo || !wf.Keeps(rep.Step) {
+		return nil
+	}
+	return rep.Result
 }
 
 // decodeReply reads a reply; checkReply then checks it against its

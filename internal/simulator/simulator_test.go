@@ -44,11 +44,12 @@ func stepRequest(orderID, step string, skus ...string) order.StepRequest {
 		Step:           step,
 		Attempt:        1,
 		IdempotencyKey: order.IdempotencyKeyFor(orderID, step),
-		CustomerID:     "cust-1",
 	}
+	lines := []order.Line{}
 	for _, sku := range skus {
-		req.Lines = append(req.Lines, order.Line{SKU: sku, Quantity: 2})
+		lines = append(lines, order.Line{SKU: sku, Quantity: 2})
 	}
+	req.Input = order.LegacyInput("cust-1", lines, "")
 	return req
 }
 
@@ -143,7 +144,8 @@ func TestTestValues(t *testing.T) {
 				timeout := cmp.Or(a.timeout, 5*time.Second)
 				ctx, cancel := context.WithTimeout(t.Context(), timeout)
 				began := time.Now()
-				ref, err := client.Call(ctx, tt.service, req)
+				answer, err := client.Call(ctx, tt.service, req)
+				ref := answer.Reference
 				elapsed := time.Since(began)
 				cancel()
 
@@ -307,18 +309,19 @@ func TestRejectsMalformedCalls(t *testing.T) {
 func TestKeyReusedForDifferentWorkIsRefused(t *testing.T) {
 	_, _, client := start(t)
 	first := stepRequest("ORDER1", order.StepChargePayment, "WIDGET-1")
-	ref, err := client.Call(t.Context(), "payment", first)
+	answer, err := client.Call(t.Context(), "payment", first)
+	ref := answer.Reference
 	if err != nil {
 		t.Fatalf("first call: %v", err)
 	}
 	other := first
-	other.Lines = []order.Line{{SKU: "GADGET-9", Quantity: 1}}
+	other.Input = order.LegacyInput("cust-1", []order.Line{{SKU: "GADGET-9", Quantity: 1}}, "")
 	_, err = client.Call(t.Context(), "payment", other)
 	if !errors.Is(err, remote.ErrPermanent) || !strings.Contains(err.Error(), "status 422") {
 		t.Errorf("same key, different lines: error %v, want a permanent 422", err)
 	}
 	// The original work is still there.
-	if again, err := client.Call(t.Context(), "payment", first); err != nil || again != ref {
+	if again, err := client.Call(t.Context(), "payment", first); err != nil || again.Reference != ref {
 		t.Errorf("replay after the conflict: %q, %v, want %q", again, err, ref)
 	}
 }
@@ -403,7 +406,8 @@ func TestConcurrentTransientCallsFailExactlyN(t *testing.T) {
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
-			ref, err := client.Call(t.Context(), "payment", req)
+			answer, err := client.Call(t.Context(), "payment", req)
+			ref := answer.Reference
 			mu.Lock()
 			defer mu.Unlock()
 			outcomes[classify(err)]++

@@ -30,7 +30,7 @@ func TestUndoReversesTheWorkOnce(t *testing.T) {
 		t.Fatalf("undo: %v", err)
 	}
 	again, err := client.Call(t.Context(), "payment", undoOf(req))
-	if err != nil || again != first || first == ref {
+	if err != nil || again.Reference != first.Reference || first.Reference == ref.Reference {
 		t.Errorf("undo twice = %q then %q (%v), want one undo id, not the charge's %q", first, again, err, ref)
 	}
 	if !sim.Undone("payment", req.IdempotencyKey) {
@@ -134,7 +134,7 @@ func TestLedgerKeepsUndos(t *testing.T) {
 	if !sim2.Undone("payment", req.IdempotencyKey) {
 		t.Error("restarted simulator forgot the undo")
 	}
-	if again, err := client2.Call(t.Context(), "payment", undoOf(req)); err != nil || again != undoID {
+	if again, err := client2.Call(t.Context(), "payment", undoOf(req)); err != nil || again.Reference != undoID.Reference {
 		t.Errorf("undo after restart = %q, %v, want the replay %q", again, err, undoID)
 	}
 	effects, err := simulator.ReadLedger(path)

@@ -205,7 +205,7 @@ func account(orders []acked, final map[string]order.Order, effects []simulator.E
 		r.Outcomes[string(o.Status)]++
 		r.ByVersion[o.Version]++
 		took = append(took, o.UpdatedAt.Sub(o.CreatedAt).Seconds())
-		wf, known := versions.Get(o.Version)
+		wf, known := versions.Get(o.Workflow, o.Version)
 		if !known {
 			r.WrongOutcomes++
 			r.wrongIDs = append(r.wrongIDs, a.ID)

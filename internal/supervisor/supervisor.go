@@ -272,7 +272,7 @@ func nearDeadline(ctx context.Context) bool {
 }
 
 func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time, backlogOf func(string) order.Backlog, r *Report) error {
-	wf, known := s.workflows.Get(st.Version)
+	wf, known := s.workflows.Get(st.Workflow, st.Version)
 	if !known {
 		return s.park(ctx, st, now, r)
 	}

@@ -75,7 +75,11 @@ func NewWorld(t testing.TB, timing order.Timing) *World {
 	if testing.Verbose() {
 		w.Log = slog.New(slog.NewTextHandler(testWriter{t}, nil))
 	}
-	w.API = api.NewService(w.APIConfig())
+	api, err := api.NewService(w.APIConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.API = api
 	w.Alerts = SubscribeAlerts(t, clients, stack.AlertTopicARN)
 	return w
 }
