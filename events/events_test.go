@@ -27,14 +27,16 @@ import (
 
 	"orderly/internal/agent"
 	"orderly/internal/api"
+	"orderly/internal/definition"
 	"orderly/internal/dynamo"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
+	"orderly/internal/remote"
 	"orderly/internal/scheduler"
 )
 
 // The fixtures are captured from production, which runs the default timing.
-var workflow = order.OrderWorkflow(order.DefaultTiming)
+var workflow = definition.MustShipped(order.DefaultTiming).Latest()
 
 var discard = slog.New(slog.DiscardHandler)
 
@@ -262,8 +264,12 @@ func (r *sentRequests) Send(_ context.Context, o order.Order, st order.StepState
 }
 
 func newAPI(store api.Store, sent *sentRequests, now time.Time) *api.Service {
-	return api.NewService(api.Config{InstanceID: "submit-test", Store: store, Dispatcher: sent,
+	svc, err := api.NewService(api.Config{InstanceID: "submit-test", Store: store, Dispatcher: sent,
 		Workflows: order.MustVersions(workflow), Now: fixedClock(now), Log: discard, Metrics: metrics.Discard()})
+	if err != nil {
+		panic(err)
+	}
+	return svc
 }
 
 func (s *apiStore) GetOrder(_ context.Context, id string) (order.Order, []order.StepState, error) {
@@ -298,7 +304,7 @@ func checkSubmitAccepted(t *testing.T, _ []byte, req events.APIGatewayProxyReque
 	if err := json.Unmarshal([]byte(req.Body), &sub); err != nil {
 		t.Fatal(err)
 	}
-	wantID := order.IDForKey(caller, sub.CustomerID, req.Headers["Idempotency-Key"])
+	wantID := order.IDForKey(caller, "", sub.CustomerID, req.Headers["Idempotency-Key"])
 	var body struct{ OrderID string }
 	if err := json.Unmarshal([]byte(resp.Body), &body); err != nil || body.OrderID != wantID {
 		t.Errorf("response body %s (%v), want orderId %s derived from the caller, customer and Idempotency-Key", resp.Body, err, wantID)
@@ -310,7 +316,9 @@ func checkSubmitAccepted(t *testing.T, _ []byte, req events.APIGatewayProxyReque
 	if !ok || store.creates != 1 {
 		t.Fatalf("store got %d CreateOrder calls and orders %v, want order %s written once", store.creates, store.orders, wantID)
 	}
-	if o.Status != order.StatusPending || len(o.Lines) != 2 || !o.CreatedAt.Equal(requestTime(req)) || o.Caller != caller {
+	var input order.Submission
+	_ = json.Unmarshal(o.Input, &input)
+	if o.Status != order.StatusPending || len(input.Lines) != 2 || !o.CreatedAt.Equal(requestTime(req)) || o.Caller != caller {
 		t.Errorf("stored order %+v, want a Pending order of 2 lines created at %s by %s", o, requestTime(req), caller)
 	}
 	steps := store.steps[wantID]
@@ -369,8 +377,8 @@ func checkGetOwnOrder(owner, neighbour string) func(*testing.T, []byte, events.A
 			want   int
 		}{{owner, http.StatusOK}, {neighbour, http.StatusNotFound}} {
 			store := newAPIStore()
-			store.orders[id] = order.Order{ID: id, CustomerID: "cust-8431", Status: order.StatusProcessing, Caller: tt.caller,
-				Lines: []order.Line{{SKU: "BOOK-0451", Quantity: 2}}, CreatedAt: created, UpdatedAt: created}
+			store.orders[id] = order.Order{ID: id, Status: order.StatusProcessing, Caller: tt.caller,
+				CreatedAt: created, UpdatedAt: created}.WithInput(order.LegacyInput("cust-8431", []order.Line{{SKU: "BOOK-0451", Quantity: 2}}, ""))
 			store.steps[id] = workflow.NewStates(id, "submit-test", created)
 			resp, err := newAPI(store, new(sentRequests), requestTime(req)).Handle(context.Background(), req)
 			if err != nil || resp.StatusCode != tt.want {
@@ -481,8 +489,9 @@ func checkStepUnclaimed(t *testing.T, raw []byte, ev events.DynamoDBEvent) {
 	// out, to be claimed within ClaimWithin.
 	resetAt := time.Date(2025, 3, 14, 9, 26, 54, 369e6, time.UTC)
 	want := order.StepState{
-		// A record of before versions: version 1.
-		OrderID: "QMVF4LBCLJ4PRZERCUY25DASBK", Version: order.LegacyVersion, Step: order.StepReserveInventory, Index: 0, Agent: order.AgentInventory,
+		// A record of before versions and workflows: the order
+		// workflow's version 1.
+		OrderID: "QMVF4LBCLJ4PRZERCUY25DASBK", Workflow: order.LegacyWorkflow, Version: order.LegacyVersion, Step: order.StepReserveInventory, Index: 0, Agent: order.AgentInventory,
 		ProcessState: order.Pending, CompleteBy: resetAt.Add(workflow.ClaimWithin), Attempt: 1, FailureCount: 1,
 		LastError: "attempt 1 timed out: no reply by 2025-03-14T09:26:53.118Z", DueAt: resetAt.Add(workflow.ClaimWithin), UpdatedAt: resetAt,
 	}
@@ -496,8 +505,7 @@ func checkStepUnclaimed(t *testing.T, raw []byte, ev events.DynamoDBEvent) {
 	// The Scheduler claims the step, with the doubled allowance of a
 	// retry, and asks the inventory agent.
 	now := rec.Change.ApproximateCreationDateTime.Add(250 * time.Millisecond)
-	store := &schedulerStore{order: order.Order{ID: after.OrderID, CustomerID: "cust-8431",
-		Lines: []order.Line{{SKU: "BOOK-0451", Quantity: 2}}}}
+	store := &schedulerStore{order: order.Order{ID: after.OrderID}.WithInput(order.LegacyInput("cust-8431", []order.Line{{SKU: "BOOK-0451", Quantity: 2}}, ""))}
 	sched, requests, _ := newScheduler(store, now)
 	out, err := sched.Handle(context.Background(), raw)
 	if err != nil {
@@ -566,11 +574,11 @@ type remoteService struct {
 	calls []order.StepRequest
 }
 
-func (r *remoteService) Call(_ context.Context, _ string, req order.StepRequest) (string, error) {
+func (r *remoteService) Call(_ context.Context, _ string, req order.StepRequest) (remote.Answer, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls = append(r.calls, req)
-	return "ch_3fx8q2m7vk4npc9tz6wrj5hdya", nil
+	return remote.Answer{Reference: "ch_3fx8q2m7vk4npc9tz6wrj5hdya"}, nil
 }
 
 // responseQueue is a hand-written agent.Replier.
@@ -615,8 +623,18 @@ func checkAgentRequest(t *testing.T, _ []byte, ev events.SQSEvent) {
 		// from the order id (see order.Order.RemoteKey).
 		t.Errorf("idempotencyKey %q contains the order id", req.IdempotencyKey)
 	}
-	if err := (order.Submission{CustomerID: req.CustomerID, Lines: req.Lines}).Validate(); err != nil {
-		t.Errorf("customer and lines are not a valid order: %v", err)
+	schema, err := definition.CompileSchema(workflow.Input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := req.Input
+	if len(input) == 0 {
+		// A request of a build from before inputs: the agent reads its
+		// customerId and lines as the input.
+		input = order.LegacyInput(req.LegacyCustomerID, req.LegacyLines, "")
+	}
+	if problems := schema.Check(input); len(problems) > 0 {
+		t.Errorf("input %s is not a valid order: %v", req.Input, problems)
 	}
 	attrs := map[string]string{}
 	for k, v := range msg.MessageAttributes {
@@ -645,7 +663,7 @@ func checkAgentRequest(t *testing.T, _ []byte, ev events.SQSEvent) {
 		t.Errorf("remote calls %+v, want one with idempotency key %s", remote.calls, req.IdempotencyKey)
 	}
 	want := order.StepReply{OrderID: req.OrderID, Step: req.Step, Attempt: req.Attempt, Outcome: order.OutcomeSucceeded, Reference: "ch_3fx8q2m7vk4npc9tz6wrj5hdya"}
-	if !slices.Equal(replies.replies, []order.StepReply{want}) {
+	if !reflect.DeepEqual(replies.replies, []order.StepReply{want}) {
 		t.Errorf("replies %+v, want [%+v]", replies.replies, want)
 	}
 }

@@ -86,7 +86,10 @@ func newAPI(s *Stack) awsapigateway.RestApi {
 	// through {workflow}, which answers 400 with the names there are.
 	byWorkflow := api.Root().AddResource(jsii.String("workflows"), nil)
 	byWorkflow.AddResource(jsii.String("{workflow}"), nil).AddResource(jsii.String("orders"), nil).
-		AddMethod(jsii.String("POST"), integration, nil)
+		AddMethod(jsii.String("POST"), integration, &awsapigateway.MethodOptions{
+			RequestValidator:  validator,
+			RequestParameters: &map[string]*bool{"method.request.path.workflow": jsii.Bool(true)},
+		})
 	for _, name := range s.props.Workflows.Names() {
 		w, _ := s.props.Workflows.LatestOf(name)
 		m := modelOf("WorkflowModel"+pascal(name), "Workflow"+pascal(name), w)
@@ -161,6 +164,13 @@ func ModelOf(w order.Workflow) (*awsapigateway.JsonSchema, error) {
 	return m, nil
 }
 
+var jsonTypes = map[string]awsapigateway.JsonSchemaType{
+	"string": awsapigateway.JsonSchemaType_STRING, "integer": awsapigateway.JsonSchemaType_INTEGER,
+	"number": awsapigateway.JsonSchemaType_NUMBER, "boolean": awsapigateway.JsonSchemaType_BOOLEAN,
+	"object": awsapigateway.JsonSchemaType_OBJECT, "array": awsapigateway.JsonSchemaType_ARRAY,
+	"null": awsapigateway.JsonSchemaType_NULL,
+}
+
 func model(doc map[string]any) *awsapigateway.JsonSchema {
 	m := &awsapigateway.JsonSchema{}
 	num := func(key string) *float64 {
@@ -169,8 +179,8 @@ func model(doc map[string]any) *awsapigateway.JsonSchema {
 		}
 		return nil
 	}
-	if t, ok := doc["type"].(string); ok {
-		m.Type = awsapigateway.JsonSchemaType(t)
+	if t, ok := jsonTypes[fmt.Sprint(doc["type"])]; ok {
+		m.Type = t
 	}
 	if req, ok := doc["required"].([]any); ok {
 		var names []string

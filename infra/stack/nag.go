@@ -36,9 +36,10 @@ const (
 		"and an alarm fires as soon as it holds a message"
 	whyStandaloneDLQ = "this queue is itself a dead-letter destination (stream event source on-failure / EventBridge target DLQ), " +
 		"referenced outside any SQS redrive policy"
-	whyIAMAuth     = "the API uses IAM (SigV4) authorization on every method: callers are AWS principals, not Cognito users"
-	whyOrderIDs    = "order ids are made per request, so reading, cancelling or redriving orders is granted on that method of every id under the route"
-	whyAPILogsRole = "API Gateway's account-level logging role needs AmazonAPIGatewayPushToCloudWatchLogs, " +
+	whyIAMAuth       = "the API uses IAM (SigV4) authorization on every method: callers are AWS principals, not Cognito users"
+	whyOrderIDs      = "order ids are made per request, so reading, cancelling or redriving orders is granted on that method of every id under the route"
+	whyWorkflowNames = "a client may submit to any workflow the stage runs: the wildcard is the workflow's name, and a name no workflow has is answered 400 with the names there are"
+	whyAPILogsRole   = "API Gateway's account-level logging role needs AmazonAPIGatewayPushToCloudWatchLogs, " +
 		"the AWS-documented policy for execution logs"
 )
 
@@ -113,8 +114,8 @@ func suppress(s *Stack) {
 	}
 	add(s.api, true, "AwsSolutions-COG4", whyIAMAuth)
 	// The stage's logical id changes with the stage name, hence regexes.
-	add(s.clientPolicy, false, "AwsSolutions-IAM5", whyOrderIDs, `/^Resource::arn:.*:execute-api:.*\/GET\/orders\/\*$/`,
-		`/^Resource::arn:.*:execute-api:.*\/POST\/orders\/\*\/cancel$/`)
+	add(s.clientPolicy, false, "AwsSolutions-IAM5", whyOrderIDs+"; "+whyWorkflowNames, `/^Resource::arn:.*:execute-api:.*\/GET\/orders\/\*$/`,
+		`/^Resource::arn:.*:execute-api:.*\/POST\/orders\/\*\/cancel$/`, `/^Resource::arn:.*:execute-api:.*\/POST\/workflows\/\*\/orders$/`)
 	add(s.operatorPolicy, false, "AwsSolutions-IAM5", whyOrderIDs, `/^Resource::arn:.*:execute-api:.*\/GET\/ops\/orders\/\*$/`,
 		`/^Resource::arn:.*:execute-api:.*\/POST\/orders\/\*\/redrive$/`)
 	add(s.api, true, "AwsSolutions-IAM4", whyAPILogsRole,

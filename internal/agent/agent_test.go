@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -60,6 +61,7 @@ func TestBackoffDelay(t *testing.T) {
 // hung HTTP call would.
 type result struct {
 	ref   string
+	body  json.RawMessage
 	err   error
 	block bool
 }
@@ -95,7 +97,7 @@ func newFakeCaller(scripts map[string][]result) *fakeCaller {
 	return &fakeCaller{scripts: scripts, next: map[string]int{}}
 }
 
-func (f *fakeCaller) Call(ctx context.Context, service string, req order.StepRequest) (string, error) {
+func (f *fakeCaller) Call(ctx context.Context, service string, req order.StepRequest) (remote.Answer, error) {
 	deadline, hasDeadline := ctx.Deadline()
 	f.mu.Lock()
 	f.calls = append(f.calls, call{service: service, req: req, at: time.Now(), deadline: deadline, hasDeadline: hasDeadline})
@@ -104,14 +106,14 @@ func (f *fakeCaller) Call(ctx context.Context, service string, req order.StepReq
 	f.next[req.OrderID]++
 	f.mu.Unlock()
 	if len(script) == 0 {
-		return "", fmt.Errorf("fake caller: no script for order %s: %w", req.OrderID, remote.ErrPermanent)
+		return remote.Answer{}, fmt.Errorf("fake caller: no script for order %s: %w", req.OrderID, remote.ErrPermanent)
 	}
 	r := script[min(n, len(script)-1)]
 	if r.block {
 		<-ctx.Done()
-		return "", fmt.Errorf("payment: %w: %w", ctx.Err(), remote.ErrTransient)
+		return remote.Answer{}, fmt.Errorf("payment: %w: %w", ctx.Err(), remote.ErrTransient)
 	}
-	return r.ref, r.err
+	return remote.Answer{Reference: r.ref, Body: r.body}, r.err
 }
 
 func (f *fakeCaller) callsFor(orderID string) []call {
@@ -191,11 +193,11 @@ func newAgent(c agent.Caller, r agent.Replier, now func() time.Time) *agent.Serv
 }
 
 func request(key string, completeBy time.Time) order.StepRequest {
-	id := order.IDForKey("caller", "cust-1", key)
+	id := order.IDForKey("caller", "", "cust-1", key)
 	return order.StepRequest{
 		OrderID: id, Step: order.StepChargePayment, Attempt: 2, CompleteBy: completeBy,
 		IdempotencyKey: order.IdempotencyKeyFor(id, order.StepChargePayment),
-		CustomerID:     "cust-1", Lines: []order.Line{{SKU: "ABC-1", Quantity: 2}},
+		Input:          order.LegacyInput("cust-1", []order.Line{{SKU: "ABC-1", Quantity: 2}}, ""),
 	}
 }
 
@@ -249,7 +251,7 @@ func TestProcessReplies(t *testing.T) {
 				if c.service != order.AgentPayment {
 					t.Errorf("call %d service = %q, want %q", i, c.service, order.AgentPayment)
 				}
-				if c.req.IdempotencyKey != req.IdempotencyKey || c.req.OrderID != req.OrderID || !slices.Equal(c.req.Lines, req.Lines) {
+				if c.req.IdempotencyKey != req.IdempotencyKey || c.req.OrderID != req.OrderID || !bytes.Equal(c.req.Input, req.Input) {
 					t.Errorf("call %d request = %+v, want %+v", i, c.req, req)
 				}
 				if !c.hasDeadline || !c.deadline.Equal(req.CompleteBy) {
@@ -265,7 +267,7 @@ func TestProcessReplies(t *testing.T) {
 			want := tt.want
 			want.OrderID, want.Step, want.Attempt = req.OrderID, req.Step, req.Attempt
 			want.Reason = got.Reason
-			if got != want {
+			if !reflect.DeepEqual(got, want) {
 				t.Errorf("reply = %+v, want %+v", got, want)
 			}
 			if tt.wantReason == "" && got.Reason != "" {

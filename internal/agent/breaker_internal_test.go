@@ -57,7 +57,9 @@ func (*timeoutError) Timeout() bool { return true }
 func TestSuspectUntilAnswered(t *testing.T) {
 	s := &Service{name: "payment", log: slog.New(slog.NewTextHandler(io.Discard, nil)), metrics: metrics.Discard()}
 	c := s.newCircuit(Breaker{Failures: 5, OpenFor: time.Minute})
-	result := func(err error) func() (string, error) { return func() (string, error) { return "", err } }
+	result := func(err error) func() (remote.Answer, error) {
+		return func() (remote.Answer, error) { return remote.Answer{}, err }
+	}
 	timeout := fmt.Errorf("%w: %w", context.DeadlineExceeded, remote.ErrTransient)
 	steps := []struct {
 		err         error

@@ -66,15 +66,15 @@ type slowCaller struct {
 	calls int
 }
 
-func (c *slowCaller) Call(ctx context.Context, service string, req order.StepRequest) (string, error) {
+func (c *slowCaller) Call(ctx context.Context, service string, req order.StepRequest) (remote.Answer, error) {
 	c.mu.Lock()
 	c.calls++
 	c.mu.Unlock()
 	select {
 	case <-time.After(c.took):
-		return "ref-slow", nil
+		return remote.Answer{Reference: "ref-slow"}, nil
 	case <-ctx.Done():
-		return "", fmt.Errorf("%s: %w: %w", service, ctx.Err(), remote.ErrTransient)
+		return remote.Answer{}, fmt.Errorf("%s: %w: %w", service, ctx.Err(), remote.ErrTransient)
 	}
 }
 

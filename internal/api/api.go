@@ -449,6 +449,36 @@ type OrderView struct {
 	CustomerID string          `json:"-"`
 }
 
+// UnmarshalJSON reads a view MarshalJSON wrote: the fields that are not
+// the view's own are the input.
+func (v *OrderView) UnmarshalJSON(data []byte) error {
+	type own OrderView
+	var o own
+	if err := json.Unmarshal(data, &o); err != nil {
+		return err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return err
+	}
+	for _, name := range viewFields {
+		delete(fields, name)
+	}
+	input, err := json.Marshal(fields)
+	if err != nil {
+		return err
+	}
+	*v = OrderView(o)
+	v.Input = input
+	if raw, ok := fields[order.InputCustomerID]; ok {
+		_ = json.Unmarshal(raw, &v.CustomerID) // not a string: no customer
+	}
+	return nil
+}
+
+// viewFields are OrderView's own JSON names.
+var viewFields = []string{"orderId", "status", "workflow", "version", "lastError", "createdAt", "updatedAt", "steps", "redrive"}
+
 // MarshalJSON writes the view's fields and then the input's.
 func (v OrderView) MarshalJSON() ([]byte, error) {
 	type own OrderView // without this method

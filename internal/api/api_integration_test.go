@@ -113,7 +113,11 @@ func TestSubmitWritesOrderAndEveryStepAtomically(t *testing.T) {
 	if err := json.Unmarshal([]byte(g.Body), &view); err != nil || g.StatusCode != http.StatusOK {
 		t.Fatalf("GET: %d %s (%v)", g.StatusCode, g.Body, err)
 	}
-	if view.Status != order.StatusPending || view.CustomerID != "c-42" || len(view.Lines) != 2 || len(view.Steps) != 3 {
+	var input order.Submission
+	if err := json.Unmarshal(view.Input, &input); err != nil {
+		t.Fatalf("input %s: %v", view.Input, err)
+	}
+	if view.Status != order.StatusPending || view.CustomerID != "c-42" || len(input.Lines) != 2 || len(view.Steps) != 3 || view.Workflow != "order" {
 		t.Fatalf("got %s, want a Pending order of c-42 with 2 lines and 3 steps", g.Body)
 	}
 	// The submission claimed the first step and sent its request.
@@ -137,8 +141,11 @@ func TestSubmitWritesOrderAndEveryStepAtomically(t *testing.T) {
 // sent, the answer is still 202 and the claim is released for the stream.
 func TestSubmitReleasesTheClaimWhenTheRequestIsNotSent(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
-	broken := api.NewService(api.Config{InstanceID: "submit-test", Store: w.Store, Dispatcher: w.BrokenDispatcher(),
+	broken, err := api.NewService(api.Config{InstanceID: "submit-test", Store: w.Store, Dispatcher: w.BrokenDispatcher(),
 		Workflows: w.Versions(), Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	resp, err := broken.Handle(context.Background(), events.APIGatewayProxyRequest{
 		HTTPMethod: http.MethodPost, Resource: api.ResourceOrders, Path: "/orders", Body: validBody,
 		Headers: map[string]string{"Content-Type": "application/json"}, RequestContext: testenv.As(testenv.Caller)})
@@ -375,7 +382,7 @@ func TestAnonymousCallerForLocalStack(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
 	cfg := w.APIConfig()
 	cfg.AnonymousCaller = "LOCALSTACK"
-	w.API = api.NewService(cfg)
+	w.API = testenv.NewAPI(t, cfg)
 	anon := postAs(t, w, "", validBody, nil)
 	if anon.StatusCode != http.StatusAccepted {
 		t.Fatalf("POST without a caller: got %d %s, want 202", anon.StatusCode, anon.Body)
@@ -587,8 +594,8 @@ func TestSessionsOfOneRoleAreCallersApart(t *testing.T) {
 func TestOrdersFromBeforeSessionsCountedStayTheirRoles(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
 	now := w.Clock.Now().UTC().Truncate(time.Millisecond)
-	legacy := order.Order{ID: order.NewID(), CustomerID: "c-42", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}},
-		Status: order.StatusPending, Version: w.Workflow.Version, RequestHash: "h", KeyNonce: order.NewKeyNonce(), Caller: "AROASHAREDCLIENTS0001", CreatedAt: now, UpdatedAt: now}
+	legacy := order.Order{ID: order.NewID(),
+		Status: order.StatusPending, Version: w.Workflow.Version, RequestHash: "h", KeyNonce: order.NewKeyNonce(), Caller: "AROASHAREDCLIENTS0001", CreatedAt: now, UpdatedAt: now}.WithInput(order.LegacyInput("c-42", []order.Line{{SKU: "BOOK-1", Quantity: 1}}, ""))
 	if _, err := w.Store.CreateOrder(context.Background(), legacy, w.Workflow.NewStates(legacy.ID, "submit-test", now)); err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"crypto/subtle"
 	"embed"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -86,6 +87,15 @@ func New(name string, stage Stage, log *slog.Logger) *Console {
 		},
 		"dur":   func(d time.Duration) string { return d.Round(time.Second).String() },
 		"final": final,
+		// pretty indents a JSON document (an order's input, a step's
+		// result) for reading; the template escapes it.
+		"pretty": func(raw json.RawMessage) string {
+			var b bytes.Buffer
+			if json.Indent(&b, raw, "", "  ") != nil {
+				return string(raw)
+			}
+			return b.String()
+		},
 	}
 	for _, page := range []string{"overview", "order", "confirm", "dlq", "alerts", "problem"} {
 		c.pages[page] = template.Must(template.New(page).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+page+".html"))

@@ -36,9 +36,11 @@ func TestTypicalOrderIsOneWriteUnit(t *testing.T) {
 		o := order.Order{ID: order.NewID(), CustomerID: "customer-00042", Status: order.StatusPending,
 			IdempotencyKey: "checkout-2025-03-14-00042", KeyNonce: order.NewKeyNonce(), Caller: "AROAQXJ4CHECKOUTWEB01:checkout-web-7f3a", RequestHash: "5f1c0b7e9a3d2c4b8e6f1a0d9c7b5e3f5f1c0b7e9a3d2c4b8e6f1a0d9c7b5e3f",
 			CreatedAt: now, UpdatedAt: now}
+		var ls []order.Line
 		for i := range lines {
-			o.Lines = append(o.Lines, order.Line{SKU: fmt.Sprintf("SKU-%06d", i), Quantity: 2})
+			ls = append(ls, order.Line{SKU: fmt.Sprintf("SKU-%06d", i), Quantity: 2})
 		}
+		o = o.WithInput(order.LegacyInput(o.CustomerID, ls, ""))
 		steps := wf.NewStates(o.ID, "submit/2025/03/14/[$LATEST]4b1d8c/QX7PB2LA", now)
 		if _, err := store.CreateOrder(ctx, o, steps); err != nil {
 			t.Fatal(err)

@@ -15,7 +15,7 @@ func TestShardOfSpreadsOrdersEvenly(t *testing.T) {
 	const shards, orders = 16, 16000
 	counts := make(map[string]int)
 	for i := range orders {
-		id := order.IDForKey("caller", "c", fmt.Sprint(i))
+		id := order.IDForKey("caller", "", "c", fmt.Sprint(i))
 		s := shardOf(id, shards)
 		if again := shardOf(id, shards); again != s {
 			t.Fatalf("shardOf(%s) gave %s then %s, want the same shard every time", id, s, again)
@@ -37,10 +37,10 @@ func TestShardOfSpreadsOrdersEvenly(t *testing.T) {
 func TestOrderRecordRoundTrip(t *testing.T) {
 	now := time.UnixMilli(1_800_000_000_123).UTC()
 	later := now.Add(30 * time.Second)
-	o := order.Order{ID: order.NewID(), Version: "2", CustomerID: "c-1", Lines: []order.Line{{SKU: "A", Quantity: 2}},
-		Status: order.StatusPending, RequestHash: "h", CreatedAt: now, UpdatedAt: now}
+	o := order.Order{ID: order.NewID(), Workflow: "order", Version: "2",
+		Status: order.StatusPending, RequestHash: "h", CreatedAt: now, UpdatedAt: now}.WithInput(order.LegacyInput("c-1", []order.Line{{SKU: "A", Quantity: 2}}, ""))
 	step := func(i int, state order.ProcessState) order.StepState {
-		return order.StepState{OrderID: o.ID, Version: o.Version, Step: fmt.Sprint("s", i), Index: i, Agent: "a",
+		return order.StepState{OrderID: o.ID, Workflow: o.Workflow, Version: o.Version, Step: fmt.Sprint("s", i), Index: i, Agent: "a",
 			ProcessState: state, UpdatedAt: now}
 	}
 	processing := step(0, order.Processing)

@@ -35,8 +35,8 @@ func newBenchStore(b *testing.B) *dynamo.Store {
 // after a retry.
 func createOrder(ctx context.Context, store *dynamo.Store, now time.Time) (order.StepState, error) {
 	id := order.NewID()
-	o := order.Order{ID: id, CustomerID: "c-bench", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}},
-		Status: order.StatusPending, RequestHash: "bench", KeyNonce: order.NewKeyNonce(), CreatedAt: now, UpdatedAt: now}
+	o := order.Order{ID: id,
+		Status: order.StatusPending, RequestHash: "bench", KeyNonce: order.NewKeyNonce(), CreatedAt: now, UpdatedAt: now}.WithInput(order.LegacyInput("c-bench", []order.Line{{SKU: "BOOK-1", Quantity: 1}}, ""))
 	steps := benchWorkflow.NewStates(id, "", now)
 	steps[0].ProcessState, steps[0].Attempt, steps[0].CompleteBy = order.Pending, 0, now.Add(benchWorkflow.ClaimWithin)
 	_, err := store.CreateOrder(ctx, o, steps)

@@ -346,6 +346,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	// API Gateway in front of the submission function.
 	gateway := localrun.NewAPIGateway(e.API.Handle, []localrun.Route{
 		{Method: http.MethodPost, Resource: api.ResourceOrders},
+		{Method: http.MethodPost, Resource: api.ResourceWorkflowOrders},
 		{Method: http.MethodGet, Resource: api.ResourceOrder},
 		{Method: http.MethodGet, Resource: api.ResourceOperatorOrder},
 		{Method: http.MethodPost, Resource: api.ResourceCancel},

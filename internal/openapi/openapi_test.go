@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"orderly/internal/api"
+	"orderly/internal/definition"
 	"orderly/internal/openapi"
+	"orderly/internal/order"
 )
 
 // Every route the API serves is described, with the error shape, and the
@@ -19,13 +21,15 @@ func TestDocumentDescribesEveryRoute(t *testing.T) {
 			Schemas map[string]any `json:"schemas"`
 		} `json:"components"`
 	}
-	raw := openapi.JSON()
+	raw := openapi.JSON(definition.MustShipped(order.DefaultTiming))
 	if err := json.Unmarshal(raw, &doc); err != nil || doc.OpenAPI != "3.1.0" {
 		t.Fatalf("document: %v, version %q", err, doc.OpenAPI)
 	}
 	routes := []struct{ method, resource string }{
 		{"post", api.ResourceOrders}, {"get", api.ResourceOrder}, {"get", api.ResourceOperatorOrder},
 		{"post", api.ResourceCancel}, {"post", api.ResourceRedrive}, {"get", api.ResourceHistory}, {"get", api.ResourceOperatorHistory},
+		// ResourceWorkflowOrders, once per workflow the stage runs.
+		{"post", "/workflows/order/orders"},
 	}
 	for _, r := range routes {
 		if doc.Paths[r.resource][r.method] == nil {

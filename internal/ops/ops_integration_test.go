@@ -339,8 +339,8 @@ func TestVersions(t *testing.T) {
 	w.Submit(t, someOrder)
 	// An order a newer build submitted, under version 9.
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	newer := order.Order{ID: order.NewID(), Version: "9", CustomerID: "c-1", Lines: someOrder.Lines, Status: order.StatusPending,
-		RequestHash: "h", KeyNonce: order.NewKeyNonce(), Caller: testenv.Caller, CreatedAt: now, UpdatedAt: now}
+	newer := order.Order{ID: order.NewID(), Version: "9", Status: order.StatusPending,
+		RequestHash: "h", KeyNonce: order.NewKeyNonce(), Caller: testenv.Caller, CreatedAt: now, UpdatedAt: now}.WithInput(order.LegacyInput("c-1", someOrder.Lines, ""))
 	if _, err := w.Store.CreateOrder(ctx, newer, w.Workflow.NewStates(newer.ID, "", now)); err != nil {
 		t.Fatal(err)
 	}
@@ -361,8 +361,8 @@ func TestMove(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	newer := func(rename string) string {
-		o := order.Order{ID: order.NewID(), Version: "9", CustomerID: "c-1", Lines: someOrder.Lines, Status: order.StatusPending,
-			RequestHash: "h", KeyNonce: order.NewKeyNonce(), Caller: testenv.Caller, CreatedAt: now, UpdatedAt: now}
+		o := order.Order{ID: order.NewID(), Version: "9", Status: order.StatusPending,
+			RequestHash: "h", KeyNonce: order.NewKeyNonce(), Caller: testenv.Caller, CreatedAt: now, UpdatedAt: now}.WithInput(order.LegacyInput("c-1", someOrder.Lines, ""))
 		steps := w.Workflow.NewStates(o.ID, "", now)
 		if rename != "" {
 			steps[0].Step = rename

@@ -18,8 +18,8 @@ func TestIDForKey(t *testing.T) {
 	}
 	seen := map[string][3]string{}
 	for _, sc := range scopes {
-		got := order.IDForKey(sc[0], sc[1], sc[2])
-		if again := order.IDForKey(sc[0], sc[1], sc[2]); again != got {
+		got := order.IDForKey(sc[0], "", sc[1], sc[2])
+		if again := order.IDForKey(sc[0], "", sc[1], sc[2]); again != got {
 			t.Errorf("IDForKey(%q) = %q then %q, want the same id every time", sc, got, again)
 		}
 		if !order.ValidID(got) {
@@ -47,7 +47,7 @@ func TestNewID(t *testing.T) {
 }
 
 func TestValidID(t *testing.T) {
-	good := order.IDForKey("caller", "c-1", "some key")
+	good := order.IDForKey("caller", "", "c-1", "some key")
 	tests := []struct {
 		name string
 		id   string

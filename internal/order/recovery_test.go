@@ -42,7 +42,7 @@ func TestWorkflowAssess(t *testing.T) {
 	nextClaim := now.Add(timing.ClaimWithin)
 
 	state := func(ps order.ProcessState, completeBy time.Time, f func(*order.StepState)) order.StepState {
-		s := order.StepState{OrderID: order.IDForKey("caller", "c-1", "k"), Step: order.StepChargePayment, Index: 1,
+		s := order.StepState{OrderID: order.IDForKey("caller", "", "c-1", "k"), Step: order.StepChargePayment, Index: 1,
 			Agent: order.AgentPayment, ProcessState: ps, CompleteBy: completeBy, Attempt: 2}
 		if f != nil {
 			f(&s)

@@ -6,9 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 )
 
 // shape is the structure a JSON document must have: an object's exact
@@ -91,62 +88,4 @@ func join(path, key string) string {
 		return key
 	}
 	return path + "." + key
-}
-
-// Unprocessable reports a character no text field may hold: controls
-// (NUL and line breaks among them), format characters (invisible ones such
-// as U+200B, and ones that reorder text such as U+202E), line and
-// paragraph separators, surrogates, noncharacters such as U+FFFE and
-// U+FFFF, and U+FFFD, which stands for text that was not valid to begin
-// with (a lone surrogate escape decodes to it).
-func Unprocessable(r rune) bool {
-	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Cs) ||
-		r == utf8.RuneError || noncharacter(r)
-}
-
-// noncharacter reports U+FDD0 to U+FDEF and the last two code points of
-// every plane.
-func noncharacter(r rune) bool {
-	return (r >= 0xFDD0 && r <= 0xFDEF) || r&0xFFFE == 0xFFFE
-}
-
-// textProblem describes the first unprocessable character of s, or "".
-func textProblem(s string) string {
-	for i, r := range []rune(s) {
-		if Unprocessable(r) {
-			return fmt.Sprintf("must not contain control, format or other invisible characters; U+%04X is character %d", r, i+1)
-		}
-	}
-	return ""
-}
-
-// TextPattern is the JSON Schema pattern of a text field, for API
-// Gateway's request model: no character Unprocessable refuses, written as
-// \uXXXX ranges. A schema pattern sees UTF-16 code units, so it lists the
-// Basic Multilingual Plane only and leaves surrogates alone (they make up
-// every other plane's characters); what it cannot see there, a lone
-// surrogate or a format character beyond U+FFFF, the function refuses.
-func TextPattern() string {
-	var b strings.Builder
-	b.WriteString("^[^")
-	for lo := rune(0); lo <= 0xFFFF; lo++ {
-		if !unprocessableBMP(lo) {
-			continue
-		}
-		hi := lo
-		for hi+1 <= 0xFFFF && unprocessableBMP(hi+1) {
-			hi++
-		}
-		fmt.Fprintf(&b, `\u%04X`, lo)
-		if hi > lo {
-			fmt.Fprintf(&b, `-\u%04X`, hi)
-		}
-		lo = hi
-	}
-	b.WriteString("]*$")
-	return b.String()
-}
-
-func unprocessableBMP(r rune) bool {
-	return Unprocessable(r) && !unicode.Is(unicode.Cs, r)
 }

@@ -25,7 +25,7 @@ func TestVersions(t *testing.T) {
 		want    string
 		ok      bool
 	}{{"1", "1", true}, {"", "1", true}, {"2", "2", true}, {"3", "", false}} {
-		w, ok := vs.Get(tt.version)
+		w, ok := vs.Get("", tt.version)
 		if ok != tt.ok || w.Version != tt.want {
 			t.Errorf("Get(%q) = version %q, %t; want %q, %t", tt.version, w.Version, ok, tt.want, tt.ok)
 		}
@@ -33,7 +33,7 @@ func TestVersions(t *testing.T) {
 	if got := vs.Agents(); !slices.Equal(got, []string{order.AgentInventory, order.AgentPayment, order.AgentShipping, "mailer"}) {
 		t.Errorf("agents %v, want every version's, each once", got)
 	}
-	if got := vs.Known(); !slices.Equal(got, []string{"1", "2"}) {
+	if got := vs.Known(); !slices.Equal(got, []string{"order/1", "order/2"}) {
 		t.Errorf("known %v", got)
 	}
 	for name, wfs := range map[string][]order.Workflow{
@@ -48,7 +48,7 @@ func TestVersions(t *testing.T) {
 	}
 	// Orders written before versions existed carry none: they run under
 	// version 1, which stays until `orderly versions` shows none left.
-	if _, ok := order.OrderWorkflows(order.DefaultTiming).Get(order.LegacyVersion); !ok {
+	if _, ok := order.OrderWorkflows(order.DefaultTiming).Get("", order.LegacyVersion); !ok {
 		t.Error("the shipped versions lack version 1, which orders without a version run under")
 	}
 }
@@ -59,8 +59,8 @@ func TestRehearsal(t *testing.T) {
 	shipped := order.OrderWorkflows(order.DefaultTiming)
 	vs := order.WithRehearsal(shipped)
 	r := vs.Latest()
-	base, _ := vs.Get(order.LegacyVersion)
-	if r.Version != base.Version+".rehearsal" || !slices.Equal(vs.Known(), []string{base.Version, r.Version}) {
+	base, _ := vs.Get("", order.LegacyVersion)
+	if r.Version != base.Version+".rehearsal" || !slices.Equal(vs.Known(), []string{order.Ref(base.Name, base.Version), order.Ref(r.Name, r.Version)}) {
 		t.Fatalf("versions %v, latest %q; want %s and its rehearsal, the latest", vs.Known(), r.Version, base.Version)
 	}
 	var names []string
@@ -77,5 +77,41 @@ func TestRehearsal(t *testing.T) {
 	}
 	if base.Steps[1].Name != order.StepChargePayment {
 		t.Errorf("the rehearsal renamed version %s's step too: %v", base.Version, base.Steps)
+	}
+}
+
+// Several workflows run side by side, each with its versions and latest;
+// the first given is the stage's default.
+func TestVersionsOfSeveralWorkflows(t *testing.T) {
+	o1 := order.OrderWorkflow(order.DefaultTiming)
+	o2 := o1
+	o2.Version = "2"
+	c1 := order.Workflow{Name: "checkout", Version: "1", Steps: []order.StepDef{{Name: "fraud-check", Agent: "fraud", Allowance: 1, MaxAllowance: 1, FailureThreshold: 1}}}
+	vs, err := order.NewVersions(o1, c1, o2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vs.Default() != "order" || vs.Latest().Version != "2" || !slices.Equal(vs.Names(), []string{"order", "checkout"}) {
+		t.Errorf("default %s, latest %s, names %v; want order, 2, [order checkout]", vs.Default(), vs.Latest().Version, vs.Names())
+	}
+	if w, ok := vs.LatestOf("checkout"); !ok || w.Version != "1" {
+		t.Errorf("LatestOf(checkout) = %s, %t", w.Version, ok)
+	}
+	if _, ok := vs.LatestOf("nope"); ok {
+		t.Error("LatestOf(nope) found a workflow")
+	}
+	for _, tt := range []struct {
+		workflow, version string
+		ok                bool
+	}{{"", "1", true}, {"order", "2", true}, {"checkout", "1", true}, {"checkout", "2", false}, {"other", "1", false}} {
+		if _, ok := vs.Get(tt.workflow, tt.version); ok != tt.ok {
+			t.Errorf("Get(%q, %q) found %t, want %t", tt.workflow, tt.version, ok, tt.ok)
+		}
+	}
+	if got := vs.FirstAgents(); !slices.Equal(got, []string{order.AgentInventory, "fraud"}) {
+		t.Errorf("first agents %v", got)
+	}
+	if _, err := order.NewVersions(o1, c1, c1); !errors.Is(err, order.ErrInvalid) {
+		t.Errorf("a workflow's version twice: %v, want ErrInvalid", err)
 	}
 }

@@ -126,15 +126,15 @@ func TestWorkflowAgents(t *testing.T) {
 func TestWorkflowNewStates(t *testing.T) {
 	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	w := order.OrderWorkflow(order.DefaultTiming)
-	id := order.IDForKey("caller", "c-1", "k")
+	id := order.IDForKey("caller", "", "c-1", "k")
 	got := w.NewStates(id, "submit-1", now)
 	want := []order.StepState{
-		{OrderID: id, Step: order.StepReserveInventory, Index: 0, Agent: order.AgentInventory,
+		{OrderID: id, Workflow: "order", Version: "1", Step: order.StepReserveInventory, Index: 0, Agent: order.AgentInventory,
 			ProcessState: order.Processing, LockedBy: "submit-1", Attempt: 1,
 			CompleteBy: now.Add(order.DefaultTiming.Allowance), UpdatedAt: now},
-		{OrderID: id, Step: order.StepChargePayment, Index: 1, Agent: order.AgentPayment,
+		{OrderID: id, Workflow: "order", Version: "1", Step: order.StepChargePayment, Index: 1, Agent: order.AgentPayment,
 			ProcessState: order.NotStarted, UpdatedAt: now},
-		{OrderID: id, Step: order.StepArrangeShipping, Index: 2, Agent: order.AgentShipping,
+		{OrderID: id, Workflow: "order", Version: "1", Step: order.StepArrangeShipping, Index: 2, Agent: order.AgentShipping,
 			ProcessState: order.NotStarted, UpdatedAt: now},
 	}
 	if len(got) != len(want) {

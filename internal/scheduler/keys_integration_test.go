@@ -185,9 +185,9 @@ func TestAKeyReusedAfterExpiryGetsNewRemoteKeys(t *testing.T) {
 	if err != nil {
 		t.Fatalf("new order's reservation: %v", err)
 	}
-	if newRef == ref || sim.Calls(order.AgentInventory, after.IdempotencyKey) != 1 {
+	if newRef.Reference == ref.Reference || sim.Calls(order.AgentInventory, after.IdempotencyKey) != 1 {
 		t.Errorf("got reference %q (the expired order's was %q), %d calls with the new key; want new work under a new key",
-			newRef, ref, sim.Calls(order.AgentInventory, after.IdempotencyKey))
+			newRef.Reference, ref.Reference, sim.Calls(order.AgentInventory, after.IdempotencyKey))
 	}
 }
 
@@ -213,7 +213,7 @@ func TestKeyNonceIsWrittenWithTheOrderAndNeverShown(t *testing.T) {
 	})
 	cfg := w.APIConfig()
 	cfg.Store = dynamo.NewStore(counting, w.Stack.Catalog.Orders.Name).As("submit")
-	w.API = api.NewService(cfg)
+	w.API = testenv.NewAPI(t, cfg)
 	id := submitWithKey(t, w, "checkout-7f3a")
 	if len(writes) != 1 || writes[0] != "PutItem" {
 		t.Errorf("the submission made the writes %v, want one PutItem", writes)

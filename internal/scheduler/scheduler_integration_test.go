@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -76,7 +77,8 @@ func TestRacingSchedulersClaimOnce(t *testing.T) {
 	if o, _ := w.Records(t, id); reqs[0].IdempotencyKey != o.RemoteKey(order.StepReserveInventory) || reqs[0].Attempt != 2 {
 		t.Errorf("got request %+v, want stable idempotency key and attempt 2", reqs[0])
 	}
-	if reqs[0].CustomerID != someOrder.CustomerID || !slices.Equal(reqs[0].Lines, someOrder.Lines) {
+	var input order.Submission
+	if err := json.Unmarshal(reqs[0].Input, &input); err != nil || input.CustomerID != someOrder.CustomerID || !slices.Equal(input.Lines, someOrder.Lines) {
 		t.Errorf("got request %+v, want the order's customer and lines, read from the stream image", reqs[0])
 	}
 }

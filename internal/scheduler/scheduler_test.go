@@ -96,7 +96,7 @@ func streamBatch(t *testing.T, records ...[2]string) events.DynamoDBEvent {
 }
 
 func TestHandleStreamKeepsEachOrdersRecordsInOrder(t *testing.T) {
-	a, b, c := order.IDForKey("caller", "c-1", "a"), order.IDForKey("caller", "c-1", "b"), order.IDForKey("caller", "c-1", "c")
+	a, b, c := order.IDForKey("caller", "", "c-1", "a"), order.IDForKey("caller", "", "c-1", "b"), order.IDForKey("caller", "", "c-1", "c")
 	tests := []struct {
 		name       string
 		records    [][2]string
@@ -162,7 +162,7 @@ func TestHandleStreamKeepsEachOrdersRecordsInOrder(t *testing.T) {
 // A record without a key and with an image that is no order is skipped, as
 // a poison record, and its batch-mates are claimed.
 func TestHandleStreamSkipsUnreadableRecords(t *testing.T) {
-	a := order.IDForKey("caller", "c-1", "a")
+	a := order.IDForKey("caller", "", "c-1", "a")
 	ev := streamBatch(t, [2]string{a, "1"})
 	poison := events.DynamoDBEventRecord{EventID: "poison", EventName: "MODIFY", Change: events.DynamoDBStreamRecord{
 		SequenceNumber: "p",

@@ -61,7 +61,7 @@ func TestAccountJudgesOutcomesByTheEvidence(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			id := order.IDForKey("soak", "c", tt.name)
+			id := order.IDForKey("soak", "", "c", tt.name)
 			a := acked{Planned: Planned{Key: tt.name, Kind: tt.kind}, ID: id, CancelAnswer: tt.cancel, Redriven: tt.redriven}
 			final := map[string]order.Order{id: {ID: id, Version: tt.version, Status: tt.status, LastError: tt.lastError, CreatedAt: created, UpdatedAt: created.Add(time.Minute)}}
 			var alerts []order.Alert

@@ -75,11 +75,7 @@ func NewWorld(t testing.TB, timing order.Timing) *World {
 	if testing.Verbose() {
 		w.Log = slog.New(slog.NewTextHandler(testWriter{t}, nil))
 	}
-	api, err := api.NewService(w.APIConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.API = api
+	w.API = NewAPI(t, w.APIConfig())
 	w.Alerts = SubscribeAlerts(t, clients, stack.AlertTopicARN)
 	return w
 }
@@ -317,4 +313,14 @@ func ReplyEvent(bodies ...any) events.SQSEvent {
 		})
 	}
 	return ev
+}
+
+// NewAPI is api.NewService for tests, which cannot go on without it.
+func NewAPI(t testing.TB, cfg api.Config) *api.Service {
+	t.Helper()
+	svc, err := api.NewService(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
 }
