@@ -3,11 +3,15 @@ package definition
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
@@ -148,7 +152,7 @@ func (s Schema) Check(doc []byte) []FieldProblem {
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) == 0 {
-			out = append(out, FieldProblem{Field: fieldPath(e.InstanceLocation), Problem: e.ErrorKind.LocalizedString(printer)})
+			out = append(out, FieldProblem{Field: fieldPath(e.InstanceLocation), Problem: describe(e.ErrorKind)})
 		}
 		for _, c := range e.Causes {
 			walk(c)
@@ -173,4 +177,21 @@ func fieldPath(loc []string) string {
 		b.WriteString(p)
 	}
 	return b.String()
+}
+
+// describe words a broken rule. A value that misses its pattern is not
+// quoted (it may be a card token) and neither is the pattern (it may be
+// long): the first character that is not plainly printable, if any, is
+// what such a pattern refuses most often.
+func describe(k jsonschema.ErrorKind) string {
+	p, ok := k.(*kind.Pattern)
+	if !ok {
+		return k.LocalizedString(printer)
+	}
+	for _, r := range p.Got {
+		if !unicode.IsGraphic(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError {
+			return fmt.Sprintf("holds %U, which the field does not allow", r)
+		}
+	}
+	return "does not have the form the field requires (its pattern in the workflow's input schema)"
 }

@@ -180,8 +180,9 @@ func alertTransition(r orderRecord, active *int, event, kind string) order.Trans
 
 // statusChange is the event of an order's new status.
 func statusChange(before *orderRecord, now orderRecord, seq string) *order.StatusChange {
-	c := &order.StatusChange{ID: now.OrderID + "/" + seq, OrderID: now.OrderID, CustomerID: now.CustomerID,
-		Status: order.Status(now.Status), NotificationTarget: now.NotificationTarget, At: fromMillis(now.UpdatedAt)}
+	o, _ := now.order()
+	c := &order.StatusChange{ID: now.OrderID + "/" + seq, OrderID: now.OrderID, CustomerID: o.CustomerID,
+		Status: order.Status(now.Status), NotificationTarget: o.NotificationTarget, At: fromMillis(now.UpdatedAt)}
 	if before != nil {
 		c.Previous = order.Status(before.Status)
 	}

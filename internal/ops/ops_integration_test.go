@@ -348,7 +348,7 @@ func TestVersions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ops.VersionUse{{Version: "1", InFlight: 2, Known: true, Latest: true}, {Version: "9", InFlight: 1}}
+	want := []ops.VersionUse{{Workflow: "order", Version: "1", InFlight: 2, Known: true, Latest: true}, {Workflow: "order", Version: "9", InFlight: 1}}
 	if !slices.Equal(use, want) {
 		t.Errorf("versions %+v, want %+v", use, want)
 	}
