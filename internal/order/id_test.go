@@ -76,3 +76,15 @@ func TestValidID(t *testing.T) {
 		})
 	}
 }
+
+// Keys are scoped to their workflow too; the shipped workflow's orders
+// keep the ids they had before there were several workflows.
+func TestIDForKeyIsScopedToTheWorkflow(t *testing.T) {
+	shipped := order.IDForKey("caller", "order", "c-1", "k")
+	if legacy := order.IDForKey("caller", "", "c-1", "k"); legacy != shipped {
+		t.Errorf("the order workflow's id %s, want the legacy one %s", shipped, legacy)
+	}
+	if other := order.IDForKey("caller", "checkout", "c-1", "k"); other == shipped {
+		t.Error("the same key for another workflow made the same order id")
+	}
+}

@@ -1,6 +1,7 @@
 package order_test
 
 import (
+	"encoding/json"
 	"errors"
 	"reflect"
 	"slices"
@@ -231,6 +232,57 @@ func TestNextUndo(t *testing.T) {
 	for _, tt := range tests {
 		if got, ok := wf.NextUndo(tt.undid); got != tt.want || ok != tt.ok {
 			t.Errorf("NextUndo(%d) = %d, %t, want %d, %t", tt.undid, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// A request body carries what its call's definition names: the order's
+// input beside orderId, and the results of the steps it names that the
+// order has.
+func TestRequestBodyCarriesWhatTheStepNames(t *testing.T) {
+	req := order.StepRequest{
+		OrderID: "O1", Input: json.RawMessage(`{"customerId":"c","amount":5}`),
+		Results: map[string]json.RawMessage{"fraud": json.RawMessage(`{"id":"f1","score":0.5}`), "charge": json.RawMessage(`{"id":"ch1"}`)},
+	}
+	legacy := order.StepRequest{OrderID: "O2", LegacyCustomerID: "c2", LegacyLines: []order.Line{{SKU: "A", Quantity: 1}}}
+	tests := []struct {
+		name string
+		req  order.StepRequest
+		def  order.StepDef
+		undo bool
+		want string
+	}{
+		{"the order", req, order.StepDef{Carries: []string{"order"}}, false, `{"amount":5,"customerId":"c","orderId":"O1"}`},
+		{"the order and an earlier result", req, order.StepDef{Carries: []string{"order", "fraud"}}, false,
+			`{"amount":5,"customerId":"c","orderId":"O1","results":{"fraud":{"id":"f1","score":0.5}}}`},
+		{"a result alone", req, order.StepDef{Carries: []string{"fraud"}}, false, `{"orderId":"O1","results":{"fraud":{"id":"f1","score":0.5}}}`},
+		{"an undo carries its own list", req, order.StepDef{Carries: []string{"order"}, UndoCarries: []string{"charge"}}, true,
+			`{"orderId":"O1","results":{"charge":{"id":"ch1"}}}`},
+		{"a result the order lacks is left out", req, order.StepDef{Carries: []string{"order", "ship"}}, false, `{"amount":5,"customerId":"c","orderId":"O1"}`},
+		{"a request of an older build", legacy, order.StepDef{Carries: []string{"order"}}, false,
+			`{"customerId":"c2","lines":[{"sku":"A","quantity":1}],"orderId":"O2"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.req.Undo = tt.undo
+			got, err := tt.req.Body(tt.def)
+			if err != nil || string(got) != tt.want {
+				t.Errorf("Body() = %s, %v; want %s", got, err, tt.want)
+			}
+		})
+	}
+}
+
+// Only results some call carries are kept with the order.
+func TestWorkflowKeepsOnlyCarriedResults(t *testing.T) {
+	w := order.Workflow{Steps: []order.StepDef{
+		{Name: "fraud", Carries: []string{"order"}},
+		{Name: "charge", Carries: []string{"order", "fraud"}, UndoCarries: []string{"charge"}},
+		{Name: "ship", Carries: []string{"order"}},
+	}}
+	for step, want := range map[string]bool{"fraud": true, "charge": true, "ship": false} {
+		if got := w.Keeps(step); got != want {
+			t.Errorf("Keeps(%s) = %t, want %t", step, got, want)
 		}
 	}
 }
