@@ -29,9 +29,9 @@ tools: ## install the pinned emulators, Go modules and staticcheck (idempotent)
 	fi
 
 .PHONY: run
-run: tools ## run orderly locally on the emulators: API on 127.0.0.1:8080
+run: tools ## run orderly locally on the emulators: API on 127.0.0.1:8080, the shipped workflow and the checkout example
 	bash $(EMULATORS) start
-	eval "$$(bash $(EMULATORS) env)" && go run ./cmd/orderly-local
+	eval "$$(bash $(EMULATORS) env)" && ORDERLY_WORKFLOWS=$${ORDERLY_WORKFLOWS:-order,checkout} go run ./cmd/orderly-local
 
 .PHONY: events
 events: ## print (and consume) the status events `make run` published, from its local status-events queue

@@ -69,15 +69,19 @@ func run(log *slog.Logger) error {
 		StateDir: env.String("ORDERLY_STATE_DIR", ".local/state"),
 		Log:      log,
 	}
-	// A rehearsal of a version change: the shipped versions and, as the
-	// latest, the latest with a step renamed and its allowances doubled.
+	// The workflows to run: ORDERLY_WORKFLOWS names them (`make run`
+	// adds the checkout example), every one under workflows/ when unset.
+	names, def := env.Workflows()
+	workflows, err := definition.Deployed(timing, names, def)
+	if err != nil {
+		return fmt.Errorf("workflows: %w", err)
+	}
+	cfg.Workflows = workflows
+	// A rehearsal of a version change: the default workflow's latest
+	// version with a step renamed and its allowances doubled, as its new
+	// latest.
 	if env.String("ORDERLY_REHEARSE_VERSION", "") == "1" {
-		shipped, err := definition.Shipped(timing)
-		if err != nil {
-			log.Error("cannot start", "error", err)
-			os.Exit(1)
-		}
-		cfg.Workflows = order.WithRehearsal(shipped)
+		cfg.Workflows = order.WithRehearsal(workflows)
 	}
 	cfg.ParkFor = env.Duration("PARK_FOR", 0)
 	// EMF metric lines matter in CloudWatch; locally they would drown the
