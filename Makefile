@@ -192,7 +192,8 @@ SIMULATOR_ADDR     ?= 127.0.0.1:8091
 LOCAL_OUTPUTS      := .local/localstack-outputs.json
 # LocalStack's API Gateway passes no caller identity: the stack names one.
 LOCAL_CONTEXT      := -c stage=$(LOCAL_STAGE) -c assetsDir=../$(HOST_BIN) \
-                      -c remoteUrl=http://$(SIMULATOR_ADDR) -c anonymousCaller=LOCALSTACK
+                      -c remoteUrl=http://$(SIMULATOR_ADDR) -c anonymousCaller=LOCALSTACK \
+                      -c workflowsDir=../workflows,../examples/workflows
 # cdklocal would use localhost.localstack.cloud, a name that needs public
 # DNS; the emulators' variables would point it at moto.
 LOCAL_ENV          := env -u AWS_ENDPOINT_URL_DYNAMODB -u AWS_ENDPOINT_URL_DYNAMODB_STREAMS \

@@ -310,6 +310,31 @@ func TestDeployedStack(t *testing.T) {
 			t.Errorf("second cancel: %d, want 202 (idempotent)", code)
 		}
 	})
+	t.Run("a team's own four-step workflow passes results on", func(t *testing.T) {
+		t.Parallel()
+		body := `{"customerId":"c-e2e","lines":[{"sku":"BOOK-1","quantity":1}],"amount":{"currency":"EUR","minorUnits":1250},` +
+			`"shippingAddress":{"name":"Ada","line1":"12 Square","city":"London","postalCode":"SW1","country":"GB"},"paymentToken":"tok_e2e_0001"}`
+		code, got := d.call(t, http.MethodPost, "/workflows/checkout/orders", body)
+		var out struct{ OrderID string }
+		if code != http.StatusAccepted || json.Unmarshal(got, &out) != nil {
+			t.Fatalf("POST /workflows/checkout/orders: %d %s", code, got)
+		}
+		defer d.logHistory(t, out.OrderID)
+		v := d.await(t, out.OrderID, 2*time.Minute, order.StatusProcessed, order.StatusFailed, order.StatusError)
+		if v.Status != order.StatusProcessed || v.Workflow != "checkout" || len(v.Steps) != 4 {
+			t.Fatalf("status %s of %s, want a Processed checkout order of 4 steps: %s", v.Status, v.Workflow, testenv.Describe(v))
+		}
+		// The reservation's and the fraud check's answers are kept: later
+		// steps carry them.
+		for _, s := range v.Steps[:3] {
+			if len(s.Result) == 0 {
+				t.Errorf("step %s kept no result", s.Step)
+			}
+		}
+		if code, got := d.call(t, http.MethodPost, "/workflows/no-such-workflow/orders", body); code != http.StatusBadRequest || !strings.Contains(string(got), "checkout") {
+			t.Errorf("an unknown workflow: %d %s, want 400 naming the workflows there are", code, got)
+		}
+	})
 	t.Run("a hang is recovered by the Supervisor", func(t *testing.T) {
 		t.Parallel()
 		id := d.submit(t, "TEST-INVENTORY-HANG-1")
