@@ -31,6 +31,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -573,22 +574,33 @@ func workflow(args []string, out io.Writer) error {
 	return nil
 }
 
-// validateFile checks one definition; under a workflows/ directory, also
-// that its place names it, as cdk synth and the functions check.
+// validateFile checks one definition, and that its place names it
+// (NAME/vVERSION.json), as cdk synth and the functions check under
+// workflows/: wherever it is, so a copy made for a new version whose
+// "version" was left as it was is caught before it is moved there. Every
+// problem at once: a file that decodes gets its place checked too, for
+// each field not already wrong.
 func validateFile(file string, data []byte) error {
 	def, err := definition.Parse(file, data)
-	if err != nil {
+	var ps definition.Problems
+	if err != nil && !errors.As(err, &ps) {
 		return err
+	}
+	if slices.ContainsFunc(ps, func(p definition.Problem) bool { return p.Field == "" }) {
+		return ps // not a definition at all: it names nothing to place
 	}
 	abs, err := filepath.Abs(file)
 	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
-	if filepath.Base(filepath.Dir(filepath.Dir(abs))) == "workflows" {
-		rel := filepath.Base(filepath.Dir(abs)) + "/" + filepath.Base(abs)
-		if ps := def.CheckPlace(rel); len(ps) > 0 {
-			return ps
+	rel := filepath.Base(filepath.Dir(abs)) + "/" + filepath.Base(abs)
+	for _, p := range def.CheckPlace(rel) {
+		if !slices.ContainsFunc(ps, func(q definition.Problem) bool { return q.Field == p.Field }) {
+			ps = append(ps, p)
 		}
+	}
+	if len(ps) > 0 {
+		return ps
 	}
 	return nil
 }

@@ -16,18 +16,17 @@ func TestWorkflowValidate(t *testing.T) {
 	shipped := filepath.Join("..", "..", "workflows", "order", "v1.json")
 	bad := filepath.Join("..", "..", "internal", "definition", "testdata", "bad", "many-problems.json")
 	missing := filepath.Join(t.TempDir(), "v9.json")
-	// A copy for a new version whose "version" was not changed.
-	copied := filepath.Join(t.TempDir(), "workflows", "order", "v2.json")
 	raw, err := os.ReadFile(shipped)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Dir(copied), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(copied, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	// A copy for a new version whose "version" was not changed; the
+	// same outside a directory named workflows; and a definition kept
+	// under another name.
+	copied := writeFile(t, raw, t.TempDir(), "workflows", "order", "v2.json")
+	elsewhere := writeFile(t, raw, t.TempDir(), "drafts", "order", "v2.json")
+	loose := writeFile(t, raw, t.TempDir(), "order-v1.json")
+	good := filepath.Join("..", "..", "internal", "definition", "testdata", "good.json")
 	tests := []struct {
 		name    string
 		files   []string
@@ -41,9 +40,17 @@ func TestWorkflowValidate(t *testing.T) {
 			bad + `: steps[0].call.path: "reservations": must start with "/"`,
 			bad + `: steps[1].service: "Payment": must be lower-case letters, digits and "-" ([a-z0-9-])`,
 			bad + `: steps[1].timing.maxAllowance: 1s is below allowance 10s`,
+			bad + `: name: "trial": must be the directory's name, "bad"`,
 			missing + `: cannot read: no such file or directory`,
 		}, true},
 		{"misplaced", []string{copied}, []string{copied + `: version: "1": the file must be named v1.json`}, true},
+		{"misplaced anywhere", []string{elsewhere, loose, good}, []string{
+			elsewhere + `: version: "1": the file must be named v1.json`,
+			loose + `: name: "order": must be the directory's name, "` + filepath.Base(filepath.Dir(loose)) + `"`,
+			loose + `: version: "1": the file must be named v1.json`,
+			good + `: name: "trial": must be the directory's name, "testdata"`,
+			good + `: version: "1": the file must be named v1.json`,
+		}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -57,6 +64,19 @@ func TestWorkflowValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writeFile writes data at the path of elem, making its directories.
+func writeFile(t *testing.T, data []byte, elem ...string) string {
+	t.Helper()
+	name := filepath.Join(elem...)
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return name
 }
 
 // Without files there is nothing to check: usage, not success.
