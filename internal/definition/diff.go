@@ -324,10 +324,11 @@ func (c *comparison) compareUndo(i int, s, n Step) {
 		c.add(s.Name, "undo", "", endpoint(n.Undo.Method, n.Undo.Path),
 			"an order at or past this step that begins compensating undoes it too; an order already undoing a later step cannot move safely: "+
 				"its undo records come from "+c.from+", which had none for this step, and "+c.to+" names this step's undo as the next one, "+
-				"so the undo before it cannot claim its next record (orderly move does not refuse this)",
+				"so the success of the undo before it cannot claim a record and is dropped as stale: the order stalls compensating "+
+				"(orderly move does not refuse this)",
 			func(p Position) (bool, string) {
 				if p.Undo && p.Index > i {
-					return true, fmt.Sprintf("its next undos come from %s, and %s adds an undo of %s, which the order has no record of", c.from, c.to, s.Name)
+					return true, fmt.Sprintf("its next undos come from %s, and %s adds an undo of %s, which the order has no record of: it would stall compensating", c.from, c.to, s.Name)
 				}
 				return !p.Undo && reaches(p), ""
 			})
