@@ -17,6 +17,7 @@
 //	orderly move ID -version V
 //	orderly console [-addr 127.0.0.1:8082]
 //	orderly workflow validate FILE...
+//	orderly workflow diff [-json] OLD NEW
 package main
 
 import (
@@ -75,6 +76,8 @@ Commands:
   console [-addr HOST:PORT]  serve the web console for the stage (default 127.0.0.1:8082)
   workflow validate FILE...  check workflow definition files (workflows/NAME/vVERSION.json):
                              "FILE: valid" for each, or one line per problem and exit 1
+  workflow diff OLD NEW      what orders in flight under definition OLD would do if moved to NEW:
+                             exit 0 when all can move, 1 when some cannot, 2 for an invalid file
 
 Every command takes -h. The stage's AWS endpoints come from the usual
 variables and profile: for 'make run', eval "$(bash localstack/emulators.sh env)".
