@@ -126,23 +126,13 @@ func Compare(old, new Definition, stage order.Timing) (Diff, error) {
 	}}
 	for i, s := range old.Steps {
 		d.Positions = append(d.Positions, Position{Step: s.Name, Index: i})
-		if s.Undo != nil {
-			d.Positions = append(d.Positions, Position{Step: s.Name, Index: i, Undo: true})
+	}
+	// Then the undos, in the order they run: the latest step's first.
+	for i := len(old.Steps) - 1; i >= 0; i-- {
+		if old.Steps[i].Undo != nil {
+			d.Positions = append(d.Positions, Position{Step: old.Steps[i].Name, Index: i, Undo: true})
 		}
 	}
-	// Undos run in reverse: list them after the workflow steps, in the
-	// order they run.
-	slices.SortStableFunc(d.Positions, func(a, b Position) int {
-		switch {
-		case a.Undo != b.Undo && a.Undo:
-			return 1
-		case a.Undo != b.Undo:
-			return -1
-		case a.Undo:
-			return b.Index - a.Index
-		}
-		return a.Index - b.Index
-	})
 	for k := range d.Positions {
 		p := &d.Positions[k]
 		for _, r := range c.rules {
