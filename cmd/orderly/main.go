@@ -17,6 +17,7 @@
 //	orderly move ID -version V
 //	orderly console [-addr 127.0.0.1:8082]
 //	orderly workflow validate FILE...
+//	orderly workflow diff [-json] OLD NEW
 package main
 
 import (
@@ -31,6 +32,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -74,6 +76,8 @@ Commands:
   console [-addr HOST:PORT]  serve the web console for the stage (default 127.0.0.1:8082)
   workflow validate FILE...  check workflow definition files (workflows/NAME/vVERSION.json):
                              "FILE: valid" for each, or one line per problem and exit 1
+  workflow diff OLD NEW      what orders in flight under definition OLD would do if moved to NEW:
+                             exit 0 when all can move, 1 when some cannot, 2 for an invalid file
 
 Every command takes -h. The stage's AWS endpoints come from the usual
 variables and profile: for 'make run', eval "$(bash localstack/emulators.sh env)".
@@ -88,11 +92,17 @@ type app struct {
 func main() {
 	if err := run(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "orderly:", strings.TrimSuffix(err.Error(), ": "+flag.ErrHelp.Error()))
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(2)
-		}
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
+}
+
+// exitCode is the status for run's error: 2 for a usage error or a
+// definition `workflow diff` could not compare, else 1.
+func exitCode(err error) int {
+	if errors.Is(err, flag.ErrHelp) || errors.Is(err, errNotCompared) {
+		return 2
+	}
+	return 1
 }
 
 func run(args []string, out io.Writer) error {
@@ -112,7 +122,7 @@ func run(args []string, out io.Writer) error {
 	}
 	if global.Arg(0) == "workflow" {
 		// Definitions are files: no stage, no AWS.
-		return workflow(global.Args()[1:], out)
+		return workflow(global.Args()[1:], out, *format == "json")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -532,34 +542,30 @@ func newTable(w io.Writer, header string) *tabwriter.Writer {
 var errInvalidDefinitions = errors.New("invalid workflow definitions")
 
 // workflow runs `orderly workflow SUBCOMMAND`.
-func workflow(args []string, out io.Writer) error {
-	const synopsis = "workflow validate FILE..."
+func workflow(args []string, out io.Writer, asJSON bool) error {
+	const synopsis = "workflow validate FILE... | workflow diff [-json] OLD NEW"
 	fs := flags("workflow", synopsis)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() == 0 || fs.Arg(0) != "validate" {
-		fs.Usage()
-		return fmt.Errorf("workflow: want validate: %w", flag.ErrHelp)
+	switch fs.Arg(0) {
+	case "validate":
+		return validateFiles(fs, fs.Args()[1:], out)
+	case "diff":
+		return workflowDiff(fs.Args()[1:], out, asJSON)
 	}
-	files := fs.Args()[1:]
+	fs.Usage()
+	return fmt.Errorf("workflow: want validate or diff: %w", flag.ErrHelp)
+}
+
+func validateFiles(fs *flag.FlagSet, files []string, out io.Writer) error {
 	if len(files) == 0 {
 		fs.Usage()
 		return fmt.Errorf("workflow validate takes one or more files: %w", flag.ErrHelp)
 	}
 	invalid := 0
 	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err == nil {
-			err = validateFile(file, data)
-		} else {
-			rule := err.Error()
-			var pathErr *os.PathError
-			if errors.As(err, &pathErr) {
-				rule = pathErr.Err.Error() // the file is named already
-			}
-			err = definition.Problems{{File: file, Rule: "cannot read: " + rule}}
-		}
+		_, err := readDefinition(file)
 		if err != nil {
 			invalid++
 			fmt.Fprintln(out, err)
@@ -573,22 +579,141 @@ func workflow(args []string, out io.Writer) error {
 	return nil
 }
 
-// validateFile checks one definition; under a workflows/ directory, also
-// that its place names it, as cdk synth and the functions check.
-func validateFile(file string, data []byte) error {
-	def, err := definition.Parse(file, data)
+// readDefinition reads and checks one definition file; its error is
+// Problems, naming the file.
+func readDefinition(file string) (definition.Definition, error) {
+	data, err := os.ReadFile(file)
 	if err != nil {
-		return err
+		rule := err.Error()
+		var pathErr *os.PathError
+		if errors.As(err, &pathErr) {
+			rule = pathErr.Err.Error() // the file is named already
+		}
+		return definition.Definition{}, definition.Problems{{File: file, Rule: "cannot read: " + rule}}
+	}
+	return validateFile(file, data)
+}
+
+// errNotCompared ends `workflow diff` when OLD or NEW is not a valid
+// definition (exit 2, like a usage error): its problems are printed.
+var errNotCompared = errors.New("workflow definitions not compared")
+
+// errCannotMove ends `workflow diff` when an order at some position of OLD
+// cannot move to NEW safely (exit 1): the diff says which.
+var errCannotMove = errors.New("some orders in flight cannot move")
+
+// workflowDiff runs `orderly workflow diff OLD NEW`: what orders in flight
+// under OLD would do under NEW (definition.Compare), for a stage's timing.
+func workflowDiff(args []string, out io.Writer, asJSON bool) error {
+	env := config.FromOS()
+	stage := env.Timing()
+	if err := env.Err(); err != nil {
+		return fmt.Errorf("workflow diff: the stage's timing: %w: %w", err, flag.ErrHelp)
+	}
+	var maxAllowance time.Duration
+	fs := flags("workflow diff", "workflow diff [-json] [-allowance 30s] [-max-allowance 2m] [-failure-threshold 3] [-max-heartbeats 10] OLD NEW:\n"+
+		"what orders in flight under definition OLD would do if moved to NEW (orderly move), for each place they can be at.\n"+
+		"Exit 0 when every one can move, 1 when some cannot, 2 for a usage error or an invalid file.\n"+
+		"The stage's timing applies where a step sets none: the flags, else "+config.EnvAllowance+", "+config.EnvMaxAllowance+", "+
+		config.EnvFailureThreshold+" and "+config.EnvMaxHeartbeats+", else the defaults")
+	fs.DurationVar(&stage.Allowance, "allowance", stage.Allowance, "the stage's step allowance")
+	fs.DurationVar(&maxAllowance, "max-allowance", 0, "the stage's maximum allowance (default "+config.EnvMaxAllowance+", else 4× the allowance)")
+	fs.IntVar(&stage.FailureThreshold, "failure-threshold", stage.FailureThreshold, "the stage's failure threshold")
+	fs.IntVar(&stage.MaxHeartbeats, "max-heartbeats", stage.MaxHeartbeats, "the stage's heartbeats per attempt")
+	fs.BoolVar(&asJSON, "json", asJSON, "print JSON")
+	var files []string
+	for rest := args; ; {
+		if err := fs.Parse(rest); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		files, rest = append(files, fs.Arg(0)), fs.Args()[1:]
+	}
+	if len(files) != 2 {
+		fs.Usage()
+		return fmt.Errorf("workflow diff takes two files, OLD and NEW: %w", flag.ErrHelp)
+	}
+	switch {
+	case maxAllowance > 0:
+		stage.MaxAllowance = maxAllowance
+	case os.Getenv(config.EnvMaxAllowance) == "":
+		// As the functions: a maximum not given keeps the default ratio.
+		stage.MaxAllowance = stage.Allowance * (order.DefaultTiming.MaxAllowance / order.DefaultTiming.Allowance)
+	}
+	if err := stage.Validate(); err != nil {
+		return fmt.Errorf("workflow diff: the stage's timing: %w: %w", err, flag.ErrHelp)
+	}
+	var defs []definition.Definition
+	var ps definition.Problems
+	for _, file := range files {
+		def, err := readDefinition(file)
+		if err == nil {
+			// The stage's timing must fit the steps' own, as at deploy.
+			_, err = def.Workflow(stage)
+		}
+		var fileProblems definition.Problems
+		if errors.As(err, &fileProblems) {
+			ps = append(ps, fileProblems...)
+		} else if err != nil {
+			return err
+		}
+		defs = append(defs, def)
+	}
+	var d definition.Diff
+	if len(ps) == 0 {
+		var err error
+		if d, err = definition.Compare(defs[0], defs[1], stage); err != nil && !errors.As(err, &ps) {
+			return err
+		}
+	}
+	if len(ps) > 0 {
+		fmt.Fprintln(out, ps)
+		return fmt.Errorf("%d problems: %w", len(ps), errNotCompared)
+	}
+	if asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(d); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprint(out, d.Text())
+	}
+	if !d.Moves {
+		return fmt.Errorf("version %s -> %s: %w", d.From, d.To, errCannotMove)
+	}
+	return nil
+}
+
+// validateFile checks one definition, and that its place names it
+// (NAME/vVERSION.json), as cdk synth and the functions check under
+// workflows/: wherever it is, so a copy made for a new version whose
+// "version" was left as it was is caught before it is moved there. Every
+// problem at once: a file that decodes gets its place checked too, for
+// each field not already wrong.
+func validateFile(file string, data []byte) (definition.Definition, error) {
+	def, err := definition.Parse(file, data)
+	var ps definition.Problems
+	if err != nil && !errors.As(err, &ps) {
+		return def, err
+	}
+	if slices.ContainsFunc(ps, func(p definition.Problem) bool { return p.Field == "" }) {
+		return def, ps // not a definition at all: it names nothing to place
 	}
 	abs, err := filepath.Abs(file)
 	if err != nil {
-		return fmt.Errorf("%s: %w", file, err)
+		return def, fmt.Errorf("%s: %w", file, err)
 	}
-	if filepath.Base(filepath.Dir(filepath.Dir(abs))) == "workflows" {
-		rel := filepath.Base(filepath.Dir(abs)) + "/" + filepath.Base(abs)
-		if ps := def.CheckPlace(rel); len(ps) > 0 {
-			return ps
+	rel := filepath.Base(filepath.Dir(abs)) + "/" + filepath.Base(abs)
+	for _, p := range def.CheckPlace(rel) {
+		if !slices.ContainsFunc(ps, func(q definition.Problem) bool { return q.Field == p.Field }) {
+			ps = append(ps, p)
 		}
 	}
-	return nil
+	if len(ps) > 0 {
+		return def, ps
+	}
+	return def, nil
 }

@@ -2,11 +2,17 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"orderly/internal/config"
+	"orderly/internal/definition"
 )
 
 // `orderly workflow validate` says "valid" for each good file and nothing
@@ -16,18 +22,17 @@ func TestWorkflowValidate(t *testing.T) {
 	shipped := filepath.Join("..", "..", "workflows", "order", "v1.json")
 	bad := filepath.Join("..", "..", "internal", "definition", "testdata", "bad", "many-problems.json")
 	missing := filepath.Join(t.TempDir(), "v9.json")
-	// A copy for a new version whose "version" was not changed.
-	copied := filepath.Join(t.TempDir(), "workflows", "order", "v2.json")
 	raw, err := os.ReadFile(shipped)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Dir(copied), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(copied, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	// A copy for a new version whose "version" was not changed; the
+	// same outside a directory named workflows; and a definition kept
+	// under another name.
+	copied := writeFile(t, raw, t.TempDir(), "workflows", "order", "v2.json")
+	elsewhere := writeFile(t, raw, t.TempDir(), "drafts", "order", "v2.json")
+	loose := writeFile(t, raw, t.TempDir(), "order-v1.json")
+	good := filepath.Join("..", "..", "internal", "definition", "testdata", "good.json")
 	tests := []struct {
 		name    string
 		files   []string
@@ -41,9 +46,17 @@ func TestWorkflowValidate(t *testing.T) {
 			bad + `: steps[0].call.path: "reservations": must start with "/"`,
 			bad + `: steps[1].service: "Payment": must be lower-case letters, digits and "-" ([a-z0-9-])`,
 			bad + `: steps[1].timing.maxAllowance: 1s is below allowance 10s`,
+			bad + `: name: "trial": must be the directory's name, "bad"`,
 			missing + `: cannot read: no such file or directory`,
 		}, true},
 		{"misplaced", []string{copied}, []string{copied + `: version: "1": the file must be named v1.json`}, true},
+		{"misplaced anywhere", []string{elsewhere, loose, good}, []string{
+			elsewhere + `: version: "1": the file must be named v1.json`,
+			loose + `: name: "order": must be the directory's name, "` + filepath.Base(filepath.Dir(loose)) + `"`,
+			loose + `: version: "1": the file must be named v1.json`,
+			good + `: name: "trial": must be the directory's name, "testdata"`,
+			good + `: version: "1": the file must be named v1.json`,
+		}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,11 +72,190 @@ func TestWorkflowValidate(t *testing.T) {
 	}
 }
 
+// writeFile writes data at the path of elem, making its directories.
+func writeFile(t *testing.T, data []byte, elem ...string) string {
+	t.Helper()
+	name := filepath.Join(elem...)
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
 // Without files there is nothing to check: usage, not success.
 func TestWorkflowValidateNeedsFiles(t *testing.T) {
 	for _, args := range [][]string{{"workflow"}, {"workflow", "validate"}, {"workflow", "check", "x.json"}} {
 		if err := run(args, &bytes.Buffer{}); err == nil {
 			t.Errorf("%q: no error, want usage", args)
+		}
+	}
+}
+
+// version writes a copy of the shipped workflow as version v under dir
+// (dir/order/vV.json), changed by change.
+func version(t *testing.T, dir, v string, change func(steps []any)) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "workflows", "order", "v1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["version"] = v
+	change(doc["steps"].([]any))
+	raw, err = json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeFile(t, raw, dir, "order", "v"+v+".json")
+}
+
+func stepAt(steps []any, i int) map[string]any { return steps[i].(map[string]any) }
+
+// `orderly workflow diff OLD NEW` prints what orders in flight under OLD
+// would do under NEW, and exits 0 when all can move, 1 when some cannot
+// (naming them), 2 for usage and invalid files (validate's lines).
+func TestWorkflowDiff(t *testing.T) {
+	stageTiming(t, "")
+	dir := t.TempDir()
+	v1 := version(t, dir, "1", func([]any) {})
+	slower := version(t, dir, "2", func(steps []any) {
+		stepAt(steps, 1)["timing"] = map[string]any{"allowance": "45s"}
+	})
+	noRefund := version(t, dir, "3", func(steps []any) {
+		delete(stepAt(steps, 1), "undo")
+	})
+	renamed := version(t, dir, "4", func(steps []any) {
+		stepAt(steps, 1)["name"] = "charge"
+	})
+	misnamed := writeFile(t, []byte(`{"name": "order", "version": "1", "input": {}, "steps": [{"name": "x", "service": "y", "call": {"method": "POST", "path": "/x"}}]}`),
+		dir, "order", "v5.json")
+	other := filepath.Join("..", "..", "internal", "definition", "testdata", "good.json")
+	tests := []struct {
+		name string
+		args []string
+		// want are lines the output must have, in this order.
+		want     []string
+		wantErr  error
+		wantCode int
+	}{
+		{"timing only", []string{v1, slower}, []string{
+			"workflow order, version 1 -> 2 (where a step sets no timing, the stage's: allowance 30s, maxAllowance 2m0s, failureThreshold 3, maxHeartbeats 10)",
+			"charge-payment: timing.allowance: 30s (the stage's) -> 45s: applies from the next attempt of this step and of its undo",
+			"at reserve-inventory: moves; changed from here: charge-payment timing.allowance",
+			"at arrange-shipping: moves; nothing changes from here",
+			"every order in flight under version 1 can move to version 2",
+		}, nil, 0},
+		{"the stage's timing from flags, after the files", []string{v1, slower, "-allowance", "45s", "-failure-threshold", "5"}, []string{
+			"workflow order, version 1 -> 2 (where a step sets no timing, the stage's: allowance 45s, maxAllowance 3m0s, failureThreshold 5, maxHeartbeats 10)",
+			"no differences an order in flight can meet",
+		}, nil, 0},
+		{"an undo removed", []string{v1, noRefund}, []string{
+			"charge-payment: undo: POST /payment/refunds -> (none): ",
+			"undoing charge-payment: cannot move: it holds an undo record of charge-payment, which version 3 cannot undo",
+			"3 of 6 positions cannot move to version 3: undoing arrange-shipping, undoing charge-payment, undoing reserve-inventory",
+		}, errCannotMove, 1},
+		{"a step renamed", []string{v1, renamed}, []string{
+			"charge-payment: name: charge-payment -> charge: renamed or replaced by charge in version 4: no order of version 1 can move",
+			"at reserve-inventory: cannot move: charge-payment is not in version 4 (steps[1] is charge there)",
+			"6 of 6 positions cannot move to version 4: ",
+		}, errCannotMove, 1},
+		{"an invalid file", []string{v1, misnamed}, []string{
+			misnamed + `: version: "1": the file must be named v1.json`,
+		}, errNotCompared, 2},
+		{"another workflow", []string{v1, other}, []string{
+			other + `: name: "trial": must be the directory's name, "testdata"`,
+		}, errNotCompared, 2},
+		{"one file", []string{v1}, nil, flag.ErrHelp, 2},
+		{"three files", []string{v1, slower, renamed}, nil, flag.ErrHelp, 2},
+		{"a stage timing that does not work", []string{v1, slower, "-failure-threshold", "0"}, nil, flag.ErrHelp, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := run(append([]string{"workflow", "diff"}, tt.args...), &out)
+			if !errors.Is(err, tt.wantErr) || (err == nil) != (tt.wantErr == nil) || (err != nil && exitCode(err) != tt.wantCode) {
+				t.Fatalf("error %v (exit %d), want %v (exit %d)\n%s", err, exitCode(err), tt.wantErr, tt.wantCode, out.String())
+			}
+			rest := out.String()
+			for _, w := range tt.want {
+				k := strings.Index(rest, w)
+				if k < 0 {
+					t.Fatalf("output:\n%s\nlacks, in order: %q", out.String(), w)
+				}
+				rest = rest[k+len(w):]
+			}
+		})
+	}
+}
+
+// stageTiming sets the stage's timing variables to allowance, the rest
+// unset, for the test.
+func stageTiming(t *testing.T, allowance string) {
+	t.Setenv(config.EnvAllowance, allowance)
+	for _, name := range []string{config.EnvMaxAllowance, config.EnvFailureThreshold, config.EnvMaxHeartbeats} {
+		t.Setenv(name, "")
+	}
+}
+
+// The stage's timing comes from the functions' variables unless flags say
+// otherwise.
+func TestWorkflowDiffTakesTheStagesTiming(t *testing.T) {
+	stageTiming(t, "45s")
+	dir := t.TempDir()
+	v1 := version(t, dir, "1", func([]any) {})
+	v2 := version(t, dir, "2", func(steps []any) { stepAt(steps, 1)["timing"] = map[string]any{"allowance": "45s"} })
+	var out bytes.Buffer
+	if err := run([]string{"workflow", "diff", v1, v2}, &out); err != nil {
+		t.Fatalf("diff: %v\n%s", err, out.String())
+	}
+	want := "workflow order, version 1 -> 2 (where a step sets no timing, the stage's: allowance 45s, maxAllowance 3m0s, failureThreshold 3, maxHeartbeats 10)\n" +
+		"no differences an order in flight can meet\n"
+	if !strings.HasPrefix(out.String(), want) {
+		t.Errorf("output:\n%s\nwant it to start\n%s", out.String(), want)
+	}
+}
+
+// -json (or -o json) prints the diff for scripts.
+func TestWorkflowDiffJSON(t *testing.T) {
+	stageTiming(t, "")
+	dir := t.TempDir()
+	v1 := version(t, dir, "1", func([]any) {})
+	v2 := version(t, dir, "2", func(steps []any) { delete(stepAt(steps, 0), "undo") })
+	for _, args := range [][]string{{"workflow", "diff", "-json", v1, v2}, {"-o", "json", "workflow", "diff", v1, v2}} {
+		var out bytes.Buffer
+		err := run(args, &out)
+		if !errors.Is(err, errCannotMove) {
+			t.Errorf("%q: error %v, want %v", args, err, errCannotMove)
+		}
+		var d definition.Diff
+		if err := json.Unmarshal(out.Bytes(), &d); err != nil {
+			t.Fatalf("%q: %v\n%s", args, err, out.String())
+		}
+		if d.Moves || len(d.Findings) != 1 || d.Findings[0].Field != "undo" || !d.Findings[0].Blocks || len(d.Positions) != 6 {
+			t.Errorf("%q: %+v, want one blocking undo finding and 6 positions", args, d)
+		}
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want int
+	}{
+		{fmt.Errorf("x: %w", flag.ErrHelp), 2},
+		{fmt.Errorf("x: %w", errNotCompared), 2},
+		{fmt.Errorf("x: %w", errCannotMove), 1},
+		{fmt.Errorf("x: %w", errInvalidDefinitions), 1},
+		{errors.New("order o: not found"), 1},
+	} {
+		if got := exitCode(tt.err); got != tt.want {
+			t.Errorf("exitCode(%v) = %d, want %d", tt.err, got, tt.want)
 		}
 	}
 }

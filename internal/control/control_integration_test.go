@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"orderly/internal/api"
 	"orderly/internal/control"
 	"orderly/internal/dispatch"
 	"orderly/internal/dynamo"
@@ -482,5 +483,59 @@ func TestCancelledStepWaitingAfterAnAttemptIsUndoneByEveryActor(t *testing.T) {
 				t.Errorf("got %s %v, want Cancelled with the reservation undone", o.Status, testenv.States(steps))
 			}
 		})
+	}
+}
+
+// What `orderly workflow diff` says of an undo the new version adds below
+// the undo an order is at: Move accepts the order (its undo records all
+// name steps the new version undoes), but its compensation was planned
+// under the old version, without that undo, and the new version names it
+// as the next: the running undo's success cannot claim it and is dropped
+// as stale, so the order stalls Compensating where the old version would
+// have ended it Failed. definition.Compare reports such a position as one
+// that cannot move; if Move comes to refuse it, this test becomes a
+// refusal.
+func TestMoveOntoAVersionThatAddsAnUndoBelowStallsCompensation(t *testing.T) {
+	w := world(t)
+	shipped := w.Workflow
+	// Version 9, which a rolled-back build had: reserve-inventory without undo.
+	nine := shipped
+	nine.Version = "9"
+	nine.Steps = slices.Clone(shipped.Steps)
+	nine.Steps[0].Undo, nine.Steps[0].UndoCall = "", order.Endpoint{}
+	w.Workflow = nine
+	w.API = api.NewService(w.APIConfig())
+	s9 := w.Scheduler("s9")
+	// Replies carry their order's version, as agents copy it.
+	under := func(version string, r order.StepReply) order.StepReply { r.Version = version; return r }
+	compensating := func() string {
+		id := w.Submit(t, someOrder)
+		reply(t, s9, under("9", ok(id, order.StepReserveInventory, 1)))
+		reply(t, s9, under("9", ok(id, order.StepChargePayment, 1)))
+		reply(t, s9, order.StepReply{OrderID: id, Version: "9", Step: order.StepArrangeShipping, Attempt: 1, Outcome: order.OutcomeFailed, Reason: "address undeliverable"})
+		// Under version 9 the plan is the charge's undo alone (record 3).
+		o, steps := w.Records(t, id)
+		if o.Version != "9" || o.Status != order.StatusCompensating || len(steps) != 4 || steps[3].Step != order.StepChargePayment {
+			t.Fatalf("order %s under version %s %v, want compensating under 9 with one undo", o.Status, o.Version, testenv.States(steps))
+		}
+		return id
+	}
+	stays, moved := compensating(), compensating()
+	// Under its own version the refund ends the order.
+	reply(t, s9, under("9", undid(stays, order.StepChargePayment, 3)))
+	if o, steps := w.Records(t, stays); o.Status != order.StatusFailed {
+		t.Errorf("unmoved order: %s %v, want Failed", o.Status, testenv.States(steps))
+	}
+
+	// The build now has version 1 only; the operator moves the other order.
+	w.Workflow = shipped
+	c := control.New(w.Store, w.Store, w.Versions(), w.Clock.Now)
+	if _, err := c.Move(context.Background(), moved, "1"); err != nil {
+		t.Fatalf("move: %v", err)
+	}
+	reply(t, w.Scheduler("s1"), under("1", undid(moved, order.StepChargePayment, 3)))
+	o, steps := w.Records(t, moved)
+	if o.Status != order.StatusCompensating || steps[3].ProcessState != order.Processing {
+		t.Errorf("moved order: %s %v, want it still Compensating with the refund's success dropped", o.Status, testenv.States(steps))
 	}
 }

@@ -1,0 +1,530 @@
+package definition
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"orderly/internal/order"
+)
+
+// Diff is what the orders in flight under one version of a workflow would
+// do under another: every difference between the two definitions that
+// such an order can meet (Findings), and for each place an order of the
+// old version can be at (Positions) whether it can move onto the new one
+// and what changes for it from there.
+//
+// An order is carried to its end by its own version; it meets another
+// only when an operator moves it (`orderly move`, control.Move: for an
+// order parked under a version the build lacks). A move keeps the order's
+// records as they are: one per step of the old version, written at
+// submission, matched to the new version by place (the same name and
+// service at the same index, as many steps), and, once it compensates,
+// one per undo of the old version's plan, matched by step name (the new
+// version must undo that step, with the same service). Compare follows
+// those rules, and what the functions then do: the next call, timing and
+// compensation plan are the new version's.
+type Diff struct {
+	Workflow string `json:"workflow"`
+	From     string `json:"from"`
+	To       string `json:"to"`
+	// Stage is the timing of the stage compared for, which applies where
+	// a step sets none of its own.
+	Stage     StageTiming `json:"stage"`
+	Findings  []Finding   `json:"findings"`
+	Positions []Position  `json:"positions"`
+	// Moves is true when an order at every position can move safely.
+	Moves bool `json:"moves"`
+}
+
+// StageTiming is the stage's timing that Compare applies where a step sets
+// none, as the definition files write it.
+type StageTiming struct {
+	Allowance        string `json:"allowance"`
+	MaxAllowance     string `json:"maxAllowance"`
+	FailureThreshold int    `json:"failureThreshold"`
+	MaxHeartbeats    int    `json:"maxHeartbeats"`
+}
+
+// Finding is one difference between the versions, for one step (none: the
+// workflow as a whole): the field, its value in each version ("" for
+// none) and what it means for the orders in flight.
+type Finding struct {
+	Step   string `json:"step,omitempty"`
+	Field  string `json:"field"`
+	Old    string `json:"old"`
+	New    string `json:"new"`
+	Effect string `json:"effect"`
+	// Blocks is true when some order cannot move safely because of it.
+	Blocks bool `json:"blocks"`
+}
+
+// Position is a place an order of the old version can be at: a workflow
+// step waiting, running or stopped in Error (Undo false), or the undo of
+// a step during compensation (Undo true). Index is the step's in the old
+// version.
+type Position struct {
+	Step  string `json:"step"`
+	Index int    `json:"index"`
+	Undo  bool   `json:"undo"`
+	Moves bool   `json:"moves"`
+	// Cannot says why an order here cannot move safely, one reason per
+	// finding that stops it.
+	Cannot []string `json:"cannot,omitempty"`
+	// Changes names the findings ("STEP FIELD") that change what an order
+	// here does from now on.
+	Changes []string `json:"changes,omitempty"`
+}
+
+func (p Position) String() string {
+	if p.Undo {
+		return "undoing " + p.Step
+	}
+	return "at " + p.Step
+}
+
+// rule is a finding and what it does to an order at each position: hit
+// when it changes what the order does from there; cannot, when the order
+// cannot move safely, and why.
+type rule struct {
+	Finding
+	at func(p Position) (hit bool, cannot string)
+}
+
+// Compare reports what orders in flight under old would do under new, for
+// a stage of timing stage. Both must be valid definitions (Parse) of the
+// same workflow; versions of two workflows are Problems naming new's name.
+func Compare(old, new Definition, stage order.Timing) (Diff, error) {
+	if old.Name != new.Name {
+		return Diff{}, Problems{{File: new.File, Field: "name", Rule: fmt.Sprintf("%q: %s is workflow %q; an order moves only between versions of its own workflow", new.Name, old.File, old.Name)}}
+	}
+	c := comparison{old: old, new: new, stage: stage, from: "version " + old.Version, to: "version " + new.Version}
+	c.compareInput()
+	c.compareShape()
+	for i, s := range old.Steps {
+		j := slices.IndexFunc(new.Steps, func(n Step) bool { return n.Name == s.Name })
+		if j < 0 {
+			continue
+		}
+		n := new.Steps[j]
+		c.compareCall(i, s, n)
+		c.compareUndo(i, s, n)
+		c.compareTiming(i, s, n)
+		c.compareRequestCarries(i, s, n)
+		c.compareUndoCarriesAndResult(i, s, n)
+	}
+	c.compareKeptResults()
+
+	d := Diff{Workflow: old.Name, From: old.Version, To: new.Version, Moves: true, Stage: StageTiming{
+		Allowance: stage.Allowance.String(), MaxAllowance: stage.MaxAllowance.String(),
+		FailureThreshold: stage.FailureThreshold, MaxHeartbeats: stage.MaxHeartbeats,
+	}}
+	for i, s := range old.Steps {
+		d.Positions = append(d.Positions, Position{Step: s.Name, Index: i})
+	}
+	// Then the undos, in the order they run: the latest step's first.
+	for i := len(old.Steps) - 1; i >= 0; i-- {
+		if old.Steps[i].Undo != nil {
+			d.Positions = append(d.Positions, Position{Step: old.Steps[i].Name, Index: i, Undo: true})
+		}
+	}
+	for k := range d.Positions {
+		p := &d.Positions[k]
+		for _, r := range c.rules {
+			hit, cannot := r.at(*p)
+			if cannot != "" {
+				p.Cannot = append(p.Cannot, cannot)
+			} else if hit {
+				p.Changes = append(p.Changes, strings.TrimSpace(r.Step+" "+r.Field))
+			}
+		}
+		p.Moves = len(p.Cannot) == 0
+		d.Moves = d.Moves && p.Moves
+	}
+	d.Findings = c.ordered()
+	return d, nil
+}
+
+type comparison struct {
+	old, new Definition
+	stage    order.Timing
+	from, to string
+	rules    []rule
+}
+
+func (c *comparison) add(step, field, old, new, effect string, at func(Position) (bool, string)) {
+	c.rules = append(c.rules, rule{Finding: Finding{Step: step, Field: field, Old: old, New: new, Effect: effect}, at: at})
+}
+
+// ordered is the findings grouped per step, in a stable order: the
+// workflow's own first, then the old version's steps in their order, then
+// the steps only the new one has, in its order. Within a step, in the
+// order they were found.
+func (c *comparison) ordered() []Finding {
+	var out []Finding
+	group := func(step string) {
+		for _, r := range c.rules {
+			if r.Step == step {
+				f := r.Finding
+				f.Blocks = c.blocks(r)
+				out = append(out, f)
+			}
+		}
+	}
+	group("")
+	for _, s := range c.old.Steps {
+		group(s.Name)
+	}
+	for _, s := range c.new.Steps {
+		if !slices.ContainsFunc(c.old.Steps, func(o Step) bool { return o.Name == s.Name }) {
+			group(s.Name)
+		}
+	}
+	return out
+}
+
+// blocks says whether r stops an order at any position of the old version.
+func (c *comparison) blocks(r rule) bool {
+	for i, s := range c.old.Steps {
+		for _, undo := range []bool{false, true} {
+			if undo && s.Undo == nil {
+				continue
+			}
+			if _, cannot := r.at(Position{Step: s.Name, Index: i, Undo: undo}); cannot != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// everywhere is a rule's positions for a change that concerns every order.
+func everywhere(cannot string) func(Position) (bool, string) {
+	return func(Position) (bool, string) { return true, cannot }
+}
+
+// compareInput reports a changed input schema: orders submitted already
+// carry what the old one took.
+func (c *comparison) compareInput() {
+	if jsonEqual(c.old.Input, c.new.Input) {
+		return
+	}
+	c.add("", "input", "(a schema)", "(another schema)",
+		fmt.Sprintf("orders in flight keep the input %s took; the steps of %s that carry the order get it as it was", c.from, c.to),
+		everywhere(""))
+}
+
+// compareShape reports the steps that do not line up: removed, added,
+// moved, renamed or on another service. Every order of the old version
+// holds a record of each of its steps, which a move needs in the same
+// place with the same service, as many as the new version has: any of
+// these stops every order.
+func (c *comparison) compareShape() {
+	stop := func(step, field, old, new, effect, reason string) {
+		c.add(step, field, old, new, effect+": no order of "+c.from+" can move (each holds a record of every step of "+c.from+
+			", and a move needs the same steps in the same places with the same services)", everywhere(reason))
+	}
+	at := func(d Definition, name string) int {
+		return slices.IndexFunc(d.Steps, func(s Step) bool { return s.Name == name })
+	}
+	// A step's rank among the steps both versions have: a step shifted
+	// only by one added or removed before it has not moved (the added or
+	// removed one is the finding).
+	rank := func(d Definition, name string) int {
+		r := 0
+		for _, s := range d.Steps {
+			if s.Name == name {
+				return r
+			}
+			if at(c.old, s.Name) >= 0 && at(c.new, s.Name) >= 0 {
+				r++
+			}
+		}
+		return -1
+	}
+	place := func(i int, s Step) string { return fmt.Sprintf("steps[%d] on %s", i, s.Service) }
+	for i, s := range c.old.Steps {
+		j := at(c.new, s.Name)
+		switch {
+		case j < 0 && i < len(c.new.Steps) && at(c.old, c.new.Steps[i].Name) < 0:
+			n := c.new.Steps[i]
+			stop(s.Name, "name", s.Name, n.Name, "renamed or replaced by "+n.Name+" in "+c.to,
+				fmt.Sprintf("%s is not in %s (steps[%d] is %s there)", s.Name, c.to, i, n.Name))
+		case j < 0:
+			stop(s.Name, "step", place(i, s), "", "removed in "+c.to, s.Name+" is not in "+c.to)
+		case rank(c.old, s.Name) != rank(c.new, s.Name):
+			stop(s.Name, "place", fmt.Sprintf("steps[%d]", i), fmt.Sprintf("steps[%d]", j), "moved among the steps both versions have",
+				fmt.Sprintf("%s is steps[%d] in %s, steps[%d] in %s", s.Name, i, c.from, j, c.to))
+		}
+		if j >= 0 && s.Service != c.new.Steps[j].Service {
+			stop(s.Name, "service", s.Service, c.new.Steps[j].Service, "another agent and request queue",
+				fmt.Sprintf("%s is on service %s in %s, %s in %s", s.Name, s.Service, c.from, c.new.Steps[j].Service, c.to))
+		}
+	}
+	for j, n := range c.new.Steps {
+		if at(c.old, n.Name) >= 0 || (j < len(c.old.Steps) && at(c.new, c.old.Steps[j].Name) < 0) {
+			continue // in both, or reported as a rename
+		}
+		stop(n.Name, "step", "", place(j, n), "added in "+c.to+"; orders of "+c.from+" have no record of it",
+			n.Name+" is new in "+c.to)
+	}
+}
+
+func endpoint(method, path string) string { return method + " " + path }
+
+// compareCall reports a changed forward call of the step at index i.
+func (c *comparison) compareCall(i int, s, n Step) {
+	if s.Call == nil || n.Call == nil || *s.Call == *n.Call {
+		return
+	}
+	c.add(s.Name, "call", endpoint(s.Call.Method, s.Call.Path), endpoint(n.Call.Method, n.Call.Path),
+		"orders before this step call the new one; an order at it makes its next attempt there with the same Idempotency-Key, "+
+			"so the new call must recognise work the old one did under that key",
+		func(p Position) (bool, string) { return !p.Undo && p.Index <= i, "" })
+}
+
+// compareUndo reports a changed, added or removed undo of the step at
+// index i. Compensation writes one undo record per step of its plan when
+// it starts, from the order's version then; after a move, each finished
+// undo claims the next record by the new version's next undo, by name.
+func (c *comparison) compareUndo(i int, s, n Step) {
+	// The undo of step i runs for a workflow step at i (whose work may be
+	// done) or after it, and for an undo at i or after it.
+	reaches := func(p Position) bool { return p.Index >= i }
+	switch {
+	case s.Undo == nil && n.Undo == nil:
+	case s.Undo != nil && n.Undo != nil:
+		if s.Undo.Method != n.Undo.Method || s.Undo.Path != n.Undo.Path {
+			c.add(s.Name, "undo", endpoint(s.Undo.Method, s.Undo.Path), endpoint(n.Undo.Method, n.Undo.Path),
+				"an order that compensates at or past this step calls the new undo with the step's Idempotency-Key, "+
+					"so it must reverse what the old call did under that key",
+				func(p Position) (bool, string) { return reaches(p), "" })
+		}
+		if s.Undo.Description != n.Undo.Description {
+			c.add(s.Name, "undo.description", strconv.Quote(s.Undo.Description), strconv.Quote(n.Undo.Description),
+				"history and alerts of undos not yet begun say the new description",
+				func(p Position) (bool, string) { return reaches(p), "" })
+		}
+	case s.Undo == nil:
+		c.add(s.Name, "undo", "", endpoint(n.Undo.Method, n.Undo.Path),
+			"an order at or past this step that begins compensating undoes it too; an order already undoing a later step cannot move safely: "+
+				"its undo records come from "+c.from+", which had none for this step, and "+c.to+" names this step's undo as the next one, "+
+				"so the success of the undo before it cannot claim a record and is dropped as stale: the order stalls compensating "+
+				"(orderly move does not refuse this)",
+			func(p Position) (bool, string) {
+				if p.Undo && p.Index > i {
+					return true, fmt.Sprintf("its next undos come from %s, and %s adds an undo of %s, which the order has no record of: it would stall compensating", c.from, c.to, s.Name)
+				}
+				return !p.Undo && reaches(p), ""
+			})
+	default:
+		c.add(s.Name, "undo", endpoint(s.Undo.Method, s.Undo.Path), "",
+			"an order at or past this step that begins compensating leaves this step's work done; an order already compensating "+
+				"that holds an undo record of this step (it is undoing this step or a later one, or its compensation began here or later) cannot move: "+
+				c.to+" cannot undo it",
+			func(p Position) (bool, string) {
+				switch {
+				case p.Undo && p.Index >= i:
+					return true, fmt.Sprintf("it holds an undo record of %s, which %s cannot undo", s.Name, c.to)
+				case p.Undo:
+					return true, fmt.Sprintf("when its compensation began at %s or later, it holds an undo record of %s, which %s cannot undo", s.Name, s.Name, c.to)
+				}
+				return reaches(p), ""
+			})
+	}
+}
+
+// stepTiming is a step's timing as it runs on the stage, as the files
+// write it, and which of the fields the step sets itself.
+func stepTiming(s Step, stage order.Timing) (values [4]string, own [4]bool) {
+	values = [4]string{stage.Allowance.String(), stage.MaxAllowance.String(), strconv.Itoa(stage.FailureThreshold), strconv.Itoa(stage.MaxHeartbeats)}
+	t := s.Timing
+	if t == nil {
+		return values, own
+	}
+	// Durations in their canonical form, so "60s" and "1m" are the same.
+	if d, err := time.ParseDuration(t.Allowance); err == nil {
+		values[0], own[0] = d.String(), true
+	}
+	if d, err := time.ParseDuration(t.MaxAllowance); err == nil {
+		values[1], own[1] = d.String(), true
+	}
+	if t.FailureThreshold != nil {
+		values[2], own[2] = strconv.Itoa(*t.FailureThreshold), true
+	}
+	if t.MaxHeartbeats != nil {
+		values[3], own[3] = strconv.Itoa(*t.MaxHeartbeats), true
+	}
+	return values, own
+}
+
+var timingFields = [4]string{"timing.allowance", "timing.maxAllowance", "timing.failureThreshold", "timing.maxHeartbeats"}
+
+// compareTiming reports the step's timing, as it runs on the stage, where
+// it changed. It applies to the next attempt of the step and of its undo.
+func (c *comparison) compareTiming(i int, s, n Step) {
+	oldV, oldOwn := stepTiming(s, c.stage)
+	newV, newOwn := stepTiming(n, c.stage)
+	show := func(v string, own bool) string {
+		if own {
+			return v
+		}
+		return v + " (the stage's)"
+	}
+	for k, field := range timingFields {
+		if oldV[k] == newV[k] {
+			continue
+		}
+		effect := "applies from the next attempt of this step"
+		if n.Undo != nil {
+			effect += " and of its undo"
+		}
+		if k == 2 {
+			// A step is given up when its timeouts reach the threshold.
+			o, _ := strconv.Atoi(oldV[k])
+			if nv, _ := strconv.Atoi(newV[k]); nv < o {
+				effect += fmt.Sprintf("; an order at it whose failure count is %d or more gives it up at its next timeout", nv-1)
+			}
+		}
+		c.add(s.Name, field, show(oldV[k], oldOwn[k]), show(newV[k], newOwn[k]), effect,
+			func(p Position) (bool, string) {
+				if p.Undo {
+					return n.Undo != nil && p.Index >= i, ""
+				}
+				return p.Index <= i, ""
+			})
+	}
+}
+
+// carriesOf is what a step's request carries: the order when it says none.
+func carriesOf(s Step) []string {
+	if s.Request == nil {
+		return []string{CarriesOrder}
+	}
+	return s.Request.Carries
+}
+
+// compareRequestCarries reports a change in what the step's request
+// carries. Its undo carries the same unless undo.carries says otherwise,
+// so both are concerned.
+func (c *comparison) compareRequestCarries(i int, s, n Step) {
+	o, nw := carriesOf(s), carriesOf(n)
+	if slices.Equal(o, nw) {
+		return
+	}
+	c.add(s.Name, "request.carries", strings.Join(o, ", "), strings.Join(nw, ", "),
+		"the request of an order before or at this step carries what "+c.to+" says, and so does this step's undo",
+		func(p Position) (bool, string) {
+			if p.Undo {
+				return n.Undo != nil && p.Index >= i, ""
+			}
+			return p.Index <= i, ""
+		})
+}
+
+// compareUndoCarriesAndResult is where what a step's undo carries
+// (undo.carries) and what its answer must be (result: schema, maxBytes)
+// are compared, once definitions have them: an undo that now carries
+// another step's result, a result schema or bound an answer already
+// stored would not meet. Today a definition has neither.
+func (c *comparison) compareUndoCarriesAndResult(i int, s, n Step) {}
+
+// keptResults is the steps whose results an order of d stores: those some
+// step's request names (undo.carries, once definitions have it, adds its
+// own). A result is stored when the step answers, under the order's
+// version then.
+func keptResults(d Definition) map[string]bool {
+	kept := map[string]bool{}
+	for _, s := range d.Steps {
+		for _, item := range carriesOf(s) {
+			if item != CarriesOrder {
+				kept[item] = true
+			}
+		}
+	}
+	return kept
+}
+
+// compareKeptResults reports a result the new version passes to a step
+// (or its undo) that the old one did not keep: an order past the step
+// that answered it has no such result to pass.
+func (c *comparison) compareKeptResults() {
+	kept := keptResults(c.old)
+	for _, n := range c.new.Steps {
+		i := slices.IndexFunc(c.old.Steps, func(s Step) bool { return s.Name == n.Name })
+		for _, item := range carriesOf(n) {
+			k := slices.IndexFunc(c.old.Steps, func(s Step) bool { return s.Name == item })
+			if item == CarriesOrder || kept[item] || k < 0 || i < 0 {
+				// A step new to the new version stops every order already.
+				continue
+			}
+			c.add(n.Name, "request.carries "+item, "(not kept by "+c.from+")", item,
+				"an order past "+item+" has no result of it (it answered under "+c.from+", which did not keep it) to pass to this step or its undo",
+				func(p Position) (bool, string) {
+					// Past k: k answered under the old version. The step at
+					// i calls with it, and its undo too.
+					why := fmt.Sprintf("it is past %s, whose result %s did not keep and %s passes to %s", item, c.from, c.to, n.Name)
+					switch {
+					case !p.Undo && p.Index > k && (p.Index <= i || n.Undo != nil):
+						return true, why
+					case p.Undo && p.Index >= i && n.Undo != nil:
+						return true, why
+					}
+					return false, ""
+				})
+		}
+	}
+}
+
+// jsonEqual reports whether two JSON documents hold the same value.
+func jsonEqual(a, b json.RawMessage) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var va, vb any
+	if json.Unmarshal(a, &va) != nil || json.Unmarshal(b, &vb) != nil {
+		return false
+	}
+	ca, _ := json.Marshal(va)
+	cb, _ := json.Marshal(vb)
+	return bytes.Equal(ca, cb)
+}
+
+// Text is the diff for people: a heading, one line per finding
+// ("STEP: FIELD: OLD -> NEW: EFFECT"), grouped per step, then one line per
+// position and a verdict.
+func (d Diff) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "workflow %s, version %s -> %s (where a step sets no timing, the stage's: allowance %s, maxAllowance %s, failureThreshold %d, maxHeartbeats %d)\n",
+		d.Workflow, d.From, d.To, d.Stage.Allowance, d.Stage.MaxAllowance, d.Stage.FailureThreshold, d.Stage.MaxHeartbeats)
+	none := func(v string) string { return cmp.Or(v, "(none)") }
+	for _, f := range d.Findings {
+		fmt.Fprintf(&b, "%s: %s: %s -> %s: %s\n", cmp.Or(f.Step, "(workflow)"), f.Field, none(f.Old), none(f.New), f.Effect)
+	}
+	if len(d.Findings) == 0 {
+		b.WriteString("no differences an order in flight can meet\n")
+	}
+	var stuck []string
+	for _, p := range d.Positions {
+		switch {
+		case !p.Moves:
+			stuck = append(stuck, p.String())
+			fmt.Fprintf(&b, "%s: cannot move: %s\n", p, strings.Join(p.Cannot, "; "))
+		case len(p.Changes) > 0:
+			fmt.Fprintf(&b, "%s: moves; changed from here: %s\n", p, strings.Join(p.Changes, ", "))
+		default:
+			fmt.Fprintf(&b, "%s: moves; nothing changes from here\n", p)
+		}
+	}
+	if d.Moves {
+		fmt.Fprintf(&b, "every order in flight under version %s can move to version %s\n", d.From, d.To)
+	} else {
+		fmt.Fprintf(&b, "%d of %d positions cannot move to version %s: %s\n", len(stuck), len(d.Positions), d.To, strings.Join(stuck, ", "))
+	}
+	return b.String()
+}

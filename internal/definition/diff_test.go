@@ -1,0 +1,393 @@
+package definition_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"orderly/internal/definition"
+	"orderly/internal/order"
+)
+
+// shipped reads the shipped order workflow, a fresh copy each time.
+func shipped(t *testing.T) definition.Definition {
+	t.Helper()
+	const file = "../../workflows/order/v1.json"
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := definition.Parse(file, data)
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	return d
+}
+
+func intp(n int) *int { return &n }
+
+// step returns the named step of d, for a test to change.
+func step(t *testing.T, d *definition.Definition, name string) *definition.Step {
+	t.Helper()
+	for i := range d.Steps {
+		if d.Steps[i].Name == name {
+			return &d.Steps[i]
+		}
+	}
+	t.Fatalf("no step %s", name)
+	return nil
+}
+
+const (
+	reserve = order.StepReserveInventory
+	charge  = order.StepChargePayment
+	ship    = order.StepArrangeShipping
+)
+
+// The positions of the shipped workflow, as Compare lists them.
+var (
+	atReserve      = "at " + reserve
+	atCharge       = "at " + charge
+	atShip         = "at " + ship
+	undoingShip    = "undoing " + ship
+	undoingCharge  = "undoing " + charge
+	undoingReserve = "undoing " + reserve
+)
+
+func TestCompare(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(t *testing.T, old, new *definition.Definition)
+		// findings are "STEP FIELD: OLD -> NEW" and "!" when it blocks.
+		findings []string
+		// changed and cannot are the positions each finding changes or
+		// stops (each reason's start); the others move unchanged.
+		changed map[string][]string
+		cannot  map[string][]string
+	}{
+		{name: "identical", change: func(*testing.T, *definition.Definition, *definition.Definition) {}},
+		{
+			name: "another version, only the description and version differ",
+			change: func(_ *testing.T, _, new *definition.Definition) {
+				new.Version, new.Description = "2", "something else"
+			},
+		},
+		{
+			name: "an allowance set where the stage's applied",
+			change: func(t *testing.T, _, new *definition.Definition) {
+				step(t, new, charge).Timing = &definition.Timing{Allowance: "45s"}
+			},
+			findings: []string{charge + " timing.allowance: 30s (the stage's) -> 45s"},
+			// The step's next attempt, and its undo's.
+			changed: map[string][]string{
+				atReserve: {charge + " timing.allowance"}, atCharge: {charge + " timing.allowance"},
+				undoingShip: {charge + " timing.allowance"}, undoingCharge: {charge + " timing.allowance"},
+			},
+		},
+		{
+			name: "the stage's value written out, and one written another way",
+			change: func(t *testing.T, old, new *definition.Definition) {
+				step(t, old, charge).Timing = &definition.Timing{MaxAllowance: "120s"}
+				step(t, new, charge).Timing = &definition.Timing{Allowance: "30s", MaxAllowance: "2m", FailureThreshold: intp(3)}
+			},
+		},
+		{
+			name: "a lower failure threshold, on a step without undo",
+			change: func(t *testing.T, old, new *definition.Definition) {
+				step(t, old, ship).Undo, step(t, new, ship).Undo = nil, nil
+				step(t, new, ship).Timing = &definition.Timing{FailureThreshold: intp(2), MaxHeartbeats: intp(0)}
+			},
+			findings: []string{ship + " timing.failureThreshold: 3 (the stage's) -> 2", ship + " timing.maxHeartbeats: 10 (the stage's) -> 0"},
+			changed: map[string][]string{
+				atReserve: {ship + " timing.failureThreshold", ship + " timing.maxHeartbeats"},
+				atCharge:  {ship + " timing.failureThreshold", ship + " timing.maxHeartbeats"},
+				atShip:    {ship + " timing.failureThreshold", ship + " timing.maxHeartbeats"},
+			},
+		},
+		{
+			name: "a call's path",
+			change: func(t *testing.T, _, new *definition.Definition) {
+				step(t, new, charge).Call.Path = "/payment/v2/charges"
+			},
+			findings: []string{charge + " call: POST /payment/charges -> POST /payment/v2/charges"},
+			changed:  map[string][]string{atReserve: {charge + " call"}, atCharge: {charge + " call"}},
+		},
+		{
+			name: "an undo's call and description",
+			change: func(t *testing.T, _, new *definition.Definition) {
+				u := step(t, new, reserve).Undo
+				u.Method, u.Description = "DELETE", "free the stock"
+			},
+			findings: []string{
+				reserve + ` undo: POST /inventory/releases -> DELETE /inventory/releases`,
+				reserve + ` undo.description: "release the reservation" -> "free the stock"`,
+			},
+			// Every order that compensates undoes the first step.
+			changed: map[string][]string{
+				atReserve: {reserve + " undo", reserve + " undo.description"}, atCharge: {reserve + " undo", reserve + " undo.description"},
+				atShip: {reserve + " undo", reserve + " undo.description"}, undoingShip: {reserve + " undo", reserve + " undo.description"},
+				undoingCharge: {reserve + " undo", reserve + " undo.description"}, undoingReserve: {reserve + " undo", reserve + " undo.description"},
+			},
+		},
+		{
+			name: "an undo added",
+			change: func(t *testing.T, old, _ *definition.Definition) {
+				step(t, old, charge).Undo = nil
+			},
+			findings: []string{charge + " undo: (none) -> POST /payment/refunds !"},
+			changed:  map[string][]string{atCharge: {charge + " undo"}, atShip: {charge + " undo"}},
+			// Its undo records were written without it.
+			cannot: map[string][]string{undoingShip: {"its next undos come from version 1, and version 2 adds an undo of " + charge}},
+		},
+		{
+			name: "an undo removed",
+			change: func(t *testing.T, _, new *definition.Definition) {
+				step(t, new, charge).Undo = nil
+			},
+			findings: []string{charge + " undo: POST /payment/refunds -> (none) !"},
+			changed:  map[string][]string{atCharge: {charge + " undo"}, atShip: {charge + " undo"}},
+			cannot: map[string][]string{
+				undoingShip:    {"it holds an undo record of " + charge},
+				undoingCharge:  {"it holds an undo record of " + charge},
+				undoingReserve: {"when its compensation began at " + charge + " or later"},
+			},
+		},
+		{
+			name: "the order's input",
+			change: func(_ *testing.T, _, new *definition.Definition) {
+				new.Input = json.RawMessage(`{"type": "object"}`)
+			},
+			findings: []string{"input: (a schema) -> (another schema)"},
+			changed: map[string][]string{
+				atReserve: {"input"}, atCharge: {"input"}, atShip: {"input"},
+				undoingShip: {"input"}, undoingCharge: {"input"}, undoingReserve: {"input"},
+			},
+		},
+		{
+			name: "a result carried that the old version did not keep",
+			change: func(t *testing.T, _, new *definition.Definition) {
+				step(t, new, ship).Request.Carries = []string{"order", charge}
+			},
+			findings: []string{
+				ship + " request.carries: order -> order, " + charge,
+				ship + " request.carries " + charge + ": (not kept by version 1) -> " + charge + " !",
+			},
+			// At the charge, the answer is still to come, and kept under
+			// the new version.
+			changed: map[string][]string{
+				atReserve: {ship + " request.carries"}, atCharge: {ship + " request.carries"},
+				atShip: {ship + " request.carries"}, undoingShip: {ship + " request.carries"},
+			},
+			// Past the charge: its answer was not kept.
+			cannot: map[string][]string{
+				atShip:      {"it is past " + charge + ", whose result version 1 did not keep"},
+				undoingShip: {"it is past " + charge},
+			},
+		},
+		{
+			name: "a result carried that the old version kept already",
+			change: func(t *testing.T, old, new *definition.Definition) {
+				step(t, old, ship).Request.Carries = []string{"order", charge}
+				step(t, new, ship).Request.Carries = []string{charge}
+			},
+			findings: []string{ship + " request.carries: order, " + charge + " -> " + charge},
+			changed: map[string][]string{
+				atReserve: {ship + " request.carries"}, atCharge: {ship + " request.carries"}, atShip: {ship + " request.carries"},
+				undoingShip: {ship + " request.carries"},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old, new := shipped(t), shipped(t)
+			new.Version = "2"
+			tt.change(t, &old, &new)
+			// Every step of the old version, then the undos it has, last first.
+			all := []string{atReserve, atCharge, atShip}
+			for i := len(old.Steps) - 1; i >= 0; i-- {
+				if old.Steps[i].Undo != nil {
+					all = append(all, "undoing "+old.Steps[i].Name)
+				}
+			}
+			d, err := definition.Compare(old, new, order.DefaultTiming)
+			if err != nil {
+				t.Fatalf("Compare: %v", err)
+			}
+			checkFindings(t, d, tt.findings)
+			var got []string
+			for _, p := range d.Positions {
+				got = append(got, p.String())
+			}
+			if !slices.Equal(got, all) {
+				t.Errorf("positions %q, want %q", got, all)
+			}
+			for _, p := range d.Positions {
+				if want := tt.changed[p.String()]; !slices.Equal(p.Changes, want) {
+					t.Errorf("%s: changes %q, want %q", p, p.Changes, want)
+				}
+				want := tt.cannot[p.String()]
+				if len(p.Cannot) != len(want) || p.Moves != (len(want) == 0) {
+					t.Errorf("%s: moves %t, cannot %q; want cannot %q", p, p.Moves, p.Cannot, want)
+					continue
+				}
+				for k := range want {
+					if !strings.HasPrefix(p.Cannot[k], want[k]) {
+						t.Errorf("%s: cannot %q, want it to start %q", p, p.Cannot[k], want[k])
+					}
+				}
+			}
+			if d.Moves != (len(tt.cannot) == 0) {
+				t.Errorf("Moves %t, want %t", d.Moves, len(tt.cannot) == 0)
+			}
+		})
+	}
+}
+
+func checkFindings(t *testing.T, d definition.Diff, want []string) {
+	t.Helper()
+	var got []string
+	for _, f := range d.Findings {
+		line := strings.TrimSpace(fmt.Sprintf("%s %s: %s -> %s", f.Step, f.Field, cmpOr(f.Old, "(none)"), cmpOr(f.New, "(none)")))
+		if f.Blocks {
+			line += " !"
+		}
+		got = append(got, line)
+		if f.Effect == "" {
+			t.Errorf("%s: no effect said", line)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func cmpOr(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// Steps that do not line up stop every order: each holds a record of
+// every step of its version, matched by place.
+func TestCompareSteps(t *testing.T) {
+	fraud := definition.Step{Name: "fraud-check", Service: "fraud", Call: &definition.Call{Method: "POST", Path: "/fraud/checks"}}
+	tests := []struct {
+		name     string
+		change   func(t *testing.T, old, new *definition.Definition)
+		findings []string
+		cannot   []string
+	}{
+		{
+			name: "a step added before the others",
+			change: func(_ *testing.T, _, new *definition.Definition) {
+				new.Steps = append([]definition.Step{fraud}, new.Steps...)
+			},
+			findings: []string{"fraud-check step: (none) -> steps[0] on fraud !"},
+			cannot:   []string{"fraud-check is new in version 2"},
+		},
+		{
+			name: "a step removed",
+			change: func(_ *testing.T, _, new *definition.Definition) {
+				new.Steps = new.Steps[:2]
+			},
+			findings: []string{ship + " step: steps[2] on shipping -> (none) !"},
+			cannot:   []string{ship + " is not in version 2"},
+		},
+		{
+			name: "a step renamed, its timing changed too",
+			change: func(_ *testing.T, _, new *definition.Definition) {
+				new.Steps[1].Name = "charge"
+				new.Steps[2].Timing = &definition.Timing{Allowance: "1m"}
+			},
+			findings: []string{
+				charge + " name: " + charge + " -> charge !",
+				ship + " timing.allowance: 30s (the stage's) -> 1m0s",
+			},
+			cannot: []string{charge + " is not in version 2 (steps[1] is charge there)"},
+		},
+		{
+			name: "two steps swapped",
+			change: func(_ *testing.T, _, new *definition.Definition) {
+				new.Steps[1], new.Steps[2] = new.Steps[2], new.Steps[1]
+			},
+			findings: []string{charge + " place: steps[1] -> steps[2] !", ship + " place: steps[2] -> steps[1] !"},
+			cannot: []string{
+				charge + " is steps[1] in version 1, steps[2] in version 2",
+				ship + " is steps[2] in version 1, steps[1] in version 2",
+			},
+		},
+		{
+			name: "a step on another service",
+			change: func(_ *testing.T, _, new *definition.Definition) {
+				new.Steps[1].Service = "billing"
+			},
+			findings: []string{charge + " service: payment -> billing !"},
+			cannot:   []string{charge + " is on service payment in version 1, billing in version 2"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old, new := shipped(t), shipped(t)
+			new.Version = "2"
+			tt.change(t, &old, &new)
+			d, err := definition.Compare(old, new, order.DefaultTiming)
+			if err != nil {
+				t.Fatalf("Compare: %v", err)
+			}
+			checkFindings(t, d, tt.findings)
+			if d.Moves {
+				t.Error("Moves true, want false")
+			}
+			for _, p := range d.Positions {
+				if p.Moves || !slices.Equal(p.Cannot, tt.cannot) {
+					t.Errorf("%s: moves %t, cannot %q; want cannot %q", p, p.Moves, p.Cannot, tt.cannot)
+				}
+			}
+		})
+	}
+}
+
+// Orders move only between versions of one workflow.
+func TestCompareRefusesAnotherWorkflow(t *testing.T) {
+	old, new := shipped(t), shipped(t)
+	new.Name, new.File = "checkout", "workflows/checkout/v1.json"
+	_, err := definition.Compare(old, new, order.DefaultTiming)
+	want := `workflows/checkout/v1.json: name: "checkout": ../../workflows/order/v1.json is workflow "order"; an order moves only between versions of its own workflow`
+	if !errors.Is(err, order.ErrInvalid) || err.Error() != want {
+		t.Errorf("Compare = %v, want %s", err, want)
+	}
+}
+
+// The text is one line per finding, grouped per step, one per position,
+// and a verdict.
+func TestDiffText(t *testing.T) {
+	old, new := shipped(t), shipped(t)
+	new.Version = "2"
+	step(t, &new, reserve).Undo.Path = "/inventory/v2/releases"
+	step(t, &new, charge).Timing = &definition.Timing{Allowance: "45s"}
+	step(t, &new, charge).Undo = nil
+	d, err := definition.Compare(old, new, order.DefaultTiming)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `workflow order, version 1 -> 2 (where a step sets no timing, the stage's: allowance 30s, maxAllowance 2m0s, failureThreshold 3, maxHeartbeats 10)
+reserve-inventory: undo: POST /inventory/releases -> POST /inventory/v2/releases: an order that compensates at or past this step calls the new undo with the step's Idempotency-Key, so it must reverse what the old call did under that key
+charge-payment: undo: POST /payment/refunds -> (none): an order at or past this step that begins compensating leaves this step's work done; an order already compensating that holds an undo record of this step (it is undoing this step or a later one, or its compensation began here or later) cannot move: version 2 cannot undo it
+charge-payment: timing.allowance: 30s (the stage's) -> 45s: applies from the next attempt of this step
+at reserve-inventory: moves; changed from here: reserve-inventory undo, charge-payment timing.allowance
+at charge-payment: moves; changed from here: reserve-inventory undo, charge-payment undo, charge-payment timing.allowance
+at arrange-shipping: moves; changed from here: reserve-inventory undo, charge-payment undo
+undoing arrange-shipping: cannot move: it holds an undo record of charge-payment, which version 2 cannot undo
+undoing charge-payment: cannot move: it holds an undo record of charge-payment, which version 2 cannot undo
+undoing reserve-inventory: cannot move: when its compensation began at charge-payment or later, it holds an undo record of charge-payment, which version 2 cannot undo
+3 of 6 positions cannot move to version 2: undoing arrange-shipping, undoing charge-payment, undoing reserve-inventory
+`
+	if got := d.Text(); got != want {
+		t.Errorf("Text:\n%s\nwant:\n%s", got, want)
+	}
+}
