@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"orderly/internal/api"
 	"orderly/internal/control"
 	"orderly/internal/dispatch"
 	"orderly/internal/dynamo"
@@ -504,7 +503,7 @@ func TestMoveOntoAVersionThatAddsAnUndoBelowStallsCompensation(t *testing.T) {
 	nine.Steps = slices.Clone(shipped.Steps)
 	nine.Steps[0].Undo, nine.Steps[0].UndoCall = "", order.Endpoint{}
 	w.Workflow = nine
-	w.API = api.NewService(w.APIConfig())
+	w.API = testenv.NewAPI(t, w.APIConfig())
 	s9 := w.Scheduler("s9")
 	// Replies carry their order's version, as agents copy it.
 	under := func(version string, r order.StepReply) order.StepReply { r.Version = version; return r }

@@ -427,12 +427,43 @@ func (c *comparison) compareRequestCarries(i int, s, n Step) {
 		})
 }
 
-// compareUndoCarriesAndResult is where what a step's undo carries
-// (undo.carries) and what its answer must be (result: schema, maxBytes)
-// are compared, once definitions have them: an undo that now carries
-// another step's result, a result schema or bound an answer already
-// stored would not meet. Today a definition has neither.
-func (c *comparison) compareUndoCarriesAndResult(i int, s, n Step) {}
+// compareUndoCarriesAndResult reports a change in what a step's undo
+// carries (undo.carries) and in what its answer must be (result): an undo
+// run under the new version sends what the new one names, and an answer
+// stored under the old version was checked against the old bound and
+// schema only.
+func (c *comparison) compareUndoCarriesAndResult(i int, s, n Step) {
+	// Left out, an undo carries what its call does: compareRequestCarries
+	// reports that.
+	if s.Undo != nil && n.Undo != nil && (s.Undo.Carries != nil || n.Undo.Carries != nil) {
+		if o, nw := undoCarriesOf(s), undoCarriesOf(n); !slices.Equal(o, nw) {
+			c.add(n.Name, "undo.carries", strings.Join(o, ", "), strings.Join(nw, ", "),
+				"its undo, when it runs under "+c.to+", sends what "+c.to+" names",
+				func(p Position) (bool, string) { return p.Undo && p.Index >= i, "" })
+		}
+	}
+	resultOf := func(st Step) string {
+		if st.Result == nil {
+			return "(none)"
+		}
+		raw, _ := json.Marshal(st.Result)
+		return string(raw)
+	}
+	if o, nw := resultOf(s), resultOf(n); o != nw {
+		c.add(n.Name, "result", o, nw,
+			"answers from now on are checked against "+c.to+"'s result bound and schema; one stored under "+c.from+" is kept as it was",
+			func(p Position) (bool, string) { return !p.Undo && p.Index <= i, "" })
+	}
+}
+
+// undoCarriesOf is what a step's undo request carries: undo.carries, else
+// what its call's request carries.
+func undoCarriesOf(s Step) []string {
+	if s.Undo != nil && s.Undo.Carries != nil {
+		return s.Undo.Carries
+	}
+	return carriesOf(s)
+}
 
 // keptResults is the steps whose results an order of d stores: those some
 // step's request names (undo.carries, once definitions have it, adds its
@@ -441,7 +472,7 @@ func (c *comparison) compareUndoCarriesAndResult(i int, s, n Step) {}
 func keptResults(d Definition) map[string]bool {
 	kept := map[string]bool{}
 	for _, s := range d.Steps {
-		for _, item := range carriesOf(s) {
+		for _, item := range append(carriesOf(s), undoCarriesOf(s)...) {
 			if item != CarriesOrder {
 				kept[item] = true
 			}
@@ -457,7 +488,13 @@ func (c *comparison) compareKeptResults() {
 	kept := keptResults(c.old)
 	for _, n := range c.new.Steps {
 		i := slices.IndexFunc(c.old.Steps, func(s Step) bool { return s.Name == n.Name })
-		for _, item := range carriesOf(n) {
+		items := carriesOf(n)
+		for _, item := range undoCarriesOf(n) {
+			if !slices.Contains(items, item) {
+				items = append(items, item)
+			}
+		}
+		for _, item := range items {
 			k := slices.IndexFunc(c.old.Steps, func(s Step) bool { return s.Name == item })
 			if item == CarriesOrder || kept[item] || k < 0 || i < 0 {
 				// A step new to the new version stops every order already.

@@ -391,3 +391,34 @@ undoing reserve-inventory: cannot move: when its compensation began at charge-pa
 		t.Errorf("Text:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// What an undo carries and what an answer must be are compared too.
+func TestCompareUndoCarriesAndResult(t *testing.T) {
+	old := shipped(t)
+	next := old
+	next.Version = "2"
+	next.Steps = slices.Clone(old.Steps)
+	undo := *old.Steps[1].Undo
+	undo.Carries = []string{"order", "charge-payment"}
+	next.Steps[1].Undo = &undo
+	bound := 512
+	next.Steps[1].Result = &definition.Result{MaxBytes: &bound}
+	d, err := definition.Compare(old, next, order.DefaultTiming)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields []string
+	for _, f := range d.Findings {
+		fields = append(fields, f.Step+" "+f.Field)
+	}
+	for _, want := range []string{"charge-payment undo.carries", "charge-payment result"} {
+		if !slices.Contains(fields, want) {
+			t.Errorf("findings %q, want %q among them", fields, want)
+		}
+	}
+	// charge-payment's answer is kept by the new version only: an order
+	// past it under the old one has none for the refund to carry.
+	if d.Moves {
+		t.Error("every position moves; an order past charge-payment has no kept charge for its refund")
+	}
+}
