@@ -223,11 +223,26 @@ func (s *Service) Move(ctx context.Context, id, to string) (order.Order, error) 
 // fits reports why an order's records do not fit a workflow version.
 func fits(wf order.Workflow, steps []order.StepState) error {
 	forward := 0
-	for _, st := range steps {
+	for k, st := range steps {
 		if st.Undo {
 			def, ok := wf.Step(st.Step)
 			if !ok || def.Undo == "" || def.Agent != st.Agent {
 				return fmt.Errorf("undo record %d undoes %s, which version %s cannot undo with agent %s", st.Index, st.Step, wf.Version, st.Agent)
+			}
+			// Each undo's success claims the next undo record by the
+			// version's plan: the records from the running undo on must be
+			// that plan, or the compensation would wait for a record that
+			// is not there. Undos already done claim nothing any more.
+			if st.ProcessState == order.Processed {
+				continue
+			}
+			i, _ := wf.Index(st.Step)
+			next, more := wf.NextUndo(i)
+			switch {
+			case k+1 < len(steps) && steps[k+1].Undo && (!more || wf.Steps[next].Name != steps[k+1].Step):
+				return fmt.Errorf("undo record %d undoes %s, then %s; version %s undoes %s next", st.Index, st.Step, steps[k+1].Step, wf.Version, nextName(wf, next, more))
+			case (k+1 == len(steps) || !steps[k+1].Undo) && more:
+				return fmt.Errorf("undo record %d undoes %s last; version %s would undo %s after it, which the order has no record for", st.Index, st.Step, wf.Version, wf.Steps[next].Name)
 			}
 			continue
 		}
@@ -240,6 +255,14 @@ func fits(wf order.Workflow, steps []order.StepState) error {
 		return fmt.Errorf("it has %d steps, version %s has %d", forward, wf.Version, len(wf.Steps))
 	}
 	return nil
+}
+
+// nextName names the step undone next, or says there is none.
+func nextName(wf order.Workflow, next int, more bool) string {
+	if !more {
+		return "nothing"
+	}
+	return wf.Steps[next].Name
 }
 
 // undoing is the write that ends st (found in state from) and starts

@@ -92,8 +92,16 @@ func recordSets(wf order.Workflow, p definition.Position) [][]order.StepState {
 			reaches := false
 			records := append([]order.StepState(nil), forward...)
 			for k, i := range plan {
+				// The undos before p's are done; p's runs; the rest wait.
+				state := order.NotStarted
+				switch {
+				case i == p.Index:
+					state = order.Processing
+				case !reaches:
+					state = order.Processed
+				}
 				reaches = reaches || i == p.Index
-				records = append(records, order.StepState{OrderID: "o", Step: wf.Steps[i].Name, Index: len(forward) + k, Agent: wf.Steps[i].Agent, Undo: true})
+				records = append(records, order.StepState{OrderID: "o", Step: wf.Steps[i].Name, Index: len(forward) + k, Agent: wf.Steps[i].Agent, Undo: true, ProcessState: state})
 			}
 			if reaches {
 				sets = append(sets, records)
