@@ -1,7 +1,6 @@
 package control
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -113,15 +112,10 @@ func recordSets(wf order.Workflow, p definition.Position) [][]order.StepState {
 
 func shippedDefinition(t *testing.T) definition.Definition {
 	t.Helper()
-	const file = "../../workflows/order/v1.json"
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
+	// Parsed afresh each call: tests change steps in place.
+	shipped, _, err := definition.Embedded()
+	if err != nil || len(shipped) != 1 {
+		t.Fatalf("the shipped definitions: %d, %v", len(shipped), err)
 	}
-	// Parsed afresh each time: tests change steps in place.
-	d, err := definition.Parse(file, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return shipped[0]
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -16,16 +15,12 @@ import (
 // shipped reads the shipped order workflow, a fresh copy each time.
 func shipped(t *testing.T) definition.Definition {
 	t.Helper()
-	const file = "../../workflows/order/v1.json"
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
+	// Parsed afresh each call: tests change steps in place.
+	shipped, _, err := definition.Embedded()
+	if err != nil || len(shipped) != 1 {
+		t.Fatalf("the shipped definitions: %d, %v", len(shipped), err)
 	}
-	d, err := definition.Parse(file, data)
-	if err != nil {
-		t.Fatalf("Parse: %v", err)
-	}
-	return d
+	return shipped[0]
 }
 
 func intp(n int) *int { return &n }
@@ -357,7 +352,7 @@ func TestCompareRefusesAnotherWorkflow(t *testing.T) {
 	old, new := shipped(t), shipped(t)
 	new.Name, new.File = "checkout", "workflows/checkout/v1.json"
 	_, err := definition.Compare(old, new, order.DefaultTiming)
-	want := `workflows/checkout/v1.json: name: "checkout": ../../workflows/order/v1.json is workflow "order"; an order moves only between versions of its own workflow`
+	want := `workflows/checkout/v1.json: name: "checkout": workflows/order/v1.json is workflow "order"; an order moves only between versions of its own workflow`
 	if !errors.Is(err, order.ErrInvalid) || err.Error() != want {
 		t.Errorf("Compare = %v, want %s", err, want)
 	}
