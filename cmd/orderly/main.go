@@ -130,7 +130,14 @@ func run(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	a := &app{stage: ops.Open(*stage, dynamodb.NewFromConfig(awsCfg), sqs.NewFromConfig(awsCfg)), out: out, asJSON: *format == "json"}
+	// The stage's workflows, named as the functions are told them
+	// (ORDERLY_WORKFLOWS; every one under workflows/ when unset).
+	names, def := config.FromOS().Workflows()
+	wfs, err := definition.Deployed(order.DefaultTiming, names, def)
+	if err != nil {
+		return fmt.Errorf("%s: %w", config.EnvWorkflows, err)
+	}
+	a := &app{stage: ops.Open(*stage, dynamodb.NewFromConfig(awsCfg), sqs.NewFromConfig(awsCfg), wfs), out: out, asJSON: *format == "json"}
 	cmd, rest := global.Arg(0), global.Args()[1:]
 	switch cmd {
 	case "list":
@@ -491,7 +498,7 @@ func (a *app) versions(ctx context.Context, args []string) error {
 		return err
 	}
 	return a.print(use, func(w io.Writer) {
-		tw := newTable(w, "VERSION\tIN FLIGHT\tIN ERROR\tIN THIS BUILD\tREMOVABLE")
+		tw := newTable(w, "WORKFLOW\tVERSION\tIN FLIGHT\tIN ERROR\tIN THIS BUILD\tREMOVABLE")
 		for _, u := range use {
 			removable := "no"
 			switch {
@@ -500,7 +507,7 @@ func (a *app) versions(ctx context.Context, args []string) error {
 			case u.InFlight == 0 && u.InError == 0:
 				removable = "yes: no order uses it"
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%t\t%s\n", u.Version, u.InFlight, u.InError, u.Known, removable)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%t\t%s\n", u.Workflow, u.Version, u.InFlight, u.InError, u.Known, removable)
 		}
 		tw.Flush()
 	})

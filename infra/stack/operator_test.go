@@ -62,7 +62,7 @@ func TestOperatorToolsPolicyAllowsExactlyTheToolsCalls(t *testing.T) {
 	rec := callrecord.New()
 	cfg := testenv.AWS(t).Copy()
 	cfg.APIOptions = append(slices.Clone(cfg.APIOptions), rec.For(operatorTools))
-	stage := ops.Open(e.Stack.Catalog.Stage, dynamodb.NewFromConfig(cfg), sqs.NewFromConfig(cfg))
+	stage := ops.Open(e.Stack.Catalog.Stage, dynamodb.NewFromConfig(cfg), sqs.NewFromConfig(cfg), order.Versions{})
 	ctx := context.Background()
 	must := func(what string, err error) {
 		t.Helper()

@@ -286,7 +286,7 @@ func TestRedriveOfAStoppedWorkflowStep(t *testing.T) {
 				t.Errorf("cancel of an order in Error: %v, want ErrNotAllowed", err)
 			}
 			inError := func() int {
-				ls, err := ops.Open(w.Stack.Catalog.Stage, w.Clients.DynamoDB, w.Clients.SQS).InError(context.Background(), 10)
+				ls, err := ops.Open(w.Stack.Catalog.Stage, w.Clients.DynamoDB, w.Clients.SQS, w.Versions()).InError(context.Background(), 10)
 				if err != nil {
 					t.Fatal(err)
 				}

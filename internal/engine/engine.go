@@ -370,7 +370,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	add("api", serve(apiServer, e.apiLn))
 	if e.conLn != nil {
 		// The operator's console, over the stage as the CLI opens it.
-		stage := ops.Open(e.cfg.Stage, e.clients.DynamoDB, e.clients.SQS)
+		stage := ops.Open(e.cfg.Stage, e.clients.DynamoDB, e.clients.SQS, e.cfg.Workflows)
 		conServer := &http.Server{Handler: console.New(e.cfg.Stage, stage, e.cfg.Log.With("service", "console")).WithHosts(e.cfg.ConsoleHosts...), ReadHeaderTimeout: 5 * time.Second}
 		add("console", serve(conServer, e.conLn))
 	}

@@ -59,11 +59,13 @@ type Stage struct {
 	now       func() time.Time
 }
 
-// Open returns the stage's view over the given clients. The resource names
-// follow from the stage's name, as the stack and the local runtime name
-// them.
-func Open(name string, db *dynamodb.Client, queues SQS) *Stage {
-	wfs := definition.MustShipped(order.DefaultTiming)
+// Open returns the view over the given clients of a stage that runs wfs
+// (none: the shipped workflows this build has). The resource names follow
+// from the stage's name, as the stack and the local runtime name them.
+func Open(name string, db *dynamodb.Client, queues SQS, wfs order.Versions) *Stage {
+	if len(wfs.Known()) == 0 {
+		wfs = definition.MustShipped(order.DefaultTiming)
+	}
 	cat := resources.New(name, wfs.Agents())
 	store := dynamo.NewStore(db, cat.Orders.Name)
 	return &Stage{

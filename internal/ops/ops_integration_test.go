@@ -34,7 +34,7 @@ func world(t *testing.T) (*testenv.World, *ops.Stage) {
 		t.Skip("set ORDERLY_INTEGRATION=1 to run against the emulators")
 	}
 	w := testenv.NewWorld(t, timing)
-	return w, ops.Open(w.Stack.Catalog.Stage, w.Clients.DynamoDB, w.Clients.SQS)
+	return w, ops.Open(w.Stack.Catalog.Stage, w.Clients.DynamoDB, w.Clients.SQS, w.Versions())
 }
 
 func reply(t *testing.T, s *scheduler.Service, r order.StepReply) {
