@@ -1,6 +1,7 @@
 package dynamo
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -132,6 +133,9 @@ func diff(before *orderRecord, now orderRecord) []order.Transition {
 			t.Event, t.From, t.To = "state", o.State, n.State
 			if n.Reference != "" && n.Reference != o.Reference {
 				t.Reason = "reference " + n.Reference
+			}
+			if n.Result != "" && n.Result != o.Result {
+				t.Result = json.RawMessage(n.Result)
 			}
 		case n.Heartbeats > o.Heartbeats:
 			t.Event = "heartbeat"

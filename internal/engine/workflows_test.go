@@ -148,6 +148,23 @@ func TestATeamsOwnWorkflowPassesResultsOn(t *testing.T) {
 	if r := stepView(v, "arrange-shipping").Result; len(r) != 0 {
 		t.Errorf("arrange-shipping kept %s; no call carries it", r)
 	}
+	// The history shows each kept result on the success that kept it.
+	testenv.Eventually(t, 10*time.Second, func() (bool, string) {
+		resp, err := http.Get(e.URL() + "/orders/" + v.OrderID + "/history")
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		var h api.HistoryView
+		_ = json.NewDecoder(resp.Body).Decode(&h)
+		var kept []string
+		for _, tr := range h.History {
+			if len(tr.Result) > 0 && tr.To == string(order.Processed) {
+				kept = append(kept, tr.Step)
+			}
+		}
+		return strings.Join(kept, ",") == "fraud-check,reserve-inventory,charge-payment", fmt.Sprintf("results in the history: %v", kept)
+	})
 	// The shipped workflow still takes its own input at POST /orders.
 	if id := submit(t, e, lines("BOOK-1")); await(t, e, id, 20*time.Second).Status != order.StatusProcessed {
 		t.Error("the shipped workflow's order did not end Processed beside the checkout")

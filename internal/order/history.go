@@ -1,6 +1,9 @@
 package order
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Transition is one change of an order, or of one of its records, as the
 // order's history shows it: who changed what from which state to which,
@@ -25,6 +28,9 @@ type Transition struct {
 	// cancel (the CLI's).
 	By     string `json:"by,omitempty" dynamodbav:"B,omitempty"`
 	Reason string `json:"reason,omitempty" dynamodbav:"W,omitempty"`
+	// Result is the answer a step's success kept (its workflow passes it
+	// on), on the transition that recorded it.
+	Result json.RawMessage `json:"result,omitempty" dynamodbav:"Res,omitempty"`
 }
 
 // RecordLabel names one of an order's records: its step, or the undo of
