@@ -13,6 +13,7 @@
 package soak
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 
@@ -58,9 +59,51 @@ type Planned struct {
 	Kind    Kind             `json:"kind"`
 	Service string           `json:"service,omitempty"` // the service its test value names
 	Order   order.Submission `json:"-"`
+	// Workflow is the workflow it is submitted to: the shipped one
+	// (empty), or the checkout example (Checkout), whose input carries
+	// the same customer and lines.
+	Workflow string `json:"workflow,omitempty"`
 }
 
+// Checkout is the four-step example workflow the soak runs beside the
+// shipped one (examples/workflows/checkout).
+const Checkout = "checkout"
+
+// CheckoutShare is the share of the orders submitted to the checkout
+// example, of every kind.
+const CheckoutShare = 0.25
+
+// Workflows are what the soak's runtime runs (ORDERLY_WORKFLOWS).
+var Workflows = []string{order.LegacyWorkflow, Checkout}
+
 var services = []string{order.AgentInventory, order.AgentPayment, order.AgentShipping}
+
+// checkoutServices are the checkout example's: the fraud check's too.
+var checkoutServices = append([]string{"fraud"}, services...)
+
+// Body is what the order's submission sends: the shipped workflow's input,
+// or the checkout example's with an amount, an address and a token.
+func (p Planned) Body() []byte {
+	if p.Workflow != Checkout {
+		body, _ := json.Marshal(p.Order)
+		return body
+	}
+	body, _ := json.Marshal(map[string]any{
+		"customerId": p.Order.CustomerID, "lines": p.Order.Lines,
+		"amount":          map[string]any{"currency": "EUR", "minorUnits": 1000 + 100*len(p.Order.Lines)},
+		"shippingAddress": map[string]any{"name": "Soak", "line1": "1 Test Street", "city": "Dublin", "postalCode": "D01", "country": "IE"},
+		"paymentToken":    "tok_soak_" + p.Key[len(p.Key)-6:],
+	})
+	return body
+}
+
+// Path is where the order is submitted.
+func (p Planned) Path() string {
+	if p.Workflow == "" {
+		return "/orders"
+	}
+	return "/workflows/" + p.Workflow + "/orders"
+}
 
 // Plan makes n orders of the mix, repeatably for a seed.
 func Plan(n int, mix Mix, seed uint64) []Planned {
@@ -75,6 +118,10 @@ func Plan(n int, mix Mix, seed uint64) []Planned {
 				p.Kind = k
 				break
 			}
+		}
+		svcs := services
+		if rnd.Float64() < CheckoutShare {
+			p.Workflow, svcs = Checkout, checkoutServices
 		}
 		lines := []order.Line{{SKU: fmt.Sprintf("BOOK-%d", rnd.IntN(50)), Quantity: 1 + rnd.IntN(3)}}
 		test := func(service, mode string) {
@@ -94,7 +141,7 @@ func Plan(n int, mix Mix, seed uint64) []Planned {
 			test(p.Service, "PERMANENT")
 			test(order.AgentInventory, "UNDO-PERMANENT-1")
 		default:
-			p.Service = services[rnd.IntN(len(services))]
+			p.Service = svcs[rnd.IntN(len(svcs))]
 			test(p.Service, map[Kind]string{Transient: "TRANSIENT-2", Slow: "SLOW-1500", Hang: "HANG-1", Permanent: "PERMANENT"}[p.Kind])
 		}
 		p.Order = order.Submission{CustomerID: fmt.Sprintf("soak-c-%d", rnd.IntN(200)), Lines: lines}

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"orderly/internal/definition"
 	"orderly/internal/order"
 	"orderly/internal/simulator"
 )
@@ -189,7 +188,7 @@ func account(orders []acked, final map[string]order.Order, effects []simulator.E
 	}
 	// Every version the runtime may run: the shipped ones and the
 	// rehearsal, whose renamed step has its own idempotency key.
-	versions := order.WithRehearsal(definition.MustShipped(order.DefaultTiming))
+	versions := order.WithRehearsal(soakWorkflows())
 	var took []float64
 	for _, a := range orders {
 		r.ByKind[a.Kind]++
@@ -203,7 +202,7 @@ func account(orders []acked, final map[string]order.Order, effects []simulator.E
 			continue
 		}
 		r.Outcomes[string(o.Status)]++
-		r.ByVersion[o.Version]++
+		r.ByVersion[order.Ref(o.Workflow, o.Version)]++
 		took = append(took, o.UpdatedAt.Sub(o.CreatedAt).Seconds())
 		wf, known := versions.Get(o.Workflow, o.Version)
 		if !known {
@@ -213,11 +212,16 @@ func account(orders []acked, final map[string]order.Order, effects []simulator.E
 			continue
 		}
 		steps := wf.Steps
-		inPlace, everUndone := 0, 0
+		// inPlace counts effects done and not undone; undoable, those of
+		// them a compensation must undo (a fraud check has nothing to undo).
+		inPlace, undoable, everUndone := 0, 0, 0
 		for _, d := range steps {
 			k := d.Agent + " " + o.RemoteKey(d.Name)
 			if done[k] > 0 && undone[k] == 0 {
 				inPlace++
+				if d.Undo != "" {
+					undoable++
+				}
 			}
 			everUndone += undone[k]
 		}
@@ -239,9 +243,9 @@ func account(orders []acked, final map[string]order.Order, effects []simulator.E
 				wrong(fmt.Sprintf("%d of %d effects in place, %d undos", inPlace, len(steps), everUndone))
 			}
 		case order.StatusFailed, order.StatusCancelled:
-			if inPlace > 0 {
-				r.EffectsLeftInPlace += inPlace
-				wrong(fmt.Sprintf("%d effects left in place", inPlace))
+			if undoable > 0 {
+				r.EffectsLeftInPlace += undoable
+				wrong(fmt.Sprintf("%d effects left in place", undoable))
 			}
 			switch {
 			case o.Status == order.StatusCancelled && a.Kind != Cancel:

@@ -65,7 +65,7 @@ func Run(ctx context.Context, cfg Config, env Env) (Report, error) {
 	if err := waitReady(ready, cfg.APIAddr); err != nil {
 		return Report{}, err
 	}
-	cat := resources.New(env.Stage, definition.MustShipped(order.DefaultTiming).Agents())
+	cat := resources.New(env.Stage, soakWorkflows().Agents())
 	inbox, err := subscribe(ctx, env, cat)
 	if err != nil {
 		return Report{}, err
@@ -285,9 +285,9 @@ plan:
 }
 
 func submit(ctx context.Context, client *http.Client, addr string, p Planned) (acked, bool) {
-	body, _ := json.Marshal(p.Order)
+	body := p.Body()
 	for try := 0; ctx.Err() == nil; try++ {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/orders", bytes.NewReader(body))
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+p.Path(), bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Idempotency-Key", p.Key)
 		resp, err := client.Do(req)
@@ -554,4 +554,14 @@ func deadLetters(ctx context.Context, env Env, cat resources.Catalog) (map[strin
 		}
 	}
 	return counts, nil
+}
+
+// soakWorkflows are the workflows the soak's runtime runs: the shipped
+// one and the checkout example.
+func soakWorkflows() order.Versions {
+	wfs, err := definition.Deployed(order.DefaultTiming, Workflows, order.LegacyWorkflow)
+	if err != nil {
+		panic(fmt.Sprintf("the soak's workflows: %v", err)) // built in: a broken build
+	}
+	return wfs
 }

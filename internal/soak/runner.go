@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -85,7 +86,8 @@ type child struct {
 func (c *child) start() error {
 	cmd := exec.Command(c.cfg.Binary)
 	c.mu.Lock()
-	cmd.Env = append(append(os.Environ(), c.cfg.Env...), c.build...)
+	// The runtime runs the checkout example beside the shipped workflow.
+	cmd.Env = append(append(append(os.Environ(), "ORDERLY_WORKFLOWS="+strings.Join(Workflows, ",")), c.cfg.Env...), c.build...)
 	c.mu.Unlock()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
