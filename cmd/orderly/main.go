@@ -17,6 +17,7 @@
 //	orderly move ID -version V
 //	orderly console [-addr 127.0.0.1:8082]
 //	orderly workflow validate FILE...
+//	orderly conformance --workflow FILE --url BASE [--step NAME] [--header K=V]... [--input FILE] [--openapi]
 package main
 
 import (
@@ -74,6 +75,10 @@ Commands:
   console [-addr HOST:PORT]  serve the web console for the stage (default 127.0.0.1:8082)
   workflow validate FILE...  check workflow definition files (workflows/NAME/vVERSION.json):
                              "FILE: valid" for each, or one line per problem and exit 1
+  conformance --workflow FILE --url BASE
+                             check a team's services against the remote-service contract,
+                             calling them as the agents do: one line per rule per step, exit 1
+                             when one fails (--step NAME, --header K=V, --input FILE, --openapi)
 
 Every command takes -h. The stage's AWS endpoints come from the usual
 variables and profile: for 'make run', eval "$(bash localstack/emulators.sh env)".
@@ -113,6 +118,10 @@ func run(args []string, out io.Writer) error {
 	if global.Arg(0) == "workflow" {
 		// Definitions are files: no stage, no AWS.
 		return workflow(global.Args()[1:], out)
+	}
+	if global.Arg(0) == "conformance" {
+		// A service and a definition file: no stage, no AWS.
+		return conformanceCmd(global.Args()[1:], out, *format == "json")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
