@@ -316,6 +316,11 @@ func (r *run) sameKey(ctx context.Context, d order.StepDef) {
 	key := newKey()
 	first := r.call(ctx, d, key, false, nil)
 	if first.err != nil {
+		if remote.ClassOf(first.err) == remote.ClassContract {
+			// The work was done: undone with the others, as the engine
+			// undoes it, without the unusable answer.
+			r.kept = append(r.kept, setupKey{d, key})
+		}
 		r.report(d.Name, RuleSameKey, Fail, "the call failed: %s", describe(first))
 		return
 	}
@@ -366,7 +371,11 @@ func (r *run) concurrentKey(ctx context.Context, d order.StepDef) {
 		verdict = Pass
 		why = fmt.Sprintf("two calls at once with one Idempotency-Key: one piece of work (id %s)%s", outs[0].answer.Reference, conflicts(outs[:]))
 	}
-	if d.UndoCall.Path != "" && (outs[0].err == nil || outs[1].err == nil) {
+	done := func(o outcome) bool {
+		c := remote.ClassOf(o.err)
+		return c == remote.ClassSuccess || c == remote.ClassContract
+	}
+	if d.UndoCall.Path != "" && (done(outs[0]) || done(outs[1])) {
 		own := outs[0].answer.Body
 		if outs[0].err != nil {
 			own = outs[1].answer.Body

@@ -427,6 +427,19 @@ func TestFailsAgainstBrokenServices(t *testing.T) {
 			if len(rs) != 10 {
 				t.Errorf("%d results, want one per rule (10):\n%s", len(rs), printed(rs))
 			}
+			// The run undoes the work it did, wherever the service lets it
+			// (one that answers too late does its work after the client
+			// left, and its undos come too late as well).
+			tt.svc.mu.Lock()
+			defer tt.svc.mu.Unlock()
+			for key, id := range tt.svc.work {
+				if tt.svc.delay > 0 {
+					break
+				}
+				if !tt.svc.undone[key] {
+					t.Errorf("charge %s (key %s) left done", id, key)
+				}
+			}
 		})
 	}
 }
