@@ -113,6 +113,7 @@ func TestConformanceFailsAgainstAServiceIgnoringKeys(t *testing.T) {
 func TestConformanceUsage(t *testing.T) {
 	url := simulatorURL(t)
 	bad := writeTemp(t, "v1.json", `{"name":"x"}`)
+	noExample := writeTemp(t, "mini.json", `{"name":"mini","version":"1","input":{"type":"object"},"steps":[{"name":"a","service":"s","call":{"method":"POST","path":"/a"}}]}`)
 	tests := []struct {
 		args []string
 		want string
@@ -124,7 +125,7 @@ func TestConformanceUsage(t *testing.T) {
 		{[]string{"conformance", "--workflow", checkoutFile, "--url", url, "--header", "Bad Name=s3cret"}, `--header "Bad Name": want NAME=VALUE`},
 		{[]string{"conformance", "--workflow", checkoutFile, "--url", url, "--header", "X-Key=@/nonexistent/token"}, "--header X-Key: open /nonexistent"},
 		{[]string{"conformance", "--workflow", checkoutFile, "--url", url, "--step", "refund"}, `has no step "refund"`},
-		{[]string{"conformance", "--workflow", shippedFile, "--url", url}, "its input schema has no examples: give an input file (--input FILE)"},
+		{[]string{"conformance", "--workflow", noExample, "--url", url}, "workflow mini version 1: its input schema has no examples: give an input file (--input FILE)"},
 		{[]string{"conformance", "--workflow", bad, "--url", url}, bad + ": version: must not be empty"},
 		{[]string{"conformance", "--workflow", filepath.Join(t.TempDir(), "none.json"), "--url", url}, "no such file"},
 		{[]string{"conformance", "--workflow", checkoutFile, "--url", "localhost:1"}, "want http:// or https://"},
