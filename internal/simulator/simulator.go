@@ -90,7 +90,7 @@ type keyState struct {
 	orderID string
 }
 
-// Server simulates the three remote services. It is an http.Handler, safe
+// Server simulates the remote services. It is an http.Handler, safe
 // for concurrent use; Close releases the calls it holds.
 type Server struct {
 	log        *slog.Logger
@@ -205,8 +205,8 @@ func New(opts ...Option) (*Server, error) {
 	return s, nil
 }
 
-// Calls returns how many well-formed calls service ("inventory", "payment"
-// or "shipping") received with the idempotency key, replays included.
+// Calls returns how many well-formed calls service ("inventory", "payment",
+// "shipping" or "fraud") received with the idempotency key, replays included.
 func (s *Server) Calls(service, key string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
