@@ -53,7 +53,7 @@ browser: ## install Debian's Chromium for the console's browser test (idempotent
 	@"$(CHROMIUM)" --version 2>/dev/null
 
 .PHONY: test
-test: tools infra-tools browser lint build ## all tests: unit, integration against the emulators (the console in Chromium too), the CDK stack, cfn-lint, schemathesis on the local API (LocalStack's: make test-localstack)
+test: tools infra-tools browser lint build ## all tests: unit, integration against the emulators (the console in Chromium too), the CDK stack, cfn-lint, schemathesis on the local API and on the simulator (LocalStack's: make test-localstack)
 	$(MAKE) --no-print-directory cfn-lint
 	$(TOOLS_VENV)/bin/python -m unittest discover -s localstack/executor/tests -t localstack/executor
 	$(WITH_EMULATORS) env ORDERLY_INTEGRATION=1 ORDERLY_CHROMIUM=$(CHROMIUM) $(GOTEST) $$(go list ./... | grep -v /internal/cost$$)
@@ -62,6 +62,11 @@ test: tools infra-tools browser lint build ## all tests: unit, integration again
 	@# because of it, and their extra writes are counted (seen 2 in 7 runs).
 	$(WITH_EMULATORS) env ORDERLY_INTEGRATION=1 $(GOTEST) ./internal/cost
 	$(WITH_EMULATORS) bash fuzz/run.sh
+	$(MAKE) --no-print-directory contract
+
+.PHONY: contract
+contract: ## the simulator against the remote-service contract: schemathesis from internal/remote/contract.json, then orderly conformance (no emulators)
+	bash fuzz/simulator.sh
 
 .PHONY: lint
 lint: tools ## gofmt, go vet, staticcheck, and go mod tidy leaving go.mod as it is

@@ -11,17 +11,9 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
 root="$(cd "$here/.." && pwd -P)"
-venv="$root/.tools/fuzz-venv"
 log() { printf '[fuzz] %s\n' "$*" >&2; }
-
-want="$(cat "$here/requirements.txt" "$here/constraints.txt" <(python3 --version) | sha256sum | cut -d' ' -f1)"
-if [[ "$(cat "$venv/.stamp" 2>/dev/null)" != "$want" || ! -x "$venv/bin/schemathesis" ]]; then
-    log "installing schemathesis into $venv (pinned)"
-    rm -rf "$venv"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$here/requirements.txt" -c "$here/constraints.txt"
-    echo "$want" > "$venv/.stamp"
-fi
+# shellcheck source=fuzz/venv.sh
+source "$here/venv.sh"
 
 state="$(mktemp -d)"
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"

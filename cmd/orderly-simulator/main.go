@@ -7,11 +7,19 @@
 // ORDERLY_SIMULATOR_ADDR is the address to listen on (default
 // 127.0.0.1:8091); ORDERLY_SIM_LEDGER, when set, is a file that records
 // every remote effect and undo.
+//
+//	orderly-simulator [-require-header SERVICE=HEADER=$VARIABLE|@FILE]...
+//
+// -require-header makes a service answer 401 to a call without the header
+// (e.g. fraud=Authorization=$FRAUD_AUTH), so that a stage's credential
+// for it is checked end to end; the value comes from the variable or the
+// file, never from the command line.
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -27,18 +35,58 @@ import (
 
 func main() {
 	log := config.Logger("simulator")
-	if err := run(log); err != nil {
+	if err := run(log, os.Args[1:]); err != nil {
 		log.Error("orderly-simulator stopped", "error", err)
+		var usage usageError
+		if errors.Is(err, flag.ErrHelp) || errors.As(err, &usage) {
+			os.Exit(2)
+		}
 		os.Exit(1)
 	}
 }
 
-func run(log *slog.Logger) error {
+// usageError is a wrong command line: exit status 2.
+type usageError struct{ error }
+
+// specs collects a repeatable flag's values. They are parsed after the
+// flags, not by Set: the flag package would quote a refused value in its
+// error, and a -require-header value given by mistake may be a secret.
+type specs []string
+
+func (r *specs) String() string { return fmt.Sprint(len(*r), " values") }
+
+func (r *specs) Set(spec string) error {
+	*r = append(*r, spec)
+	return nil
+}
+
+func run(log *slog.Logger, args []string) error {
+	fs := flag.NewFlagSet("orderly-simulator", flag.ContinueOnError)
+	var requireHeader specs
+	fs.Var(&requireHeader, "require-header", "SERVICE=HEADER=$VARIABLE or SERVICE=HEADER=@FILE: the service answers 401 to a call without the header's value (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	var required []simulator.RequiredHeader
+	for _, spec := range requireHeader {
+		h, err := simulator.ParseRequiredHeader(spec, os.LookupEnv)
+		if err != nil {
+			return usageError{err}
+		}
+		required = append(required, h)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	env := config.FromOS()
 	addr := env.String("ORDERLY_SIMULATOR_ADDR", "127.0.0.1:8091")
 	opts := []simulator.Option{simulator.WithLogger(log)}
+	for _, h := range required {
+		opts = append(opts, h.Option())
+		log.Info("service requires a header", "remote_service", h.Service, "header", h.Name)
+	}
 	if ledger := env.String("ORDERLY_SIM_LEDGER", ""); ledger != "" {
 		opts = append(opts, simulator.WithLedger(ledger))
 	}

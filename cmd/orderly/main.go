@@ -18,6 +18,7 @@
 //	orderly console [-addr 127.0.0.1:8082]
 //	orderly workflow validate FILE...
 //	orderly workflow diff [-json] OLD NEW
+//	orderly conformance --workflow FILE --url BASE [--step NAME] [--header K=V]... [--input FILE] [--openapi]
 package main
 
 import (
@@ -78,6 +79,10 @@ Commands:
                              "FILE: valid" for each, or one line per problem and exit 1
   workflow diff OLD NEW      what orders in flight under definition OLD would do if moved to NEW:
                              exit 0 when all can move, 1 when some cannot, 2 for an invalid file
+  conformance --workflow FILE --url BASE
+                             check a team's services against the remote-service contract,
+                             calling them as the agents do: one line per rule per step, exit 1
+                             when one fails (--step NAME, --header K=V, --input FILE, --openapi)
 
 Every command takes -h. The stage's AWS endpoints come from the usual
 variables and profile: for 'make run', eval "$(bash localstack/emulators.sh env)".
@@ -123,6 +128,10 @@ func run(args []string, out io.Writer) error {
 	if global.Arg(0) == "workflow" {
 		// Definitions are files: no stage, no AWS.
 		return workflow(global.Args()[1:], out, *format == "json")
+	}
+	if global.Arg(0) == "conformance" {
+		// A service and a definition file: no stage, no AWS.
+		return conformanceCmd(global.Args()[1:], out, *format == "json")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -1,18 +1,31 @@
 // Package simulator stands in for the remote inventory, payment and shipping
-// services in the local run and the tests. Like a payment sandbox's test
+// services (and the checkout example's fraud service) in the local run and
+// the tests. Like a payment sandbox's test
 // card numbers, documented SKU values make one service fail in a chosen way,
-// so every failure the agents must survive can be produced on demand.
+// so every failure the agents must survive can be produced on demand. It
+// conforms to the remote-service contract (internal/remote's
+// contract.json): schemathesis checks it in make test.
 //
 // # Contract
 //
-// Each service takes POST /inventory/reservations, /payment/charges or
-// /shipping/shipments with Content-Type: application/json, an
+// Each service takes POST /inventory/reservations, /payment/charges,
+// /shipping/shipments or /fraud/checks with Content-Type: application/json, an
 // Idempotency-Key header and the body
 //
 //	{"orderId":"...","customerId":"...","lines":[{"sku":"...","quantity":2}]}
 //
-// and answers 201 {"id":"res_..."} (ch_... for payment, shp_... for
-// shipping). A repeated call with the same Idempotency-Key after a success
+// (other fields are ignored) and answers 201 {"id":"res_..."} (ch_... for
+// payment, shp_... for shipping; the fraud service {"id":"fc_...",
+// "score":0.123}, a low risk from 0 to 0.5). A body may carry earlier steps'
+// answers, {"results": {"reserve-inventory": {"id": "res_..."}}}, as the
+// checkout example's calls do: a result of reserve-inventory,
+// charge-payment or fraud-check must name work that service did for the
+// same order (422 otherwise; for a call to do work, not undone either), and
+// an undo that carries its own step's result (the refund naming the
+// charge) must name the work done under its key. With WithRequiredHeader a
+// service answers 401 to a call without the header's value.
+//
+// A repeated call with the same Idempotency-Key after a success
 // does no new work and answers 200 with the same id and the header
 // Idempotent-Replayed: true, whatever the test value. Failures carry
 // {"error":"..."}: 503 transient fault, 422 permanent fault, 400 missing or
@@ -35,14 +48,15 @@
 // # Test values
 //
 // Any line of the order whose SKU is TEST-<SERVICE>-<MODE>, where SERVICE is
-// INVENTORY, PAYMENT or SHIPPING, makes that service (and only that one)
+// INVENTORY, PAYMENT, SHIPPING or FRAUD, makes that service (and only that one)
 // misbehave. Calls are counted per service and Idempotency-Key, so each
 // step of each order starts afresh:
 //
 //	MODE           effect on the named service
 //	TRANSIENT-<N>  the first N calls answer 503, later calls succeed
 //	PERMANENT      every call answers 422: inventory "sku out of stock",
-//	               payment "card declined", shipping "address undeliverable"
+//	               payment "card declined", shipping "address undeliverable",
+//	               fraud "order flagged as a fraud risk"
 //	PERMANENT-<N>  the first N calls answer 422, later calls succeed (the
 //	               service was fixed: for trying an operator's redrive)
 //	HANG           no call is answered: each is held until the client gives

@@ -58,6 +58,9 @@ func (s *Server) openLedger() error {
 			st = &keyState{}
 			s.keys[ck] = st
 		}
+		if st.orderID == "" {
+			st.orderID = e.OrderID
+		}
 		switch {
 		case e.Call > 0 && e.Undo:
 			st.undoCalls = max(st.undoCalls, e.Call)
@@ -70,6 +73,7 @@ func (s *Server) openLedger() error {
 			st.undoRef = e.Reference
 		default:
 			st.fingerprint, st.reference = e.Fingerprint, e.Reference
+			s.refs[e.Reference] = ck
 		}
 	}
 	if err := os.MkdirAll(filepath.Dir(s.ledgerPath), 0o755); err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"log/slog"
 	"mime"
@@ -27,13 +28,37 @@ type service struct {
 	refPrefix string
 	// refusal is the reason given by PERMANENT.
 	refusal string
+	// scores makes the answer carry a fraud score besides the id.
+	scores bool
 }
+
+// The fraud service is the checkout example's (examples/workflows/checkout).
+const fraudService = "fraud"
 
 // services maps each collection path to the service behind it.
 var services = map[string]service{
 	"/inventory/reservations": {name: order.AgentInventory, refPrefix: "res_", refusal: "sku out of stock"},
 	"/payment/charges":        {name: order.AgentPayment, refPrefix: "ch_", refusal: "card declined"},
 	"/shipping/shipments":     {name: order.AgentShipping, refPrefix: "shp_", refusal: "address undeliverable"},
+	"/fraud/checks":           {name: fraudService, refPrefix: "fc_", refusal: "order flagged as a fraud risk", scores: true},
+}
+
+// resultMakers names, for each step result a call may carry (a
+// workflow's request.carries, as the checkout example's do), the service
+// that made it, so the simulator can check the result names work it did,
+// as the real services would refuse a shipment from someone else's
+// reservation or a refund of another charge.
+var resultMakers = map[string]string{
+	"fraud-check":       fraudService,
+	"reserve-inventory": order.AgentInventory,
+	"charge-payment":    order.AgentPayment,
+}
+
+// resultNouns name each service's work in refusals.
+var resultNouns = map[string]string{
+	fraudService:         "fraud check",
+	order.AgentInventory: "reservation",
+	order.AgentPayment:   "charge",
 }
 
 // undoServices maps each undo path to the service behind it: a POST with a
@@ -61,9 +86,11 @@ type keyState struct {
 	// that a late call for it does no work.
 	undoCalls int
 	undoRef   string
+	// orderID is the order of the first call, which the work is for.
+	orderID string
 }
 
-// Server simulates the three remote services. It is an http.Handler, safe
+// Server simulates the remote services. It is an http.Handler, safe
 // for concurrent use; Close releases the calls it holds.
 type Server struct {
 	log        *slog.Logger
@@ -82,7 +109,12 @@ type Server struct {
 	outages []Outage
 	closed  bool
 	keys    map[callKey]*keyState
-	ledger  *ledger
+	// refs maps each reference to the key its work was done under, so a
+	// result carried by a later call can be checked (resultMakers).
+	refs   map[string]callKey
+	ledger *ledger
+	// required are the headers services require (WithRequiredHeader).
+	required map[string]RequiredHeader
 }
 
 // Outage is a window in which one service answers every call with 503,
@@ -156,9 +188,11 @@ func WithRetryAfter(d time.Duration) Option {
 // error.
 func New(opts ...Option) (*Server, error) {
 	s := &Server{
-		log:     slog.New(slog.DiscardHandler),
-		closing: make(chan struct{}),
-		keys:    make(map[callKey]*keyState),
+		log:      slog.New(slog.DiscardHandler),
+		closing:  make(chan struct{}),
+		keys:     make(map[callKey]*keyState),
+		refs:     make(map[string]callKey),
+		required: make(map[string]RequiredHeader),
 	}
 	for _, opt := range opts {
 		opt(s)
@@ -171,8 +205,8 @@ func New(opts ...Option) (*Server, error) {
 	return s, nil
 }
 
-// Calls returns how many well-formed calls service ("inventory", "payment"
-// or "shipping") received with the idempotency key, replays included.
+// Calls returns how many well-formed calls service ("inventory", "payment",
+// "shipping" or "fraud") received with the idempotency key, replays included.
 func (s *Server) Calls(service, key string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -232,7 +266,19 @@ func fail(status int, format string, args ...any) reply {
 	return reply{status: status, body: errorBody{Error: fmt.Sprintf(format, args...)}}
 }
 
-func replayed(reference string) reply {
+// replayed answers a repeated call with the first one's answer (the
+// answer is made from its reference, so a replay after a restart says the
+// same).
+func replayed(svc service, reference string) reply {
+	return reply{
+		status: http.StatusOK,
+		body:   svc.answer(reference),
+		header: http.Header{"Idempotent-Replayed": {"true"}},
+	}
+}
+
+// replayedUndo answers a repeated undo.
+func replayedUndo(reference string) reply {
 	return reply{
 		status: http.StatusOK,
 		body:   createdBody{ID: reference},
@@ -248,12 +294,46 @@ type createdBody struct {
 	ID string `json:"id"`
 }
 
+// scoredBody is the fraud service's answer: a check id and the order's
+// risk, from 0 (none) to 1.
+type scoredBody struct {
+	ID    string  `json:"id"`
+	Score float64 `json:"score"`
+}
+
+// answer is the service's answer for its work with reference.
+func (svc service) answer(reference string) any {
+	if !svc.scores {
+		return createdBody{ID: reference}
+	}
+	// Made from the reference, so a replay answers the same score. The
+	// simulator passes every order: a low risk, from 0 to 0.499.
+	h := fnv.New32a()
+	h.Write([]byte(reference))
+	return scoredBody{ID: reference, Score: float64(h.Sum32()%500) / 1000}
+}
+
 // requestBody is what the services accept; unknown fields are ignored, as
 // a real service would.
 type requestBody struct {
 	OrderID    string       `json:"orderId"`
 	CustomerID string       `json:"customerId"`
 	Lines      []order.Line `json:"lines"`
+	// Results are earlier steps' answers, when the workflow's request
+	// carries them (see resultMakers).
+	Results map[string]json.RawMessage `json:"results"`
+}
+
+// fingerprint identifies the work a body asks for: its order, customer
+// and lines. Results are left out: they are checked on their own, and a
+// ledger written before them stays valid.
+func (b requestBody) fingerprint() string {
+	canonical, _ := json.Marshal(struct {
+		OrderID    string       `json:"orderId"`
+		CustomerID string       `json:"customerId"`
+		Lines      []order.Line `json:"lines"`
+	}{b.OrderID, b.CustomerID, b.Lines}) // strings and ints cannot fail to encode
+	return string(canonical)
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -305,6 +385,9 @@ func (s *Server) serve(r *http.Request) (call, reply) {
 		rep.header = http.Header{"Allow": {http.MethodPost}}
 		return c, rep
 	}
+	if refused, ok := s.authenticate(svc.name, r); !ok {
+		return c, refused
+	}
 	key, req, fingerprint, bad := parseRequest(r)
 	if bad.status != 0 {
 		return c, bad
@@ -320,7 +403,7 @@ func (s *Server) serve(r *http.Request) (call, reply) {
 	s.mu.Lock()
 	st, seen := s.keys[ck]
 	if !seen {
-		st = &keyState{fingerprint: fingerprint}
+		st = &keyState{fingerprint: fingerprint, orderID: req.OrderID}
 		s.keys[ck] = st
 	}
 	if undo {
@@ -331,6 +414,7 @@ func (s *Server) serve(r *http.Request) (call, reply) {
 		c.n = st.calls
 	}
 	reference, undoRef, conflict := st.reference, st.undoRef, st.fingerprint != fingerprint
+	wrongResult := s.checkResults(svc.name, undo, st, req)
 	// A counted test value's count outlives a restart: on disk before the
 	// answer, like an effect.
 	var counted error
@@ -344,8 +428,10 @@ func (s *Server) serve(r *http.Request) (call, reply) {
 	}
 
 	switch {
+	case wrongResult.status != 0:
+		return c, wrongResult
 	case undo && undoRef != "":
-		return c, replayed(undoRef)
+		return c, replayedUndo(undoRef)
 	case !undo && undoRef != "":
 		// The work under this key was undone, or fenced off before it
 		// was done: a late call must not do it now.
@@ -355,7 +441,7 @@ func (s *Server) serve(r *http.Request) (call, reply) {
 		// "the same key is still in flight", which is worth retrying.
 		return c, fail(http.StatusUnprocessableEntity, "Idempotency-Key %q was first used with a different request", key)
 	case reference != "" && !undo:
-		return c, replayed(reference)
+		return c, replayed(svc, reference)
 	case !m.affects(c.n):
 	case m.behaviour == permanent:
 		return c, fail(http.StatusUnprocessableEntity, "%s", svc.refusal)
@@ -404,7 +490,7 @@ func (s *Server) undoWork(ck callKey, svc service, orderID string) reply {
 	defer s.mu.Unlock()
 	st := s.keys[ck]
 	if st.undoRef != "" {
-		return replayed(st.undoRef)
+		return replayedUndo(st.undoRef)
 	}
 	ref := svc.refPrefix + strings.ToLower(rand.Text())
 	if s.ledger != nil {
@@ -428,7 +514,7 @@ func (s *Server) doWork(ck callKey, svc service, orderID string) reply {
 	st := s.keys[ck]
 	switch {
 	case st.reference != "":
-		return replayed(st.reference)
+		return replayed(svc, st.reference)
 	case st.undoRef != "":
 		// Undone while this call was held: the undo wins.
 		return fail(http.StatusUnprocessableEntity, "Idempotency-Key %q was undone; no work is done for it", ck.key)
@@ -442,7 +528,8 @@ func (s *Server) doWork(ck callKey, svc service, orderID string) reply {
 		}
 	}
 	st.reference = reference
-	return reply{status: http.StatusCreated, body: createdBody{ID: st.reference}}
+	s.refs[reference] = ck
+	return reply{status: http.StatusCreated, body: svc.answer(reference)}
 }
 
 // parseRequest checks the headers and body of a call. A non-zero bad.status
@@ -476,8 +563,7 @@ func parseRequest(r *http.Request) (key string, req requestBody, fingerprint str
 	if problem := req.problem(); problem != "" {
 		return "", req, "", fail(http.StatusBadRequest, "body: %s", problem)
 	}
-	canonical, _ := json.Marshal(req) // strings and ints cannot fail to encode
-	return key, req, string(canonical), reply{}
+	return key, req, req.fingerprint(), reply{}
 }
 
 // problem names the first thing wrong with a decoded body, or is empty.

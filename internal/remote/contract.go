@@ -1,0 +1,429 @@
+package remote
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"orderly/internal/order"
+)
+
+// Class is how the engine takes a service's answer: the contract's word
+// for each status (the "x-orderly-class" of every response in Contract).
+type Class string
+
+// Classes. ClassContract and ClassNotInBuild are the client's own, not a
+// status's.
+const (
+	ClassSuccess       Class = "success"
+	ClassTransient     Class = "transient"
+	ClassPermanent     Class = "permanent"
+	ClassConfiguration Class = "configuration"
+	ClassContract      Class = "contract"
+	ClassNotInBuild    Class = "not-in-build"
+)
+
+// StatusClass is the class of an answer with status, as Call takes it (a
+// 2xx is a success only with the JSON object the contract asks for).
+func StatusClass(status int) Class {
+	switch {
+	case status >= 200 && status < 300:
+		return ClassSuccess
+	case status >= 300 && status < 400:
+		return ClassConfiguration
+	}
+	return ClassOf(classify(status))
+}
+
+// ClassOf is the class of an error Call returned (nil is a success).
+func ClassOf(err error) Class {
+	switch {
+	case err == nil:
+		return ClassSuccess
+	case errors.Is(err, ErrContract):
+		return ClassContract
+	case errors.Is(err, ErrNotInBuild):
+		return ClassNotInBuild
+	case errors.Is(err, ErrConfiguration):
+		return ClassConfiguration
+	case errors.Is(err, ErrPermanent):
+		return ClassPermanent
+	}
+	return ClassTransient
+}
+
+// ParseRetryAfter reads a Retry-After header as Call does: delay-seconds
+// or an HTTP date (relative to the answer's Date). False when there is
+// none, or it is neither.
+func ParseRetryAfter(h http.Header) (time.Duration, bool) { return parseRetryAfter(h) }
+
+// MaxResponseBytes is the most of an answer Call reads.
+const MaxResponseBytes = maxResponseBytes
+
+const contractDescription = `What every remote service a workflow calls must do: the wire between an orderly agent and
+the service, for a step's call and its undo call. A workflow's definition (workflows/NAME/vVERSION.json) names each
+step's method and path (steps[].call, steps[].undo) under the service's base URL, which the stage sets;
+components.pathItems.StepCall and StepUndo are those two calls for any step, and
+'orderly conformance --workflow FILE --openapi' prints a workflow's own document, with its paths, its input and its
+steps' results. 'orderly conformance' checks a running service against the rules below.
+
+Every attempt of a step sends the same Idempotency-Key, and so does the step's undo. The service does the work once
+per key: a repeated call (a retry after a timeout, a call still in flight) answers the same id and does nothing new;
+two calls with one key at the same time do the work once (the second may answer 409 and is retried).
+
+The undo call takes the work's own key, reverses the work done under it, and answers 2xx; when no work was done
+under the key it answers 2xx too (nothing to undo), and either way the key is then blocked: a later call to do the
+work with it (a retry still on its way) is refused with a 4xx that is not a configuration status, and does nothing.
+A repeated undo answers 2xx.
+
+Answers, by class (x-orderly-class on each response): success: 2xx with a JSON object holding a non-empty string
+"id", the service's reference for the work; the whole object is the step's result (a 2xx without an id is taken as
+transient: a retry replays it). When a later call carries the step's result the object is kept with the order and
+must be at most the step's result.maxBytes (default 4096) and match its result.schema, or the order goes to Error
+for an operator (the work was done; its answer is unusable). transient: 408, 409, 429 and every 5xx but 501, or no
+answer in time: retried with backoff within the step's window, waiting at least Retry-After when sent
+(delay-seconds or an HTTP date). permanent: 501 and every 4xx not listed as configuration: the service refuses the
+work (a declined card); the step fails and the steps before it are undone. configuration: every 3xx (never
+followed), 401, 403, 404, 405, 407, 415: how the service is reached is wrong (URL, credential, network rule): the
+same for every order, so orders wait (the agent holds its requests and alarms) instead of failing. Errors carry
+{"error": "why"}.
+
+Requests carry Content-Type: application/json, Accept: application/json, the Idempotency-Key and the stage's
+authentication for the service (a header kept in AWS Secrets Manager, or SigV4), and a JSON object: "orderId";
+when the step's request carries "order", every top-level field of the order's input; when it carries earlier steps,
+"results" with each one's answer, by step name.`
+
+// Contract returns the remote-service contract as an OpenAPI 3.1
+// document, for any workflow: its calls are components.pathItems
+// (StepCall, StepUndo), placed at a workflow's own paths by ContractFor.
+// contract.json in this directory is this document.
+func Contract() map[string]any {
+	return map[string]any{
+		"openapi": "3.1.0",
+		"info": map[string]any{
+			"title":       "orderly remote-service contract",
+			"version":     "1",
+			"description": contractDescription,
+		},
+		"components": map[string]any{
+			"schemas": map[string]any{
+				"Request": map[string]any{
+					"type":        "object",
+					"description": "orderId; the order's input fields when the step carries \"order\"; results of the earlier steps it carries",
+					"required":    []any{order.BodyOrderID},
+					"properties": map[string]any{
+						order.BodyOrderID: orderIDSchema(),
+						order.BodyResults: map[string]any{"type": "object", "description": "earlier steps' answers, by step name",
+							"additionalProperties": ref("Answer")},
+					},
+				},
+				"Answer": answerSchema(),
+				"Error":  errorSchema(),
+			},
+			"pathItems": map[string]any{
+				"StepCall": map[string]any{"post": operation("do a step's work",
+					"At the method and path of the step's call (steps[].call). Does the work once per Idempotency-Key.",
+					ref("Request"), response("the work is done (or was, under this key): its reference and the step's result", ref("Answer")))},
+				"StepUndo": map[string]any{"post": operation("undo a step's work",
+					"At the method and path of the step's undo (steps[].undo), with the work's Idempotency-Key. Reverses the work done under the key, "+
+						"or does nothing when there was none; then blocks the key.",
+					ref("Request"), response("undone, or nothing to undo: the key is blocked", ref("Answer")))},
+			},
+		},
+	}
+}
+
+// ContractFor returns the contract of workflow w's calls: each step's
+// call and undo call at its own method and path, its request body from
+// what it carries (the input schema's properties, the carried steps'
+// result schemas) and its success from its result schema. Two calls at
+// one method and path cannot be told apart: that is an error.
+func ContractFor(w order.Workflow) (map[string]any, error) {
+	doc := Contract()
+	doc["info"].(map[string]any)["title"] = fmt.Sprintf("orderly remote-service contract: workflow %s version %s", w.Name, w.Version)
+	components := doc["components"].(map[string]any)
+	schemas := components["schemas"].(map[string]any)
+	delete(components, "pathItems")
+	input := schemaOf(w.Input)
+	if input != nil {
+		schemas["Input"] = rebase(input, "#/components/schemas/Input")
+	}
+	for _, d := range w.Steps {
+		if r := schemaOf(d.ResultSchema); r != nil {
+			schemas[resultName(d.Name)] = rebase(r, "#/components/schemas/"+resultName(d.Name))
+		}
+	}
+	paths := map[string]any{}
+	seen := map[string]string{}
+	add := func(call order.Endpoint, what string, op map[string]any) error {
+		method := strings.ToLower(call.Method)
+		at := call.Method + " " + call.Path
+		if other, dup := seen[at]; dup {
+			return fmt.Errorf("workflow %s version %s: %s and %s both call %s: the contract cannot tell them apart", w.Name, w.Version, other, what, at)
+		}
+		seen[at] = what
+		item, _ := paths[call.Path].(map[string]any)
+		if item == nil {
+			item = map[string]any{}
+			paths[call.Path] = item
+		}
+		item[method] = op
+		return nil
+	}
+	for _, d := range w.Steps {
+		success := ref("Answer")
+		if _, ok := schemas[resultName(d.Name)]; ok {
+			success = map[string]any{"allOf": []any{ref("Answer"), ref(resultName(d.Name))}}
+		}
+		kept := "not kept (no call carries it)"
+		if w.Keeps(d.Name) {
+			kept = fmt.Sprintf("kept with the order: at most %d bytes (result.maxBytes)", d.ResultMaxBytes)
+		}
+		op := operation("step "+d.Name+" (service "+d.Agent+")", "Does the work of step "+d.Name+" once per Idempotency-Key.",
+			requestSchema(w, d, input, false), response("the work is done (or was, under this key): its reference and the step's result, "+kept, success))
+		op["operationId"] = d.Name
+		if err := add(d.Call, "step "+d.Name, op); err != nil {
+			return nil, err
+		}
+		if d.UndoCall.Path == "" {
+			continue
+		}
+		undo := operation("undo step "+d.Name+": "+d.Undo, "Reverses the work done under the Idempotency-Key, or does nothing when there was none; then blocks the key.",
+			requestSchema(w, d, input, true), response("undone, or nothing to undo: the key is blocked", ref("Answer")))
+		undo["operationId"] = "undo-" + d.Name
+		if err := add(d.UndoCall, "the undo of step "+d.Name, undo); err != nil {
+			return nil, err
+		}
+	}
+	doc["paths"] = paths
+	return doc, nil
+}
+
+// ContractJSON is Contract, indented, as contract.json holds it.
+func ContractJSON() []byte { return indent(Contract()) }
+
+// ContractJSONFor is ContractFor, indented.
+func ContractJSONFor(w order.Workflow) ([]byte, error) {
+	doc, err := ContractFor(w)
+	if err != nil {
+		return nil, err
+	}
+	return indent(doc), nil
+}
+
+func indent(doc map[string]any) []byte {
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		panic(err) // maps of strings, numbers, slices and decoded JSON always marshal
+	}
+	return append(b, '\n')
+}
+
+func resultName(step string) string { return step + ".Result" }
+
+func ref(name string) map[string]any { return map[string]any{"$ref": "#/components/schemas/" + name} }
+
+func orderIDSchema() map[string]any {
+	return map[string]any{"type": "string", "minLength": 1, "description": "the order's id, the same for all its calls"}
+}
+
+func answerSchema() map[string]any {
+	return map[string]any{
+		"type":        "object",
+		"description": "a success's answer: the service's reference for the work in \"id\"; other fields are the step's result too",
+		"required":    []any{"id"},
+		"properties":  map[string]any{"id": map[string]any{"type": "string", "minLength": 1}},
+	}
+}
+
+func errorSchema() map[string]any {
+	return map[string]any{
+		"type":        "object",
+		"description": "why the call failed, for operators (a refusal's reason reaches the order's client)",
+		"required":    []any{"error"},
+		"properties":  map[string]any{"error": map[string]any{"type": "string"}},
+	}
+}
+
+// requestSchema is the body of step d's call (or undo): what the engine
+// sends (order.StepRequest.Body). A forward call carries every result
+// it names (those steps are done); an undo only those the order has.
+func requestSchema(w order.Workflow, d order.StepDef, input map[string]any, undo bool) map[string]any {
+	props := map[string]any{order.BodyOrderID: orderIDSchema()}
+	required := []any{order.BodyOrderID}
+	additional := false
+	var steps []string
+	for _, item := range d.Carried(undo) {
+		if item != order.CarriesOrder {
+			steps = append(steps, item)
+			continue
+		}
+		inProps, _ := input["properties"].(map[string]any)
+		for name := range inProps {
+			props[name] = map[string]any{"$ref": "#/components/schemas/Input/properties/" + escapePointer(name)}
+		}
+		if req, ok := input["required"].([]any); ok {
+			required = append(required, req...)
+		}
+		// Fields the input schema does not list may be in the input, and
+		// so in the body, unless it forbids them.
+		if ap, ok := input["additionalProperties"].(bool); inProps == nil || !ok || ap {
+			additional = true
+		}
+	}
+	if len(steps) > 0 {
+		rprops := map[string]any{}
+		for _, s := range steps {
+			rprops[s] = ref("Answer")
+			if d, ok := w.Step(s); ok && len(d.ResultSchema) > 0 {
+				rprops[s] = map[string]any{"allOf": []any{ref("Answer"), ref(resultName(s))}}
+			}
+		}
+		results := map[string]any{"type": "object", "properties": rprops, "additionalProperties": false,
+			"description": "the carried steps' answers, by step name"}
+		if !undo {
+			results["required"] = toAny(steps)
+			required = append(required, order.BodyResults)
+		} else {
+			results["description"] = "the carried steps' answers that the order has (a step not done has none)"
+		}
+		props[order.BodyResults] = results
+	}
+	return map[string]any{"type": "object", "required": dedupe(required), "properties": props, "additionalProperties": additional}
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+func dedupe(vs []any) []any {
+	var out []any
+	for _, v := range vs {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func escapePointer(s string) string { return strings.NewReplacer("~", "~0", "/", "~1").Replace(s) }
+
+// schemaOf decodes a definition's schema; nil when there is none.
+func schemaOf(raw json.RawMessage) map[string]any {
+	var s map[string]any
+	if len(raw) == 0 || json.Unmarshal(raw, &s) != nil {
+		return nil
+	}
+	delete(s, "$schema") // OpenAPI 3.1 reads draft 2020-12 itself
+	return s
+}
+
+// rebase moves a schema's own references ("#/$defs/line") under base, the
+// place the schema takes in the document.
+func rebase(v any, base string) map[string]any {
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch v := v.(type) {
+		case map[string]any:
+			out := make(map[string]any, len(v))
+			for k, e := range v {
+				if s, ok := e.(string); ok && k == "$ref" && strings.HasPrefix(s, "#") {
+					out[k] = base + strings.TrimPrefix(s, "#")
+					continue
+				}
+				out[k] = walk(e)
+			}
+			return out
+		case []any:
+			out := make([]any, len(v))
+			for i, e := range v {
+				out[i] = walk(e)
+			}
+			return out
+		}
+		return v
+	}
+	return walk(v).(map[string]any)
+}
+
+// idempotencyKey is the header every call carries.
+func idempotencyKey() map[string]any {
+	return map[string]any{
+		"name": "Idempotency-Key", "in": "header", "required": true,
+		"description": "the same for every attempt of a step and for its undo: the service does the work once per key " +
+			"(the engine's keys are 32 base32 characters)",
+		"schema": map[string]any{"type": "string", "minLength": 1, "maxLength": order.MaxIdempotencyKeyLen, "pattern": "^[!-~]+$"},
+	}
+}
+
+func response(description string, schema map[string]any) map[string]any {
+	r := map[string]any{"description": description, "x-orderly-class": string(ClassSuccess)}
+	if schema != nil {
+		r["content"] = map[string]any{"application/json": map[string]any{"schema": schema}}
+	}
+	return r
+}
+
+// retryAfter is the header a transient answer may carry: delay-seconds
+// or an HTTP date (IMF-fixdate).
+func retryAfter() map[string]any {
+	return map[string]any{
+		"description": "when to try again: delay-seconds or an HTTP date; the agent waits at least this long, within the step's window",
+		"schema": map[string]any{"type": "string",
+			"pattern": `^([0-9]+|(Mon|Tue|Wed|Thu|Fri|Sat|Sun), [0-9]{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT)$`},
+	}
+}
+
+// failure is a failed answer of class c.
+func failure(c Class, description string, body bool) map[string]any {
+	r := map[string]any{"description": description, "x-orderly-class": string(c)}
+	if body {
+		r["content"] = map[string]any{"application/json": map[string]any{"schema": ref("Error")}}
+	}
+	if c == ClassTransient {
+		r["headers"] = map[string]any{"Retry-After": retryAfter()}
+	}
+	return r
+}
+
+// operation is a call with its body and its answers, by class: every
+// status the client classifies (classify) is here, which a test holds.
+func operation(summary, description string, body, success map[string]any) map[string]any {
+	config := func(why string) map[string]any {
+		return failure(ClassConfiguration, why+": a configuration fault; orders wait (held, alarmed), never failed for it", true)
+	}
+	transient := func(why string) map[string]any {
+		return failure(ClassTransient, why+": transient; retried with backoff within the step's window", true)
+	}
+	return map[string]any{
+		"summary":     summary,
+		"description": description,
+		"parameters":  []any{idempotencyKey()},
+		"requestBody": map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": body}}},
+		"responses": map[string]any{
+			"2XX": success,
+			"3XX": failure(ClassConfiguration, "a redirect: never followed (it would send the key elsewhere); a configuration fault", false),
+			"401": config("the credential is missing or wrong"),
+			"403": config("forbidden (a WAF or network rule, a permission)"),
+			"404": config("no such path: a wrong base URL or path"),
+			"405": config("the method is not allowed: a wrong call in the definition"),
+			"407": config("the proxy wants a credential"),
+			"415": config("the service does not take JSON"),
+			"408": transient("the request timed out"),
+			"409": transient("a call with this key is still in flight"),
+			"429": transient("too many requests"),
+			"5XX": transient("the service failed or is unavailable"),
+			"501": failure(ClassPermanent, "not implemented: permanent; no retry fixes it", true),
+			"4XX": failure(ClassPermanent, "the service refuses the work (a declined card; a call for a blocked key; a malformed body): "+
+				"permanent; the step fails and the steps before it are undone", true),
+		},
+	}
+}
