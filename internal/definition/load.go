@@ -140,6 +140,16 @@ func Deployed(t order.Timing, names []string, def string) (order.Versions, error
 	return Select(append(shipped, examples...), shipped, names, def, t)
 }
 
+// MustDeployed is Deployed for the workflows a tool runs, built in: an
+// error is a broken build.
+func MustDeployed(t order.Timing, names []string, def string) order.Versions {
+	v, err := Deployed(t, names, def)
+	if err != nil {
+		panic(fmt.Sprintf("workflows %v: %v", names, err))
+	}
+	return v
+}
+
 // Select is Build of the definitions of the named workflows in all (of
 // every one in unnamed when names is empty).
 func Select(all, unnamed []Definition, names []string, def string, t order.Timing) (order.Versions, error) {

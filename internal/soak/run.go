@@ -559,9 +559,5 @@ func deadLetters(ctx context.Context, env Env, cat resources.Catalog) (map[strin
 // soakWorkflows are the workflows the soak's runtime runs: the shipped
 // one and the checkout example.
 func soakWorkflows() order.Versions {
-	wfs, err := definition.Deployed(order.DefaultTiming, Workflows, order.LegacyWorkflow)
-	if err != nil {
-		panic(fmt.Sprintf("the soak's workflows: %v", err)) // built in: a broken build
-	}
-	return wfs
+	return definition.MustDeployed(order.DefaultTiming, Workflows, order.LegacyWorkflow)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"orderly/internal/definition"
 	"orderly/internal/order"
 	"orderly/internal/provision"
 	"orderly/internal/resources"
@@ -77,8 +78,8 @@ func TestShortSoakLosesNothing(t *testing.T) {
 	if report.Run.Kills == 0 {
 		t.Errorf("the runtime was never killed")
 	}
-	if report.Run.Deploys != 3 || report.ByVersion["1"] == 0 || report.ByVersion["1.rehearsal"] == 0 {
-		t.Errorf("%d deploys, orders by version %v; want 3, and orders under both versions", report.Run.Deploys, report.ByVersion)
+	if report.Run.Deploys != 3 || report.ByVersion["order/1"] == 0 || report.ByVersion["order/1.rehearsal"] == 0 || report.ByVersion["checkout/1"] == 0 {
+		t.Errorf("%d deploys, orders by version %v; want 3, and orders under both versions and of the checkout example", report.Run.Deploys, report.ByVersion)
 	}
 }
 
@@ -88,7 +89,7 @@ func TestShortSoakLosesNothing(t *testing.T) {
 func removeStage(t *testing.T, cfg aws.Config, stage string) {
 	clients := testenv.Clients(cfg)
 	// Create is idempotent: on an existing stage it returns its resources.
-	stack, err := provision.Create(context.Background(), clients, resources.New(stage, order.OrderWorkflows(order.DefaultTiming).Agents()))
+	stack, err := provision.Create(context.Background(), clients, resources.New(stage, definition.MustDeployed(order.DefaultTiming, soak.Workflows, order.LegacyWorkflow).Agents()))
 	if err != nil {
 		t.Logf("look up stage %s to remove it: %v", stage, err)
 		return
