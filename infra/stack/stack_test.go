@@ -645,6 +645,8 @@ func TestRequestModelIsTheOpenAPISchema(t *testing.T) {
 		if err := json.Unmarshal(raw, &want); err != nil {
 			t.Fatal(err)
 		}
+		delete(want, "examples") // an annotation, which draft 4 has not
+		raw, _ = json.Marshal(want)
 		if !reflect.DeepEqual(got, want) {
 			g, _ := json.MarshalIndent(got, "", " ")
 			t.Errorf("model %s:\n%s\nwant the OpenAPI submission schema:\n%s", id, g, raw)
