@@ -2,6 +2,7 @@ package stack_test
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -158,5 +159,28 @@ func TestServicesFromContext(t *testing.T) {
 				t.Errorf("got %v, want a line %s", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// cdk.json's own services (which the other tests replace) are a
+// configuration synth takes for the shipped workflows.
+func TestCDKJSONServicesAreValid(t *testing.T) {
+	var cdkJSON struct{ Context map[string]any }
+	raw, err := os.ReadFile(filepath.Join("..", "cdk.json"))
+	if err == nil {
+		err = json.Unmarshal(raw, &cdkJSON)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := cdkJSON.Context
+	ctx[stack.CtxPricesFile] = filepath.Join("..", "..", "cost", "prices.json")
+	ctx[stack.CtxWorkflowsDir] = filepath.Join("..", "..", "workflows")
+	p, err := stack.FromContext(awscdk.NewApp(&awscdk.AppProps{Context: &ctx}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Services.Resolve(p.Workflows.Agents(), p.RemoteURL, "context services", "context remoteUrl"); err != nil {
+		t.Error(err)
 	}
 }
