@@ -178,7 +178,7 @@ func payload(req *http.Request) ([]byte, error) {
 }
 
 // scrub replaces every value of secrets, as it is and as JSON escapes it,
-// in the answer's body (as much of it as the client reads).
+// in the answer's body (the first 128 KiB: more than the client reads).
 func scrub(resp *http.Response, secrets []string) (*http.Response, error) {
 	var forms [][]byte
 	for _, s := range secrets {
@@ -197,7 +197,9 @@ func scrub(resp *http.Response, secrets []string) (*http.Response, error) {
 	if len(forms) == 0 {
 		return resp, nil
 	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	// More than Call reads, so that a bound Call checks still sees an
+	// answer too long.
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 2*maxResponseBytes))
 	resp.Body.Close()
 	if err != nil {
 		return nil, fmt.Errorf("read response: %w", err)

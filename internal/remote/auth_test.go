@@ -33,6 +33,7 @@ import (
 type fakeSecrets struct {
 	mu      sync.Mutex
 	value   string
+	binary  bool // a secret with no string value
 	err     error
 	fetches int
 }
@@ -41,8 +42,11 @@ func (f *fakeSecrets) GetSecretValue(_ context.Context, in *secretsmanager.GetSe
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.fetches++
-	if f.err != nil {
+	switch {
+	case f.err != nil:
 		return nil, f.err
+	case f.binary:
+		return &secretsmanager.GetSecretValueOutput{Name: in.SecretId, SecretBinary: []byte{1}}, nil
 	}
 	return &secretsmanager.GetSecretValueOutput{Name: in.SecretId, SecretString: aws.String(f.value)}, nil
 }
@@ -188,7 +192,7 @@ func TestHeaderAuthConcurrentRefusalsFetchOnce(t *testing.T) {
 	}
 }
 
-// apiError is how the SDK reports a refusal; its message names the
+// accessDenied is how the SDK reports a refusal; its message names the
 // caller's role and account, as AWS's do.
 var accessDenied = &smithy.GenericAPIError{Code: "AccessDeniedException",
 	Message: "User: arn:aws:sts::111122223333:assumed-role/orderly-agent/x is not authorized to perform: secretsmanager:GetSecretValue on resource: arn:aws:secretsmanager:us-east-1:111122223333:secret:orderly/test/payment"}
@@ -206,14 +210,11 @@ func TestHeaderAuthFetchFailureIsTransientAndNamesNoAccount(t *testing.T) {
 		{"refused", &fakeSecrets{err: accessDenied}, `secret "orderly/test/payment" for header X-Api-Key: Secrets Manager answered AccessDeniedException`},
 		{"unreachable", &fakeSecrets{err: errors.New("dial tcp 10.0.0.1:443: i/o timeout; role arn:aws:iam::111122223333:role/x")}, "Secrets Manager could not be reached"},
 		{"empty", &fakeSecrets{value: " \n"}, "is empty"},
-		{"binary", &fakeSecrets{}, "has no string value"},
+		{"binary", &fakeSecrets{binary: true}, "has no string value"},
 		{"line break", &fakeSecrets{value: "k1\r\nX-Injected: 1"}, "is not a valid header value"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.name == "binary" {
-				tc.secrets = &fakeSecrets{}
-			}
-			client := headerClient(ts, binaryAware{tc.secrets, tc.name == "binary"}, time.Now)
+			client := headerClient(ts, tc.secrets, time.Now)
 			_, err := client.Call(context.Background(), "payment", stepRequest("k-fail"))
 			if !errors.Is(err, remote.ErrTransient) || errors.Is(err, remote.ErrConfiguration) || errors.Is(err, remote.ErrPermanent) {
 				t.Fatalf("got %v, want a transient fault only", err)
@@ -231,19 +232,6 @@ func TestHeaderAuthFetchFailureIsTransientAndNamesNoAccount(t *testing.T) {
 			}
 		})
 	}
-}
-
-// binaryAware answers a binary secret (no SecretString) when binary.
-type binaryAware struct {
-	*fakeSecrets
-	binary bool
-}
-
-func (b binaryAware) GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, o ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
-	if b.binary {
-		return &secretsmanager.GetSecretValueOutput{SecretBinary: []byte{1}}, nil
-	}
-	return b.fakeSecrets.GetSecretValue(ctx, in, o...)
 }
 
 // The secret's value, injected into every answer a service could give,

@@ -203,13 +203,16 @@ func parseService(p *problems, path string, raw json.RawMessage) (Service, bool)
 		return Service{}, false
 	}
 	var svc Service
-	var hasURL, hasAuth bool
+	var urlOK, hasAuth bool
 	before := len(p.list)
 	for _, m := range members {
 		switch m.key {
 		case "url":
-			hasURL = true
-			svc.URL, _ = str(p, path+".url", m.value)
+			svc.URL, urlOK = str(p, path+".url", m.value)
+			if urlOK && svc.URL == "" {
+				urlOK = false
+				p.add(path+".url", "is required: the service's base URL")
+			}
 		case "auth":
 			hasAuth = true
 			svc.Auth, _ = parseAuth(p, path+".auth", m.value)
@@ -217,16 +220,17 @@ func parseService(p *problems, path string, raw json.RawMessage) (Service, bool)
 			p.add(path+"."+m.key, "unknown field; a service has \"url\" and \"auth\"")
 		}
 	}
-	if !hasURL {
+	if !slices.ContainsFunc(members, func(m member) bool { return m.key == "url" }) {
 		p.add(path+".url", "is required: the service's base URL")
 	}
 	if !hasAuth {
 		p.add(path+".auth", `is required: {"type": "none"} (loopback only), "header" or "sigv4"`)
 	}
-	if len(p.list) > before {
-		return svc, false
+	if urlOK {
+		// The URL's own rules, and the rules of URL and authentication
+		// together, even when the authentication has problems of its own.
+		svc.URL = checkService(p, path+".url", path+".auth", svc)
 	}
-	svc.URL = checkService(p, path+".url", path+".auth", svc)
 	return svc, len(p.list) == before
 }
 

@@ -101,6 +101,9 @@ func TestParseNamesEveryProblemWithItsField(t *testing.T) {
 			[]string{"f.json: a.url: must not carry a user or password; use a header authentication"}},
 		{"URL with a query", `{"a": {"url": "https://a.example.com/?k=v", "auth": {"type": "none", "allowRemote": true}}}`,
 			[]string{"f.json: a.url: must not have a query or fragment: a step's path is appended to it"}},
+		{"the URL's problems with the authentication's", `{"a": {"url": "http://a.example.com", "auth": {"type": "header", "header": "X-Key"}}}`, []string{
+			"f.json: a.auth.secret: is required: the Secrets Manager secret (its name, or its full ARN) whose value is the header's",
+			`f.json: a.url: "http://a.example.com": must be https (plain http only for a loopback host)`}},
 		{"not a URL", `{"a": {"url": "a.example.com", "auth": {"type": "none"}}}`,
 			[]string{`f.json: a.url: "a.example.com": not an http(s) URL with a host`}},
 	} {
