@@ -196,7 +196,9 @@ LOCAL_STAGE        ?= local
 SIMULATOR_ADDR     ?= 127.0.0.1:8091
 LOCAL_OUTPUTS      := .local/localstack-outputs.json
 # LocalStack's API Gateway passes no caller identity: the stack names one.
-LOCAL_CONTEXT      := -c stage=$(LOCAL_STAGE) -c assetsDir=../$(HOST_BIN) \
+# Every service is the simulator (cdk.json's services are dropped; pass
+# -c services='{...}' in CONTEXT to configure some).
+LOCAL_CONTEXT      := -c stage=$(LOCAL_STAGE) -c assetsDir=../$(HOST_BIN) -c 'services={}' \
                       -c remoteUrl=http://$(SIMULATOR_ADDR) -c anonymousCaller=LOCALSTACK \
                       -c workflowsDir=../workflows,../examples/workflows
 # cdklocal would use localhost.localstack.cloud, a name that needs public

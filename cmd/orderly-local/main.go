@@ -5,6 +5,11 @@
 // pollers that invoke the same handlers the Lambdas run, and the
 // Supervisor on a ticker.
 //
+// Every service is called at the simulator, unless ORDERLY_SERVICES names
+// a file of services (the shape of CDK context "services", see package
+// services) that says otherwise for the services it lists; REMOTE_URL, a
+// loopback URL, replaces the simulator for the rest.
+//
 // For the chaos soak it also takes faults to inject into the functions' AWS
 // calls (ORDERLY_FAULTS, see internal/faults), a simulator ledger
 // (ORDERLY_SIM_LEDGER), a remote outage (ORDERLY_SIM_OUTAGE), several
@@ -30,6 +35,7 @@ import (
 	"orderly/internal/engine"
 	"orderly/internal/faults"
 	"orderly/internal/order"
+	"orderly/internal/services"
 	"orderly/internal/simulator"
 )
 
@@ -91,6 +97,15 @@ func run(log *slog.Logger) error {
 	}
 	if err := env.Err(); err != nil {
 		return err
+	}
+	if file := env.String("ORDERLY_SERVICES", ""); file != "" {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			return fmt.Errorf("ORDERLY_SERVICES: %w", err)
+		}
+		if cfg.Services, err = services.Parse(file, raw); err != nil {
+			return fmt.Errorf("ORDERLY_SERVICES:\n%w", err)
+		}
 	}
 	if spec := env.String("ORDERLY_SIM_OUTAGE", ""); spec != "" {
 		o, err := parseOutage(spec)

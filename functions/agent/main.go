@@ -1,8 +1,11 @@
 // Command agent is an agent Lambda. One binary serves every agent; each
 // deployed function names its agent (inventory, payment, shipping) in
-// AGENT_NAME and its remote service in REMOTE_URL. Its one write to the
-// orders table is a heartbeat: moving its attempt's deadline on. While its
-// circuit breaker is open it sends requests back to its own queue.
+// AGENT_NAME, and its remote service's base URL and authentication in
+// ORDERLY_SERVICE_URL and ORDERLY_SERVICE_AUTH (package services): it
+// reads a header's secret and signs SigV4 calls with its own role. Its one
+// write to the orders table is a heartbeat: moving its attempt's deadline
+// on. While its circuit breaker is open it sends requests back to its own
+// queue.
 package main
 
 import (
@@ -21,6 +24,7 @@ import (
 	"orderly/internal/dynamo"
 	"orderly/internal/remote"
 	"orderly/internal/resources"
+	"orderly/internal/services"
 	"orderly/internal/sqs"
 )
 
@@ -28,7 +32,7 @@ func main() {
 	log := config.Logger("agent")
 	env := config.FromOS()
 	name := env.Required("AGENT_NAME")
-	remoteURL := env.Required("REMOTE_URL")
+	serviceURL, serviceAuth := env.Required(services.EnvURL), env.Required(services.EnvAuth)
 	responseQueue := env.Required(resources.EnvResponseQueueURL)
 	margin := env.Duration(config.EnvReplyMargin, agent.DefaultReplyMargin)
 	tryTimeout := env.Duration(config.EnvTryTimeout, agent.DefaultTryTimeout)
@@ -47,10 +51,15 @@ func main() {
 		log.Error("cannot start", "error", err)
 		os.Exit(1)
 	}
+	service, err := services.ParseService(serviceURL, serviceAuth)
+	if err != nil {
+		log.Error("cannot start", "error", err)
+		os.Exit(1)
+	}
 	sqsClient := awssqs.NewFromConfig(awsCfg)
 	svc := agent.New(agent.Config{
 		Name:        name,
-		Remote:      remote.NewClient(remoteURL, &http.Client{}, workflows),
+		Remote:      remote.NewClientFor(remote.ServicesFrom(services.Config{name: service}, awsCfg), &http.Client{}, workflows),
 		Replies:     sqs.NewReplies(sqsClient, responseQueue),
 		ReplyMargin: margin,
 		TryTimeout:  tryTimeout,

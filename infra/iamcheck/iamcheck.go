@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"orderly/internal/callrecord"
+	"orderly/internal/services"
 )
 
 // Template is the part of a synthesized template the check reads.
@@ -40,14 +41,21 @@ func Parse(raw []byte) (*Template, error) {
 // Grant is one action on one resource that a role's statements allow.
 // Resource is the statement's resource with intrinsic functions rendered
 // as ${LogicalId.Attribute} (${LogicalId} for a Ref), "*" for any.
+// Condition, when set, is the one StringEquals condition the statement
+// puts on it, as "key=value".
 type Grant struct {
-	Role     string
-	Action   string
-	Resource string
+	Role      string
+	Action    string
+	Resource  string
+	Condition string
 }
 
 func (g Grant) String() string {
-	return fmt.Sprintf("%s: %s on %s", readable(g.Role), g.Action, readable(g.Resource))
+	s := fmt.Sprintf("%s: %s on %s", readable(g.Role), g.Action, readable(g.Resource))
+	if g.Condition != "" {
+		s += " if " + g.Condition
+	}
+	return s
 }
 
 // Missing is a call no statement of the function's role allows.
@@ -149,9 +157,11 @@ func (c *Checker) addPolicy(props map[string]any, roles ...any) error {
 		role := strings.TrimSuffix(strings.TrimPrefix(ref, "${"), "}")
 		for _, st := range list(doc["Statement"]) {
 			s, _ := st.(map[string]any)
-			if s["Effect"] != "Allow" || s["Condition"] != nil || s["NotAction"] != nil || s["NotResource"] != nil {
-				// The stack only allows, without conditions; anything else
-				// needs reading by a person, so the check refuses to guess.
+			cond, condErr := condition(s["Condition"])
+			if s["Effect"] != "Allow" || condErr != nil || s["NotAction"] != nil || s["NotResource"] != nil {
+				// The stack only allows, with at most one StringEquals
+				// condition; anything else needs reading by a person, so
+				// the check refuses to guess.
 				return fmt.Errorf("role %s: a statement this check cannot evaluate: %v", role, s)
 			}
 			for _, a := range list(s["Action"]) {
@@ -160,12 +170,46 @@ func (c *Checker) addPolicy(props map[string]any, roles ...any) error {
 					if err != nil {
 						return fmt.Errorf("role %s: %w", role, err)
 					}
-					c.grants[role] = append(c.grants[role], Grant{Role: role, Action: a.(string), Resource: r})
+					c.grants[role] = append(c.grants[role], Grant{Role: role, Action: a.(string), Resource: r, Condition: cond})
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// condition renders a statement's condition, which may be none or one
+// StringEquals test of one key against one value, as "key=value".
+func condition(v any) (string, error) {
+	if v == nil {
+		return "", nil
+	}
+	ops, _ := v.(map[string]any)
+	eq, _ := ops["StringEquals"].(map[string]any)
+	if len(ops) != 1 || len(eq) != 1 {
+		return "", fmt.Errorf("a condition other than one StringEquals of one key: %v", v)
+	}
+	for key, val := range eq {
+		r, err := render(val)
+		if err != nil {
+			return "", err
+		}
+		return key + "=" + r, nil
+	}
+	return "", nil
+}
+
+// allows reports whether grant g allows a call of action on arn with the
+// request's condition key value cond (a Call's).
+func (g Grant) allows(action, arn string, cond callrecord.Condition) bool {
+	if !glob(g.Action, action, true) || !glob(g.Resource, arn, false) {
+		return false
+	}
+	if g.Condition == "" {
+		return true
+	}
+	key, want, _ := strings.Cut(g.Condition, "=")
+	return cond.Key == key && cond.Value == want
 }
 
 // Principal names the holder of a managed policy as calls name a
@@ -230,13 +274,17 @@ func (c *Checker) Check(calls []callrecord.Call, rare []string) Report {
 		}
 		allowed := false
 		for _, g := range c.grants[role] {
-			if glob(g.Action, call.Action, true) && glob(g.Resource, arn, false) {
+			if g.allows(call.Action, arn, call.Condition) {
 				rep.Used[g]++
 				allowed = true
 			}
 		}
 		if !allowed {
-			rep.Missing = append(rep.Missing, Missing{Call: call, Role: role, Add: Grant{Role: role, Action: call.Action, Resource: arn}})
+			add := Grant{Role: role, Action: call.Action, Resource: arn}
+			if call.Condition.Key != "" {
+				add.Condition = call.Condition.Key + "=" + call.Condition.Value
+			}
+			rep.Missing = append(rep.Missing, Missing{Call: call, Role: role, Add: add})
 		}
 	}
 	for _, g := range c.Grants() {
@@ -256,6 +304,15 @@ func (c *Checker) arnOf(r callrecord.Resource) (string, error) {
 		return "*", nil
 	case kindLogGroup, kindKey:
 		return "${" + r.Name + ".Arn}", nil
+	case callrecord.ARN:
+		return r.Name, nil
+	case callrecord.Secret:
+		if strings.HasPrefix(r.Name, "arn:") {
+			return r.Name, nil
+		}
+		// A secret's ARN is its name and a suffix of six random
+		// characters Secrets Manager adds.
+		return "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:" + r.Name + "-Ab12Cd", nil
 	}
 	kind := r.Kind
 	if kind == callrecord.Index || kind == callrecord.Stream {
@@ -351,8 +408,41 @@ func (c *Checker) PlatformCalls(recorded []callrecord.Call) []callrecord.Call {
 			add(call.Function, key, "kms:GenerateDataKey", "kms:Decrypt")
 		}
 	}
+	// Secrets Manager decrypts a secret with its customer managed key as
+	// the reader: the agent's service configuration names the key.
+	for _, call := range recorded {
+		if call.Action != "secretsmanager:GetSecretValue" {
+			continue
+		}
+		auth, ok := c.serviceAuth(call.Function)
+		if !ok || auth.Secret != call.Resource.Name || auth.KMSKey == "" {
+			continue
+		}
+		region := cmp.Or(auth.SecretRegion(), "${AWS::Region}")
+		out = append(out, callrecord.Call{Function: call.Function, Action: "kms:Decrypt",
+			Resource:  callrecord.Resource{Kind: callrecord.ARN, Name: auth.KMSKey},
+			Condition: callrecord.Condition{Key: "kms:ViaService", Value: "secretsmanager." + region + ".amazonaws.com"}})
+	}
 	slices.SortFunc(out, func(a, b callrecord.Call) int { return cmp.Compare(a.String(), b.String()) })
 	return slices.Compact(out)
+}
+
+// serviceAuth is the service authentication the template gives a
+// function in its environment (an agent's), if any.
+func (c *Checker) serviceAuth(function string) (services.Auth, bool) {
+	for id, fn := range c.functionOf {
+		if fn != function {
+			continue
+		}
+		env, _ := c.t.Resources[id].Properties["Environment"].(map[string]any)
+		vars, _ := env["Variables"].(map[string]any)
+		raw, _ := vars[services.EnvAuth].(string)
+		url, _ := vars[services.EnvURL].(string)
+		if svc, err := services.ParseService(url, raw); err == nil {
+			return svc.Auth, true
+		}
+	}
+	return services.Auth{}, false
 }
 
 // onFailure is the queue a mapping's or an asynchronous invocation's
@@ -455,12 +545,14 @@ func glob(pattern, s string, fold bool) bool {
 	return regexp.MustCompile(b.String()).MatchString(s)
 }
 
-// hashSuffix is the 8-character hash the CDK appends to a logical id.
-var hashSuffix = regexp.MustCompile(`([A-Za-z0-9]+?)[0-9A-F]{8}\b`)
+// hashSuffix is the 8-character hash the CDK appends to a logical id,
+// which starts a message or a reference (not an ARN's account id).
+var hashSuffix = regexp.MustCompile(`(^|\$\{)([A-Za-z0-9]+?)[0-9A-F]{8}\b`)
 
 // readable drops the CDK's hashes from logical ids in a message.
-func readable(s string) string { return hashSuffix.ReplaceAllString(s, "$1") }
+func readable(s string) string { return hashSuffix.ReplaceAllString(s, "$1$2") }
 
 func compareGrants(a, b Grant) int {
-	return cmp.Or(cmp.Compare(a.Role, b.Role), cmp.Compare(a.Action, b.Action), cmp.Compare(a.Resource, b.Resource))
+	return cmp.Or(cmp.Compare(a.Role, b.Role), cmp.Compare(a.Action, b.Action), cmp.Compare(a.Resource, b.Resource),
+		cmp.Compare(a.Condition, b.Condition))
 }

@@ -135,6 +135,8 @@ func TestRefusesConditionsAndDenies(t *testing.T) {
 		`{"Effect": "Deny", "Action": "sqs:*", "Resource": "*"}`,
 		`{"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": "*", "Condition": {"Bool": {"aws:SecureTransport": "false"}}}`,
 		`{"Effect": "Allow", "NotAction": "sqs:SendMessage", "Resource": "*"}`,
+		`{"Effect": "Allow", "Action": "kms:Decrypt", "Resource": "*", "Condition": {"StringEquals": {"kms:ViaService": "a", "aws:SourceVpc": "b"}}}`,
+		`{"Effect": "Allow", "Action": "kms:Decrypt", "Resource": "*", "Condition": {"StringEquals": {"kms:ViaService": "a"}, "StringLike": {"aws:SourceVpc": "b"}}}`,
 	} {
 		tpl, err := Parse([]byte(`{"Resources": {"P": {"Type": "AWS::IAM::Policy", "Properties": {"Roles": [{"Ref": "R"}], "PolicyDocument": {"Statement": [` + st + `]}}}}}`))
 		if err != nil {
@@ -183,5 +185,75 @@ func TestManagedPolicyPrincipal(t *testing.T) {
 	}
 	if want := []string{"ToolsPolicy: dynamodb:GetItem on ${Table.Arn}"}; !slices.Equal(unused, want) {
 		t.Errorf("unused %q, want %q (the function's role made no call here)", unused, want)
+	}
+}
+
+// An agent's template: its service's secret (by name, with a customer
+// managed key) and a function URL it invokes, granted with conditions.
+const agentTemplate = `{"Resources": {
+  "AgentABCDEF12": {"Type": "AWS::Lambda::Function", "Properties": {
+    "FunctionName": "orderly-dev-payment-agent", "Role": {"Fn::GetAtt": ["AgentRole12345678", "Arn"]},
+    "Environment": {"Variables": {"ORDERLY_SERVICE_URL": "https://pay.example.com",
+      "ORDERLY_SERVICE_AUTH": "{\"type\":\"header\",\"header\":\"X-Api-Key\",\"secret\":\"orderly-dev-pay\",\"kmsKey\":\"arn:aws:kms:us-east-1:111122223333:key/k1\"}"}}}},
+  "AgentRole12345678": {"Type": "AWS::IAM::Role", "Properties": {}},
+  "Policy": {"Type": "AWS::IAM::Policy", "Properties": {"Roles": [{"Ref": "AgentRole12345678"}], "PolicyDocument": {"Statement": [
+    {"Effect": "Allow", "Action": "secretsmanager:GetSecretValue", "Resource": {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"},
+      ":secretsmanager:", {"Ref": "AWS::Region"}, ":", {"Ref": "AWS::AccountId"}, ":secret:orderly-dev-pay-??????"]]}},
+    {"Effect": "Allow", "Action": "kms:Decrypt", "Resource": "arn:aws:kms:us-east-1:111122223333:key/k1",
+     "Condition": {"StringEquals": {"kms:ViaService": {"Fn::Join": ["", ["secretsmanager.", {"Ref": "AWS::Region"}, ".amazonaws.com"]]}}}},
+    {"Effect": "Allow", "Action": "lambda:InvokeFunctionUrl", "Resource": "arn:aws:lambda:us-east-1:111122223333:function:pay",
+     "Condition": {"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}}}
+  ]}}}
+}}`
+
+func TestCheckServiceGrants(t *testing.T) {
+	tpl, err := Parse([]byte(agentTemplate))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(tpl, "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := callrecord.Call{Function: "payment-agent", Action: "secretsmanager:GetSecretValue", Resource: callrecord.Resource{Kind: callrecord.Secret, Name: "orderly-dev-pay"}}
+	fn := callrecord.Resource{Kind: callrecord.ARN, Name: "arn:aws:lambda:us-east-1:111122223333:function:pay"}
+	invoke := callrecord.Call{Function: "payment-agent", Action: "lambda:InvokeFunctionUrl", Resource: fn,
+		Condition: callrecord.Condition{Key: "lambda:FunctionUrlAuthType", Value: "AWS_IAM"}}
+	for _, tt := range []struct {
+		name                    string
+		calls                   []callrecord.Call
+		wantMissing, wantUnused []string
+	}{
+		{name: "the secret (and, through Secrets Manager, its key) and the function URL",
+			calls: []callrecord.Call{secret, invoke}},
+		{name: "another secret; no secret read leaves the key unused",
+			calls: []callrecord.Call{{Function: "payment-agent", Action: "secretsmanager:GetSecretValue", Resource: callrecord.Resource{Kind: callrecord.Secret, Name: "orderly-dev-other"}}, invoke},
+			wantMissing: []string{"payment-agent: secretsmanager:GetSecretValue on secret orderly-dev-other is not allowed: " +
+				"grant AgentRole: secretsmanager:GetSecretValue on arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:orderly-dev-other-Ab12Cd"},
+			wantUnused: []string{"AgentRole: kms:Decrypt on arn:aws:kms:us-east-1:111122223333:key/k1 if kms:ViaService=secretsmanager.${AWS::Region}.amazonaws.com",
+				"AgentRole: secretsmanager:GetSecretValue on arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:orderly-dev-pay-??????"}},
+		{name: "a function URL call outside the grant's condition",
+			calls: []callrecord.Call{secret, {Function: "payment-agent", Action: "lambda:InvokeFunctionUrl", Resource: fn,
+				Condition: callrecord.Condition{Key: "lambda:FunctionUrlAuthType", Value: "NONE"}}},
+			wantMissing: []string{"payment-agent: lambda:InvokeFunctionUrl on arn arn:aws:lambda:us-east-1:111122223333:function:pay with lambda:FunctionUrlAuthType=NONE is not allowed: " +
+				"grant AgentRole: lambda:InvokeFunctionUrl on arn:aws:lambda:us-east-1:111122223333:function:pay if lambda:FunctionUrlAuthType=NONE"},
+			wantUnused: []string{"AgentRole: lambda:InvokeFunctionUrl on arn:aws:lambda:us-east-1:111122223333:function:pay if lambda:FunctionUrlAuthType=AWS_IAM"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rep := c.Check(tt.calls, nil)
+			var missing, unused []string
+			for _, m := range rep.Missing {
+				missing = append(missing, m.String())
+			}
+			for _, g := range rep.Unused {
+				unused = append(unused, g.String())
+			}
+			if !slices.Equal(missing, tt.wantMissing) {
+				t.Errorf("missing:\n%s\nwant:\n%s", strings.Join(missing, "\n"), strings.Join(tt.wantMissing, "\n"))
+			}
+			if !slices.Equal(unused, tt.wantUnused) {
+				t.Errorf("unused:\n%s\nwant:\n%s", strings.Join(unused, "\n"), strings.Join(tt.wantUnused, "\n"))
+			}
+		})
 	}
 }

@@ -123,20 +123,22 @@ func newFunctions(s *Stack) *functions {
 		ReportBatchItemFailures: jsii.Bool(true),
 	}))
 
-	// Agents: their queue in, the response queue out. Their one write is
+	// Agents: their queue in, the response queue out, their service's
+	// credential (see grantService). Their one write is
 	// a heartbeat (UpdateItem, fenced on the attempt) that moves a step's
 	// deadline on when a request waited or a call runs long. While the
 	// circuit breaker is open, requests go back to their own queue.
 	for _, agent := range s.agents() {
 		fn := f.lambdaFrom(s, "Agent"+title(agent), resources.AgentFunction(agent), "agent", resources.AgentTimeout, resources.AgentMemoryMB, merge(tables, timing, map[string]*string{
 			"AGENT_NAME":                        jsii.String(agent),
-			"REMOTE_URL":                        jsii.String(s.props.RemoteURL),
 			resources.EnvResponseQueueURL:       m.responses.QueueUrl(),
 			resources.EnvRequestQueueURL(agent): m.requests[agent].QueueUrl(),
-		}))
+		}, serviceEnv(s.services[agent])))
 		allow(fn, m.requests[agent].QueueArn(), "sqs:SendMessage")
 		allow(fn, m.responses.QueueArn(), "sqs:SendMessage")
 		allow(fn, d.orders.TableArn(), "dynamodb:UpdateItem")
+		// Its remote service's secret or invoke permission, and no other's.
+		f.grantService(s, fn, agent, s.services[agent])
 		fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(m.requests[agent], &awslambdaeventsources.SqsEventSourceProps{
 			BatchSize:               jsii.Number(resources.RequestBatchSize),
 			MaxConcurrency:          jsii.Number(s.props.AgentMaxConcurrency),

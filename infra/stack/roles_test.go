@@ -2,9 +2,11 @@ package stack_test
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -19,6 +21,7 @@ import (
 	"orderly/internal/engine"
 	"orderly/internal/enginetest"
 	"orderly/internal/order"
+	"orderly/internal/simulator"
 	"orderly/internal/testenv"
 )
 
@@ -31,12 +34,15 @@ var rareGrants = []string{}
 // workflow's paths (happy, transient faults, compensation, an undo refused
 // into Error with its alert and an operator's redrive, a hang retried by
 // the Supervisor, calls slow enough for heartbeats, a cancel, each agent's
-// circuit breaker opening, and a version change
-// that parks an order), each function's SDK clients recording every AWS
-// call. Every call must be allowed by that function's role in the
-// synthesized stack, and every grant must be used by a call, by Lambda on
-// the function's behalf (event sources, logs, traces, the topic's key), or
-// be listed in rareGrants.
+// circuit breaker opening, and a version change that parks an order),
+// each agent calling its service with the stage's authentication (a
+// header from a secret, SigV4 for an API and for a function URL; see
+// roleCheckServices), each function's SDK clients recording every AWS call
+// and each agent's HTTP transport every signed one. Every call must be
+// allowed by that function's role in the synthesized stack, and every
+// grant must be used by a call, by Lambda or a service on the function's
+// behalf (event sources, logs, traces, the topic's key, the secret's key),
+// or be listed in rareGrants.
 func TestRolesAllowExactlyTheCallsEachFunctionMakes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives the whole engine")
@@ -106,6 +112,17 @@ func recordCalls(t *testing.T) []callrecord.Call {
 	cfg.FunctionAPIOptions = func(fn string) []func(*middleware.Stack) error {
 		return []func(*middleware.Stack) error{rec.For(fn)}
 	}
+	// The services as the synthesized stage has them, at a simulator that
+	// takes only calls with their credentials: inventory's header, whose
+	// value is a real secret's, and payment's and shipping's signatures.
+	// The agents read the secret and sign with their own clients, which
+	// record those calls too.
+	apiKey := rand.Text()
+	testenv.Secret(t, testenv.AWS(t), "orderly-"+cfg.Stage+"-inventory-api-key", apiKey)
+	front := credentialedSimulator(t, apiKey)
+	cfg.Services = roleCheckServices(cfg.Stage, front.URL)
+	cfg.RemoteURL = front.URL // no simulator of the engine's own
+	cfg.FunctionHTTP = rec.HTTP
 	// Heartbeats move a slow call's deadline on (enginetest's timing has none).
 	cfg.Timing.MaxHeartbeats = 6
 	v1 := order.OrderWorkflow(cfg.Timing)
@@ -165,6 +182,38 @@ func recordCalls(t *testing.T) []callrecord.Call {
 	}
 
 	return asSynthesized(rec.Calls(), cfg.Stage)
+}
+
+// credentialedSimulator serves the simulated services to calls that carry
+// their service's credential, and refuses (401) any other, failing the
+// test.
+func credentialedSimulator(t *testing.T, apiKey string) *httptest.Server {
+	t.Helper()
+	sim, err := simulator.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth := r.Header.Get("Authorization")
+		var ok bool
+		switch service, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/"); service {
+		case order.AgentInventory:
+			ok = r.Header.Get("X-Api-Key") == apiKey
+		case order.AgentPayment:
+			ok = strings.HasPrefix(auth, "AWS4-HMAC-SHA256 ") && strings.Contains(auth, "/us-east-1/execute-api/aws4_request")
+		case order.AgentShipping:
+			ok = strings.HasPrefix(auth, "AWS4-HMAC-SHA256 ") && strings.Contains(auth, "/us-east-1/lambda/aws4_request")
+		}
+		if !ok {
+			t.Errorf("%s %s came without its service's credential", r.Method, r.URL.Path)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		sim.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	t.Cleanup(sim.Close) // first: it releases the calls it holds
+	return front
 }
 
 func submitOrder(t *testing.T, e *engine.Engine, skus ...string) string {

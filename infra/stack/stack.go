@@ -3,6 +3,7 @@
 package stack
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -24,6 +25,7 @@ import (
 	"orderly/internal/definition"
 	"orderly/internal/order"
 	"orderly/internal/resources"
+	"orderly/internal/services"
 )
 
 // Props tunes the stack; every field has a context key (see FromContext).
@@ -34,7 +36,11 @@ type Props struct {
 	// AssetsDir holds one directory per function with its bootstrap binary
 	// (make build writes bin/<function>/bootstrap).
 	AssetsDir string
-	// RemoteURL is the base URL of the remote services the agents call.
+	// Services is how the agents reach the services the workflows call:
+	// base URL and authentication (package services). A service it does
+	// not list is at RemoteURL, without a credential: so only a loopback
+	// URL will do (LocalStack, tests).
+	Services  services.Config
 	RemoteURL string
 	// AlarmEmail, when set, subscribes that address to the alert topic.
 	AlarmEmail string
@@ -72,7 +78,10 @@ type Props struct {
 
 // Context keys and their defaults.
 const (
-	CtxStage               = "stage"
+	CtxStage = "stage"
+	// CtxServices is the services configuration: a JSON object in
+	// cdk.json, or a JSON string from -c services='{...}'.
+	CtxServices            = "services"
 	CtxRemoteURL           = "remoteUrl"
 	CtxAlarmEmail          = "alarmEmail"
 	CtxSupervisorRate      = "supervisorRateMinutes"
@@ -144,12 +153,26 @@ func FromContext(scope constructs.Construct) (Props, error) {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("workflow definitions (context %s, %s):\n%w", CtxWorkflowsDir, CtxDefaultWorkflow, err))
 	}
+	var svcs services.Config
+	switch v := node.TryGetContext(jsii.String(CtxServices)).(type) {
+	case nil:
+	case string: // -c services='{...}' arrives as a string
+		if svcs, err = services.Parse("context "+CtxServices, []byte(v)); err != nil {
+			errs = append(errs, err)
+		}
+	default: // cdk.json's object
+		raw, _ := json.Marshal(v)
+		if svcs, err = services.Parse("context "+CtxServices, raw); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	p := Props{
+		Services:            svcs,
 		Workflows:           workflows,
 		Prices:              prices,
 		Retention:           time.Duration(num(CtxRetentionDays, resources.DefaultRetention.Hours()/24) * float64(24*time.Hour)),
 		Stage:               str(CtxStage, "dev"),
-		RemoteURL:           str(CtxRemoteURL, "https://remote.example.com"),
+		RemoteURL:           str(CtxRemoteURL, ""),
 		AlarmEmail:          str(CtxAlarmEmail, ""),
 		AssetsDir:           str(CtxAssetsDir, filepath.Join("..", "bin")),
 		SupervisorRate:      time.Duration(num(CtxSupervisorRate, 1)) * time.Minute,
@@ -237,10 +260,12 @@ type Stack struct {
 	awscdk.Stack
 	props Props
 	cat   resources.Catalog
-	data  *data
-	msg   *messaging
-	fns   *functions
-	api   awsapigateway.RestApi
+	// services is each agent's service, as the stage configures it.
+	services services.Config
+	data     *data
+	msg      *messaging
+	fns      *functions
+	api      awsapigateway.RestApi
 	// clientPolicy and operatorPolicy grant what callers and operators may
 	// invoke; attach them to the roles that use the API.
 	clientPolicy, operatorPolicy awsiam.ManagedPolicy
@@ -264,10 +289,16 @@ func New(scope constructs.Construct, id string, props Props) (*Stack, error) {
 		}
 		props.Workflows = shipped
 	}
+	// Every agent's service, or the synth is refused naming what is wrong.
+	svcs, err := props.Services.Resolve(props.Workflows.Agents(), props.RemoteURL, "context "+CtxServices, "context "+CtxRemoteURL)
+	if err != nil {
+		return nil, err
+	}
 	s := &Stack{
-		Stack: awscdk.NewStack(scope, jsii.String(id), &sp),
-		props: props,
-		cat:   resources.New(props.Stage, props.Workflows.Agents()),
+		Stack:    awscdk.NewStack(scope, jsii.String(id), &sp),
+		props:    props,
+		cat:      resources.New(props.Stage, props.Workflows.Agents()),
+		services: svcs,
 	}
 	awscdk.Tags_Of(s.Stack).Add(jsii.String("app"), jsii.String("orderly"), nil)
 	awscdk.Tags_Of(s.Stack).Add(jsii.String("stage"), jsii.String(props.Stage), nil)

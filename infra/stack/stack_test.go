@@ -24,6 +24,7 @@ import (
 	"orderly/internal/order"
 	"orderly/internal/remote"
 	"orderly/internal/resources"
+	"orderly/internal/services"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata from the synthesized stack")
@@ -58,6 +59,11 @@ func TestMain(m *testing.M) {
 	cdkJSON.Context[stack.CtxAssetsDir] = filepath.Join("..", "..", "bin")
 	cdkJSON.Context[stack.CtxPricesFile] = filepath.Join("..", "..", "cost", "prices.json")
 	cdkJSON.Context[stack.CtxWorkflowsDir] = filepath.Join("..", "..", "workflows")
+	// One service of each authentication, so the role check proves the
+	// grants of each (as -c services='...' would give them).
+	stage, _ := cdkJSON.Context[stack.CtxStage].(string)
+	raw, _ = json.Marshal(roleCheckServices(stage, ""))
+	cdkJSON.Context[stack.CtxServices] = string(raw)
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &cdkJSON.Context})
 	props, err := stack.FromContext(app)
 	if err != nil {
@@ -428,9 +434,9 @@ func TestFunctionsGetTheVariablesTheyRequire(t *testing.T) {
 		"supervisor": {resources.EnvOrdersTable, resources.EnvAlertTopicARN, resources.EnvResponseQueueURL,
 			resources.EnvRequestQueueURL(order.AgentInventory), resources.EnvRequestQueueURL(order.AgentPayment), resources.EnvRequestQueueURL(order.AgentShipping)},
 		"recorder":        {resources.EnvHistoryTable, resources.EnvEventBus},
-		"inventory-agent": {"AGENT_NAME", "REMOTE_URL", resources.EnvResponseQueueURL, resources.EnvOrdersTable, resources.EnvRequestQueueURL(order.AgentInventory)},
-		"payment-agent":   {"AGENT_NAME", "REMOTE_URL", resources.EnvResponseQueueURL, resources.EnvOrdersTable, resources.EnvRequestQueueURL(order.AgentPayment)},
-		"shipping-agent":  {"AGENT_NAME", "REMOTE_URL", resources.EnvResponseQueueURL, resources.EnvOrdersTable, resources.EnvRequestQueueURL(order.AgentShipping)},
+		"inventory-agent": {"AGENT_NAME", services.EnvURL, services.EnvAuth, resources.EnvResponseQueueURL, resources.EnvOrdersTable, resources.EnvRequestQueueURL(order.AgentInventory)},
+		"payment-agent":   {"AGENT_NAME", services.EnvURL, services.EnvAuth, resources.EnvResponseQueueURL, resources.EnvOrdersTable, resources.EnvRequestQueueURL(order.AgentPayment)},
+		"shipping-agent":  {"AGENT_NAME", services.EnvURL, services.EnvAuth, resources.EnvResponseQueueURL, resources.EnvOrdersTable, resources.EnvRequestQueueURL(order.AgentShipping)},
 	}
 	seen := map[string]bool{}
 	for id, fn := range ofType("AWS::Lambda::Function") {

@@ -1,5 +1,6 @@
 // Package callrecord records, per function, the AWS calls the functions make
-// through their SDK clients: the IAM action each call needs and the resource
+// through their SDK clients, and the SigV4-signed calls the agents make to
+// their remote services: the IAM action each call needs and the resource
 // it names. The role check (infra/iamcheck) holds every recorded call
 // against the function's role in the synthesized stack, so a role is proven
 // enough, and no more than enough, by what the code really calls.
@@ -9,6 +10,7 @@ import (
 	"cmp"
 	"context"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -17,9 +19,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
+
+	"orderly/internal/remote"
 )
 
 // Resource kinds a call names.
@@ -30,6 +35,12 @@ const (
 	Queue  = "queue"
 	Topic  = "topic"
 	Bus    = "bus"
+	// Secret is a Secrets Manager secret: Name is the id the call gives,
+	// a name or an ARN.
+	Secret = "secret"
+	// ARN is a resource outside the stage, named by its ARN (a remote
+	// service's function or API).
+	ARN = "arn"
 	// Any is a call with no resource-level permission (IAM's "*").
 	Any = "*"
 )
@@ -58,9 +69,24 @@ type Call struct {
 	Function string
 	Action   string
 	Resource Resource
+	// Condition is the request's value of the condition key a grant of
+	// its action may test, if any.
+	Condition Condition `json:",omitzero"`
 }
 
-func (c Call) String() string { return c.Function + ": " + c.Action + " on " + c.Resource.String() }
+// Condition is one IAM condition key's value in a request's context
+// ("lambda:FunctionUrlAuthType" = "AWS_IAM").
+type Condition struct {
+	Key, Value string
+}
+
+func (c Call) String() string {
+	s := c.Function + ": " + c.Action + " on " + c.Resource.String()
+	if c.Condition.Key != "" {
+		s += " with " + c.Condition.Key + "=" + c.Condition.Value
+	}
+	return s
+}
 
 // Recorder collects calls. It is safe for concurrent use.
 type Recorder struct {
@@ -88,6 +114,28 @@ func (r *Recorder) For(function string) func(*middleware.Stack) error {
 	}
 }
 
+// HTTP returns a wrapper of the HTTP transport the named function calls
+// its remote service through, under the service's authentication: it
+// records the IAM call of each signed request (remote.IAMCallOf).
+func (r *Recorder) HTTP(function string) func(http.RoundTripper) http.RoundTripper {
+	return func(next http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			if ic, ok := remote.IAMCallOf(req); ok {
+				c := Call{Function: function, Action: ic.Action, Resource: Resource{Kind: ARN, Name: ic.Resource},
+					Condition: Condition{Key: ic.ConditionKey, Value: ic.ConditionVal}}
+				r.mu.Lock()
+				r.calls[c]++
+				r.mu.Unlock()
+			}
+			return next.RoundTrip(req)
+		})
+	}
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
 // Calls returns every distinct call recorded, sorted.
 func (r *Recorder) Calls() []Call {
 	r.mu.Lock()
@@ -98,7 +146,7 @@ func (r *Recorder) Calls() []Call {
 	}
 	slices.SortFunc(out, func(a, b Call) int {
 		return cmp.Or(cmp.Compare(a.Function, b.Function), cmp.Compare(a.Action, b.Action),
-			cmp.Compare(a.Resource.String(), b.Resource.String()))
+			cmp.Compare(a.Resource.String(), b.Resource.String()), cmp.Compare(a.String(), b.String()))
 	})
 	return out
 }
@@ -106,6 +154,7 @@ func (r *Recorder) Calls() []Call {
 // prefixes maps the SDK's service ids to IAM's service prefixes.
 var prefixes = map[string]string{
 	"DynamoDB": "dynamodb", "DynamoDB Streams": "dynamodb", "SQS": "sqs", "SNS": "sns", "EventBridge": "events",
+	"Secrets Manager": "secretsmanager",
 }
 
 // batchActions are operations IAM authorises as another action: a batch
@@ -195,6 +244,8 @@ func CallsOf(function, service, operation string, params any) []Call {
 		for _, b := range slices.Sorted(maps.Keys(buses)) {
 			out = append(out, one(action, Resource{Kind: Bus, Name: b}))
 		}
+	case *secretsmanager.GetSecretValueInput:
+		out = append(out, one(action, Resource{Kind: Secret, Name: deref(in.SecretId)}))
 	default:
 		out = append(out, one(action, Resource{Kind: Any}))
 	}

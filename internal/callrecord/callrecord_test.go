@@ -2,18 +2,27 @@ package callrecord_test
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"orderly/internal/callrecord"
+	"orderly/internal/definition"
+	"orderly/internal/order"
+	"orderly/internal/remote"
+	"orderly/internal/services"
 )
 
 func TestCallsOf(t *testing.T) {
@@ -42,6 +51,8 @@ func TestCallsOf(t *testing.T) {
 		{"events on a named bus and the default one", "EventBridge", "PutEvents", &eventbridge.PutEventsInput{Entries: []ebtypes.PutEventsRequestEntry{
 			{EventBusName: aws.String("orderly-dev-events")}, {}}},
 			[]string{"f: events:PutEvents on bus default", "f: events:PutEvents on bus orderly-dev-events"}},
+		{"a secret by name", "Secrets Manager", "GetSecretValue", &secretsmanager.GetSecretValueInput{SecretId: aws.String("orderly/dev/payment")},
+			[]string{"f: secretsmanager:GetSecretValue on secret orderly/dev/payment"}},
 		{"an operation it does not know is on *", "SQS", "PurgeQueue", &sqs.PurgeQueueInput{QueueUrl: aws.String("q")},
 			[]string{"f: sqs:PurgeQueue on *"}},
 	} {
@@ -70,6 +81,39 @@ func TestRecorderRecordsARealClientsCalls(t *testing.T) {
 	got := rec.Calls()
 	want := []callrecord.Call{{Function: "submit", Action: "dynamodb:PutItem", Resource: callrecord.Resource{Kind: callrecord.Table, Name: "orderly-dev-orders"}}}
 	if !slices.Equal(got, want) {
+		t.Errorf("recorded %v, want %v", got, want)
+	}
+}
+
+// A signed call to a remote service is recorded as the IAM call it needs,
+// by the transport under the service's authentication; an unsigned one is
+// not an AWS call.
+func TestRecorderRecordsSignedRemoteCalls(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, `{"id":"x"}`)
+	}))
+	defer ts.Close()
+	rec := callrecord.New()
+	creds := aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+		return aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: "SECRET"}, nil
+	})
+	fn := services.Auth{Type: services.AuthSigV4, Service: services.SigningLambda, Target: "arn:aws:lambda:us-east-1:111122223333:function:pay"}
+	svcs := map[string]remote.Service{
+		"payment":  {URL: ts.URL, Auth: remote.NewSigV4Auth(fn, ts.URL, creds, time.Now)},
+		"shipping": {URL: ts.URL},
+	}
+	client := remote.NewClientFor(svcs, &http.Client{Transport: rec.HTTP("payment-agent")(http.DefaultTransport)}, definition.MustShipped(order.DefaultTiming))
+	for service, step := range map[string]string{"payment": order.StepChargePayment, "shipping": order.StepArrangeShipping} {
+		if _, err := client.Call(context.Background(), service, order.StepRequest{OrderID: "O1", Step: step, IdempotencyKey: "k"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []callrecord.Call{{Function: "payment-agent", Action: "lambda:InvokeFunctionUrl",
+		Resource:  callrecord.Resource{Kind: callrecord.ARN, Name: fn.Target},
+		Condition: callrecord.Condition{Key: "lambda:FunctionUrlAuthType", Value: "AWS_IAM"}}}
+	if got := rec.Calls(); !slices.Equal(got, want) {
 		t.Errorf("recorded %v, want %v", got, want)
 	}
 }

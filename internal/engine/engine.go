@@ -49,6 +49,7 @@ import (
 	"orderly/internal/remote"
 	"orderly/internal/resources"
 	"orderly/internal/scheduler"
+	"orderly/internal/services"
 	"orderly/internal/simulator"
 	"orderly/internal/sns"
 	"orderly/internal/sqs"
@@ -73,10 +74,16 @@ type Config struct {
 	// ConsoleHosts are names the console answers under besides loopback
 	// with its port ("name" or "name:port"; see console.WithHosts).
 	ConsoleHosts []string
-	// RemoteURL is the base URL of the remote services. Empty starts the
-	// simulator on SimulatorAddr and uses it.
+	// RemoteURL is the base URL of the remote services Services does not
+	// list, called without a credential (so a loopback URL). Empty starts
+	// the simulator on SimulatorAddr and uses it.
 	RemoteURL     string
 	SimulatorAddr string
+	// Services, when set, is how the agents reach the services it lists
+	// (base URL and authentication, see package services); every other
+	// service is at RemoteURL. A listed service no workflow calls is an
+	// error, before anything is provisioned.
+	Services services.Config
 	// SimulatorLedger, when set, is the file where the simulator records
 	// the remote work it did, so it survives restarts (see
 	// simulator.WithLedger); Outages take services down for a while.
@@ -139,6 +146,11 @@ type Config struct {
 	// own, as each Lambda function has, and the role check records each
 	// one's calls this way.
 	FunctionAPIOptions func(function string) []func(*middleware.Stack) error
+	// FunctionHTTP, when set, wraps the HTTP transport an agent function
+	// calls its remote service through, under the service's
+	// authentication: the role check records the signed calls this way
+	// (remote.IAMCallOf).
+	FunctionHTTP func(function string) func(http.RoundTripper) http.RoundTripper
 }
 
 // SQSHandler is the signature of an SQS-triggered function.
@@ -157,9 +169,11 @@ type Engine struct {
 	// History is the history table the recorder writes.
 	History *dynamo.History
 	remote  string
-	clients provision.Clients // provisioning and the local event sources
-	fnCfg   aws.Config        // the functions' clients are made from it
-	streams *dynamodbstreams.Client
+	// services is how each agent reaches its service.
+	services services.Config
+	clients  provision.Clients // provisioning and the local event sources
+	fnCfg    aws.Config        // the functions' clients are made from it
+	streams  *dynamodbstreams.Client
 }
 
 // New provisions the resources and builds the engine without starting it.
@@ -206,6 +220,15 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 	}
 	e.cfg.Workflows = cfg.Workflows
 	workflows := cfg.Workflows
+	// Every service's configuration is checked before anything is
+	// provisioned; the simulator's port is known only later.
+	fallback := cfg.RemoteURL
+	if fallback == "" {
+		fallback = "http://" + cfg.SimulatorAddr
+	}
+	if _, err := cfg.Services.Resolve(workflows.Agents(), fallback, "services", "the remote URL"); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
 	catalog := resources.New(cfg.Stage, workflows.Agents())
 	if cfg.WithoutTableTTL {
 		catalog = catalog.WithoutTableTTL()
@@ -273,6 +296,13 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 		e.Sim = sim
 		e.remote = "http://" + e.simLn.Addr().String()
 	}
+	if e.services, err = cfg.Services.Resolve(workflows.Agents(), e.remote, "services", "the remote URL"); err != nil {
+		closeAll()
+		if e.simLn != nil {
+			e.simLn.Close()
+		}
+		return nil, fmt.Errorf("engine: %w", err)
+	}
 	return e, nil
 }
 
@@ -297,16 +327,35 @@ func (e *Engine) Clients() provision.Clients { return e.clients }
 // Function names; empty for the engine's own reads), with the middleware
 // the configuration adds to the functions' and to that one's.
 func (e *Engine) functionClients(function string) provision.Clients {
-	cfg := e.fnCfg.Copy()
-	if function != "" && e.cfg.FunctionAPIOptions != nil {
-		cfg.APIOptions = append(slices.Clone(cfg.APIOptions), e.cfg.FunctionAPIOptions(function)...)
-	}
+	cfg := e.functionConfig(function)
 	return provision.Clients{
 		DynamoDB:    dynamodb.NewFromConfig(cfg),
 		SQS:         awssqs.NewFromConfig(cfg),
 		SNS:         awssns.NewFromConfig(cfg),
 		EventBridge: eventbridge.NewFromConfig(cfg),
 	}
+}
+
+// functionConfig is the SDK configuration of one function's clients.
+func (e *Engine) functionConfig(function string) aws.Config {
+	cfg := e.fnCfg.Copy()
+	if function != "" && e.cfg.FunctionAPIOptions != nil {
+		cfg.APIOptions = append(slices.Clone(cfg.APIOptions), e.cfg.FunctionAPIOptions(function)...)
+	}
+	return cfg
+}
+
+// remoteClient is an agent's client of its one service, as the agent
+// Lambda builds it: the service's secret read and its calls signed with
+// the agent function's own SDK configuration.
+func (e *Engine) remoteClient(agentName string) *remote.Client {
+	function := resources.AgentFunction(agentName)
+	hc := &http.Client{}
+	if e.cfg.FunctionHTTP != nil {
+		hc.Transport = e.cfg.FunctionHTTP(function)(http.DefaultTransport)
+	}
+	own := services.Config{agentName: e.services[agentName]}
+	return remote.NewClientFor(remote.ServicesFrom(own, e.functionConfig(function)), hc, e.cfg.Workflows)
 }
 
 // store is the orders table through a function's clients.
@@ -445,8 +494,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		add("response poller", replies.Run)
 	}
 
-	// Agents: one per request queue, calling the remote services.
-	caller := remote.NewClient(e.remote, &http.Client{}, workflows)
+	// Agents: one per request queue, each calling its remote service.
 	agentNames := slices.Sorted(maps.Keys(e.Stack.RequestQueues))
 	for i, name := range agentNames {
 		q := e.Stack.RequestQueues[name]
@@ -454,7 +502,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		replier := sqs.NewReplies(c.SQS, e.Stack.ResponseQueue.URL)
 		holder := sqs.NewRequests(c.SQS, e.Stack.RequestQueueURLs())
 		ag := agent.New(agent.Config{
-			Name: name, Remote: caller, Replies: replier, Backoff: e.cfg.AgentBackoff, ReplyMargin: agent.DefaultReplyMargin,
+			Name: name, Remote: e.remoteClient(name), Replies: replier, Backoff: e.cfg.AgentBackoff, ReplyMargin: agent.DefaultReplyMargin,
 			TryTimeout: agent.DefaultTryTimeout, Deadlines: e.store(c).As("agent " + name), Workflows: workflows, Holder: holder, Breaker: e.cfg.Breaker,
 			Now: e.clock(i, len(agentNames)), Log: e.cfg.Log.With("service", "agent"), Metrics: e.metrics(name + "-agent"),
 		})

@@ -76,12 +76,15 @@ const (
 	maxRetryAfterSeconds = math.MaxInt64 / int64(time.Second)
 )
 
-// Client calls the remote services under one base URL. It never retries:
+// Client calls the remote services, each at its own base URL with its own
+// authentication. It never retries:
 // the agent owns retries and backoff, and the step's idempotency key makes
 // them safe. A Client is safe for concurrent use.
 type Client struct {
-	baseURL string
-	http    *http.Client
+	// services are the endpoints of the services NewClientFor was given;
+	// anyService, of every service under NewClient's one base URL.
+	services   map[string]*endpoint
+	anyService *endpoint
 	// workflows name each step's call and undo call.
 	workflows order.Versions
 	// schemas are the steps' compiled result schemas.
@@ -91,22 +94,30 @@ type Client struct {
 // stepRef names one step of one workflow version.
 type stepRef struct{ workflow, version, step string }
 
-// NewClient returns a client for the services under baseURL
-// (e.g. "http://localhost:8081"), calling through a copy of httpClient
-// that never follows a redirect: following one would send the step's
-// Idempotency-Key to another host, as a GET after a 302 or 303, and take
+// NewClient returns a client that calls every service under baseURL
+// (e.g. "http://localhost:8081") without a credential: the simulator, and
+// tests. Agents call their services with NewClientFor.
+func NewClient(baseURL string, httpClient *http.Client, workflows order.Versions) *Client {
+	return &Client{anyService: newEndpoint(Service{URL: baseURL}, httpClient), workflows: workflows, schemas: resultSchemas(workflows)}
+}
+
+// NewClientFor returns a client for services (by name, as steps name
+// them; see ServicesFrom), calling through a copy of httpClient that never
+// follows a redirect: following one would send the step's Idempotency-Key
+// (and credential) to another host, as a GET after a 302 or 303, and take
 // that host's 2xx for the work done. A redirect is a configuration fault
 // instead (see ErrConfiguration). A nil httpClient means one like
 // http.DefaultClient; calls are then bounded only by their context. A
 // step's call and undo call (method and path) are those its version of
-// workflows defines.
-func NewClient(baseURL string, httpClient *http.Client, workflows order.Versions) *Client {
-	var hc http.Client
-	if httpClient != nil {
-		hc = *httpClient
+// workflows defines. A call to a service not in services is a
+// configuration fault.
+func NewClientFor(services map[string]Service, httpClient *http.Client, workflows order.Versions) *Client {
+	c := &Client{services: make(map[string]*endpoint, len(services)), workflows: workflows}
+	for name, svc := range services {
+		c.services[name] = newEndpoint(svc, httpClient)
 	}
-	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &Client{baseURL: strings.TrimRight(baseURL, "/"), http: &hc, workflows: workflows, schemas: resultSchemas(workflows)}
+	c.schemas = resultSchemas(workflows)
+	return c
 }
 
 // resultSchemas compiles every step's result schema. The definitions were
@@ -148,6 +159,10 @@ func (c *Client) Call(ctx context.Context, service string, req order.StepRequest
 		return Answer{}, fmt.Errorf("remote service %q: %w: %w", service, err, ErrPermanent)
 	}
 	op := service + ": " + call.Method + " " + call.Path
+	ep, err := c.endpointOf(service)
+	if err != nil {
+		return Answer{}, fmt.Errorf("%s: %w", op, err)
+	}
 	if req.IdempotencyKey == "" {
 		// Without a key a retry could repeat the work, so refuse to call.
 		return Answer{}, fmt.Errorf("%s: order %s: no idempotency key: %w", op, req.OrderID, ErrPermanent)
@@ -156,7 +171,7 @@ func (c *Client) Call(ctx context.Context, service string, req order.StepRequest
 	if err != nil {
 		return Answer{}, fmt.Errorf("%s: %w: %w", op, err, ErrPermanent)
 	}
-	httpReq, err := http.NewRequestWithContext(ctx, call.Method, c.baseURL+call.Path, bytes.NewReader(body))
+	httpReq, err := http.NewRequestWithContext(ctx, call.Method, ep.base+call.Path, bytes.NewReader(body))
 	if err != nil {
 		return Answer{}, fmt.Errorf("%s: %w: %w", op, err, ErrPermanent)
 	}
@@ -164,7 +179,8 @@ func (c *Client) Call(ctx context.Context, service string, req order.StepRequest
 	httpReq.Header.Set("Accept", "application/json")
 	httpReq.Header.Set("Idempotency-Key", req.IdempotencyKey)
 
-	resp, err := c.http.Do(httpReq)
+	// The endpoint's transport adds the service's credential.
+	resp, err := ep.http.Do(httpReq)
 	if err != nil {
 		return Answer{}, transportError(ctx, op, err)
 	}

@@ -1,0 +1,82 @@
+package stack
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/jsii-runtime-go"
+
+	"orderly/internal/services"
+)
+
+// serviceEnv hands an agent its one service: base URL and authentication
+// (package services). No agent learns another's.
+func serviceEnv(svc services.Service) map[string]*string {
+	return map[string]*string{
+		services.EnvURL:  jsii.String(svc.URL),
+		services.EnvAuth: jsii.String(svc.Auth.JSON()),
+	}
+}
+
+// grantService lets an agent's role make exactly the calls its service's
+// authentication makes: read its header's secret (and decrypt it through
+// Secrets Manager when a customer managed key encrypts it), or invoke its
+// function URL or its API's methods and paths the workflows' steps call.
+func (f *functions) grantService(s *Stack, fn awslambda.Function, agent string, svc services.Service) {
+	a := svc.Auth
+	switch a.Type {
+	case services.AuthHeader:
+		secret := a.Secret
+		if !strings.HasPrefix(secret, "arn:") {
+			// A secret's ARN ends in six random characters after its name.
+			secret = *s.Stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("secretsmanager"), Resource: jsii.String("secret"),
+				ResourceName: jsii.String(a.Secret + "-??????"), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME})
+		}
+		allow(fn, jsii.String(secret), "secretsmanager:GetSecretValue")
+		if a.KMSKey != "" {
+			region := a.SecretRegion()
+			if region == "" {
+				region = *s.Stack.Region()
+			}
+			allowIf(fn, a.KMSKey, "StringEquals", "kms:ViaService", "secretsmanager."+region+".amazonaws.com", "kms:Decrypt")
+		}
+	case services.AuthSigV4:
+		if a.Service == services.SigningLambda {
+			allowIf(fn, a.Target, "StringEquals", services.ConditionFunctionURLAuthType, services.FunctionURLAuthIAM, services.ActionInvokeFunctionURL)
+			return
+		}
+		var calls []*string
+		for _, wf := range s.props.Workflows.Workflows() {
+			for _, step := range wf.Steps {
+				if step.Agent != agent {
+					continue
+				}
+				for _, call := range []struct{ method, path string }{{step.Call.Method, step.Call.Path}, {step.UndoCall.Method, step.UndoCall.Path}} {
+					if call.path == "" {
+						continue
+					}
+					arn := services.APIResource(a.Target, call.method, call.path)
+					if !slices.ContainsFunc(calls, func(c *string) bool { return *c == arn }) {
+						calls = append(calls, jsii.String(arn))
+					}
+				}
+			}
+		}
+		fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions: jsii.Strings(services.ActionInvokeAPI), Resources: &calls,
+		}))
+	}
+}
+
+// allowIf adds one statement: these actions on this resource, when the
+// request's key equals value.
+func allowIf(fn awslambda.Function, resource, operator, key, value string, actions ...string) {
+	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:    jsii.Strings(actions...),
+		Resources:  jsii.Strings(resource),
+		Conditions: &map[string]any{operator: map[string]any{key: value}},
+	}))
+}
