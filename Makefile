@@ -31,7 +31,10 @@ tools: ## install the pinned emulators, Go modules and staticcheck (idempotent)
 .PHONY: run
 run: tools ## run orderly locally on the emulators: API on 127.0.0.1:8080, the shipped workflow and the checkout example
 	bash $(EMULATORS) start
-	eval "$$(bash $(EMULATORS) env)" && ORDERLY_WORKFLOWS=$${ORDERLY_WORKFLOWS:-order,checkout} go run ./cmd/orderly-local
+	@# By default the checkout example runs beside the shipped workflow, its
+	@# fraud service called with an Authorization header from the local
+	@# Secrets Manager, which the simulator checks.
+	eval "$$(bash $(EMULATORS) env)" && if [ -z "$$ORDERLY_WORKFLOWS" ]; then export ORDERLY_WORKFLOWS=order,checkout ORDERLY_SERVICES=$${ORDERLY_SERVICES:-examples/services.local.json}; fi && go run ./cmd/orderly-local
 
 .PHONY: events
 events: ## print (and consume) the status events `make run` published, from its local status-events queue
@@ -196,9 +199,13 @@ LOCAL_STAGE        ?= local
 SIMULATOR_ADDR     ?= 127.0.0.1:8091
 LOCAL_OUTPUTS      := .local/localstack-outputs.json
 # LocalStack's API Gateway passes no caller identity: the stack names one.
-# Every service is the simulator (cdk.json's services are dropped; pass
-# -c services='{...}' in CONTEXT to configure some).
-LOCAL_CONTEXT      := -c stage=$(LOCAL_STAGE) -c assetsDir=../$(HOST_BIN) -c 'services={}' \
+# Every service is the simulator (cdk.json's services are dropped); the
+# checkout example's fraud service takes an Authorization header, whose
+# value deploy-local puts in LocalStack's Secrets Manager and gives the
+# simulator to check (a fresh one per deploy, never printed).
+LOCAL_FRAUD_SECRET := orderly-$(LOCAL_STAGE)/fraud-token
+LOCAL_SERVICES     := {"fraud":{"url":"http://$(SIMULATOR_ADDR)","auth":{"type":"header","header":"Authorization","secret":"$(LOCAL_FRAUD_SECRET)"}}}
+LOCAL_CONTEXT      := -c stage=$(LOCAL_STAGE) -c assetsDir=../$(HOST_BIN) -c 'services=$(LOCAL_SERVICES)' \
                       -c remoteUrl=http://$(SIMULATOR_ADDR) -c anonymousCaller=LOCALSTACK \
                       -c workflowsDir=../workflows,../examples/workflows
 # cdklocal would use localhost.localstack.cloud, a name that needs public
@@ -224,7 +231,9 @@ localstack-stop: ## stop LocalStack (its state is not kept)
 
 .PHONY: deploy-local
 deploy-local: build-host infra-tools localstack ## deploy the stack to LocalStack (stage local), with the simulator for its agents
-	bash $(SIMULATOR) start
+	@export ORDERLY_SECRET_VALUE="Bearer local-$$(head -c 18 /dev/urandom | base64 | tr -d '/+=')"; \
+	$(LOCAL_ENV) $(TOOLS_VENV)/bin/python localstack/secret.py $(LOCAL_FRAUD_SECRET) && \
+	ORDERLY_SIM_REQUIRE_HEADER='fraud=Authorization=$$ORDERLY_SECRET_VALUE' bash $(SIMULATOR) start
 	cd infra && $(LOCAL_ENV) $(CDKLOCAL) bootstrap $(LOCAL_CONTEXT) $(CONTEXT)
 	cd infra && $(LOCAL_ENV) $(CDKLOCAL) deploy $(STACKS) --require-approval never \
 		--outputs-file ../$(LOCAL_OUTPUTS) $(LOCAL_CONTEXT) $(CONTEXT)

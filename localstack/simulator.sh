@@ -31,7 +31,14 @@ start() {
     mkdir -p "$STATE_DIR/bin" "$STATE_DIR/run" "$STATE_DIR/logs"
     (cd "$ROOT_DIR" && go build -o "$BIN" ./cmd/orderly-simulator)
     [[ -f "$LOG_FILE" ]] && mv -f "$LOG_FILE" "$LOG_FILE.prev"
-    ORDERLY_SIMULATOR_ADDR="$ADDR" setsid "$BIN" </dev/null >>"$LOG_FILE" 2>&1 &
+    # ORDERLY_SIM_REQUIRE_HEADER (SERVICE=HEADER=$VARIABLE) makes the
+    # simulator check a service's credential; the variable stays in the
+    # environment, its value never on a command line.
+    local args=()
+    if [[ -n "${ORDERLY_SIM_REQUIRE_HEADER:-}" ]]; then
+        args+=(-require-header "$ORDERLY_SIM_REQUIRE_HEADER")
+    fi
+    ORDERLY_SIMULATOR_ADDR="$ADDR" setsid "$BIN" "${args[@]}" </dev/null >>"$LOG_FILE" 2>&1 &
     echo $! > "$PID_FILE"
     for _ in $(seq 1 50); do
         if answers; then

@@ -98,6 +98,10 @@ func run(log *slog.Logger) error {
 	if err := env.Err(); err != nil {
 		return err
 	}
+	// A header-authenticated service at the simulator gets its secret
+	// made in the emulators' Secrets Manager if it has none yet, and the
+	// simulator checks it (see engine.Config.LocalSecrets).
+	cfg.LocalSecrets = true
 	if file := env.String("ORDERLY_SERVICES", ""); file != "" {
 		raw, err := os.ReadFile(file)
 		if err != nil {

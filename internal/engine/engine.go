@@ -11,10 +11,13 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 	"log/slog"
 	"maps"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -89,7 +92,12 @@ type Config struct {
 	// simulator.WithLedger); Outages take services down for a while.
 	SimulatorLedger string
 	Outages         []simulator.Outage
-	Timing          order.Timing
+	// LocalSecrets lets the engine create, with a random value, the
+	// secret of a header-authenticated service Services points at its
+	// simulator when it does not exist yet (see simulatorCredentials):
+	// the emulators' Secrets Manager, under `make run`.
+	LocalSecrets bool
+	Timing       order.Timing
 	// Workflows, when set, are the workflow versions the engine runs
 	// (tests of version changes); empty means the shipped ones with Timing.
 	Workflows order.Versions
@@ -287,6 +295,13 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 		for _, o := range cfg.Outages {
 			opts = append(opts, simulator.WithOutage(o))
 		}
+		required, err := e.simulatorCredentials(ctx, awsCfg, cfg)
+		if err != nil {
+			closeAll()
+			e.simLn.Close()
+			return nil, err
+		}
+		opts = append(opts, required...)
 		sim, err := simulator.New(opts...)
 		if err != nil {
 			closeAll()
@@ -593,4 +608,47 @@ func (e *Engine) clock(i, n int) func() time.Time {
 		offset = time.Duration(float64(e.cfg.ClockSkew) * (2*float64(i)/float64(n-1) - 1))
 	}
 	return func() time.Time { return time.Now().Add(offset) }
+}
+
+// simulatorCredentials makes the simulator check the credential of every
+// service with header authentication that Services points at it (at
+// SimulatorAddr): it answers 401 unless the header holds the secret's
+// value, which the agent reads from Secrets Manager as in AWS. With
+// LocalSecrets a secret that does not exist yet is created, with a random
+// value: `make run` needs no set-up, and the whole path (fetch, cache,
+// header) runs locally. The value is never logged.
+func (e *Engine) simulatorCredentials(ctx context.Context, awsCfg aws.Config, cfg Config) ([]simulator.Option, error) {
+	var opts []simulator.Option
+	client := secretsmanager.NewFromConfig(awsCfg)
+	for name, svc := range cfg.Services {
+		u, err := url.Parse(svc.URL)
+		if err != nil || svc.Auth.Type != services.AuthHeader || u.Host != cfg.SimulatorAddr {
+			continue
+		}
+		value, err := localSecret(ctx, client, svc.Auth.Secret, cfg.LocalSecrets)
+		if err != nil {
+			return nil, fmt.Errorf("service %s: the simulator's credential: %w", name, err)
+		}
+		cfg.Log.Info("the simulator requires the service's credential", "service", name, "header", svc.Auth.Header, "secret", svc.Auth.Secret)
+		opts = append(opts, simulator.WithRequiredHeader(name, svc.Auth.Header, value))
+	}
+	return opts, nil
+}
+
+// localSecret reads a secret's value, creating the secret with a random
+// one first when create is set and it does not exist.
+func localSecret(ctx context.Context, client *secretsmanager.Client, id string, create bool) (string, error) {
+	out, err := client.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(id)})
+	var missing *smtypes.ResourceNotFoundException
+	if errors.As(err, &missing) && create {
+		value := "Bearer local-" + rand.Text()
+		if _, err := client.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: aws.String(id), SecretString: aws.String(value)}); err != nil {
+			return "", fmt.Errorf("create secret %s: %w", id, err)
+		}
+		return value, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read secret %s: %w", id, err)
+	}
+	return aws.ToString(out.SecretString), nil
 }

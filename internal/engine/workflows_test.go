@@ -1,9 +1,11 @@
 package engine_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,11 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
 	"orderly/internal/api"
 	"orderly/internal/definition"
 	"orderly/internal/engine"
 	"orderly/internal/enginetest"
 	"orderly/internal/order"
+	"orderly/internal/services"
 	"orderly/internal/testenv"
 )
 
@@ -233,4 +239,51 @@ func TestSubmissionsAreCheckedAgainstTheirWorkflow(t *testing.T) {
 			t.Errorf("POST /workflows/%s/orders: %d %s, want %d mentioning %q", tt.workflow, code, raw, tt.status, tt.mention)
 		}
 	}
+}
+
+// The checkout example's fraud service takes an Authorization header from
+// Secrets Manager, locally too: the engine makes the secret in the
+// emulator and its simulator refuses a call without it.
+func TestCheckoutRunsWithAnAuthHeaderLocally(t *testing.T) {
+	t.Parallel()
+	addr := freeLoopback(t)
+	secret := "orderly-test/" + testenv.Stage(t) + "/fraud-token"
+	wfs, err := definition.Deployed(enginetest.Fast, []string{"order", "checkout"}, "order")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := start(t, func(c *engine.Config) {
+		c.Workflows, c.SimulatorAddr, c.LocalSecrets = wfs, addr, true
+		c.Services = services.Config{"fraud": {URL: "http://" + addr, Auth: services.Auth{Type: services.AuthHeader, Header: "Authorization", Secret: secret}}}
+	})
+	t.Cleanup(func() {
+		sm := secretsmanager.NewFromConfig(testenv.AWS(t))
+		_, _ = sm.DeleteSecret(context.Background(), &secretsmanager.DeleteSecretInput{SecretId: &secret, ForceDeleteWithoutRecovery: aws.Bool(true)})
+	})
+	code, out := postWorkflow(t, e, "checkout", checkoutInput("c-auth"))
+	if code != http.StatusAccepted {
+		t.Fatalf("POST: %d %v", code, out)
+	}
+	if v := await(t, e, out["orderId"].(string), 20*time.Second); v.Status != order.StatusProcessed {
+		t.Fatalf("got %s, want Processed with the credential: %s", v.Status, testenv.Describe(v))
+	}
+	// Without the header the simulator's fraud service refuses the call.
+	resp, err := http.Post("http://"+addr+"/fraud/checks", "application/json", strings.NewReader(`{"orderId":"X"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a call without the header: %d, want 401", resp.StatusCode)
+	}
+}
+
+func freeLoopback(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
