@@ -31,6 +31,7 @@ import (
 
 	"orderly/internal/api"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/provision"
 	"orderly/internal/resources"
 	"orderly/internal/testenv"
@@ -72,7 +73,7 @@ func stack(t *testing.T) deployed {
 	d := deployed{clients: provision.Clients{DynamoDB: dynamodb.NewFromConfig(cfg), SQS: sqs.NewFromConfig(cfg),
 		SNS: sns.NewFromConfig(cfg), EventBridge: eventbridge.NewFromConfig(cfg)}}
 	d.api = gatewayURL(t, aws.ToString(cfg.BaseEndpoint), outputs["ApiUrl"])
-	d.orders = resources.New(stage, order.OrderWorkflow(order.DefaultTiming).Agents()).Orders.Name
+	d.orders = resources.New(stage, ordertest.OrderWorkflow(order.DefaultTiming).Agents()).Orders.Name
 	d.alerts = testenv.SubscribeAlerts(t, d.clients, outputs["AlertTopicArn"])
 	d.events = &eventInbox{sqs: d.clients.SQS, url: statusEvents(t, d.clients, outputs["EventBusName"]), seen: map[string][]order.Status{}}
 	return d
@@ -147,7 +148,7 @@ func (d deployed) submit(t *testing.T, skus ...string) string {
 	for i, s := range skus {
 		lines[i] = order.Line{SKU: s, Quantity: 1}
 	}
-	body, _ := json.Marshal(order.Submission{CustomerID: "c-e2e", Lines: lines})
+	body, _ := json.Marshal(ordertest.Submission{CustomerID: "c-e2e", Lines: lines})
 	code, got := d.call(t, http.MethodPost, "/orders", string(body))
 	var out struct{ OrderID string }
 	if code != http.StatusAccepted || json.Unmarshal(got, &out) != nil || out.OrderID == "" {

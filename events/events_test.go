@@ -31,6 +31,7 @@ import (
 	"orderly/internal/dynamo"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/remote"
 	"orderly/internal/scheduler"
 )
@@ -300,7 +301,7 @@ func checkSubmitAccepted(t *testing.T, _ []byte, req events.APIGatewayProxyReque
 	if req.RequestContext.Identity.Caller != caller {
 		t.Fatalf("identity.caller = %q, want the fixture's role session %q", req.RequestContext.Identity.Caller, caller)
 	}
-	var sub order.Submission
+	var sub ordertest.Submission
 	if err := json.Unmarshal([]byte(req.Body), &sub); err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +317,7 @@ func checkSubmitAccepted(t *testing.T, _ []byte, req events.APIGatewayProxyReque
 	if !ok || store.creates != 1 {
 		t.Fatalf("store got %d CreateOrder calls and orders %v, want order %s written once", store.creates, store.orders, wantID)
 	}
-	var input order.Submission
+	var input ordertest.Submission
 	_ = json.Unmarshal(o.Input, &input)
 	if o.Status != order.StatusPending || len(input.Lines) != 2 || !o.CreatedAt.Equal(requestTime(req)) || o.Caller != caller {
 		t.Errorf("stored order %+v, want a Pending order of 2 lines created at %s by %s", o, requestTime(req), caller)
@@ -491,7 +492,7 @@ func checkStepUnclaimed(t *testing.T, raw []byte, ev events.DynamoDBEvent) {
 	want := order.StepState{
 		// A record of before versions and workflows: the order
 		// workflow's version 1.
-		OrderID: "QMVF4LBCLJ4PRZERCUY25DASBK", Workflow: order.LegacyWorkflow, Version: order.LegacyVersion, Step: order.StepReserveInventory, Index: 0, Agent: order.AgentInventory,
+		OrderID: "QMVF4LBCLJ4PRZERCUY25DASBK", Workflow: order.LegacyWorkflow, Version: order.LegacyVersion, Step: ordertest.StepReserveInventory, Index: 0, Agent: ordertest.AgentInventory,
 		ProcessState: order.Pending, CompleteBy: resetAt.Add(workflow.ClaimWithin), Attempt: 1, FailureCount: 1,
 		LastError: "attempt 1 timed out: no reply by 2025-03-14T09:26:53.118Z", DueAt: resetAt.Add(workflow.ClaimWithin), UpdatedAt: resetAt,
 	}
@@ -514,11 +515,11 @@ func checkStepUnclaimed(t *testing.T, raw []byte, ev events.DynamoDBEvent) {
 	if resp, ok := out.(events.DynamoDBEventResponse); !ok || len(resp.BatchItemFailures) > 0 {
 		t.Errorf("scheduler Handle() = %#v, want a DynamoDBEventResponse without failures", out)
 	}
-	wantClaim := claim{after.OrderID, order.StepReserveInventory, schedulerID, now.Add(2 * order.DefaultTiming.Allowance)}
+	wantClaim := claim{after.OrderID, ordertest.StepReserveInventory, schedulerID, now.Add(2 * order.DefaultTiming.Allowance)}
 	if !slices.Equal(store.claims, []claim{wantClaim}) {
 		t.Errorf("claims %+v, want [%+v]", store.claims, wantClaim)
 	}
-	if len(requests.sent) != 1 || requests.sent[0].Step != order.StepReserveInventory || requests.sent[0].Attempt != 2 {
+	if len(requests.sent) != 1 || requests.sent[0].Step != ordertest.StepReserveInventory || requests.sent[0].Attempt != 2 {
 		t.Errorf("requests sent %+v, want attempt 2 of reserve-inventory", requests.sent)
 	}
 }
@@ -550,15 +551,15 @@ func checkSchedulerReplies(t *testing.T, raw []byte, ev events.SQSEvent) {
 	if !slices.Equal(resp.BatchItemFailures, want) {
 		t.Errorf("BatchItemFailures = %+v, want only the malformed message %+v", resp.BatchItemFailures, want)
 	}
-	next, _ := workflow.Step(order.StepChargePayment)
+	next, _ := workflow.Step(ordertest.StepChargePayment)
 	wantDone := dynamo.Completion{
-		Step:      order.StepState{OrderID: "QMVF4LBCLJ4PRZERCUY25DASBK", Step: order.StepReserveInventory, Index: 0, Attempt: 1},
+		Step:      order.StepState{OrderID: "QMVF4LBCLJ4PRZERCUY25DASBK", Step: ordertest.StepReserveInventory, Index: 0, Attempt: 1},
 		Reference: "res_k7q2m9x4t3vbn8c5wz6hjp2rfd", Next: &next, NextIndex: 1, Owner: schedulerID, NextCompleteBy: now.Add(next.Allowance)}
 	if len(store.completions) != 1 || !reflect.DeepEqual(store.completions[0], wantDone) {
 		t.Errorf("completions %+v, want [%+v]", store.completions, wantDone)
 	}
 	// The next step is claimed in the same write and requested at once.
-	if len(requests.sent) != 1 || requests.sent[0].Step != order.StepChargePayment || requests.sent[0].Attempt != 1 {
+	if len(requests.sent) != 1 || requests.sent[0].Step != ordertest.StepChargePayment || requests.sent[0].Attempt != 1 {
 		t.Errorf("requests sent %+v, want attempt 1 of charge-payment", requests.sent)
 	}
 	if len(store.failures)+len(ops.alerts) > 0 {

@@ -8,6 +8,7 @@ import (
 
 	"orderly/internal/metrics"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/remote"
 )
 
@@ -21,7 +22,7 @@ import (
 // one alert, and it clears five quiet minutes after the last.
 func TestConfigurationFaultAlarmsNameTheServiceAndStatus(t *testing.T) {
 	alarms := ofType("AWS::CloudWatch::Alarm")
-	for _, agent := range order.OrderWorkflows(order.DefaultTiming).Agents() {
+	for _, agent := range ordertest.OrderWorkflows(order.DefaultTiming).Agents() {
 		for _, status := range remote.ConfigurationStatuses {
 			name := "ConfigFault" + strings.ToUpper(agent[:1]) + agent[1:] + status
 			id := findID(alarms, name)

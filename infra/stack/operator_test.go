@@ -18,6 +18,7 @@ import (
 	"orderly/internal/enginetest"
 	"orderly/internal/ops"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/testenv"
 )
 
@@ -39,7 +40,7 @@ func TestOperatorToolsPolicyAllowsExactlyTheToolsCalls(t *testing.T) {
 	stuck := submitOrder(t, e, "TEST-PAYMENT-PERMANENT", "TEST-INVENTORY-UNDO-PERMANENT-1")
 	running := submitOrder(t, e, "TEST-SHIPPING-HANG")
 	awaitOrder(t, e, stuck, func(v api.OrderView) bool { return v.Status == order.StatusError })
-	awaitOrder(t, e, running, func(v api.OrderView) bool { return onStep(v, order.StepArrangeShipping) })
+	awaitOrder(t, e, running, func(v api.OrderView) bool { return onStep(v, ordertest.StepArrangeShipping) })
 	// A message in every dead-letter queue, for dlq show and dlq redrive.
 	plain := e.Clients().SQS
 	var dlqs []string

@@ -21,6 +21,7 @@ import (
 	"orderly/internal/engine"
 	"orderly/internal/enginetest"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/simulator"
 	"orderly/internal/testenv"
 )
@@ -125,7 +126,7 @@ func recordCalls(t *testing.T) []callrecord.Call {
 	cfg.FunctionHTTP = rec.HTTP
 	// Heartbeats move a slow call's deadline on (enginetest's timing has none).
 	cfg.Timing.MaxHeartbeats = 6
-	v1 := order.OrderWorkflow(cfg.Timing)
+	v1 := ordertest.OrderWorkflow(cfg.Timing)
 	v2 := v1
 	v2.Version = "2"
 	cfg.Workflows = order.MustVersions(v1, v2)
@@ -149,7 +150,7 @@ func recordCalls(t *testing.T) []callrecord.Call {
 	refused := submitOrder(t, e, "TEST-PAYMENT-PERMANENT", "TEST-INVENTORY-UNDO-PERMANENT-1")
 	cancelled := submitOrder(t, e, "TEST-SHIPPING-HANG")
 	awaitOrder(t, e, cancelled, func(v api.OrderView) bool {
-		return v.Status == order.StatusProcessing && onStep(v, order.StepArrangeShipping)
+		return v.Status == order.StatusProcessing && onStep(v, ordertest.StepArrangeShipping)
 	})
 	call(t, e, http.MethodPost, "/orders/"+cancelled+"/cancel", nil, http.StatusAccepted)
 	ended[cancelled] = order.StatusCancelled
@@ -173,7 +174,7 @@ func recordCalls(t *testing.T) []callrecord.Call {
 	// A version 2 order in flight when version 2 is rolled back: the next
 	// deploy parks it and alerts.
 	parked := submitOrder(t, e, "TEST-SHIPPING-HANG")
-	awaitOrder(t, e, parked, func(v api.OrderView) bool { return onStep(v, order.StepArrangeShipping) })
+	awaitOrder(t, e, parked, func(v api.OrderView) bool { return onStep(v, ordertest.StepArrangeShipping) })
 	stop()
 	cfg.Workflows = order.MustVersions(v1)
 	enginetest.Run(t, cfg)
@@ -197,11 +198,11 @@ func credentialedSimulator(t *testing.T, apiKey string) *httptest.Server {
 		auth := r.Header.Get("Authorization")
 		var ok bool
 		switch service, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/"); service {
-		case order.AgentInventory:
+		case ordertest.AgentInventory:
 			ok = r.Header.Get("X-Api-Key") == apiKey
-		case order.AgentPayment:
+		case ordertest.AgentPayment:
 			ok = strings.HasPrefix(auth, "AWS4-HMAC-SHA256 ") && strings.Contains(auth, "/us-east-1/execute-api/aws4_request")
-		case order.AgentShipping:
+		case ordertest.AgentShipping:
 			ok = strings.HasPrefix(auth, "AWS4-HMAC-SHA256 ") && strings.Contains(auth, "/us-east-1/lambda/aws4_request")
 		}
 		if !ok {
@@ -218,7 +219,7 @@ func credentialedSimulator(t *testing.T, apiKey string) *httptest.Server {
 
 func submitOrder(t *testing.T, e *engine.Engine, skus ...string) string {
 	t.Helper()
-	sub := order.Submission{CustomerID: "c-roles"}
+	sub := ordertest.Submission{CustomerID: "c-roles"}
 	for _, s := range skus {
 		sub.Lines = append(sub.Lines, order.Line{SKU: s, Quantity: 1})
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 
 	"orderly/infra/stack"
-	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/services"
 )
 
@@ -35,11 +35,11 @@ func roleCheckServices(stage, url string) services.Config {
 		return real
 	}
 	return services.Config{
-		order.AgentInventory: {URL: at("https://inventory.example.com"), Auth: services.Auth{Type: services.AuthHeader, Header: "X-Api-Key",
+		ordertest.AgentInventory: {URL: at("https://inventory.example.com"), Auth: services.Auth{Type: services.AuthHeader, Header: "X-Api-Key",
 			Secret: "orderly-" + stage + "-inventory-api-key", KMSKey: roleCheckKey}},
-		order.AgentPayment: {URL: at("https://a1b2c3d4e5.execute-api.us-east-1.amazonaws.com/live"),
+		ordertest.AgentPayment: {URL: at("https://a1b2c3d4e5.execute-api.us-east-1.amazonaws.com/live"),
 			Auth: services.Auth{Type: services.AuthSigV4, Service: services.SigningExecuteAPI, Target: roleCheckAPIStage}},
-		order.AgentShipping: {URL: at("https://abcdefghij0123456789abcdefghij01.lambda-url.us-east-1.on.aws"),
+		ordertest.AgentShipping: {URL: at("https://abcdefghij0123456789abcdefghij01.lambda-url.us-east-1.on.aws"),
 			Auth: services.Auth{Type: services.AuthSigV4, Service: services.SigningLambda, Target: roleCheckFunction}},
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"orderly/internal/definition"
 	"orderly/internal/openapi"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/remote"
 	"orderly/internal/resources"
 	"orderly/internal/services"
@@ -429,14 +430,14 @@ func TestFunctionsAreConfigured(t *testing.T) {
 // empty at run time, a failure only a deployed stack shows).
 func TestFunctionsGetTheVariablesTheyRequire(t *testing.T) {
 	required := map[string][]string{
-		"submit":    {resources.EnvOrdersTable, resources.EnvHistoryTable, resources.EnvRequestQueueURL(order.AgentInventory)},
-		"scheduler": {resources.EnvOrdersTable, resources.EnvAlertTopicARN, resources.EnvRequestQueueURL(order.AgentInventory), resources.EnvRequestQueueURL(order.AgentPayment), resources.EnvRequestQueueURL(order.AgentShipping)},
+		"submit":    {resources.EnvOrdersTable, resources.EnvHistoryTable, resources.EnvRequestQueueURL(ordertest.AgentInventory)},
+		"scheduler": {resources.EnvOrdersTable, resources.EnvAlertTopicARN, resources.EnvRequestQueueURL(ordertest.AgentInventory), resources.EnvRequestQueueURL(ordertest.AgentPayment), resources.EnvRequestQueueURL(ordertest.AgentShipping)},
 		"supervisor": {resources.EnvOrdersTable, resources.EnvAlertTopicARN, resources.EnvResponseQueueURL,
-			resources.EnvRequestQueueURL(order.AgentInventory), resources.EnvRequestQueueURL(order.AgentPayment), resources.EnvRequestQueueURL(order.AgentShipping)},
+			resources.EnvRequestQueueURL(ordertest.AgentInventory), resources.EnvRequestQueueURL(ordertest.AgentPayment), resources.EnvRequestQueueURL(ordertest.AgentShipping)},
 		"recorder":        {resources.EnvHistoryTable, resources.EnvEventBus},
-		"inventory-agent": {"AGENT_NAME", services.EnvURL, services.EnvAuth, resources.EnvResponseQueueURL, resources.EnvOrdersTable, resources.EnvRequestQueueURL(order.AgentInventory)},
-		"payment-agent":   {"AGENT_NAME", services.EnvURL, services.EnvAuth, resources.EnvResponseQueueURL, resources.EnvOrdersTable, resources.EnvRequestQueueURL(order.AgentPayment)},
-		"shipping-agent":  {"AGENT_NAME", services.EnvURL, services.EnvAuth, resources.EnvResponseQueueURL, resources.EnvOrdersTable, resources.EnvRequestQueueURL(order.AgentShipping)},
+		"inventory-agent": {"AGENT_NAME", services.EnvURL, services.EnvAuth, resources.EnvResponseQueueURL, resources.EnvOrdersTable, resources.EnvRequestQueueURL(ordertest.AgentInventory)},
+		"payment-agent":   {"AGENT_NAME", services.EnvURL, services.EnvAuth, resources.EnvResponseQueueURL, resources.EnvOrdersTable, resources.EnvRequestQueueURL(ordertest.AgentPayment)},
+		"shipping-agent":  {"AGENT_NAME", services.EnvURL, services.EnvAuth, resources.EnvResponseQueueURL, resources.EnvOrdersTable, resources.EnvRequestQueueURL(ordertest.AgentShipping)},
 	}
 	seen := map[string]bool{}
 	for id, fn := range ofType("AWS::Lambda::Function") {
@@ -697,7 +698,7 @@ func TestWorkflowsFromContext(t *testing.T) {
 	if err != nil {
 		t.Fatalf("FromContext: %v", err)
 	}
-	if got, want := p.Workflows.Agents(), []string{order.AgentInventory, order.AgentPayment, order.AgentShipping}; !slices.Equal(got, want) {
+	if got, want := p.Workflows.Agents(), []string{ordertest.AgentInventory, ordertest.AgentPayment, ordertest.AgentShipping}; !slices.Equal(got, want) {
 		t.Errorf("Workflows.Agents() = %v, want %v", got, want)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"orderly/internal/agent"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/remote"
 )
 
@@ -182,7 +183,7 @@ func newAgent(c agent.Caller, r agent.Replier, now func() time.Time) *agent.Serv
 		now = time.Now
 	}
 	return agent.New(agent.Config{
-		Name:    order.AgentPayment,
+		Name:    ordertest.AgentPayment,
 		Remote:  c,
 		Replies: r,
 		Backoff: agent.Backoff{Base: 10 * time.Millisecond, Cap: 50 * time.Millisecond},
@@ -195,8 +196,8 @@ func newAgent(c agent.Caller, r agent.Replier, now func() time.Time) *agent.Serv
 func request(key string, completeBy time.Time) order.StepRequest {
 	id := order.IDForKey("caller", "", "cust-1", key)
 	return order.StepRequest{
-		OrderID: id, Step: order.StepChargePayment, Attempt: 2, CompleteBy: completeBy,
-		IdempotencyKey: order.IdempotencyKeyFor(id, order.StepChargePayment),
+		OrderID: id, Step: ordertest.StepChargePayment, Attempt: 2, CompleteBy: completeBy,
+		IdempotencyKey: order.IdempotencyKeyFor(id, ordertest.StepChargePayment),
 		Input:          order.LegacyInput("cust-1", []order.Line{{SKU: "ABC-1", Quantity: 2}}, ""),
 	}
 }
@@ -248,8 +249,8 @@ func TestProcessReplies(t *testing.T) {
 				t.Errorf("remote calls = %d, want %d", len(calls), tt.wantCalls)
 			}
 			for i, c := range calls {
-				if c.service != order.AgentPayment {
-					t.Errorf("call %d service = %q, want %q", i, c.service, order.AgentPayment)
+				if c.service != ordertest.AgentPayment {
+					t.Errorf("call %d service = %q, want %q", i, c.service, ordertest.AgentPayment)
 				}
 				if c.req.IdempotencyKey != req.IdempotencyKey || c.req.OrderID != req.OrderID || !bytes.Equal(c.req.Input, req.Input) {
 					t.Errorf("call %d request = %+v, want %+v", i, c.req, req)
@@ -541,7 +542,7 @@ func TestProcessStopsAMarginBeforeCompleteBy(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			req := request("k-"+tt.name, now.Add(tt.window))
 			caller := newFakeCaller(map[string][]result{req.OrderID: {ok("ch_1")}})
-			ag := agent.New(agent.Config{Name: order.AgentPayment, Remote: caller, Replies: &fakeReplier{},
+			ag := agent.New(agent.Config{Name: ordertest.AgentPayment, Remote: caller, Replies: &fakeReplier{},
 				ReplyMargin: 2 * time.Second, Now: func() time.Time { return now.Add(tt.waited) },
 				Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: metrics.Discard()})
 			if err := ag.Process(context.Background(), req); err != nil {
@@ -564,7 +565,7 @@ func TestProcessTimesOutAHungTryAndRetries(t *testing.T) {
 	req := request("k-hung-try", time.Now().Add(3*time.Second))
 	caller := newFakeCaller(map[string][]result{req.OrderID: {hang, ok("ch_after_hang")}})
 	replier := &fakeReplier{}
-	ag := agent.New(agent.Config{Name: order.AgentPayment, Remote: caller, Replies: replier,
+	ag := agent.New(agent.Config{Name: ordertest.AgentPayment, Remote: caller, Replies: replier,
 		Backoff: agent.Backoff{Base: 10 * time.Millisecond, Cap: 50 * time.Millisecond}, TryTimeout: 200 * time.Millisecond,
 		Now: time.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: metrics.Discard()})
 	began := time.Now()
@@ -619,7 +620,7 @@ func TestProcessReportsTheStepsLatency(t *testing.T) {
 			req := request("k-latency-"+tt.name, now.Add(5*time.Second))
 			req.AllowanceMs, req.Undo = 8000, tt.undo // claimed 3 s ago
 			var buf bytes.Buffer
-			a := agent.New(agent.Config{Name: order.AgentPayment, Remote: newFakeCaller(map[string][]result{req.OrderID: tt.script}),
+			a := agent.New(agent.Config{Name: ordertest.AgentPayment, Remote: newFakeCaller(map[string][]result{req.OrderID: tt.script}),
 				Replies: &fakeReplier{}, Backoff: agent.Backoff{Base: time.Millisecond, Cap: time.Millisecond},
 				Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 				Metrics: metrics.New(&buf, "payment-agent")})

@@ -11,6 +11,7 @@ import (
 	"orderly/internal/agent"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 )
 
 // fakeHolder records the requests an agent held back.
@@ -99,7 +100,7 @@ func TestCircuitBreakerHoldsRequestsWhileTheServiceIsDown(t *testing.T) {
 // calls and whose tries time out after tryFor (zero: at the window's end).
 func newBreakerAgent(caller agent.Caller, replier *fakeReplier, holder *fakeHolder, openFor, tryFor time.Duration) *agent.Service {
 	return agent.New(agent.Config{
-		Name: order.AgentPayment, Remote: caller, Replies: replier, Holder: holder,
+		Name: ordertest.AgentPayment, Remote: caller, Replies: replier, Holder: holder,
 		Breaker: agent.Breaker{Failures: 3, OpenFor: openFor}, TryTimeout: tryFor,
 		Backoff: agent.Backoff{Base: 5 * time.Millisecond, Cap: 10 * time.Millisecond},
 		Now:     time.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: metrics.Discard(),

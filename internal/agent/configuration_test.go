@@ -14,6 +14,7 @@ import (
 	"orderly/internal/definition"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/remote"
 	"orderly/internal/testenv"
 )
@@ -71,10 +72,10 @@ func TestConfigurationFaultHoldsRequestsUntilTheServiceAnswers(t *testing.T) {
 	var emf testenv.JSONLines
 	replier, holder := &fakeReplier{}, &fakeHolder{}
 	ag := agent.New(agent.Config{
-		Name: order.AgentPayment, Remote: remote.NewClient(ts.URL, ts.Client(), shipped), Replies: replier, Holder: holder,
+		Name: ordertest.AgentPayment, Remote: remote.NewClient(ts.URL, ts.Client(), shipped), Replies: replier, Holder: holder,
 		Breaker: agent.Breaker{Failures: 5, OpenFor: openFor},
 		Backoff: agent.Backoff{Base: 5 * time.Millisecond, Cap: 10 * time.Millisecond},
-		Now:     time.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: metrics.New(&emf, order.AgentPayment+"-agent"),
+		Now:     time.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: metrics.New(&emf, ordertest.AgentPayment+"-agent"),
 	})
 	ctx := context.Background()
 	first := request("k-config-1", time.Now().Add(5*time.Second))
@@ -192,8 +193,8 @@ func TestHeldRequestOutlastsItsHeartbeats(t *testing.T) {
 	req.AllowanceMs = allowance.Milliseconds()
 	deadlines := &fakeDeadlines{completeBy: req.CompleteBy}
 	ag := agent.New(agent.Config{
-		Name: order.AgentPayment, Remote: remote.NewClient(ts.URL, ts.Client(), shipped), Replies: replier, Holder: holder,
-		Deadlines: deadlines, Workflows: order.OrderWorkflows(order.Timing{Allowance: allowance, MaxAllowance: allowance,
+		Name: ordertest.AgentPayment, Remote: remote.NewClient(ts.URL, ts.Client(), shipped), Replies: replier, Holder: holder,
+		Deadlines: deadlines, Workflows: ordertest.OrderWorkflows(order.Timing{Allowance: allowance, MaxAllowance: allowance,
 			FailureThreshold: 1, ClaimWithin: time.Second, MaxHeartbeats: maxBeats}),
 		Breaker:     agent.Breaker{Failures: 5, OpenFor: openFor},
 		Backoff:     agent.Backoff{Base: 5 * time.Millisecond, Cap: 10 * time.Millisecond},

@@ -12,6 +12,7 @@ import (
 	"orderly/internal/agent"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/remote"
 )
 
@@ -82,8 +83,8 @@ func (c *slowCaller) count() int { c.mu.Lock(); defer c.mu.Unlock(); return c.ca
 
 func heartbeatingAgent(c agent.Caller, r agent.Replier, d agent.Deadlines, maxHeartbeats int) *agent.Service {
 	return agent.New(agent.Config{
-		Name: order.AgentPayment, Remote: c, Replies: r, Deadlines: d,
-		Workflows: order.OrderWorkflows(order.Timing{Allowance: time.Second, MaxAllowance: time.Second, FailureThreshold: 1,
+		Name: ordertest.AgentPayment, Remote: c, Replies: r, Deadlines: d,
+		Workflows: ordertest.OrderWorkflows(order.Timing{Allowance: time.Second, MaxAllowance: time.Second, FailureThreshold: 1,
 			ClaimWithin: time.Second, MaxHeartbeats: maxHeartbeats}),
 		Backoff:     agent.Backoff{Base: 10 * time.Millisecond, Cap: 50 * time.Millisecond},
 		ReplyMargin: 100 * time.Millisecond,

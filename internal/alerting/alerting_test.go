@@ -10,6 +10,7 @@ import (
 
 	"orderly/internal/alerting"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 )
 
 type fakePublisher struct {
@@ -41,7 +42,7 @@ func TestNotify(t *testing.T) {
 	// A clock outside UTC shows that the alert's time is normalised.
 	now := time.Date(2025, 3, 1, 13, 0, 0, 0, time.FixedZone("CET", 3600))
 	st := order.StepState{
-		OrderID: order.IDForKey("caller", "", "c-1", "k"), Step: order.StepChargePayment, Index: 1, Agent: order.AgentPayment,
+		OrderID: order.IDForKey("caller", "", "c-1", "k"), Step: ordertest.StepChargePayment, Index: 1, Agent: ordertest.AgentPayment,
 		ProcessState: order.Error, AlertPending: true, AlertKind: order.AlertStepTimedOut, Attempt: 3, FailureCount: 2,
 		LastError: "payment: status 402: card declined",
 	}

@@ -9,6 +9,7 @@ import (
 
 	"orderly/internal/api"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/testenv"
 )
 
@@ -37,7 +38,7 @@ func BenchmarkSubmit(b *testing.B) {
 func BenchmarkGetOrder(b *testing.B) {
 	w := testenv.NewWorld(b, order.DefaultTiming)
 	ctx := context.Background()
-	id := w.Submit(b, order.Submission{CustomerID: "c-bench", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 2}}})
+	id := w.Submit(b, ordertest.Submission{CustomerID: "c-bench", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 2}}})
 	req := events.APIGatewayProxyRequest{
 		HTTPMethod: http.MethodGet, Resource: api.ResourceOrder, Path: "/orders/" + id,
 		PathParameters: map[string]string{"id": id},

@@ -17,6 +17,7 @@ import (
 	"orderly/internal/api"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/testenv"
 )
 
@@ -113,7 +114,7 @@ func TestSubmitWritesOrderAndEveryStepAtomically(t *testing.T) {
 	if err := json.Unmarshal([]byte(g.Body), &view); err != nil || g.StatusCode != http.StatusOK {
 		t.Fatalf("GET: %d %s (%v)", g.StatusCode, g.Body, err)
 	}
-	var input order.Submission
+	var input ordertest.Submission
 	if err := json.Unmarshal(view.Input, &input); err != nil {
 		t.Fatalf("input %s: %v", view.Input, err)
 	}
@@ -331,7 +332,7 @@ func TestLifecycleRoutesRejectBadInputAndWriteNothing(t *testing.T) {
 		t.Skip("set ORDERLY_INTEGRATION=1 to run against the emulators")
 	}
 	w := testenv.NewWorld(t, timing)
-	id := w.Submit(t, order.Submission{CustomerID: "c-1", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}})
+	id := w.Submit(t, ordertest.Submission{CustomerID: "c-1", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}})
 	before, _ := w.Records(t, id)
 	tests := []struct {
 		name, method, path, body, contentType, caller string
@@ -433,18 +434,18 @@ func undoTimedOut(t *testing.T, w *testenv.World) string {
 	t.Helper()
 	ctx := context.Background()
 	s := w.Scheduler("s1")
-	id := w.Submit(t, order.Submission{CustomerID: "c-1", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}})
+	id := w.Submit(t, ordertest.Submission{CustomerID: "c-1", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}})
 	for _, r := range []order.StepReply{
-		{OrderID: id, Step: order.StepReserveInventory, Attempt: 1, Outcome: order.OutcomeSucceeded},
-		{OrderID: id, Step: order.StepChargePayment, Attempt: 1, Outcome: order.OutcomeSucceeded},
-		{OrderID: id, Step: order.StepArrangeShipping, Attempt: 1, Outcome: order.OutcomeFailed, Reason: "address undeliverable"},
+		{OrderID: id, Step: ordertest.StepReserveInventory, Attempt: 1, Outcome: order.OutcomeSucceeded},
+		{OrderID: id, Step: ordertest.StepChargePayment, Attempt: 1, Outcome: order.OutcomeSucceeded},
+		{OrderID: id, Step: ordertest.StepArrangeShipping, Attempt: 1, Outcome: order.OutcomeFailed, Reason: "address undeliverable"},
 	} {
 		if resp, err := s.HandleReplies(ctx, testenv.ReplyEvent(r)); err != nil || len(resp.BatchItemFailures) > 0 {
 			t.Fatalf("reply %+v: %+v, %v", r, resp, err)
 		}
 	}
 	for attempt := 1; attempt <= timing.FailureThreshold; attempt++ {
-		w.Requests(t, order.AgentPayment) // the agent took the refund and went silent
+		w.Requests(t, ordertest.AgentPayment) // the agent took the refund and went silent
 		_, steps := w.Records(t, id)
 		undo := steps[3]
 		if !undo.Undo || undo.ProcessState != order.Processing || undo.Attempt != attempt {
@@ -513,7 +514,7 @@ func TestRedriveRetryOverAnUndoThatMayHaveRunIsRefused(t *testing.T) {
 	if resp, err := s.HandleStream(context.Background(), w.StreamEvent(t, id)); err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("claim: %+v, %v", resp, err)
 	}
-	refused := order.StepReply{OrderID: id, Step: order.StepChargePayment, Undo: true, Record: 3, Attempt: timing.FailureThreshold + 1,
+	refused := order.StepReply{OrderID: id, Step: ordertest.StepChargePayment, Undo: true, Record: 3, Attempt: timing.FailureThreshold + 1,
 		Outcome: order.OutcomeFailed, Reason: "refund refused"}
 	if resp, err := s.HandleReplies(context.Background(), testenv.ReplyEvent(refused)); err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("reply: %+v, %v", resp, err)

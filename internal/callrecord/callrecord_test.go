@@ -21,6 +21,7 @@ import (
 	"orderly/internal/callrecord"
 	"orderly/internal/definition"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/remote"
 	"orderly/internal/services"
 )
@@ -105,7 +106,7 @@ func TestRecorderRecordsSignedRemoteCalls(t *testing.T) {
 		"shipping": {URL: ts.URL},
 	}
 	client := remote.NewClientFor(svcs, &http.Client{Transport: rec.HTTP("payment-agent")(http.DefaultTransport)}, definition.MustShipped(order.DefaultTiming))
-	for service, step := range map[string]string{"payment": order.StepChargePayment, "shipping": order.StepArrangeShipping} {
+	for service, step := range map[string]string{"payment": ordertest.StepChargePayment, "shipping": ordertest.StepArrangeShipping} {
 		if _, err := client.Call(context.Background(), service, order.StepRequest{OrderID: "O1", Step: step, IdempotencyKey: "k"}); err != nil {
 			t.Fatal(err)
 		}

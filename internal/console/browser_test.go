@@ -17,6 +17,7 @@ import (
 	"orderly/internal/engine"
 	"orderly/internal/enginetest"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/testenv"
 )
 
@@ -142,7 +143,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	if n := strings.Count(records, "Undone"); n != 2 {
 		t.Errorf("%d records Undone, want the payment and the reservation:\n%s", n, records)
 	}
-	if !e.Sim.Undone(order.AgentPayment, enginetest.RemoteKey(t, e, id, order.StepChargePayment)) {
+	if !e.Sim.Undone(ordertest.AgentPayment, enginetest.RemoteKey(t, e, id, ordertest.StepChargePayment)) {
 		t.Error("the simulator never refunded the payment")
 	}
 }
@@ -165,7 +166,7 @@ func run[T any](t *testing.T, ctx context.Context, what string, a chromedp.Actio
 
 func submit(t *testing.T, apiURL string, skus ...string) string {
 	t.Helper()
-	sub := order.Submission{CustomerID: "c-console"}
+	sub := ordertest.Submission{CustomerID: "c-console"}
 	for _, s := range skus {
 		sub.Lines = append(sub.Lines, order.Line{SKU: s, Quantity: 1})
 	}

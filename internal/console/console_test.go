@@ -17,6 +17,7 @@ import (
 	"orderly/internal/console"
 	"orderly/internal/ops"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 )
 
 const (
@@ -30,11 +31,11 @@ const (
 func stuckAtUndo(id string, tweak func(*order.StepState)) api.OrderView {
 	o := order.Order{ID: id, Status: order.StatusError, CreatedAt: t0, UpdatedAt: t0.Add(time.Second)}
 	steps := []order.StepState{
-		{Step: order.StepReserveInventory, Index: 0, ProcessState: order.Processed, Attempt: 1},
-		{Step: order.StepChargePayment, Index: 1, ProcessState: order.Processed, Attempt: 1},
-		{Step: order.StepArrangeShipping, Index: 2, ProcessState: order.Failed, Attempt: 1},
-		{Step: order.StepChargePayment, Index: 3, Undo: true, ProcessState: order.Error, Attempt: 1, LastError: "refund refused"},
-		{Step: order.StepReserveInventory, Index: 4, Undo: true, ProcessState: order.NotStarted},
+		{Step: ordertest.StepReserveInventory, Index: 0, ProcessState: order.Processed, Attempt: 1},
+		{Step: ordertest.StepChargePayment, Index: 1, ProcessState: order.Processed, Attempt: 1},
+		{Step: ordertest.StepArrangeShipping, Index: 2, ProcessState: order.Failed, Attempt: 1},
+		{Step: ordertest.StepChargePayment, Index: 3, Undo: true, ProcessState: order.Error, Attempt: 1, LastError: "refund refused"},
+		{Step: ordertest.StepReserveInventory, Index: 4, Undo: true, ProcessState: order.NotStarted},
 	}
 	if tweak != nil {
 		tweak(&steps[3])
@@ -50,12 +51,12 @@ type fakeStage struct {
 }
 
 func (f *fakeStage) InFlight(context.Context, time.Duration, int) ([]ops.Listed, error) {
-	return []ops.Listed{{OrderID: flyingID, Status: order.StatusProcessing, Step: order.StepChargePayment, State: "Processing", Attempt: 2,
+	return []ops.Listed{{OrderID: flyingID, Status: order.StatusProcessing, Step: ordertest.StepChargePayment, State: "Processing", Attempt: 2,
 		CompleteBy: t0.Add(-5 * time.Minute), Late: 5 * time.Minute}}, nil
 }
 
 func (f *fakeStage) InError(context.Context, int) ([]ops.Listed, error) {
-	return []ops.Listed{{OrderID: stuckID, Status: order.StatusError, Step: order.StepChargePayment, Undo: true, State: "Error",
+	return []ops.Listed{{OrderID: stuckID, Status: order.StatusError, Step: ordertest.StepChargePayment, Undo: true, State: "Error",
 		Attempt: 1, LastError: "refund refused"}}, nil
 }
 
@@ -69,7 +70,7 @@ func (f *fakeStage) Show(_ context.Context, id string) (api.OrderView, error) {
 		}), nil
 	case flyingID:
 		return api.OrderView{OrderID: id, Status: order.StatusProcessing, CreatedAt: t0,
-			Steps: []api.StepView{{Step: order.StepChargePayment, State: "Processing"}}}, nil
+			Steps: []api.StepView{{Step: ordertest.StepChargePayment, State: "Processing"}}}, nil
 	}
 	return api.OrderView{}, fmt.Errorf("order %s: %w", id, order.ErrNotFound)
 }
@@ -93,8 +94,8 @@ func (f *fakeStage) DeadLetters(context.Context) ([]ops.DeadLetterQueue, error) 
 }
 
 func (f *fakeStage) Alerts(context.Context, time.Time, order.AlertKind, int) ([]order.Alert, error) {
-	return []order.Alert{{Kind: order.AlertUndoFailed, OrderID: stuckID, Step: order.StepChargePayment, Undo: true, Attempt: 1,
-		Reason: "refund refused", Undone: []string{order.StepArrangeShipping}, At: t0}}, nil
+	return []order.Alert{{Kind: order.AlertUndoFailed, OrderID: stuckID, Step: ordertest.StepChargePayment, Undo: true, Attempt: 1,
+		Reason: "refund refused", Undone: []string{ordertest.StepArrangeShipping}, At: t0}}, nil
 }
 
 func serve(t *testing.T, f *fakeStage) *httptest.Server {

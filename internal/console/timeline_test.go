@@ -9,6 +9,7 @@ import (
 	"orderly/internal/api"
 	"orderly/internal/console"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 )
 
 var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
@@ -40,7 +41,7 @@ func marks(l console.Lane) string {
 
 func TestBuildTimeline(t *testing.T) {
 	pay := func(ms int, from, to string, attempt int) order.Transition {
-		return order.Transition{At: at(ms), Record: 0, Step: order.StepChargePayment, Event: "state", From: from, To: to, Attempt: attempt}
+		return order.Transition{At: at(ms), Record: 0, Step: ordertest.StepChargePayment, Event: "state", From: from, To: to, Attempt: attempt}
 	}
 	status := func(ms int, to string) order.Transition {
 		return order.Transition{At: at(ms), Record: -1, Event: "status", To: to}
@@ -58,9 +59,9 @@ func TestBuildTimeline(t *testing.T) {
 		{
 			name: "a timed-out attempt retried, then done",
 			view: api.OrderView{Status: order.StatusProcessed, CreatedAt: at(0), UpdatedAt: at(4000),
-				Steps: []api.StepView{{Step: order.StepChargePayment, State: "Processed"}}},
+				Steps: []api.StepView{{Step: ordertest.StepChargePayment, State: "Processed"}}},
 			history: []order.Transition{status(0, "Pending"), pay(0, "NotStarted", "Processing", 1),
-				{At: at(500), Record: 0, Step: order.StepChargePayment, Event: "heartbeat"},
+				{At: at(500), Record: 0, Step: ordertest.StepChargePayment, Event: "heartbeat"},
 				pay(1000, "Processing", "Pending", 1), pay(2000, "Pending", "Processing", 2),
 				pay(4000, "Processing", "Processed", 2), status(4000, "Processed")},
 			now: at(60000), // ended: the timeline stops at the last change
@@ -73,7 +74,7 @@ func TestBuildTimeline(t *testing.T) {
 		{
 			name: "in flight: the open attempt runs to now, and its deadline is marked beyond",
 			view: api.OrderView{Status: order.StatusPending, CreatedAt: at(0), UpdatedAt: at(0),
-				Steps: []api.StepView{{Step: order.StepChargePayment, State: "Processing", CompleteBy: &deadline}}},
+				Steps: []api.StepView{{Step: ordertest.StepChargePayment, State: "Processing", CompleteBy: &deadline}}},
 			history: []order.Transition{status(0, "Pending"), pay(0, "NotStarted", "Processing", 1)},
 			now:     at(3000),
 			lanes: []string{
@@ -85,13 +86,13 @@ func TestBuildTimeline(t *testing.T) {
 		{
 			name: "an undo refused: Error until now, with its alert; an appended undo not yet started",
 			view: api.OrderView{Status: order.StatusError, CreatedAt: at(0), UpdatedAt: at(2000),
-				Steps: []api.StepView{{Step: order.StepChargePayment, State: "Failed"}, {Step: order.StepChargePayment, Undo: true, State: "Error", CompleteBy: &deadline}}},
+				Steps: []api.StepView{{Step: ordertest.StepChargePayment, State: "Failed"}, {Step: ordertest.StepChargePayment, Undo: true, State: "Error", CompleteBy: &deadline}}},
 			history: []order.Transition{status(0, "Pending"), pay(0, "NotStarted", "Processing", 1),
 				pay(1000, "Processing", "Failed", 1), status(1000, "Compensating"),
-				{At: at(1000), Record: 1, Step: order.StepChargePayment, Undo: true, Event: "state", To: "Processing", Attempt: 1},
-				{At: at(2000), Record: 1, Step: order.StepChargePayment, Undo: true, Event: "state", From: "Processing", To: "Error", Attempt: 1},
+				{At: at(1000), Record: 1, Step: ordertest.StepChargePayment, Undo: true, Event: "state", To: "Processing", Attempt: 1},
+				{At: at(2000), Record: 1, Step: ordertest.StepChargePayment, Undo: true, Event: "state", From: "Processing", To: "Error", Attempt: 1},
 				status(2000, "Error"),
-				{At: at(2000), Record: 1, Step: order.StepChargePayment, Undo: true, Event: "alert recorded", Reason: "UndoFailed"}},
+				{At: at(2000), Record: 1, Step: ordertest.StepChargePayment, Undo: true, Event: "alert recorded", Reason: "UndoFailed"}},
 			now: at(10000),
 			lanes: []string{
 				"order: Pending/0[0-1000]->Compensating Compensating/0[1000-2000]->Error Error/0[2000-10000]... | ",
@@ -131,10 +132,10 @@ func TestBuildTimeline(t *testing.T) {
 // Positions are proportional to time.
 func TestBuildTimelinePositions(t *testing.T) {
 	v := api.OrderView{Status: order.StatusProcessed, CreatedAt: at(0), UpdatedAt: at(4000),
-		Steps: []api.StepView{{Step: order.StepChargePayment, State: "Processed"}}}
+		Steps: []api.StepView{{Step: ordertest.StepChargePayment, State: "Processed"}}}
 	tl := console.BuildTimeline(v, []order.Transition{
-		{At: at(1000), Record: 0, Step: order.StepChargePayment, Event: "state", To: "Processing", Attempt: 1},
-		{At: at(3000), Record: 0, Step: order.StepChargePayment, Event: "state", From: "Processing", To: "Processed", Attempt: 1},
+		{At: at(1000), Record: 0, Step: ordertest.StepChargePayment, Event: "state", To: "Processing", Attempt: 1},
+		{At: at(3000), Record: 0, Step: ordertest.StepChargePayment, Event: "state", From: "Processing", To: "Processed", Attempt: 1},
 		{At: at(4000), Record: -1, Event: "status", From: "Pending", To: "Processed"},
 	}, at(9000))
 	p := tl.Lanes[1].Phases[0]

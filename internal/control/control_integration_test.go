@@ -19,6 +19,7 @@ import (
 	"orderly/internal/metrics"
 	"orderly/internal/ops"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/resources"
 	"orderly/internal/scheduler"
 	"orderly/internal/sqs"
@@ -27,7 +28,7 @@ import (
 
 var (
 	timing    = order.Timing{Allowance: 10 * time.Second, MaxAllowance: 40 * time.Second, FailureThreshold: 3, ClaimWithin: 5 * time.Second}
-	someOrder = order.Submission{CustomerID: "c-1", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 2}}}
+	someOrder = ordertest.Submission{CustomerID: "c-1", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 2}}}
 	caller    = order.Principal{ID: testenv.Caller} // who testenv.World submits as
 )
 
@@ -82,18 +83,18 @@ func TestCancelRacingTheStepsSuccess(t *testing.T) {
 			s := w.Scheduler("s1")
 			c := control.New(w.Store, w.Store, w.Versions(), w.Clock.Now)
 			id := w.Submit(t, someOrder)
-			reply(t, s, ok(id, order.StepReserveInventory, 1)) // step 2 in flight
+			reply(t, s, ok(id, ordertest.StepReserveInventory, 1)) // step 2 in flight
 			if tt.cancelFirst {
 				if o, err := c.Cancel(context.Background(), caller, id); err != nil || o.Status != order.StatusCancelling {
 					t.Fatalf("cancel: %s, %v; want Cancelling", o.Status, err)
 				}
-				reply(t, s, ok(id, order.StepChargePayment, 1))
+				reply(t, s, ok(id, ordertest.StepChargePayment, 1))
 			} else {
-				reply(t, s, ok(id, order.StepChargePayment, 1)) // step 3 now in flight
+				reply(t, s, ok(id, ordertest.StepChargePayment, 1)) // step 3 now in flight
 				if _, err := c.Cancel(context.Background(), caller, id); err != nil {
 					t.Fatalf("cancel: %v", err)
 				}
-				reply(t, s, ok(id, order.StepArrangeShipping, 1))
+				reply(t, s, ok(id, ordertest.StepArrangeShipping, 1))
 				tt.wantRecords = []string{"reserve-inventory:Undone", "charge-payment:Undone", "arrange-shipping:Undone",
 					"undo arrange-shipping:Processed", "undo charge-payment:Processed", "undo reserve-inventory:Processed"}
 				tt.wantUndoneAt = []int{3, 4, 5}
@@ -134,7 +135,7 @@ func TestCancelRacingAClaim(t *testing.T) {
 	s := w.Scheduler("s1")
 	id := w.Submit(t, someOrder)
 	// Attempt 1 times out and is retried: the step waits for a claim.
-	w.Requests(t, order.AgentInventory) // an agent took it and went silent
+	w.Requests(t, ordertest.AgentInventory) // an agent took it and went silent
 	_, steps := w.Records(t, id)
 	w.Clock.Advance(steps[0].CompleteBy.Sub(w.Clock.Now()) + time.Second)
 	if r, err := w.Supervisor().Run(context.Background()); err != nil || r.Retried != 1 {
@@ -149,8 +150,8 @@ func TestCancelRacingAClaim(t *testing.T) {
 	if err != nil || o.Status != order.StatusCancelling {
 		t.Fatalf("cancel: %s, %v; want Cancelling once the claim won", o.Status, err)
 	}
-	reply(t, s, ok(id, order.StepReserveInventory, 2))
-	reply(t, s, undid(id, order.StepReserveInventory, 3))
+	reply(t, s, ok(id, ordertest.StepReserveInventory, 2))
+	reply(t, s, undid(id, ordertest.StepReserveInventory, 3))
 	o, steps = w.Records(t, id)
 	if want := []string{"reserve-inventory:Undone", "charge-payment:NotStarted", "arrange-shipping:NotStarted",
 		"undo reserve-inventory:Processed"}; o.Status != order.StatusCancelled || !slices.Equal(testenv.States(steps), want) {
@@ -171,12 +172,12 @@ func TestCancelOfAStepWaitingAfterAnAttemptUndoesIt(t *testing.T) {
 		wantPlanned []string // the records right after the cancel
 		wantEnd     []string
 	}{
-		{"the first step", order.StepReserveInventory, order.AgentInventory,
+		{"the first step", ordertest.StepReserveInventory, ordertest.AgentInventory,
 			[]string{"reserve-inventory:Cancelled", "charge-payment:NotStarted", "arrange-shipping:NotStarted",
 				"undo reserve-inventory:Pending"},
 			[]string{"reserve-inventory:Undone", "charge-payment:NotStarted", "arrange-shipping:NotStarted",
 				"undo reserve-inventory:Processed"}},
-		{"the second step", order.StepChargePayment, order.AgentPayment,
+		{"the second step", ordertest.StepChargePayment, ordertest.AgentPayment,
 			[]string{"reserve-inventory:Processed", "charge-payment:Cancelled", "arrange-shipping:NotStarted",
 				"undo charge-payment:Pending", "undo reserve-inventory:NotStarted"},
 			[]string{"reserve-inventory:Undone", "charge-payment:Undone", "arrange-shipping:NotStarted",
@@ -187,8 +188,8 @@ func TestCancelOfAStepWaitingAfterAnAttemptUndoesIt(t *testing.T) {
 			w := world(t)
 			s := w.Scheduler("s1")
 			id := w.Submit(t, someOrder)
-			if tt.step == order.StepChargePayment {
-				reply(t, s, ok(id, order.StepReserveInventory, 1))
+			if tt.step == ordertest.StepChargePayment {
+				reply(t, s, ok(id, ordertest.StepReserveInventory, 1))
 			}
 			// Attempt 1 went out; its agent is slow and says nothing in time.
 			if reqs := w.Requests(t, tt.agent); len(reqs) != 1 || reqs[0].Step != tt.step || reqs[0].Attempt != 1 {
@@ -274,9 +275,9 @@ func TestRedriveOfAStoppedWorkflowStep(t *testing.T) {
 			s := w.Scheduler("s1")
 			c := control.New(w.Store, w.Store, w.Versions(), w.Clock.Now)
 			id := w.Submit(t, someOrder)
-			reply(t, s, ok(id, order.StepReserveInventory, 1))
-			reply(t, s, ok(id, order.StepChargePayment, 1))
-			reply(t, s, order.StepReply{OrderID: id, Step: order.StepArrangeShipping, Attempt: 1,
+			reply(t, s, ok(id, ordertest.StepReserveInventory, 1))
+			reply(t, s, ok(id, ordertest.StepChargePayment, 1))
+			reply(t, s, order.StepReply{OrderID: id, Step: ordertest.StepArrangeShipping, Attempt: 1,
 				Outcome: order.OutcomeFailed, Reason: "address undeliverable"})
 			o, steps := w.Records(t, id)
 			if o.Status != order.StatusError || steps[2].ProcessState != order.Error {
@@ -308,12 +309,12 @@ func TestRedriveOfAStoppedWorkflowStep(t *testing.T) {
 				if resp, err := s.HandleStream(context.Background(), w.StreamEvent(t, id)); err != nil || len(resp.BatchItemFailures) > 0 {
 					t.Fatalf("claim: %+v, %v", resp, err)
 				}
-				if st := w.Step(t, id, order.StepArrangeShipping); st.ProcessState != order.Processing || st.Attempt != 2 || st.FailureCount != 0 {
+				if st := w.Step(t, id, ordertest.StepArrangeShipping); st.ProcessState != order.Processing || st.Attempt != 2 || st.FailureCount != 0 {
 					t.Fatalf("after the claim: %s attempt %d failures %d, want Processing attempt 2 failures 0",
 						st.ProcessState, st.Attempt, st.FailureCount)
 				}
-				reply(t, s, order.StepReply{OrderID: id, Step: order.StepArrangeShipping, Attempt: 1, Outcome: order.OutcomeFailed}) // stale
-				reply(t, s, ok(id, order.StepArrangeShipping, 2))
+				reply(t, s, order.StepReply{OrderID: id, Step: ordertest.StepArrangeShipping, Attempt: 1, Outcome: order.OutcomeFailed}) // stale
+				reply(t, s, ok(id, ordertest.StepArrangeShipping, 2))
 			} else {
 				if o.Status != order.StatusCompensating {
 					t.Errorf("redriven into compensation: %s, want Compensating", o.Status)
@@ -359,14 +360,14 @@ func TestUndoAttemptsGoOnAcrossAForwardRedrive(t *testing.T) {
 	c := control.New(w.Store, w.Store, w.Versions(), w.Clock.Now)
 	id := w.Submit(t, someOrder)
 	shipRefused := func(attempt int) order.StepReply {
-		return order.StepReply{OrderID: id, Step: order.StepArrangeShipping, Attempt: attempt, Outcome: order.OutcomeFailed, Reason: "address undeliverable"}
+		return order.StepReply{OrderID: id, Step: ordertest.StepArrangeShipping, Attempt: attempt, Outcome: order.OutcomeFailed, Reason: "address undeliverable"}
 	}
-	reply(t, s, ok(id, order.StepReserveInventory, 1))
-	reply(t, s, ok(id, order.StepChargePayment, 1))
+	reply(t, s, ok(id, ordertest.StepReserveInventory, 1))
+	reply(t, s, ok(id, ordertest.StepChargePayment, 1))
 	reply(t, s, shipRefused(1))
 	// The refund (record 3, attempt 1) is refused: nothing was undone, so
 	// the operator runs the order forward again.
-	dropped := order.StepReply{OrderID: id, Step: order.StepChargePayment, Undo: true, Record: 3, Attempt: 1}
+	dropped := order.StepReply{OrderID: id, Step: ordertest.StepChargePayment, Undo: true, Record: 3, Attempt: 1}
 	refused := dropped
 	refused.Outcome, refused.Reason = order.OutcomeFailed, "refund refused"
 	reply(t, s, refused)
@@ -379,7 +380,7 @@ func TestUndoAttemptsGoOnAcrossAForwardRedrive(t *testing.T) {
 	// Shipping is refused again: the order is undone again, from record 3.
 	reply(t, s, shipRefused(2))
 	_, steps := w.Records(t, id)
-	if len(steps) != 5 || !steps[3].Undo || steps[3].Step != order.StepChargePayment || steps[3].ProcessState != order.Processing {
+	if len(steps) != 5 || !steps[3].Undo || steps[3].Step != ordertest.StepChargePayment || steps[3].ProcessState != order.Processing {
 		t.Fatalf("after the second refusal: %v, want the refund in flight at record 3", testenv.States(steps))
 	}
 	if steps[3].Attempt <= dropped.Attempt {
@@ -402,7 +403,7 @@ func TestUndoAttemptsGoOnAcrossAForwardRedrive(t *testing.T) {
 	if after[4].ProcessState != order.Processing || after[4].Attempt <= 0 {
 		t.Fatalf("after the refund: %v, want the release in flight", testenv.States(after))
 	}
-	release := order.StepReply{OrderID: id, Step: order.StepReserveInventory, Undo: true, Record: 4, Attempt: after[4].Attempt, Outcome: order.OutcomeSucceeded}
+	release := order.StepReply{OrderID: id, Step: ordertest.StepReserveInventory, Undo: true, Record: 4, Attempt: after[4].Attempt, Outcome: order.OutcomeSucceeded}
 	reply(t, s, release)
 	o, after := w.Records(t, id)
 	if want := []string{"reserve-inventory:Undone", "charge-payment:Undone", "arrange-shipping:Failed",
@@ -434,7 +435,7 @@ func TestCancelledStepWaitingAfterAnAttemptIsUndoneByEveryActor(t *testing.T) {
 			w := world(t)
 			s := w.Scheduler("s1")
 			id := w.Submit(t, someOrder)
-			w.Requests(t, order.AgentInventory) // attempt 1 went out; its agent went silent
+			w.Requests(t, ordertest.AgentInventory) // attempt 1 went out; its agent went silent
 			_, steps := w.Records(t, id)
 			w.Clock.Advance(steps[0].CompleteBy.Sub(w.Clock.Now()) + time.Second)
 			if r, err := w.Supervisor().Run(context.Background()); err != nil || r.Retried != 1 {
@@ -454,7 +455,7 @@ func TestCancelledStepWaitingAfterAnAttemptIsUndoneByEveryActor(t *testing.T) {
 			if resp, err := broken.HandleStream(context.Background(), w.StreamEvent(t, id)); err != nil || len(resp.BatchItemFailures) > 0 {
 				t.Fatalf("claim: %+v, %v", resp, err)
 			}
-			if st := w.Step(t, id, order.StepReserveInventory); st.ProcessState != order.Pending || !st.CancelRequested || st.Attempt != 2 {
+			if st := w.Step(t, id, ordertest.StepReserveInventory); st.ProcessState != order.Pending || !st.CancelRequested || st.Attempt != 2 {
 				t.Fatalf("before the decision: %s on attempt %d, cancelled %t; want Pending on attempt 2, cancelled", st.ProcessState, st.Attempt, st.CancelRequested)
 			}
 
@@ -478,7 +479,7 @@ func TestCancelledStepWaitingAfterAnAttemptIsUndoneByEveryActor(t *testing.T) {
 				"undo reserve-inventory:Processing"}; o.Status != order.StatusCancelling || !slices.Equal(testenv.States(steps), want) {
 				t.Fatalf("after the %s: %s %v, want Cancelling %v", actor, o.Status, testenv.States(steps), want)
 			}
-			reply(t, s, order.StepReply{OrderID: id, Step: order.StepReserveInventory, Undo: true, Record: 3, Attempt: steps[3].Attempt, Outcome: order.OutcomeSucceeded})
+			reply(t, s, order.StepReply{OrderID: id, Step: ordertest.StepReserveInventory, Undo: true, Record: 3, Attempt: steps[3].Attempt, Outcome: order.OutcomeSucceeded})
 			if o, steps = w.Records(t, id); o.Status != order.StatusCancelled || steps[0].ProcessState != order.Undone {
 				t.Errorf("got %s %v, want Cancelled with the reservation undone", o.Status, testenv.States(steps))
 			}
@@ -510,19 +511,19 @@ func TestMoveOntoAVersionThatAddsAnUndoBelowIsRefused(t *testing.T) {
 	under := func(version string, r order.StepReply) order.StepReply { r.Version = version; return r }
 	compensating := func() string {
 		id := w.Submit(t, someOrder)
-		reply(t, s9, under("9", ok(id, order.StepReserveInventory, 1)))
-		reply(t, s9, under("9", ok(id, order.StepChargePayment, 1)))
-		reply(t, s9, order.StepReply{OrderID: id, Version: "9", Step: order.StepArrangeShipping, Attempt: 1, Outcome: order.OutcomeFailed, Reason: "address undeliverable"})
+		reply(t, s9, under("9", ok(id, ordertest.StepReserveInventory, 1)))
+		reply(t, s9, under("9", ok(id, ordertest.StepChargePayment, 1)))
+		reply(t, s9, order.StepReply{OrderID: id, Version: "9", Step: ordertest.StepArrangeShipping, Attempt: 1, Outcome: order.OutcomeFailed, Reason: "address undeliverable"})
 		// Under version 9 the plan is the charge's undo alone (record 3).
 		o, steps := w.Records(t, id)
-		if o.Version != "9" || o.Status != order.StatusCompensating || len(steps) != 4 || steps[3].Step != order.StepChargePayment {
+		if o.Version != "9" || o.Status != order.StatusCompensating || len(steps) != 4 || steps[3].Step != ordertest.StepChargePayment {
 			t.Fatalf("order %s under version %s %v, want compensating under 9 with one undo", o.Status, o.Version, testenv.States(steps))
 		}
 		return id
 	}
 	stays, moved := compensating(), compensating()
 	// Under its own version the refund ends the order.
-	reply(t, s9, under("9", undid(stays, order.StepChargePayment, 3)))
+	reply(t, s9, under("9", undid(stays, ordertest.StepChargePayment, 3)))
 	if o, steps := w.Records(t, stays); o.Status != order.StatusFailed {
 		t.Errorf("unmoved order: %s %v, want Failed", o.Status, testenv.States(steps))
 	}

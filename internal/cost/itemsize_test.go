@@ -13,6 +13,7 @@ import (
 	"orderly/internal/cost"
 	"orderly/internal/dynamo"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/resources"
 	"orderly/internal/testenv"
 )
@@ -27,7 +28,7 @@ func TestTypicalOrderIsOneWriteUnit(t *testing.T) {
 	}
 	const typicalLines = 5
 	ctx := context.Background()
-	wf := order.OrderWorkflow(order.DefaultTiming)
+	wf := ordertest.OrderWorkflow(order.DefaultTiming)
 	stack, clients := testenv.Provision(t, testenv.AWS(t), resources.New(testenv.Stage(t), wf.Agents()))
 	store := dynamo.NewStore(clients.DynamoDB, stack.Catalog.Orders.Name)
 

@@ -21,6 +21,7 @@ import (
 	"orderly/internal/dynamo"
 	"orderly/internal/engine"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/provision"
 )
 
@@ -156,7 +157,7 @@ func runScenario(ctx context.Context, url string, observer *dynamo.Store, meter 
 	for range opts.Concurrency {
 		wg.Go(func() {
 			for range next {
-				id, err := post(ctx, url, order.Submission{CustomerID: "c-cost", Lines: sc.Lines})
+				id, err := post(ctx, url, ordertest.Submission{CustomerID: "c-cost", Lines: sc.Lines})
 				if err == nil {
 					err = awaitEnd(ctx, observer, id, sc.Want, 3*time.Minute) // a hang waits out its window behind a busy agent
 				}
@@ -195,7 +196,7 @@ func collect(errs <-chan error) []error {
 	return out
 }
 
-func post(ctx context.Context, url string, sub order.Submission) (string, error) {
+func post(ctx context.Context, url string, sub ordertest.Submission) (string, error) {
 	body, err := json.Marshal(sub)
 	if err != nil {
 		return "", err

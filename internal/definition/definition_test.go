@@ -17,6 +17,7 @@ import (
 
 	"orderly/internal/definition"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/workflows"
 )
 
@@ -37,7 +38,7 @@ func TestShippedIsTheOrderWorkflow(t *testing.T) {
 		if got := len(v.Workflows()); got != 1 {
 			t.Errorf("Shipped has %d versions, want 1", got)
 		}
-		got, want := v.Latest(), order.OrderWorkflow(tm)
+		got, want := v.Latest(), ordertest.OrderWorkflow(tm)
 		got.Input = nil // the Go copy has no input schema: tests submit what they like
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("Shipped(%+v).Latest() =\n%+v\nwant\n%+v", tm, got, want)

@@ -10,6 +10,7 @@ import (
 
 	"orderly/internal/definition"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 )
 
 // shipped reads the shipped order workflow, a fresh copy each time.
@@ -38,9 +39,9 @@ func step(t *testing.T, d *definition.Definition, name string) *definition.Step 
 }
 
 const (
-	reserve = order.StepReserveInventory
-	charge  = order.StepChargePayment
-	ship    = order.StepArrangeShipping
+	reserve = ordertest.StepReserveInventory
+	charge  = ordertest.StepChargePayment
+	ship    = ordertest.StepArrangeShipping
 )
 
 // The positions of the shipped workflow, as Compare lists them.

@@ -10,12 +10,13 @@ import (
 
 	"orderly/internal/dynamo"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/resources"
 	"orderly/internal/supervisor"
 	"orderly/internal/testenv"
 )
 
-var benchWorkflow = order.OrderWorkflow(order.DefaultTiming)
+var benchWorkflow = ordertest.OrderWorkflow(order.DefaultTiming)
 
 // newBenchStore provisions a throwaway table and returns a store over it.
 // The table has no stream: nothing here reads it, and DynamoDB Local

@@ -13,6 +13,7 @@ import (
 
 	"orderly/internal/engine"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 )
 
 // BenchmarkOrderEndToEnd measures orders from POST /orders to Processed
@@ -37,7 +38,7 @@ func benchmarkOrders(b *testing.B, ordersInFlight int) {
 		c.Timing, c.SupervisorEvery = order.DefaultTiming, engine.DefaultSupervisorEvery
 	})
 	ctx := context.Background()
-	sub := order.Submission{CustomerID: "c-bench", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}}
+	sub := ordertest.Submission{CustomerID: "c-bench", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}}
 	latencies := make([]time.Duration, b.N)
 	processedAt := make([]time.Time, b.N)
 	next := make(chan int)
@@ -91,7 +92,7 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 	return sorted[max(rank, 1)-1]
 }
 
-func submitOrder(baseURL string, sub order.Submission) (string, error) {
+func submitOrder(baseURL string, sub ordertest.Submission) (string, error) {
 	body, err := json.Marshal(sub)
 	if err != nil {
 		return "", err

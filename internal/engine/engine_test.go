@@ -18,6 +18,7 @@ import (
 	"orderly/internal/engine"
 	"orderly/internal/enginetest"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/testenv"
 )
 
@@ -32,7 +33,7 @@ func start(t testing.TB, tweak func(*engine.Config)) running {
 	return running{Engine: e, alerts: testenv.SubscribeAlerts(t, e.Clients(), e.Stack.AlertTopicARN)}
 }
 
-func submit(t testing.TB, e running, sub order.Submission) string {
+func submit(t testing.TB, e running, sub ordertest.Submission) string {
 	t.Helper()
 	body, _ := json.Marshal(sub)
 	resp, err := http.Post(e.URL()+"/orders", "application/json", bytes.NewReader(body))
@@ -81,8 +82,8 @@ func step(v api.OrderView, name string) api.StepView {
 	return api.StepView{}
 }
 
-func lines(skus ...string) order.Submission {
-	sub := order.Submission{CustomerID: "c-e2e"}
+func lines(skus ...string) ordertest.Submission {
+	sub := ordertest.Submission{CustomerID: "c-e2e"}
 	for _, s := range skus {
 		sub.Lines = append(sub.Lines, order.Line{SKU: s, Quantity: 1})
 	}
@@ -113,7 +114,7 @@ func TestOrderTravelsEveryActorToProcessed(t *testing.T) {
 }
 
 func stepOf(agent string) string {
-	return map[string]string{"inventory": order.StepReserveInventory, "payment": order.StepChargePayment, "shipping": order.StepArrangeShipping}[agent]
+	return map[string]string{"inventory": ordertest.StepReserveInventory, "payment": ordertest.StepChargePayment, "shipping": ordertest.StepArrangeShipping}[agent]
 }
 
 func TestTransientFaultsAreRetriedInsideTheAgent(t *testing.T) {
@@ -121,10 +122,10 @@ func TestTransientFaultsAreRetriedInsideTheAgent(t *testing.T) {
 	e := start(t, nil)
 	id := submit(t, e, lines("TEST-PAYMENT-TRANSIENT-2"))
 	v := await(t, e, id, 20*time.Second)
-	if s := step(v, order.StepChargePayment); v.Status != order.StatusProcessed || s.Attempt != 1 || s.FailureCount != 0 {
+	if s := step(v, ordertest.StepChargePayment); v.Status != order.StatusProcessed || s.Attempt != 1 || s.FailureCount != 0 {
 		t.Fatalf("got %s, payment attempt %d failures %d; want Processed on attempt 1", v.Status, s.Attempt, s.FailureCount)
 	}
-	if n := e.Sim.Calls("payment", enginetest.RemoteKey(t, e.Engine, id, order.StepChargePayment)); n != 3 {
+	if n := e.Sim.Calls("payment", enginetest.RemoteKey(t, e.Engine, id, ordertest.StepChargePayment)); n != 3 {
 		t.Errorf("payment called %d times, want 3 (two 503s, then success)", n)
 	}
 }
@@ -134,7 +135,7 @@ func TestTimedOutAttemptIsRetriedBySupervisor(t *testing.T) {
 	e := start(t, nil)
 	id := submit(t, e, lines("TEST-INVENTORY-HANG-1"))
 	v := await(t, e, id, 20*time.Second)
-	s := step(v, order.StepReserveInventory)
+	s := step(v, ordertest.StepReserveInventory)
 	if v.Status != order.StatusProcessed || s.Attempt != 2 || s.FailureCount != 1 {
 		t.Fatalf("got %s, inventory attempt %d failures %d; want Processed on attempt 2 after 1 timeout: %s", v.Status, s.Attempt, s.FailureCount, testenv.Describe(v))
 	}
@@ -145,7 +146,7 @@ func TestAgentCrashIsRecoveredBySupervisor(t *testing.T) {
 	var crashes atomic.Int32
 	e := start(t, func(c *engine.Config) {
 		c.WrapAgent = func(agent string, h engine.SQSHandler) engine.SQSHandler {
-			if agent != order.AgentShipping {
+			if agent != ordertest.AgentShipping {
 				return h
 			}
 			return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
@@ -158,7 +159,7 @@ func TestAgentCrashIsRecoveredBySupervisor(t *testing.T) {
 	})
 	id := submit(t, e, lines("BOOK-1"))
 	v := await(t, e, id, 20*time.Second)
-	s := step(v, order.StepArrangeShipping)
+	s := step(v, ordertest.StepArrangeShipping)
 	if v.Status != order.StatusProcessed || s.Attempt != 2 || s.FailureCount != 1 || crashes.Load() < 2 {
 		t.Fatalf("got %s, shipping attempt %d failures %d after %d deliveries; want Processed on attempt 2: %s",
 			v.Status, s.Attempt, s.FailureCount, crashes.Load(), testenv.Describe(v))

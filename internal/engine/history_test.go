@@ -17,6 +17,7 @@ import (
 	"orderly/internal/api"
 	"orderly/internal/engine"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/testenv"
 )
 
@@ -173,7 +174,7 @@ func TestHistoryAndStatusEvents(t *testing.T) {
 					alerts, err := e.History.Alerts(context.Background(), time.Now().Add(-time.Hour), time.Now(), 1000)
 					i := slices.IndexFunc(alerts, func(a order.Alert) bool { return a.OrderID == id })
 					return err == nil && i >= 0 && alerts[i].Kind == order.AlertUndoFailed && alerts[i].Undo &&
-						alerts[i].Step == order.StepChargePayment && strings.Contains(alerts[i].Reason, "refund"), fmt.Sprint(alerts, err)
+						alerts[i].Step == ordertest.StepChargePayment && strings.Contains(alerts[i].Reason, "refund"), fmt.Sprint(alerts, err)
 				})
 				if code, body := post(t, e, "/orders/"+id+"/redrive", ``); code != http.StatusAccepted {
 					t.Fatalf("redrive: %d %v", code, body)
@@ -208,7 +209,7 @@ func TestHistoryAndStatusEvents(t *testing.T) {
 				t.Errorf("status events %v, want %v", statuses, tt.statuses)
 			}
 			last := evs[len(evs)-1]
-			if last.CustomerID != "c-e2e" || (last.Status == order.StatusFailed && (last.FailedStep != order.StepArrangeShipping || last.Reason == "")) {
+			if last.CustomerID != "c-e2e" || (last.Status == order.StatusFailed && (last.FailedStep != ordertest.StepArrangeShipping || last.Reason == "")) {
 				t.Errorf("last event %+v: want the customer, and for Failed the failed step and reason", last)
 			}
 		})

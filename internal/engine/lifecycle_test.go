@@ -13,6 +13,7 @@ import (
 	"orderly/internal/engine"
 	"orderly/internal/enginetest"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/testenv"
 )
 
@@ -32,9 +33,9 @@ func undone(t testing.TB, e running, id string) []string {
 	t.Helper()
 	var out []string
 	for _, d := range []struct{ agent, step string }{
-		{order.AgentInventory, order.StepReserveInventory},
-		{order.AgentPayment, order.StepChargePayment},
-		{order.AgentShipping, order.StepArrangeShipping},
+		{ordertest.AgentInventory, ordertest.StepReserveInventory},
+		{ordertest.AgentPayment, ordertest.StepChargePayment},
+		{ordertest.AgentShipping, ordertest.StepArrangeShipping},
 	} {
 		if e.Sim.Undone(d.agent, enginetest.RemoteKey(t, e.Engine, id, d.step)) {
 			out = append(out, d.agent)

@@ -15,6 +15,7 @@ import (
 	"orderly/internal/enginetest"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/simulator"
 	"orderly/internal/testenv"
 )
@@ -50,7 +51,7 @@ func TestConfigurationFaultHoldsOrdersUntilTheServiceAnswers(t *testing.T) {
 		c.Metrics = emf
 	})
 	began := time.Now()
-	e.Sim.AddOutage(simulator.Outage{Service: order.AgentPayment, From: began, Till: began.Add(outage), Status: http.StatusForbidden})
+	e.Sim.AddOutage(simulator.Outage{Service: ordertest.AgentPayment, From: began, Till: began.Add(outage), Status: http.StatusForbidden})
 	id := submit(t, e, lines("BOOK-1"))
 
 	// During the outage the order waits at payment, failing nothing.
@@ -63,7 +64,7 @@ func TestConfigurationFaultHoldsOrdersUntilTheServiceAnswers(t *testing.T) {
 	}
 	v := await(t, e, id, outage+30*time.Second)
 	took := time.Since(began)
-	pay := step(v, order.StepChargePayment)
+	pay := step(v, ordertest.StepChargePayment)
 	// A Supervisor run that reads the queue in the instant an agent has
 	// taken the held request, before it is held again, counts a timeout
 	// (README: A long outage); on a busy machine that instant is longer.
@@ -76,7 +77,7 @@ func TestConfigurationFaultHoldsOrdersUntilTheServiceAnswers(t *testing.T) {
 	if pay.Attempt != 1 {
 		t.Logf("payment ended on attempt %d: a Supervisor run caught the held request in flight", pay.Attempt)
 	}
-	stored, err := e.Store.GetStep(context.Background(), id, order.StepChargePayment)
+	stored, err := e.Store.GetStep(context.Background(), id, ordertest.StepChargePayment)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func TestConfigurationFaultHoldsOrdersUntilTheServiceAnswers(t *testing.T) {
 	faults, opened := 0, 0
 	end := began.Add(outage + 2*time.Second)
 	for _, rec := range emfRecords(t, emfPath) {
-		if rec["Service"] != order.AgentPayment+"-agent" {
+		if rec["Service"] != ordertest.AgentPayment+"-agent" {
 			continue
 		}
 		if rec[metrics.CircuitOpened] != nil {

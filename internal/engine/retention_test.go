@@ -15,6 +15,7 @@ import (
 
 	"orderly/internal/engine"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/resources"
 	"orderly/internal/testenv"
 )
@@ -149,7 +150,7 @@ func TestRetention(t *testing.T) {
 	})
 }
 
-func submitKeyed(t *testing.T, e running, key string, sub order.Submission) string {
+func submitKeyed(t *testing.T, e running, key string, sub ordertest.Submission) string {
 	t.Helper()
 	body, _ := json.Marshal(sub)
 	req, _ := http.NewRequest(http.MethodPost, e.URL()+"/orders", bytes.NewReader(body))

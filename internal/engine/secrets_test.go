@@ -21,6 +21,7 @@ import (
 
 	"orderly/internal/engine"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/services"
 	"orderly/internal/testenv"
 )
@@ -71,7 +72,7 @@ func TestNoSecretValueInAnyOutput(t *testing.T) {
 	var logs testenv.JSONLines
 	e := start(t, func(c *engine.Config) {
 		c.Log = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		c.Services = services.Config{order.AgentPayment: {URL: pay.URL,
+		c.Services = services.Config{ordertest.AgentPayment: {URL: pay.URL,
 			Auth: services.Auth{Type: services.AuthHeader, Header: "X-Api-Key", Secret: name}}}
 	})
 	charged, declined := submit(t, e, lines("BOOK-1")), submit(t, e, lines("DECLINE-1"))

@@ -25,6 +25,7 @@ import (
 	"orderly/internal/engine"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/resources"
 	"orderly/internal/testenv"
 )
@@ -68,7 +69,7 @@ func benchmarkBurst(b *testing.B, timing order.Timing) {
 	e := start(b, func(c *engine.Config) {
 		c.Timing, c.SupervisorEvery, c.Metrics = timing, engine.DefaultSupervisorEvery, w
 	})
-	sub := order.Submission{CustomerID: "c-burst", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}}
+	sub := ordertest.Submission{CustomerID: "c-burst", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}}
 	cpu := startCPU(b)
 	began := time.Now()
 	b.ResetTimer()
@@ -118,7 +119,7 @@ func benchmarkBurst(b *testing.B, timing order.Timing) {
 // shows how much of the ceiling the engine reaches.
 func BenchmarkEmulatorCeiling(b *testing.B) {
 	cfg := testenv.AWS(b)
-	stack, clients := testenv.Provision(b, cfg, resources.New(testenv.Stage(b), order.OrderWorkflow(order.DefaultTiming).Agents()))
+	stack, clients := testenv.Provision(b, cfg, resources.New(testenv.Stage(b), ordertest.OrderWorkflow(order.DefaultTiming).Agents()))
 	table, queue := stack.Catalog.Orders.Name, stack.ResponseQueue.URL
 	ctx := context.Background()
 	item, err := attributevalue.MarshalMap(map[string]any{

@@ -10,6 +10,7 @@ import (
 	"orderly/internal/api"
 	"orderly/internal/enginetest"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/testenv"
 )
 
@@ -49,7 +50,7 @@ func names(v api.OrderView) []string {
 // after another on one stage, as four deploys would be.
 func TestWorkflowVersionsAcrossDeploys(t *testing.T) {
 	t.Parallel()
-	v1 := order.OrderWorkflow(versionTiming)
+	v1 := ordertest.OrderWorkflow(versionTiming)
 	v2 := versionTwo(v1)
 	cfg := enginetest.Config(t)
 	cfg.Timing, cfg.ParkFor = versionTiming, 300*time.Millisecond
@@ -91,8 +92,8 @@ func TestWorkflowVersionsAcrossDeploys(t *testing.T) {
 		version string
 		steps   []string
 	}{
-		{inFlight, "1", []string{order.StepReserveInventory, order.StepChargePayment, order.StepArrangeShipping}},
-		{fresh, "2", []string{"reserve-stock", order.StepChargePayment, "verify-address", order.StepArrangeShipping}},
+		{inFlight, "1", []string{ordertest.StepReserveInventory, ordertest.StepChargePayment, ordertest.StepArrangeShipping}},
+		{fresh, "2", []string{"reserve-stock", ordertest.StepChargePayment, "verify-address", ordertest.StepArrangeShipping}},
 	} {
 		v := await(t, e, tt.id, 30*time.Second)
 		if v.Status != order.StatusProcessed || v.Version != tt.version || !slices.Equal(names(v), tt.steps) {
@@ -139,7 +140,7 @@ func onPayment(t *testing.T, e running, id string) order.StepState {
 	testenv.Eventually(t, 15*time.Second, func() (bool, string) {
 		_, steps, err := e.Store.GetOrder(context.Background(), id)
 		for _, s := range steps {
-			if s.Step == order.StepChargePayment && !s.Undo {
+			if s.Step == ordertest.StepChargePayment && !s.Undo {
 				st = s
 			}
 		}

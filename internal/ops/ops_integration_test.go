@@ -18,6 +18,7 @@ import (
 	"orderly/internal/dynamo"
 	"orderly/internal/ops"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/resources"
 	"orderly/internal/scheduler"
 	"orderly/internal/testenv"
@@ -25,7 +26,7 @@ import (
 
 var (
 	timing    = order.Timing{Allowance: 10 * time.Second, MaxAllowance: 40 * time.Second, FailureThreshold: 3, ClaimWithin: 5 * time.Second}
-	someOrder = order.Submission{CustomerID: "c-1", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}}
+	someOrder = ordertest.Submission{CustomerID: "c-1", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}}
 )
 
 func world(t *testing.T) (*testenv.World, *ops.Stage) {
@@ -54,11 +55,11 @@ func TestShowHistoryAndRedrive(t *testing.T) {
 	ok := func(step string) order.StepReply {
 		return order.StepReply{OrderID: id, Step: step, Attempt: 1, Outcome: order.OutcomeSucceeded}
 	}
-	reply(t, s, ok(order.StepReserveInventory))
-	reply(t, s, ok(order.StepChargePayment))
-	reply(t, s, order.StepReply{OrderID: id, Step: order.StepArrangeShipping, Attempt: 1, Outcome: order.OutcomeFailed, Reason: "no such address"})
+	reply(t, s, ok(ordertest.StepReserveInventory))
+	reply(t, s, ok(ordertest.StepChargePayment))
+	reply(t, s, order.StepReply{OrderID: id, Step: ordertest.StepArrangeShipping, Attempt: 1, Outcome: order.OutcomeFailed, Reason: "no such address"})
 	// The first undo (of the payment) is refused for good: Error.
-	reply(t, s, order.StepReply{OrderID: id, Step: order.StepChargePayment, Undo: true, Record: 3, Attempt: 1, Outcome: order.OutcomeFailed, Reason: "refund refused"})
+	reply(t, s, order.StepReply{OrderID: id, Step: ordertest.StepChargePayment, Undo: true, Record: 3, Attempt: 1, Outcome: order.OutcomeFailed, Reason: "refund refused"})
 
 	v, err := stage.Show(context.Background(), id)
 	if err != nil || v.Status != order.StatusError || len(v.Steps) != 5 || v.Steps[3].State != string(order.Error) {
@@ -68,7 +69,7 @@ func TestShowHistoryAndRedrive(t *testing.T) {
 	// order, in flight, is not.
 	other := w.Submit(t, someOrder)
 	ls, err := stage.InError(context.Background(), 100)
-	if err != nil || len(ls) != 1 || ls[0].OrderID != id || ls[0].Step != order.StepChargePayment || !ls[0].Undo || ls[0].State != string(order.Error) {
+	if err != nil || len(ls) != 1 || ls[0].OrderID != id || ls[0].Step != ordertest.StepChargePayment || !ls[0].Undo || ls[0].State != string(order.Error) {
 		t.Fatalf("list -status Error: %+v, %v; want %s's payment undo only (not %s)", ls, err, id, other)
 	}
 	o, err := stage.Redrive(context.Background(), id, "")
@@ -118,7 +119,7 @@ func TestCancelForTheClient(t *testing.T) {
 func TestDeadLetters(t *testing.T) {
 	w, stage := world(t)
 	ctx := context.Background()
-	q := w.Stack.Catalog.RequestQueues[order.AgentPayment]
+	q := w.Stack.Catalog.RequestQueues[ordertest.AgentPayment]
 	dlq, err := w.Clients.SQS.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(q.DeadLetterName)})
 	if err != nil {
 		t.Fatal(err)
@@ -233,7 +234,7 @@ func TestInFlight(t *testing.T) {
 				t.Errorf("listed %v, want %v", got, tt.want)
 			}
 			for _, l := range ls {
-				if l.Step != order.StepReserveInventory || l.State != string(order.Processing) || (tt.late > 0 && l.Late < tt.late) {
+				if l.Step != ordertest.StepReserveInventory || l.State != string(order.Processing) || (tt.late > 0 && l.Late < tt.late) {
 					t.Errorf("listed %+v", l)
 				}
 			}
@@ -290,9 +291,9 @@ func TestAlerts(t *testing.T) {
 	history := dynamo.NewHistory(w.Clients.DynamoDB, w.Stack.Catalog.History.Name)
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	sent := []order.Alert{
-		{Kind: order.AlertUndoFailed, OrderID: "A", Step: order.StepChargePayment, Undo: true, Reason: "refund refused", At: now.Add(-time.Minute)},
-		{Kind: order.AlertStepTimedOut, OrderID: "B", Step: order.StepArrangeShipping, Attempt: 2, At: now.Add(-2 * time.Hour)},
-		{Kind: order.AlertUndoFailed, OrderID: "C", Step: order.StepReserveInventory, Undo: true, At: now.Add(-50 * time.Hour)}, // two days back
+		{Kind: order.AlertUndoFailed, OrderID: "A", Step: ordertest.StepChargePayment, Undo: true, Reason: "refund refused", At: now.Add(-time.Minute)},
+		{Kind: order.AlertStepTimedOut, OrderID: "B", Step: ordertest.StepArrangeShipping, Attempt: 2, At: now.Add(-2 * time.Hour)},
+		{Kind: order.AlertUndoFailed, OrderID: "C", Step: ordertest.StepReserveInventory, Undo: true, At: now.Add(-50 * time.Hour)}, // two days back
 	}
 	for i, a := range sent {
 		tr := []order.Transition{{At: a.At, Record: 3, Event: "alert sent", Reason: string(a.Kind)}}
@@ -392,7 +393,7 @@ func TestMove(t *testing.T) {
 		}
 	}
 	// Under version 1 now, the order is the Supervisor's to look at again.
-	st := w.Step(t, fits, order.StepReserveInventory)
+	st := w.Step(t, fits, ordertest.StepReserveInventory)
 	if st.Version != "1" || st.DueAt.Before(now) {
 		t.Errorf("moved order: version %s, due %s; want 1, due now", st.Version, st.DueAt)
 	}

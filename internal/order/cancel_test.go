@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 )
 
 // A cancelled order's step that waits for a claim is not run (again); it
@@ -24,7 +25,7 @@ func TestCancelWaiting(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := order.StepState{Step: order.StepChargePayment, Index: 1, ProcessState: order.Pending, CancelRequested: true,
+			st := order.StepState{Step: ordertest.StepChargePayment, Index: 1, ProcessState: order.Pending, CancelRequested: true,
 				Attempt: tt.attempt, FailureCount: tt.failures}
 			got := order.CancelWaiting(st)
 			if got.MayHaveRun != tt.mayHaveRun || !strings.Contains(got.Reason, tt.reason) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 )
 
 func TestRemoteKey(t *testing.T) {
@@ -22,17 +23,17 @@ func TestRemoteKey(t *testing.T) {
 		// same lists keys it must equal; differs, keys it must not.
 		same, differs []string
 	}{
-		{"an order without a nonce keeps the old key", order.Order{ID: id}, order.StepChargePayment,
-			[]string{id + "/" + order.StepChargePayment}, nil},
-		{"with a nonce the key is not the old one", order.Order{ID: id, KeyNonce: nonce}, order.StepChargePayment,
-			[]string{(order.Order{ID: id, KeyNonce: nonce}).RemoteKey(order.StepChargePayment)},
-			[]string{order.IdempotencyKeyFor(id, order.StepChargePayment)}},
-		{"another step has another key", order.Order{ID: id, KeyNonce: nonce}, order.StepReserveInventory, nil,
-			[]string{(order.Order{ID: id, KeyNonce: nonce}).RemoteKey(order.StepChargePayment)}},
-		{"the same id with a new nonce (a key reused after expiry) has new keys", order.Order{ID: id, KeyNonce: other}, order.StepChargePayment, nil,
-			[]string{(order.Order{ID: id, KeyNonce: nonce}).RemoteKey(order.StepChargePayment)}},
-		{"another order with the same nonce has other keys", order.Order{ID: order.NewID(), KeyNonce: nonce}, order.StepChargePayment, nil,
-			[]string{(order.Order{ID: id, KeyNonce: nonce}).RemoteKey(order.StepChargePayment)}},
+		{"an order without a nonce keeps the old key", order.Order{ID: id}, ordertest.StepChargePayment,
+			[]string{id + "/" + ordertest.StepChargePayment}, nil},
+		{"with a nonce the key is not the old one", order.Order{ID: id, KeyNonce: nonce}, ordertest.StepChargePayment,
+			[]string{(order.Order{ID: id, KeyNonce: nonce}).RemoteKey(ordertest.StepChargePayment)},
+			[]string{order.IdempotencyKeyFor(id, ordertest.StepChargePayment)}},
+		{"another step has another key", order.Order{ID: id, KeyNonce: nonce}, ordertest.StepReserveInventory, nil,
+			[]string{(order.Order{ID: id, KeyNonce: nonce}).RemoteKey(ordertest.StepChargePayment)}},
+		{"the same id with a new nonce (a key reused after expiry) has new keys", order.Order{ID: id, KeyNonce: other}, ordertest.StepChargePayment, nil,
+			[]string{(order.Order{ID: id, KeyNonce: nonce}).RemoteKey(ordertest.StepChargePayment)}},
+		{"another order with the same nonce has other keys", order.Order{ID: order.NewID(), KeyNonce: nonce}, ordertest.StepChargePayment, nil,
+			[]string{(order.Order{ID: id, KeyNonce: nonce}).RemoteKey(ordertest.StepChargePayment)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,10 +63,10 @@ func TestRemoteKey(t *testing.T) {
 func TestUndoRequestCarriesTheStepsKey(t *testing.T) {
 	o := order.Order{ID: order.NewID(), KeyNonce: order.NewKeyNonce()}
 	now := time.Now()
-	forward := order.NewRequest(o, order.StepState{OrderID: o.ID, Step: order.StepChargePayment, Index: 1, Attempt: 1, CompleteBy: now, UpdatedAt: now})
-	undo := order.NewRequest(o, order.StepState{OrderID: o.ID, Step: order.StepChargePayment, Index: 3, Undo: true, Attempt: 1, CompleteBy: now, UpdatedAt: now})
-	if forward.IdempotencyKey != undo.IdempotencyKey || forward.IdempotencyKey != o.RemoteKey(order.StepChargePayment) {
-		t.Errorf("forward key %q, undo key %q; want both %q", forward.IdempotencyKey, undo.IdempotencyKey, o.RemoteKey(order.StepChargePayment))
+	forward := order.NewRequest(o, order.StepState{OrderID: o.ID, Step: ordertest.StepChargePayment, Index: 1, Attempt: 1, CompleteBy: now, UpdatedAt: now})
+	undo := order.NewRequest(o, order.StepState{OrderID: o.ID, Step: ordertest.StepChargePayment, Index: 3, Undo: true, Attempt: 1, CompleteBy: now, UpdatedAt: now})
+	if forward.IdempotencyKey != undo.IdempotencyKey || forward.IdempotencyKey != o.RemoteKey(ordertest.StepChargePayment) {
+		t.Errorf("forward key %q, undo key %q; want both %q", forward.IdempotencyKey, undo.IdempotencyKey, o.RemoteKey(ordertest.StepChargePayment))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 )
 
 func TestStepStateExpired(t *testing.T) {
@@ -35,15 +36,15 @@ func TestWorkflowAssess(t *testing.T) {
 	const threshold = 3
 	timing := order.Timing{Allowance: 30 * time.Second, MaxAllowance: 2 * time.Minute,
 		FailureThreshold: threshold, ClaimWithin: time.Minute}
-	w := order.OrderWorkflow(timing)
+	w := ordertest.OrderWorkflow(timing)
 	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	future := now.Add(time.Second)
 	past := now.Add(-time.Second)
 	nextClaim := now.Add(timing.ClaimWithin)
 
 	state := func(ps order.ProcessState, completeBy time.Time, f func(*order.StepState)) order.StepState {
-		s := order.StepState{OrderID: order.IDForKey("caller", "", "c-1", "k"), Step: order.StepChargePayment, Index: 1,
-			Agent: order.AgentPayment, ProcessState: ps, CompleteBy: completeBy, Attempt: 2}
+		s := order.StepState{OrderID: order.IDForKey("caller", "", "c-1", "k"), Step: ordertest.StepChargePayment, Index: 1,
+			Agent: ordertest.AgentPayment, ProcessState: ps, CompleteBy: completeBy, Attempt: 2}
 		if f != nil {
 			f(&s)
 		}
@@ -138,10 +139,10 @@ func TestWorkflowAssess(t *testing.T) {
 // A workflow that stops on failure leaves the order in Error for an
 // operator instead of compensating.
 func TestWorkflowAssessStopOnFailure(t *testing.T) {
-	w := order.OrderWorkflow(order.Timing{Allowance: time.Second, MaxAllowance: time.Second, FailureThreshold: 1, ClaimWithin: time.Second})
+	w := ordertest.OrderWorkflow(order.Timing{Allowance: time.Second, MaxAllowance: time.Second, FailureThreshold: 1, ClaimWithin: time.Second})
 	w.StopOnFailure = true
 	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	st := order.StepState{OrderID: order.NewID(), Step: order.StepChargePayment, Index: 1, Agent: order.AgentPayment,
+	st := order.StepState{OrderID: order.NewID(), Step: ordertest.StepChargePayment, Index: 1, Agent: ordertest.AgentPayment,
 		ProcessState: order.Processing, CompleteBy: now.Add(-time.Second), Attempt: 1}
 	if got := w.Assess(st, now, order.NoBacklog); got.Action != order.Fail || got.AlertKind != order.AlertStepTimedOut {
 		t.Errorf("Assess() = %s %s, want fail StepTimedOut", got.Action, got.AlertKind)
@@ -167,10 +168,10 @@ func TestActionString(t *testing.T) {
 // close the step is to its threshold.
 func TestWorkflowAssessBackPressure(t *testing.T) {
 	timing := order.Timing{Allowance: 30 * time.Second, MaxAllowance: 2 * time.Minute, FailureThreshold: 3, ClaimWithin: time.Minute}
-	w := order.OrderWorkflow(timing)
+	w := ordertest.OrderWorkflow(timing)
 	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	step := func(ps order.ProcessState, completeBy time.Time, failures, deferrals int) order.StepState {
-		return order.StepState{OrderID: order.NewID(), Step: order.StepChargePayment, Index: 1, Agent: order.AgentPayment,
+		return order.StepState{OrderID: order.NewID(), Step: ordertest.StepChargePayment, Index: 1, Agent: ordertest.AgentPayment,
 			ProcessState: ps, CompleteBy: completeBy, Attempt: 2, FailureCount: failures, Deferrals: deferrals}
 	}
 	cancelled := step(order.Processing, now.Add(-time.Second), 0, 0)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 )
 
 func TestParseRedrive(t *testing.T) {
@@ -51,8 +52,8 @@ func TestParseEmpty(t *testing.T) {
 // and "undo step:State" (undo records), each tweaked by the function of
 // the same index, if any.
 func records(specs []string, tweaks map[int]func(*order.StepState)) []order.StepState {
-	agents := map[string]string{order.StepReserveInventory: order.AgentInventory, order.StepChargePayment: order.AgentPayment,
-		order.StepArrangeShipping: order.AgentShipping}
+	agents := map[string]string{ordertest.StepReserveInventory: ordertest.AgentInventory, ordertest.StepChargePayment: ordertest.AgentPayment,
+		ordertest.StepArrangeShipping: ordertest.AgentShipping}
 	steps := make([]order.StepState, len(specs))
 	for i, spec := range specs {
 		name, state, _ := strings.Cut(spec, ":")

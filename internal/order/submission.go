@@ -18,18 +18,6 @@ const (
 	MaxIdempotencyKeyLen = 255
 )
 
-// Submission is the shipped order workflow's input, as the tools that
-// submit orders of it (the soak, the cost run, test worlds) write it. The
-// API itself checks every workflow's input against its definition's input
-// schema (ParseInput).
-type Submission struct {
-	CustomerID string `json:"customerId"`
-	Lines      []Line `json:"lines"`
-	// NotificationTarget names where progress reports should go; it is
-	// stored now and used by a later feature.
-	NotificationTarget string `json:"notificationTarget,omitempty"`
-}
-
 // FieldError names a field and what is wrong with it.
 type FieldError struct {
 	Field   string `json:"field"`

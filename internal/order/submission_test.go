@@ -11,6 +11,7 @@ import (
 
 	"orderly/internal/definition"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 )
 
 // submissionBody renders a body with customer and the given lines; lines is
@@ -63,12 +64,12 @@ var shipped = func() order.InputCheck {
 	}
 }()
 
-func parse(body string) (order.Submission, error) {
+func parse(body string) (ordertest.Submission, error) {
 	input, _, err := order.ParseInput([]byte(body), shipped)
 	if err != nil {
-		return order.Submission{}, err
+		return ordertest.Submission{}, err
 	}
-	var s order.Submission
+	var s ordertest.Submission
 	if err := json.Unmarshal(input, &s); err != nil {
 		return s, err
 	}

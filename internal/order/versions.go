@@ -177,11 +177,3 @@ func VersionOf(recorded string) string {
 	}
 	return recorded
 }
-
-// OrderWorkflows returns the shipped workflow versions: version 1, the
-// three-step order workflow. To change the workflow, add a version (copy
-// the latest, change it, give it the next number) and keep the old ones
-// until `orderly versions` shows no order uses them (README, Runbook).
-func OrderWorkflows(t Timing) Versions {
-	return MustVersions(OrderWorkflow(t))
-}

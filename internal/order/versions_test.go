@@ -6,10 +6,11 @@ import (
 	"testing"
 
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 )
 
 func TestVersions(t *testing.T) {
-	v1 := order.OrderWorkflow(order.DefaultTiming)
+	v1 := ordertest.OrderWorkflow(order.DefaultTiming)
 	v2 := v1
 	v2.Version = "2"
 	v2.Steps = append(slices.Clone(v1.Steps), order.StepDef{Name: "notify", Agent: "mailer", Allowance: 1, MaxAllowance: 1, FailureThreshold: 1})
@@ -30,7 +31,7 @@ func TestVersions(t *testing.T) {
 			t.Errorf("Get(%q) = version %q, %t; want %q, %t", tt.version, w.Version, ok, tt.want, tt.ok)
 		}
 	}
-	if got := vs.Agents(); !slices.Equal(got, []string{order.AgentInventory, order.AgentPayment, order.AgentShipping, "mailer"}) {
+	if got := vs.Agents(); !slices.Equal(got, []string{ordertest.AgentInventory, ordertest.AgentPayment, ordertest.AgentShipping, "mailer"}) {
 		t.Errorf("agents %v, want every version's, each once", got)
 	}
 	if got := vs.Known(); !slices.Equal(got, []string{"order/1", "order/2"}) {
@@ -48,7 +49,7 @@ func TestVersions(t *testing.T) {
 	}
 	// Orders written before versions existed carry none: they run under
 	// version 1, which stays until `orderly versions` shows none left.
-	if _, ok := order.OrderWorkflows(order.DefaultTiming).Get("", order.LegacyVersion); !ok {
+	if _, ok := ordertest.OrderWorkflows(order.DefaultTiming).Get("", order.LegacyVersion); !ok {
 		t.Error("the shipped versions lack version 1, which orders without a version run under")
 	}
 }
@@ -56,7 +57,7 @@ func TestVersions(t *testing.T) {
 // The rehearsal is a version change of the kinds that strand orders in an
 // engine without versions: a step renamed, allowances changed.
 func TestRehearsal(t *testing.T) {
-	shipped := order.OrderWorkflows(order.DefaultTiming)
+	shipped := ordertest.OrderWorkflows(order.DefaultTiming)
 	vs := order.WithRehearsal(shipped)
 	r := vs.Latest()
 	base, _ := vs.Get("", order.LegacyVersion)
@@ -71,11 +72,11 @@ func TestRehearsal(t *testing.T) {
 			t.Errorf("step %d: %+v, want %+v with its allowances doubled", i, d, b)
 		}
 	}
-	want := []string{order.StepReserveInventory, order.StepChargePayment + "-rehearsal", order.StepArrangeShipping}
+	want := []string{ordertest.StepReserveInventory, ordertest.StepChargePayment + "-rehearsal", ordertest.StepArrangeShipping}
 	if !slices.Equal(names, want) {
 		t.Errorf("steps %v, want %v", names, want)
 	}
-	if base.Steps[1].Name != order.StepChargePayment {
+	if base.Steps[1].Name != ordertest.StepChargePayment {
 		t.Errorf("the rehearsal renamed version %s's step too: %v", base.Version, base.Steps)
 	}
 }
@@ -83,7 +84,7 @@ func TestRehearsal(t *testing.T) {
 // Several workflows run side by side, each with its versions and latest;
 // the first given is the stage's default.
 func TestVersionsOfSeveralWorkflows(t *testing.T) {
-	o1 := order.OrderWorkflow(order.DefaultTiming)
+	o1 := ordertest.OrderWorkflow(order.DefaultTiming)
 	o2 := o1
 	o2.Version = "2"
 	c1 := order.Workflow{Name: "checkout", Version: "1", Steps: []order.StepDef{{Name: "fraud-check", Agent: "fraud", Allowance: 1, MaxAllowance: 1, FailureThreshold: 1}}}
@@ -108,7 +109,7 @@ func TestVersionsOfSeveralWorkflows(t *testing.T) {
 			t.Errorf("Get(%q, %q) found %t, want %t", tt.workflow, tt.version, ok, tt.ok)
 		}
 	}
-	if got := vs.FirstAgents(); !slices.Equal(got, []string{order.AgentInventory, "fraud"}) {
+	if got := vs.FirstAgents(); !slices.Equal(got, []string{ordertest.AgentInventory, "fraud"}) {
 		t.Errorf("first agents %v", got)
 	}
 	if _, err := order.NewVersions(o1, c1, c1); !errors.Is(err, order.ErrInvalid) {

@@ -141,20 +141,6 @@ func (w Workflow) Keeps(step string) bool {
 	return false
 }
 
-// Agents of the shipped order workflow.
-const (
-	AgentInventory = "inventory"
-	AgentPayment   = "payment"
-	AgentShipping  = "shipping"
-)
-
-// Steps of the shipped order workflow.
-const (
-	StepReserveInventory = "reserve-inventory"
-	StepChargePayment    = "charge-payment"
-	StepArrangeShipping  = "arrange-shipping"
-)
-
 // Timing tunes a workflow's deadlines; tests shrink it to run fast.
 type Timing struct {
 	Allowance        time.Duration
@@ -175,30 +161,6 @@ var DefaultTiming = Timing{
 	FailureThreshold: 3,
 	ClaimWithin:      time.Minute,
 	MaxHeartbeats:    10,
-}
-
-// OrderWorkflow returns the shipped three-step order workflow, version 1,
-// as Go, for the domain's own tests and test worlds. What ships is the file
-// workflows/order/v1.json (package definition loads it); its tests hold the
-// two equal for any timing.
-func OrderWorkflow(t Timing) Workflow {
-	step := func(name, agent, path, undo, undoPath string) StepDef {
-		return StepDef{Name: name, Agent: agent, Undo: undo, Allowance: t.Allowance,
-			MaxAllowance: t.MaxAllowance, FailureThreshold: t.FailureThreshold, MaxHeartbeats: t.MaxHeartbeats,
-			Call: Endpoint{Method: "POST", Path: path}, UndoCall: Endpoint{Method: "POST", Path: undoPath},
-			Carries: []string{CarriesOrder}, UndoCarries: []string{CarriesOrder}, ResultMaxBytes: DefaultResultMaxBytes}
-	}
-	return Workflow{
-		Name:    LegacyWorkflow,
-		Version: "1",
-		Steps: []StepDef{
-			step(StepReserveInventory, AgentInventory, "/inventory/reservations", "release the reservation", "/inventory/releases"),
-			step(StepChargePayment, AgentPayment, "/payment/charges", "refund the payment", "/payment/refunds"),
-			step(StepArrangeShipping, AgentShipping, "/shipping/shipments", "cancel the shipment", "/shipping/cancellations"),
-		},
-		ClaimWithin: t.ClaimWithin,
-		SkewGrace:   t.SkewGrace,
-	}
 }
 
 // Validate checks that the timing makes a workable workflow.

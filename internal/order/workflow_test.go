@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 )
 
 func TestStepDefAllowanceFor(t *testing.T) {
@@ -41,7 +42,7 @@ func TestStepDefAllowanceFor(t *testing.T) {
 
 func TestOrderWorkflowUsesTiming(t *testing.T) {
 	timing := order.Timing{Allowance: time.Second, MaxAllowance: 4 * time.Second, FailureThreshold: 5, ClaimWithin: 2 * time.Second}
-	w := order.OrderWorkflow(timing)
+	w := ordertest.OrderWorkflow(timing)
 	if w.ClaimWithin != timing.ClaimWithin {
 		t.Errorf("ClaimWithin = %s, want %s", w.ClaimWithin, timing.ClaimWithin)
 	}
@@ -52,22 +53,22 @@ func TestOrderWorkflowUsesTiming(t *testing.T) {
 			t.Errorf("step %s = %+v, want the timing %+v", d.Name, d, timing)
 		}
 	}
-	wantNames := []string{order.StepReserveInventory, order.StepChargePayment, order.StepArrangeShipping}
+	wantNames := []string{ordertest.StepReserveInventory, ordertest.StepChargePayment, ordertest.StepArrangeShipping}
 	if !slices.Equal(gotNames, wantNames) {
 		t.Errorf("steps = %q, want %q", gotNames, wantNames)
 	}
 }
 
 func TestWorkflowStep(t *testing.T) {
-	w := order.OrderWorkflow(order.DefaultTiming)
+	w := ordertest.OrderWorkflow(order.DefaultTiming)
 	tests := []struct {
 		name      string
 		wantAgent string
 		wantOK    bool
 	}{
-		{order.StepReserveInventory, order.AgentInventory, true},
-		{order.StepChargePayment, order.AgentPayment, true},
-		{order.StepArrangeShipping, order.AgentShipping, true},
+		{ordertest.StepReserveInventory, ordertest.AgentInventory, true},
+		{ordertest.StepChargePayment, ordertest.AgentPayment, true},
+		{ordertest.StepArrangeShipping, ordertest.AgentShipping, true},
 		{"refund-payment", "", false},
 		{"", "", false},
 	}
@@ -82,15 +83,15 @@ func TestWorkflowStep(t *testing.T) {
 }
 
 func TestWorkflowNext(t *testing.T) {
-	w := order.OrderWorkflow(order.DefaultTiming)
+	w := ordertest.OrderWorkflow(order.DefaultTiming)
 	tests := []struct {
 		step     string
 		wantNext string
 		wantOK   bool
 	}{
-		{order.StepReserveInventory, order.StepChargePayment, true},
-		{order.StepChargePayment, order.StepArrangeShipping, true},
-		{order.StepArrangeShipping, "", false},
+		{ordertest.StepReserveInventory, ordertest.StepChargePayment, true},
+		{ordertest.StepChargePayment, ordertest.StepArrangeShipping, true},
+		{ordertest.StepArrangeShipping, "", false},
 		{"no-such-step", "", false},
 	}
 	for _, tt := range tests {
@@ -109,7 +110,7 @@ func TestWorkflowAgents(t *testing.T) {
 		w    order.Workflow
 		want []string
 	}{
-		{"order workflow", order.OrderWorkflow(order.DefaultTiming), []string{order.AgentInventory, order.AgentPayment, order.AgentShipping}},
+		{"order workflow", ordertest.OrderWorkflow(order.DefaultTiming), []string{ordertest.AgentInventory, ordertest.AgentPayment, ordertest.AgentShipping}},
 		{"agent used twice listed once in first-use order", order.Workflow{Steps: []order.StepDef{
 			{Name: "s1", Agent: "b"}, {Name: "s2", Agent: "a"}, {Name: "s3", Agent: "b"},
 		}}, []string{"b", "a"}},
@@ -126,16 +127,16 @@ func TestWorkflowAgents(t *testing.T) {
 
 func TestWorkflowNewStates(t *testing.T) {
 	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	w := order.OrderWorkflow(order.DefaultTiming)
+	w := ordertest.OrderWorkflow(order.DefaultTiming)
 	id := order.IDForKey("caller", "", "c-1", "k")
 	got := w.NewStates(id, "submit-1", now)
 	want := []order.StepState{
-		{OrderID: id, Workflow: "order", Version: "1", Step: order.StepReserveInventory, Index: 0, Agent: order.AgentInventory,
+		{OrderID: id, Workflow: "order", Version: "1", Step: ordertest.StepReserveInventory, Index: 0, Agent: ordertest.AgentInventory,
 			ProcessState: order.Processing, LockedBy: "submit-1", Attempt: 1,
 			CompleteBy: now.Add(order.DefaultTiming.Allowance), UpdatedAt: now},
-		{OrderID: id, Workflow: "order", Version: "1", Step: order.StepChargePayment, Index: 1, Agent: order.AgentPayment,
+		{OrderID: id, Workflow: "order", Version: "1", Step: ordertest.StepChargePayment, Index: 1, Agent: ordertest.AgentPayment,
 			ProcessState: order.NotStarted, UpdatedAt: now},
-		{OrderID: id, Workflow: "order", Version: "1", Step: order.StepArrangeShipping, Index: 2, Agent: order.AgentShipping,
+		{OrderID: id, Workflow: "order", Version: "1", Step: ordertest.StepArrangeShipping, Index: 2, Agent: ordertest.AgentShipping,
 			ProcessState: order.NotStarted, UpdatedAt: now},
 	}
 	if len(got) != len(want) {
@@ -191,8 +192,8 @@ func TestTimingValidate(t *testing.T) {
 }
 
 func TestUndoPlan(t *testing.T) {
-	wf := order.OrderWorkflow(order.DefaultTiming)
-	noUndoForPayment := order.OrderWorkflow(order.DefaultTiming)
+	wf := ordertest.OrderWorkflow(order.DefaultTiming)
+	noUndoForPayment := ordertest.OrderWorkflow(order.DefaultTiming)
 	noUndoForPayment.Steps[1].Undo = ""
 	tests := []struct {
 		name             string
@@ -219,7 +220,7 @@ func TestUndoPlan(t *testing.T) {
 }
 
 func TestNextUndo(t *testing.T) {
-	wf := order.OrderWorkflow(order.DefaultTiming)
+	wf := ordertest.OrderWorkflow(order.DefaultTiming)
 	wf.Steps[1].Undo = ""
 	tests := []struct {
 		undid, want int

@@ -9,6 +9,7 @@ import (
 	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/provision"
 	"orderly/internal/resources"
 	"orderly/internal/testenv"
@@ -23,7 +24,7 @@ func TestProvisionAddsIndexesAnOlderVersionLacks(t *testing.T) {
 	}
 	cfg := testenv.AWS(t)
 	clients := testenv.Clients(cfg)
-	cat := resources.New(testenv.Stage(t), order.OrderWorkflow(order.DefaultTiming).Agents())
+	cat := resources.New(testenv.Stage(t), ordertest.OrderWorkflow(order.DefaultTiming).Agents())
 	old := cat
 	old.History.Indexes = nil
 	stack, err := provision.Create(context.Background(), clients, old)

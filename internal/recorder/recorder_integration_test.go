@@ -16,6 +16,7 @@ import (
 	"orderly/internal/eventbridge"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/recorder"
 	"orderly/internal/testenv"
 )
@@ -41,7 +42,7 @@ func TestAStatusEventSurvivesACrashBeforeItsPublish(t *testing.T) {
 		t.Skip("set ORDERLY_INTEGRATION=1 to run against the emulators")
 	}
 	w := testenv.NewWorld(t, order.Timing{Allowance: 10 * time.Second, MaxAllowance: 10 * time.Second, FailureThreshold: 2, ClaimWithin: 5 * time.Second})
-	id := w.Submit(t, order.Submission{CustomerID: "c-1", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}})
+	id := w.Submit(t, ordertest.Submission{CustomerID: "c-1", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}})
 	history := dynamo.NewHistory(w.Clients.DynamoDB, w.Stack.Catalog.History.Name)
 	pub := &crashing{Publisher: eventbridge.NewPublisher(w.Clients.EventBridge, w.Stack.Catalog.EventBus), down: true}
 	rec := recorder.New(history, pub, slog.New(slog.NewTextHandler(io.Discard, nil)), metrics.Discard())

@@ -24,6 +24,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/remote"
 	"orderly/internal/services"
 )
@@ -410,7 +411,7 @@ func TestServicesFromCallsEachServiceAtItsURL(t *testing.T) {
 		"payment":   {URL: pay.URL, Auth: services.Auth{Type: services.AuthNone}},
 	}
 	client := remote.NewClientFor(remote.ServicesFrom(cfg, aws.Config{}), nil, shipped)
-	for service, step := range map[string]string{"inventory": order.StepReserveInventory, "payment": order.StepChargePayment} {
+	for service, step := range map[string]string{"inventory": ordertest.StepReserveInventory, "payment": ordertest.StepChargePayment} {
 		req := stepRequest("k")
 		req.Step = step
 		if _, err := client.Call(context.Background(), service, req); err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"orderly/internal/definition"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/remote"
 )
 
@@ -27,7 +28,7 @@ var shipped = definition.MustShipped(order.DefaultTiming)
 func stepRequest(key string) order.StepRequest {
 	return order.StepRequest{
 		OrderID:        "ORDER1",
-		Step:           order.StepChargePayment,
+		Step:           ordertest.StepChargePayment,
 		Attempt:        3,
 		IdempotencyKey: key,
 		Input:          json.RawMessage(`{"customerId":"cust-42","lines":[{"sku":"WIDGET-1","quantity":2},{"sku":"GADGET-7","quantity":1}]}`),
@@ -59,9 +60,9 @@ func TestCallSendsTheContract(t *testing.T) {
 		step     string
 		wantPath string
 	}{
-		{"inventory", order.StepReserveInventory, "/inventory/reservations"},
-		{"payment", order.StepChargePayment, "/payment/charges"},
-		{"shipping", order.StepArrangeShipping, "/shipping/shipments"},
+		{"inventory", ordertest.StepReserveInventory, "/inventory/reservations"},
+		{"payment", ordertest.StepChargePayment, "/payment/charges"},
+		{"shipping", ordertest.StepArrangeShipping, "/shipping/shipments"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.service, func(t *testing.T) {
@@ -74,7 +75,7 @@ func TestCallSendsTheContract(t *testing.T) {
 				io.WriteString(w, `{"id":"ref_1"}`)
 			}))
 			defer ts.Close()
-			key := order.IdempotencyKeyFor("ORDER1", order.StepChargePayment)
+			key := order.IdempotencyKeyFor("ORDER1", ordertest.StepChargePayment)
 			req := stepRequest(key)
 			req.Step = tt.step
 

@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/resources"
 )
 
 func TestCatalog(t *testing.T) {
-	c := resources.New("prod", order.OrderWorkflow(order.DefaultTiming).Agents())
+	c := resources.New("prod", ordertest.OrderWorkflow(order.DefaultTiming).Agents())
 	queues := []resources.Queue{c.ResponseQueue}
-	for _, agent := range []string{order.AgentInventory, order.AgentPayment, order.AgentShipping} {
+	for _, agent := range []string{ordertest.AgentInventory, ordertest.AgentPayment, ordertest.AgentShipping} {
 		q, ok := c.RequestQueues[agent]
 		if !ok {
 			t.Fatalf("no request queue for agent %s", agent)

@@ -19,6 +19,7 @@ import (
 	"orderly/internal/definition"
 	"orderly/internal/dynamo"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/remote"
 	"orderly/internal/resources"
 	"orderly/internal/simulator"
@@ -97,7 +98,7 @@ func TestRemoteKeysAreUnguessable(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
 	s := w.Scheduler("s1")
 	id := w.Submit(t, someOrder)
-	first := oneRequest(t, w, order.AgentInventory)
+	first := oneRequest(t, w, ordertest.AgentInventory)
 	if err := order.ValidateIdempotencyKey(first.IdempotencyKey); err != nil {
 		t.Errorf("key %q is not a valid Idempotency-Key: %v", first.IdempotencyKey, err)
 	}
@@ -108,20 +109,20 @@ func TestRemoteKeysAreUnguessable(t *testing.T) {
 	// Attempt 2 of the same step: the same key.
 	timeOut(t, w, id)
 	mustHandleStream(t, s, w.StreamEvent(t, id))
-	if again := oneRequest(t, w, order.AgentInventory); again.Attempt != 2 || again.IdempotencyKey != first.IdempotencyKey {
+	if again := oneRequest(t, w, ordertest.AgentInventory); again.Attempt != 2 || again.IdempotencyKey != first.IdempotencyKey {
 		t.Errorf("attempt %d has key %q, want attempt 2 with the step's key %q", again.Attempt, again.IdempotencyKey, first.IdempotencyKey)
 	}
 
 	// The next step has a key of its own.
-	mustApplyReplies(t, s, order.StepReply{OrderID: id, Step: order.StepReserveInventory, Attempt: 2, Outcome: order.OutcomeSucceeded, Reference: "res-1"})
-	pay := oneRequest(t, w, order.AgentPayment)
+	mustApplyReplies(t, s, order.StepReply{OrderID: id, Step: ordertest.StepReserveInventory, Attempt: 2, Outcome: order.OutcomeSucceeded, Reference: "res-1"})
+	pay := oneRequest(t, w, ordertest.AgentPayment)
 	if pay.IdempotencyKey == first.IdempotencyKey || pay.IdempotencyKey == order.IdempotencyKeyFor(id, pay.Step) {
 		t.Errorf("payment key %q: want one of its own, not %q nor the old derivation", pay.IdempotencyKey, first.IdempotencyKey)
 	}
 
 	// Payment is refused: the reservation is undone with its own key.
-	mustApplyReplies(t, s, order.StepReply{OrderID: id, Step: order.StepChargePayment, Attempt: 1, Outcome: order.OutcomeFailed, Reason: "card declined"})
-	undo := oneRequest(t, w, order.AgentInventory)
+	mustApplyReplies(t, s, order.StepReply{OrderID: id, Step: ordertest.StepChargePayment, Attempt: 1, Outcome: order.OutcomeFailed, Reason: "card declined"})
+	undo := oneRequest(t, w, ordertest.AgentInventory)
 	if !undo.Undo || undo.IdempotencyKey != first.IdempotencyKey {
 		t.Errorf("got %s with key %q, want the undo of the reservation with its key %q", testenv.Describe(undo), undo.IdempotencyKey, first.IdempotencyKey)
 	}
@@ -134,7 +135,7 @@ func TestOrdersWithoutANonceKeepTheirKeys(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
 	s := w.Scheduler("s1")
 	id := w.Submit(t, someOrder)
-	w.Requests(t, order.AgentInventory)
+	w.Requests(t, ordertest.AgentInventory)
 	// The item as the previous version wrote it: no nonce.
 	_, err := w.Clients.DynamoDB.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
 		TableName:        aws.String(w.Stack.Catalog.Orders.Name),
@@ -144,14 +145,14 @@ func TestOrdersWithoutANonceKeepTheirKeys(t *testing.T) {
 	if err != nil {
 		t.Fatalf("remove the nonce: %v", err)
 	}
-	mustApplyReplies(t, s, order.StepReply{OrderID: id, Step: order.StepReserveInventory, Attempt: 1, Outcome: order.OutcomeSucceeded, Reference: "res-1"})
-	if pay := oneRequest(t, w, order.AgentPayment); pay.IdempotencyKey != order.IdempotencyKeyFor(id, order.StepChargePayment) {
-		t.Errorf("payment key %q, want the old derivation %q", pay.IdempotencyKey, order.IdempotencyKeyFor(id, order.StepChargePayment))
+	mustApplyReplies(t, s, order.StepReply{OrderID: id, Step: ordertest.StepReserveInventory, Attempt: 1, Outcome: order.OutcomeSucceeded, Reference: "res-1"})
+	if pay := oneRequest(t, w, ordertest.AgentPayment); pay.IdempotencyKey != order.IdempotencyKeyFor(id, ordertest.StepChargePayment) {
+		t.Errorf("payment key %q, want the old derivation %q", pay.IdempotencyKey, order.IdempotencyKeyFor(id, ordertest.StepChargePayment))
 	}
-	mustApplyReplies(t, s, order.StepReply{OrderID: id, Step: order.StepChargePayment, Attempt: 1, Outcome: order.OutcomeFailed, Reason: "card declined"})
-	if undo := oneRequest(t, w, order.AgentInventory); !undo.Undo || undo.IdempotencyKey != order.IdempotencyKeyFor(id, order.StepReserveInventory) {
+	mustApplyReplies(t, s, order.StepReply{OrderID: id, Step: ordertest.StepChargePayment, Attempt: 1, Outcome: order.OutcomeFailed, Reason: "card declined"})
+	if undo := oneRequest(t, w, ordertest.AgentInventory); !undo.Undo || undo.IdempotencyKey != order.IdempotencyKeyFor(id, ordertest.StepReserveInventory) {
 		t.Errorf("got %s with key %q, want the undo of the reservation with the old key %q", testenv.Describe(undo), undo.IdempotencyKey,
-			order.IdempotencyKeyFor(id, order.StepReserveInventory))
+			order.IdempotencyKeyFor(id, ordertest.StepReserveInventory))
 	}
 }
 
@@ -166,8 +167,8 @@ func TestAKeyReusedAfterExpiryGetsNewRemoteKeys(t *testing.T) {
 	const key = "checkout-2025-03-14-0042"
 
 	id := submitWithKey(t, w, key)
-	before := oneRequest(t, w, order.AgentInventory)
-	ref, err := client.Call(ctx, order.AgentInventory, before)
+	before := oneRequest(t, w, ordertest.AgentInventory)
+	ref, err := client.Call(ctx, ordertest.AgentInventory, before)
 	if err != nil {
 		t.Fatalf("first order's reservation: %v", err)
 	}
@@ -177,17 +178,17 @@ func TestAKeyReusedAfterExpiryGetsNewRemoteKeys(t *testing.T) {
 	if again != id {
 		t.Fatalf("the key names order %s now, %s before: the premise of this test is gone", again, id)
 	}
-	after := oneRequest(t, w, order.AgentInventory)
+	after := oneRequest(t, w, ordertest.AgentInventory)
 	if after.IdempotencyKey == before.IdempotencyKey {
 		t.Fatalf("the new order's reservation has the expired order's key %q", after.IdempotencyKey)
 	}
-	newRef, err := client.Call(ctx, order.AgentInventory, after)
+	newRef, err := client.Call(ctx, ordertest.AgentInventory, after)
 	if err != nil {
 		t.Fatalf("new order's reservation: %v", err)
 	}
-	if newRef.Reference == ref.Reference || sim.Calls(order.AgentInventory, after.IdempotencyKey) != 1 {
+	if newRef.Reference == ref.Reference || sim.Calls(ordertest.AgentInventory, after.IdempotencyKey) != 1 {
 		t.Errorf("got reference %q (the expired order's was %q), %d calls with the new key; want new work under a new key",
-			newRef.Reference, ref.Reference, sim.Calls(order.AgentInventory, after.IdempotencyKey))
+			newRef.Reference, ref.Reference, sim.Calls(ordertest.AgentInventory, after.IdempotencyKey))
 	}
 }
 
@@ -233,11 +234,11 @@ func TestKeyNonceIsWrittenWithTheOrderAndNeverShown(t *testing.T) {
 	// The order goes on and ends: every change is recorded and shown.
 	o := watch(t, w, id)
 	s := w.Scheduler("s1")
-	oneRequest(t, w, order.AgentInventory)
-	mustApplyReplies(t, s, order.StepReply{OrderID: id, Step: order.StepReserveInventory, Attempt: 1, Outcome: order.OutcomeSucceeded, Reference: "res-1"})
+	oneRequest(t, w, ordertest.AgentInventory)
+	mustApplyReplies(t, s, order.StepReply{OrderID: id, Step: ordertest.StepReserveInventory, Attempt: 1, Outcome: order.OutcomeSucceeded, Reference: "res-1"})
 	o.record(t)
-	oneRequest(t, w, order.AgentPayment)
-	mustApplyReplies(t, s, order.StepReply{OrderID: id, Step: order.StepChargePayment, Attempt: 1, Outcome: order.OutcomeFailed, Reason: "card declined"})
+	oneRequest(t, w, ordertest.AgentPayment)
+	mustApplyReplies(t, s, order.StepReply{OrderID: id, Step: ordertest.StepChargePayment, Attempt: 1, Outcome: order.OutcomeFailed, Reason: "card declined"})
 	o.record(t)
 	for where, body := range o.shown(t) {
 		if strings.Contains(body, n.Value) {

@@ -26,6 +26,7 @@ import (
 	"orderly/internal/dispatch"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/remote"
 	"orderly/internal/resources"
 	"orderly/internal/scheduler"
@@ -76,7 +77,7 @@ func TestAnAWSErrorNeverReachesWhatClientsRead(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
 	id := w.Submit(t, someOrder)
 	o := watch(t, w, id)
-	oneRequest(t, w, order.AgentInventory)
+	oneRequest(t, w, ordertest.AgentInventory)
 
 	refusing := awssqs.NewFromConfig(testenv.AWS(t), func(o *awssqs.Options) { o.APIOptions = append(o.APIOptions, denied) })
 	var logs strings.Builder
@@ -84,10 +85,10 @@ func TestAnAWSErrorNeverReachesWhatClientsRead(t *testing.T) {
 	broken := w.Scheduler("s1", func(c *scheduler.Config) {
 		c.Dispatcher = dispatch.New(sqs.NewRequests(refusing, w.Stack.RequestQueueURLs()), w.Store, w.Workflow.ClaimWithin, w.Clock.Now, log, metrics.Discard())
 	})
-	mustApplyReplies(t, broken, order.StepReply{OrderID: id, Step: order.StepReserveInventory, Attempt: 1, Outcome: order.OutcomeSucceeded, Reference: "res-1"})
+	mustApplyReplies(t, broken, order.StepReply{OrderID: id, Step: ordertest.StepReserveInventory, Attempt: 1, Outcome: order.OutcomeSucceeded, Reference: "res-1"})
 	o.record(t)
 
-	next := w.Step(t, id, order.StepChargePayment)
+	next := w.Step(t, id, ordertest.StepChargePayment)
 	if next.ProcessState != order.Pending || !strings.Contains(next.LastError, "request not sent") {
 		t.Fatalf("got payment %s, last error %q; want it released to Pending with the reason", next.ProcessState, next.LastError)
 	}
@@ -139,7 +140,7 @@ func TestARemoteServicesLongErrorIsStoredCut(t *testing.T) {
 	}{
 		{"the agent's reply", func(t *testing.T, req order.StepRequest) order.StepReply {
 			var sent replies
-			a := agent.New(agent.Config{Name: order.AgentPayment, Remote: remote.NewClient(service.URL, service.Client(), shipped), Replies: &sent,
+			a := agent.New(agent.Config{Name: ordertest.AgentPayment, Remote: remote.NewClient(service.URL, service.Client(), shipped), Replies: &sent,
 				Now: time.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: metrics.Discard()})
 			req.CompleteBy = time.Now().Add(10 * time.Second) // the agent's clock is real
 			if err := a.Process(context.Background(), req); err != nil || len(sent.sent) != 1 {
@@ -157,9 +158,9 @@ func TestARemoteServicesLongErrorIsStoredCut(t *testing.T) {
 			w := testenv.NewWorld(t, timing)
 			s := w.Scheduler("s1")
 			id := w.Submit(t, someOrder)
-			oneRequest(t, w, order.AgentInventory)
-			mustApplyReplies(t, s, order.StepReply{OrderID: id, Step: order.StepReserveInventory, Attempt: 1, Outcome: order.OutcomeSucceeded, Reference: "res-1"})
-			mustApplyReplies(t, s, tt.reply(t, oneRequest(t, w, order.AgentPayment)))
+			oneRequest(t, w, ordertest.AgentInventory)
+			mustApplyReplies(t, s, order.StepReply{OrderID: id, Step: ordertest.StepReserveInventory, Attempt: 1, Outcome: order.OutcomeSucceeded, Reference: "res-1"})
+			mustApplyReplies(t, s, tt.reply(t, oneRequest(t, w, ordertest.AgentPayment)))
 
 			o, steps := w.Records(t, id)
 			pay := steps[1]

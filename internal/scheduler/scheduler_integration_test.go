@@ -14,6 +14,7 @@ import (
 
 	"orderly/internal/dispatch"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/scheduler"
 	"orderly/internal/testenv"
 )
@@ -23,19 +24,19 @@ var timing = order.Timing{Allowance: 10 * time.Second, MaxAllowance: 40 * time.S
 // dispatchReleasesBeforeBackoff mirrors dispatch.ReleasesBeforeBackoff.
 const dispatchReleasesBeforeBackoff = dispatch.ReleasesBeforeBackoff
 
-var someOrder = order.Submission{CustomerID: "c-1", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 2}}}
+var someOrder = ordertest.Submission{CustomerID: "c-1", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 2}}}
 
 // timeOut lets the first step's attempt expire and has the Supervisor
 // reset it to Pending, waiting for a Scheduler's claim.
 func timeOut(t *testing.T, w *testenv.World, id string) {
 	t.Helper()
-	w.Requests(t, order.AgentInventory) // the submission's request is lost
-	st := w.Step(t, id, order.StepReserveInventory)
+	w.Requests(t, ordertest.AgentInventory) // the submission's request is lost
+	st := w.Step(t, id, ordertest.StepReserveInventory)
 	w.Clock.Advance(st.CompleteBy.Sub(w.Clock.Now()) + time.Millisecond)
 	if r, err := w.Supervisor().Run(context.Background()); err != nil || r.Retried != 1 {
 		t.Fatalf("supervisor: report %+v, error %v; want one retry", r, err)
 	}
-	if st := w.Step(t, id, order.StepReserveInventory); st.ProcessState != order.Pending || st.LockedBy != "" {
+	if st := w.Step(t, id, ordertest.StepReserveInventory); st.ProcessState != order.Pending || st.LockedBy != "" {
 		t.Fatalf("after the retry: got %s locked by %q, want Pending and unlocked", st.ProcessState, st.LockedBy)
 	}
 }
@@ -61,11 +62,11 @@ func TestRacingSchedulersClaimOnce(t *testing.T) {
 	}
 	wg.Wait()
 
-	reqs := w.Requests(t, order.AgentInventory)
+	reqs := w.Requests(t, ordertest.AgentInventory)
 	if len(reqs) != 1 {
 		t.Fatalf("got %d requests sent, want exactly 1: %s", len(reqs), testenv.Describe(reqs))
 	}
-	st := w.Step(t, id, order.StepReserveInventory)
+	st := w.Step(t, id, ordertest.StepReserveInventory)
 	if st.ProcessState != order.Processing || st.Attempt != 2 || !slices.Contains(ids, st.LockedBy) {
 		t.Errorf("got step %s attempt %d locked by %q, want Processing attempt 2 locked by one racer", st.ProcessState, st.Attempt, st.LockedBy)
 	}
@@ -74,10 +75,10 @@ func TestRacingSchedulersClaimOnce(t *testing.T) {
 	if !st.CompleteBy.Equal(want) || !reqs[0].CompleteBy.Equal(st.CompleteBy) || !st.DueAt.Equal(st.CompleteBy) {
 		t.Errorf("got CompleteBy %s in store, %s in request, DueAt %s; want %s for all", st.CompleteBy, reqs[0].CompleteBy, st.DueAt, want)
 	}
-	if o, _ := w.Records(t, id); reqs[0].IdempotencyKey != o.RemoteKey(order.StepReserveInventory) || reqs[0].Attempt != 2 {
+	if o, _ := w.Records(t, id); reqs[0].IdempotencyKey != o.RemoteKey(ordertest.StepReserveInventory) || reqs[0].Attempt != 2 {
 		t.Errorf("got request %+v, want stable idempotency key and attempt 2", reqs[0])
 	}
-	var input order.Submission
+	var input ordertest.Submission
 	if err := json.Unmarshal(reqs[0].Input, &input); err != nil || input.CustomerID != someOrder.CustomerID || !slices.Equal(input.Lines, someOrder.Lines) {
 		t.Errorf("got request %+v, want the order's customer and lines, read from the stream image", reqs[0])
 	}
@@ -87,28 +88,28 @@ func TestSuccessClaimsTheNextStepInTheSameWrite(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
 	s := w.Scheduler("s1")
 	id := w.Submit(t, someOrder)
-	first := w.Requests(t, order.AgentInventory)
+	first := w.Requests(t, ordertest.AgentInventory)
 	if len(first) != 1 || first[0].Attempt != 1 {
 		t.Fatalf("got first requests %s, want the submission's one on attempt 1", testenv.Describe(first))
 	}
-	mustApplyReplies(t, s, order.StepReply{OrderID: id, Step: order.StepReserveInventory, Attempt: 1,
+	mustApplyReplies(t, s, order.StepReply{OrderID: id, Step: ordertest.StepReserveInventory, Attempt: 1,
 		Outcome: order.OutcomeSucceeded, Reference: "res-1"})
 
-	done, next := w.Step(t, id, order.StepReserveInventory), w.Step(t, id, order.StepChargePayment)
+	done, next := w.Step(t, id, ordertest.StepReserveInventory), w.Step(t, id, ordertest.StepChargePayment)
 	if done.ProcessState != order.Processed || done.Reference != "res-1" || done.LockedBy != "" {
 		t.Errorf("got done step %s ref %q locked by %q, want Processed with the reference, unlocked", done.ProcessState, done.Reference, done.LockedBy)
 	}
 	if next.ProcessState != order.Processing || next.Attempt != 1 || next.LockedBy != "s1" {
 		t.Errorf("got next step %s attempt %d locked by %q, want Processing attempt 1 locked by s1", next.ProcessState, next.Attempt, next.LockedBy)
 	}
-	reqs := w.Requests(t, order.AgentPayment)
+	reqs := w.Requests(t, ordertest.AgentPayment)
 	if len(reqs) != 1 || reqs[0].Attempt != 1 || !reqs[0].CompleteBy.Equal(next.CompleteBy) {
 		t.Fatalf("got payment requests %s, want one on attempt 1 until %s", testenv.Describe(reqs), next.CompleteBy)
 	}
 	// The completion's stream record waits for no claim: a Scheduler
 	// given it does nothing.
 	mustHandleStream(t, w.Scheduler("s2"), w.StreamEvent(t, id))
-	if again := w.Requests(t, order.AgentPayment); len(again) != 0 {
+	if again := w.Requests(t, ordertest.AgentPayment); len(again) != 0 {
 		t.Errorf("a completion's stream record sent %d more requests, want none", len(again))
 	}
 }
@@ -117,7 +118,7 @@ func TestStaleAndDuplicateRepliesAreIgnored(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
 	s := w.Scheduler("s1")
 	id := w.Submit(t, someOrder)
-	step := order.StepReserveInventory
+	step := ordertest.StepReserveInventory
 
 	// Attempt 1 times out; the Supervisor resets it; attempt 2 is claimed.
 	timeOut(t, w, id)
@@ -125,7 +126,7 @@ func TestStaleAndDuplicateRepliesAreIgnored(t *testing.T) {
 	if st := w.Step(t, id, step); st.Attempt != 2 || st.ProcessState != order.Processing {
 		t.Fatalf("got attempt %d %s, want attempt 2 Processing", st.Attempt, st.ProcessState)
 	}
-	w.Requests(t, order.AgentInventory)
+	w.Requests(t, ordertest.AgentInventory)
 
 	reply := func(attempt int) order.StepReply {
 		return order.StepReply{OrderID: id, Step: step, Attempt: attempt, Outcome: order.OutcomeSucceeded, Reference: fmt.Sprint("ref-", attempt)}
@@ -135,7 +136,7 @@ func TestStaleAndDuplicateRepliesAreIgnored(t *testing.T) {
 	if st := w.Step(t, id, step); st.ProcessState != order.Processing || st.Attempt != 2 {
 		t.Fatalf("after stale reply: got %s attempt %d, want still Processing attempt 2", st.ProcessState, st.Attempt)
 	}
-	if next := w.Step(t, id, order.StepChargePayment); next.ProcessState != order.NotStarted {
+	if next := w.Step(t, id, ordertest.StepChargePayment); next.ProcessState != order.NotStarted {
 		t.Fatalf("after stale reply: next step is %s, want NotStarted", next.ProcessState)
 	}
 
@@ -147,14 +148,14 @@ func TestStaleAndDuplicateRepliesAreIgnored(t *testing.T) {
 	}
 	wg.Wait()
 	mustApplyReplies(t, s, reply(2))
-	done, next := w.Step(t, id, step), w.Step(t, id, order.StepChargePayment)
+	done, next := w.Step(t, id, step), w.Step(t, id, ordertest.StepChargePayment)
 	if done.ProcessState != order.Processed || done.Reference != "ref-2" {
 		t.Errorf("got step %s ref %q, want Processed with attempt 2's reference", done.ProcessState, done.Reference)
 	}
 	if next.ProcessState != order.Processing || next.Attempt != 1 {
 		t.Errorf("got next step %s attempt %d, want Processing attempt 1 (advanced exactly once)", next.ProcessState, next.Attempt)
 	}
-	if reqs := w.Requests(t, order.AgentPayment); len(reqs) != 1 {
+	if reqs := w.Requests(t, ordertest.AgentPayment); len(reqs) != 1 {
 		t.Errorf("got %d payment requests, want exactly 1: %s", len(reqs), testenv.Describe(reqs))
 	}
 	o, err := w.Store.Order(context.Background(), id)
@@ -166,11 +167,11 @@ func TestStaleAndDuplicateRepliesAreIgnored(t *testing.T) {
 func TestUnsentRequestReleasesTheClaim(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
 	id := w.Submit(t, someOrder)
-	w.Requests(t, order.AgentInventory)
+	w.Requests(t, ordertest.AgentInventory)
 	broken := w.Scheduler("broken", func(c *scheduler.Config) { c.Dispatcher = w.BrokenDispatcher() })
-	mustApplyReplies(t, broken, order.StepReply{OrderID: id, Step: order.StepReserveInventory, Attempt: 1, Outcome: order.OutcomeSucceeded})
+	mustApplyReplies(t, broken, order.StepReply{OrderID: id, Step: ordertest.StepReserveInventory, Attempt: 1, Outcome: order.OutcomeSucceeded})
 
-	next := w.Step(t, id, order.StepChargePayment)
+	next := w.Step(t, id, ordertest.StepChargePayment)
 	if next.ProcessState != order.Pending || next.LockedBy != "" || next.FailureCount != 0 ||
 		!strings.Contains(next.LastError, "request not sent") {
 		t.Fatalf("got next step %s locked by %q, %d failures, last error %q; want Pending, unlocked, no failure counted, the reason kept",
@@ -181,7 +182,7 @@ func TestUnsentRequestReleasesTheClaim(t *testing.T) {
 	}
 	// The release is a stream record that invokes a Scheduler at once.
 	mustHandleStream(t, w.Scheduler("s1"), w.StreamEvent(t, id))
-	reqs := w.Requests(t, order.AgentPayment)
+	reqs := w.Requests(t, ordertest.AgentPayment)
 	if len(reqs) != 1 || reqs[0].Attempt != 2 {
 		t.Fatalf("got payment requests %s, want one on attempt 2", testenv.Describe(reqs))
 	}
@@ -193,7 +194,7 @@ func TestMalformedReplyDoesNotBlockItsBatch(t *testing.T) {
 	a, b := w.Submit(t, someOrder), w.Submit(t, someOrder)
 
 	ok := func(id string) order.StepReply {
-		return order.StepReply{OrderID: id, Step: order.StepReserveInventory, Attempt: 1, Outcome: order.OutcomeSucceeded}
+		return order.StepReply{OrderID: id, Step: ordertest.StepReserveInventory, Attempt: 1, Outcome: order.OutcomeSucceeded}
 	}
 	ev := testenv.ReplyEvent(ok(a), "{not json", map[string]any{"orderId": "nope", "attempt": 1}, ok(b),
 		order.StepReply{OrderID: a, Step: "no-such-step", Attempt: 1, Outcome: order.OutcomeSucceeded})
@@ -210,7 +211,7 @@ func TestMalformedReplyDoesNotBlockItsBatch(t *testing.T) {
 		t.Errorf("got batch item failures %v, want %v (only the malformed ones)", failed, want)
 	}
 	for _, id := range []string{a, b} {
-		if st := w.Step(t, id, order.StepReserveInventory); st.ProcessState != order.Processed {
+		if st := w.Step(t, id, ordertest.StepReserveInventory); st.ProcessState != order.Processed {
 			t.Errorf("order %s: got %s, want Processed despite malformed batch-mates", id, st.ProcessState)
 		}
 	}
@@ -236,11 +237,11 @@ func TestPermanentFaultUndoesDoneStepsInReverse(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
 	s := w.Scheduler("s1")
 	id := w.Submit(t, someOrder)
-	mustApplyReplies(t, s, succeeded(id, order.StepReserveInventory, 1))
-	mustApplyReplies(t, s, succeeded(id, order.StepChargePayment, 1))
-	w.Requests(t, order.AgentInventory)
-	w.Requests(t, order.AgentPayment)
-	mustApplyReplies(t, s, refused(succeeded(id, order.StepArrangeShipping, 1), "address undeliverable"))
+	mustApplyReplies(t, s, succeeded(id, ordertest.StepReserveInventory, 1))
+	mustApplyReplies(t, s, succeeded(id, ordertest.StepChargePayment, 1))
+	w.Requests(t, ordertest.AgentInventory)
+	w.Requests(t, ordertest.AgentPayment)
+	mustApplyReplies(t, s, refused(succeeded(id, ordertest.StepArrangeShipping, 1), "address undeliverable"))
 
 	o, steps := w.Records(t, id)
 	want := []string{"reserve-inventory:Processed", "charge-payment:Processed", "arrange-shipping:Failed",
@@ -248,18 +249,18 @@ func TestPermanentFaultUndoesDoneStepsInReverse(t *testing.T) {
 	if got := testenv.States(steps); !slices.Equal(got, want) || o.Status != order.StatusCompensating {
 		t.Fatalf("after the fault: %s %v, want Compensating %v", o.Status, got, want)
 	}
-	if reqs := w.Requests(t, order.AgentPayment); len(reqs) != 1 || !reqs[0].Undo || reqs[0].Record != 3 ||
-		reqs[0].IdempotencyKey != o.RemoteKey(order.StepChargePayment) {
+	if reqs := w.Requests(t, ordertest.AgentPayment); len(reqs) != 1 || !reqs[0].Undo || reqs[0].Record != 3 ||
+		reqs[0].IdempotencyKey != o.RemoteKey(ordertest.StepChargePayment) {
 		t.Errorf("payment requests %+v, want one undo of record 3 with the charge's own key", reqs)
 	}
 
 	// A late reply of the forward step changes nothing now.
-	mustApplyReplies(t, s, succeeded(id, order.StepArrangeShipping, 1))
-	mustApplyReplies(t, s, undone(id, order.StepChargePayment, 3, 1))
-	if reqs := w.Requests(t, order.AgentInventory); len(reqs) != 1 || !reqs[0].Undo || reqs[0].Record != 4 {
+	mustApplyReplies(t, s, succeeded(id, ordertest.StepArrangeShipping, 1))
+	mustApplyReplies(t, s, undone(id, ordertest.StepChargePayment, 3, 1))
+	if reqs := w.Requests(t, ordertest.AgentInventory); len(reqs) != 1 || !reqs[0].Undo || reqs[0].Record != 4 {
 		t.Errorf("inventory requests %+v, want one undo of record 4", reqs)
 	}
-	mustApplyReplies(t, s, undone(id, order.StepReserveInventory, 4, 1))
+	mustApplyReplies(t, s, undone(id, ordertest.StepReserveInventory, 4, 1))
 
 	o, steps = w.Records(t, id)
 	want = []string{"reserve-inventory:Undone", "charge-payment:Undone", "arrange-shipping:Failed",
@@ -283,7 +284,7 @@ func TestPermanentFaultAtTheFirstStepFailsAtOnce(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
 	s := w.Scheduler("s1")
 	id := w.Submit(t, someOrder)
-	mustApplyReplies(t, s, refused(succeeded(id, order.StepReserveInventory, 1), "sku out of stock"))
+	mustApplyReplies(t, s, refused(succeeded(id, ordertest.StepReserveInventory, 1), "sku out of stock"))
 	o, steps := w.Records(t, id)
 	want := []string{"reserve-inventory:Failed", "charge-payment:NotStarted", "arrange-shipping:NotStarted"}
 	if got := testenv.States(steps); !slices.Equal(got, want) || o.Status != order.StatusFailed {
@@ -300,11 +301,11 @@ func TestUndoRefusedPutsTheOrderInError(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
 	s := w.Scheduler("s1")
 	id := w.Submit(t, someOrder)
-	mustApplyReplies(t, s, succeeded(id, order.StepReserveInventory, 1))
-	mustApplyReplies(t, s, succeeded(id, order.StepChargePayment, 1))
-	mustApplyReplies(t, s, refused(succeeded(id, order.StepArrangeShipping, 1), "address undeliverable"))
-	mustApplyReplies(t, s, undone(id, order.StepChargePayment, 3, 1))
-	mustApplyReplies(t, s, refused(undone(id, order.StepReserveInventory, 4, 1), "reservation already picked"))
+	mustApplyReplies(t, s, succeeded(id, ordertest.StepReserveInventory, 1))
+	mustApplyReplies(t, s, succeeded(id, ordertest.StepChargePayment, 1))
+	mustApplyReplies(t, s, refused(succeeded(id, ordertest.StepArrangeShipping, 1), "address undeliverable"))
+	mustApplyReplies(t, s, undone(id, ordertest.StepChargePayment, 3, 1))
+	mustApplyReplies(t, s, refused(undone(id, ordertest.StepReserveInventory, 4, 1), "reservation already picked"))
 
 	o, steps := w.Records(t, id)
 	if o.Status != order.StatusError || steps[4].ProcessState != order.Error || steps[1].ProcessState != order.Undone ||
@@ -312,8 +313,8 @@ func TestUndoRefusedPutsTheOrderInError(t *testing.T) {
 		t.Errorf("got %s %v, want Error with the payment undone and the reservation in place", o.Status, testenv.States(steps))
 	}
 	alert := w.Alerts.Await(t, id, 10*time.Second)
-	if alert.Kind != order.AlertUndoFailed || !alert.Undo || alert.Step != order.StepReserveInventory ||
-		!slices.Equal(alert.Undone, []string{order.StepChargePayment}) || !strings.Contains(alert.Reason, "reservation already picked") {
+	if alert.Kind != order.AlertUndoFailed || !alert.Undo || alert.Step != ordertest.StepReserveInventory ||
+		!slices.Equal(alert.Undone, []string{ordertest.StepChargePayment}) || !strings.Contains(alert.Reason, "reservation already picked") {
 		t.Errorf("alert %+v, want UndoFailed for reserve-inventory, the payment already undone, with the reason", alert)
 	}
 }
@@ -372,9 +373,9 @@ func TestStaleStreamImageClaimsNothing(t *testing.T) {
 	timeOut(t, w, id) // Pending after 1 failure
 	stale := w.StreamEvent(t, id)
 	mustHandleStream(t, s, stale)
-	w.Requests(t, order.AgentInventory)
+	w.Requests(t, ordertest.AgentInventory)
 	// Attempt 2 times out too: Pending after 2 failures.
-	st := w.Step(t, id, order.StepReserveInventory)
+	st := w.Step(t, id, ordertest.StepReserveInventory)
 	w.Clock.Advance(st.CompleteBy.Sub(w.Clock.Now()) + time.Millisecond)
 	if r, err := w.Supervisor().Run(context.Background()); err != nil || r.Retried != 1 {
 		t.Fatalf("supervisor: report %+v, error %v; want one retry", r, err)
@@ -382,12 +383,12 @@ func TestStaleStreamImageClaimsNothing(t *testing.T) {
 	fresh := w.StreamEvent(t, id)
 
 	mustHandleStream(t, s, stale) // redelivered
-	if got := w.Step(t, id, order.StepReserveInventory); got.ProcessState != order.Pending {
+	if got := w.Step(t, id, ordertest.StepReserveInventory); got.ProcessState != order.Pending {
 		t.Fatalf("the stale record claimed the step: %s attempt %d until %s", got.ProcessState, got.Attempt, got.CompleteBy)
 	}
 	mustHandleStream(t, s, fresh)
-	got := w.Step(t, id, order.StepReserveInventory)
-	def, _ := w.Workflow.Step(order.StepReserveInventory)
+	got := w.Step(t, id, ordertest.StepReserveInventory)
+	def, _ := w.Workflow.Step(ordertest.StepReserveInventory)
 	want := w.Clock.Now().Add(def.AllowanceFor(2)).Truncate(time.Millisecond)
 	if got.ProcessState != order.Processing || got.Attempt != 3 || !got.CompleteBy.Equal(want) {
 		t.Errorf("got %s attempt %d until %s, want Processing attempt 3 until %s (the allowance after 2 failures)",
@@ -402,12 +403,12 @@ func TestStaleStreamImageClaimsNothing(t *testing.T) {
 func TestASendThatKeepsFailingStopsBeingReannouncedAtOnce(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
 	id := w.Submit(t, someOrder)
-	w.Requests(t, order.AgentInventory)
+	w.Requests(t, ordertest.AgentInventory)
 	broken := w.Scheduler("broken", func(c *scheduler.Config) { c.Dispatcher = w.BrokenDispatcher() })
-	mustApplyReplies(t, broken, order.StepReply{OrderID: id, Step: order.StepReserveInventory, Attempt: 1, Outcome: order.OutcomeSucceeded})
+	mustApplyReplies(t, broken, order.StepReply{OrderID: id, Step: ordertest.StepReserveInventory, Attempt: 1, Outcome: order.OutcomeSucceeded})
 	for round := 1; ; round++ {
 		ev := w.StreamEvent(t, id)
-		st := w.Step(t, id, order.StepChargePayment)
+		st := w.Step(t, id, ordertest.StepChargePayment)
 		if _, unclaimed := ev.Records[0].Change.NewImage["Unclaimed"]; !unclaimed {
 			if st.ProcessState != order.Pending || st.Releases != dispatchReleasesBeforeBackoff || st.FailureCount != 0 {
 				t.Fatalf("after %d releases: step %s with %d failures, want Pending, no failure, left to the Supervisor after %d releases",
@@ -429,14 +430,14 @@ func TestAClaimDropsAPendingUnclaimedAlert(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
 	id := w.Submit(t, someOrder)
 	timeOut(t, w, id)
-	st := w.Step(t, id, order.StepReserveInventory)
+	st := w.Step(t, id, ordertest.StepReserveInventory)
 	now := w.Clock.Now()
 	w.Clock.Advance(st.CompleteBy.Sub(now) + time.Millisecond)
 	if _, err := w.Store.NudgeStep(context.Background(), st, w.Clock.Now().Add(timing.ClaimWithin), "unclaimed", true, w.Clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	mustHandleStream(t, w.Scheduler("s1"), w.StreamEvent(t, id))
-	if got := w.Step(t, id, order.StepReserveInventory); got.ProcessState != order.Processing || got.AlertPending {
+	if got := w.Step(t, id, ordertest.StepReserveInventory); got.ProcessState != order.Processing || got.AlertPending {
 		t.Fatalf("got %s with alert pending %v, want Processing with no alert left", got.ProcessState, got.AlertPending)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"orderly/internal/dynamo"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/scheduler"
 )
 
@@ -129,7 +130,7 @@ func TestHandleStreamKeepsEachOrdersRecordsInOrder(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			store := &claimLog{failOn: tt.failOn, failOnce: tt.failOnce}
 			s := scheduler.New(scheduler.Config{InstanceID: "s1", Store: store, Dispatcher: nowhere{}, Notifier: nowhere{},
-				Workflows: order.OrderWorkflows(order.DefaultTiming), Now: time.Now,
+				Workflows: ordertest.OrderWorkflows(order.DefaultTiming), Now: time.Now,
 				Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: metrics.Discard()})
 			resp, err := s.HandleStream(context.Background(), streamBatch(t, tt.records...))
 			if err != nil {
@@ -171,7 +172,7 @@ func TestHandleStreamSkipsUnreadableRecords(t *testing.T) {
 	ev.Records = append([]events.DynamoDBEventRecord{poison}, ev.Records...)
 	store := &claimLog{}
 	s := scheduler.New(scheduler.Config{InstanceID: "s1", Store: store, Dispatcher: nowhere{}, Notifier: nowhere{},
-		Workflows: order.OrderWorkflows(order.DefaultTiming), Now: time.Now,
+		Workflows: ordertest.OrderWorkflows(order.DefaultTiming), Now: time.Now,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: metrics.Discard()})
 	resp, err := s.HandleStream(context.Background(), ev)
 	if err != nil || len(resp.BatchItemFailures) > 0 {

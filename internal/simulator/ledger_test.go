@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/remote"
 	"orderly/internal/simulator"
 )
@@ -80,8 +80,8 @@ func TestOutageAnswersItsStatus(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(strconv.Itoa(tt.status), func(t *testing.T) {
 			sim, _, client := start(t)
-			req := stepRequest("ORDER1", order.StepChargePayment, "BOOK-1")
-			if _, err := client.Call(t.Context(), "payment", stepRequest("ORDER0", order.StepChargePayment, "BOOK-1")); err != nil {
+			req := stepRequest("ORDER1", ordertest.StepChargePayment, "BOOK-1")
+			if _, err := client.Call(t.Context(), "payment", stepRequest("ORDER0", ordertest.StepChargePayment, "BOOK-1")); err != nil {
 				t.Fatalf("payment before its outage: %v", err)
 			}
 			sim.AddOutage(simulator.Outage{Service: "payment", From: now.Add(-time.Minute), Till: now.Add(time.Minute), Status: tt.status})

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 )
 
 // maxBodyBytes bounds a request body, as a real service would.
@@ -37,9 +38,9 @@ const fraudService = "fraud"
 
 // services maps each collection path to the service behind it.
 var services = map[string]service{
-	"/inventory/reservations": {name: order.AgentInventory, refPrefix: "res_", refusal: "sku out of stock"},
-	"/payment/charges":        {name: order.AgentPayment, refPrefix: "ch_", refusal: "card declined"},
-	"/shipping/shipments":     {name: order.AgentShipping, refPrefix: "shp_", refusal: "address undeliverable"},
+	"/inventory/reservations": {name: ordertest.AgentInventory, refPrefix: "res_", refusal: "sku out of stock"},
+	"/payment/charges":        {name: ordertest.AgentPayment, refPrefix: "ch_", refusal: "card declined"},
+	"/shipping/shipments":     {name: ordertest.AgentShipping, refPrefix: "shp_", refusal: "address undeliverable"},
 	"/fraud/checks":           {name: fraudService, refPrefix: "fc_", refusal: "order flagged as a fraud risk", scores: true},
 }
 
@@ -50,23 +51,23 @@ var services = map[string]service{
 // reservation or a refund of another charge.
 var resultMakers = map[string]string{
 	"fraud-check":       fraudService,
-	"reserve-inventory": order.AgentInventory,
-	"charge-payment":    order.AgentPayment,
+	"reserve-inventory": ordertest.AgentInventory,
+	"charge-payment":    ordertest.AgentPayment,
 }
 
 // resultNouns name each service's work in refusals.
 var resultNouns = map[string]string{
-	fraudService:         "fraud check",
-	order.AgentInventory: "reservation",
-	order.AgentPayment:   "charge",
+	fraudService:             "fraud check",
+	ordertest.AgentInventory: "reservation",
+	ordertest.AgentPayment:   "charge",
 }
 
 // undoServices maps each undo path to the service behind it: a POST with a
 // step's Idempotency-Key undoes the work done under that key.
 var undoServices = map[string]service{
-	"/inventory/releases":     {name: order.AgentInventory, refPrefix: "rel_", refusal: "reservation already picked"},
-	"/payment/refunds":        {name: order.AgentPayment, refPrefix: "rf_", refusal: "refund refused"},
-	"/shipping/cancellations": {name: order.AgentShipping, refPrefix: "shc_", refusal: "shipment already dispatched"},
+	"/inventory/releases":     {name: ordertest.AgentInventory, refPrefix: "rel_", refusal: "reservation already picked"},
+	"/payment/refunds":        {name: ordertest.AgentPayment, refPrefix: "rf_", refusal: "refund refused"},
+	"/shipping/cancellations": {name: ordertest.AgentShipping, refPrefix: "shc_", refusal: "shipment already dispatched"},
 }
 
 // callKey identifies the work an idempotency key stands for: keys are

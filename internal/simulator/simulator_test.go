@@ -17,6 +17,7 @@ import (
 
 	"orderly/internal/definition"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/remote"
 	"orderly/internal/simulator"
 	"orderly/internal/testenv"
@@ -54,9 +55,9 @@ func stepRequest(orderID, step string, skus ...string) order.StepRequest {
 }
 
 var stepOf = map[string]string{
-	"inventory": order.StepReserveInventory,
-	"payment":   order.StepChargePayment,
-	"shipping":  order.StepArrangeShipping,
+	"inventory": ordertest.StepReserveInventory,
+	"payment":   ordertest.StepChargePayment,
+	"shipping":  ordertest.StepArrangeShipping,
 }
 
 var refPrefix = map[string]string{"inventory": "res_", "payment": "ch_", "shipping": "shp_"}
@@ -308,7 +309,7 @@ func TestRejectsMalformedCalls(t *testing.T) {
 
 func TestKeyReusedForDifferentWorkIsRefused(t *testing.T) {
 	_, _, client := start(t)
-	first := stepRequest("ORDER1", order.StepChargePayment, "WIDGET-1")
+	first := stepRequest("ORDER1", ordertest.StepChargePayment, "WIDGET-1")
 	answer, err := client.Call(t.Context(), "payment", first)
 	ref := answer.Reference
 	if err != nil {
@@ -398,7 +399,7 @@ func TestConcurrentCallsWithOneKeyDoTheWorkOnce(t *testing.T) {
 
 func TestConcurrentTransientCallsFailExactlyN(t *testing.T) {
 	sim, _, client := start(t)
-	req := stepRequest("ORDER1", order.StepChargePayment, "TEST-PAYMENT-TRANSIENT-5")
+	req := stepRequest("ORDER1", ordertest.StepChargePayment, "TEST-PAYMENT-TRANSIENT-5")
 	const n = 20
 	var mu sync.Mutex
 	outcomes := map[outcome]int{}
@@ -441,7 +442,7 @@ func TestHangIsReleasedByTheClientGivingUp(t *testing.T) {
 	ts := httptest.NewServer(sim)
 	t.Cleanup(sim.Close) // only if the test fails: it must not be needed
 	client := remote.NewClient(ts.URL, ts.Client(), shipped)
-	req := stepRequest("ORDER1", order.StepArrangeShipping, "TEST-SHIPPING-HANG")
+	req := stepRequest("ORDER1", ordertest.StepArrangeShipping, "TEST-SHIPPING-HANG")
 
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
@@ -474,9 +475,9 @@ func TestCloseReleasesHeldCalls(t *testing.T) {
 	defer ts.Close()
 	client := remote.NewClient(ts.URL, ts.Client(), shipped)
 	held := []order.StepRequest{
-		stepRequest("ORDER1", order.StepArrangeShipping, "TEST-SHIPPING-HANG"),
-		stepRequest("ORDER2", order.StepArrangeShipping, "TEST-SHIPPING-HANG-3"),
-		stepRequest("ORDER3", order.StepArrangeShipping, "TEST-SHIPPING-SLOW-60000"),
+		stepRequest("ORDER1", ordertest.StepArrangeShipping, "TEST-SHIPPING-HANG"),
+		stepRequest("ORDER2", ordertest.StepArrangeShipping, "TEST-SHIPPING-HANG-3"),
+		stepRequest("ORDER3", ordertest.StepArrangeShipping, "TEST-SHIPPING-SLOW-60000"),
 	}
 
 	errs := make(chan error, len(held))
@@ -528,7 +529,7 @@ func TestLogsOneLinePerCall(t *testing.T) {
 	var logs testenv.JSONLines
 	// The engine gives the simulator a logger that names it as the service.
 	_, ts, client := start(t, simulator.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil)).With("service", "simulator")))
-	req := stepRequest("ORDER1", order.StepChargePayment, "TEST-PAYMENT-TRANSIENT-1")
+	req := stepRequest("ORDER1", ordertest.StepChargePayment, "TEST-PAYMENT-TRANSIENT-1")
 	client.Call(t.Context(), "payment", req)
 	client.Call(t.Context(), "payment", req)
 	post(t, ts.URL+"/payment/charges", "", "application/json", validBody)

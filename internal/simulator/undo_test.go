@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/remote"
 	"orderly/internal/simulator"
 )
@@ -20,7 +21,7 @@ func undoOf(req order.StepRequest) order.StepRequest {
 // a repeat, and fences the key off, so the work is never done again.
 func TestUndoReversesTheWorkOnce(t *testing.T) {
 	sim, _, client := start(t)
-	req := stepRequest("ORDER1", order.StepChargePayment, "WIDGET")
+	req := stepRequest("ORDER1", ordertest.StepChargePayment, "WIDGET")
 	ref, err := client.Call(t.Context(), "payment", req)
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +46,7 @@ func TestUndoReversesTheWorkOnce(t *testing.T) {
 // late call with that key does no work: the undo fenced it off.
 func TestUndoOfNothingFencesTheKey(t *testing.T) {
 	sim, ts, client := start(t)
-	req := stepRequest("ORDER2", order.StepReserveInventory, "WIDGET")
+	req := stepRequest("ORDER2", ordertest.StepReserveInventory, "WIDGET")
 	if _, err := client.Call(t.Context(), "inventory", undoOf(req)); err != nil {
 		t.Fatalf("undo of nothing: %v", err)
 	}
@@ -65,7 +66,7 @@ func TestUndoOfNothingFencesTheKey(t *testing.T) {
 // once it is let go: the undo wins the race.
 func TestUndoWinsOverAHeldCall(t *testing.T) {
 	_, _, client := start(t)
-	req := stepRequest("ORDER3", order.StepArrangeShipping, "TEST-SHIPPING-SLOW-300")
+	req := stepRequest("ORDER3", ordertest.StepArrangeShipping, "TEST-SHIPPING-SLOW-300")
 	done := make(chan error, 1)
 	go func() {
 		_, err := client.Call(t.Context(), "shipping", req)
@@ -94,7 +95,7 @@ func TestUndoTestValues(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.sku, func(t *testing.T) {
 			_, _, client := start(t)
-			req := stepRequest("ORDER4", order.StepChargePayment, tt.sku)
+			req := stepRequest("ORDER4", ordertest.StepChargePayment, tt.sku)
 			for i, want := range tt.want {
 				_, err := client.Call(t.Context(), "payment", undoOf(req))
 				if (want == nil) != (err == nil) || (want != nil && !errors.Is(err, want)) {
@@ -108,7 +109,7 @@ func TestUndoTestValues(t *testing.T) {
 // PERMANENT-<N> refuses the first N calls, then the service is "fixed".
 func TestPermanentForNCalls(t *testing.T) {
 	_, _, client := start(t)
-	req := stepRequest("ORDER5", order.StepArrangeShipping, "TEST-SHIPPING-PERMANENT-1")
+	req := stepRequest("ORDER5", ordertest.StepArrangeShipping, "TEST-SHIPPING-PERMANENT-1")
 	if _, err := client.Call(t.Context(), "shipping", req); !errors.Is(err, remote.ErrPermanent) {
 		t.Errorf("first call: %v, want a permanent refusal", err)
 	}
@@ -122,7 +123,7 @@ func TestPermanentForNCalls(t *testing.T) {
 func TestLedgerKeepsUndos(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.jsonl")
 	_, _, client := start(t, simulator.WithLedger(path))
-	req := stepRequest("ORDER6", order.StepChargePayment, "WIDGET")
+	req := stepRequest("ORDER6", ordertest.StepChargePayment, "WIDGET")
 	if _, err := client.Call(t.Context(), "payment", req); err != nil {
 		t.Fatal(err)
 	}

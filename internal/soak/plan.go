@@ -18,6 +18,7 @@ import (
 	"math/rand/v2"
 
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 )
 
 // Kind is what a planned order's test values make of it.
@@ -55,10 +56,10 @@ var kinds = []Kind{Transient, Slow, Hang, Permanent, Cancel, UndoFlaky, UndoStuc
 
 // Planned is one order of the run and what it must come to.
 type Planned struct {
-	Key     string           `json:"key"`
-	Kind    Kind             `json:"kind"`
-	Service string           `json:"service,omitempty"` // the service its test value names
-	Order   order.Submission `json:"-"`
+	Key     string               `json:"key"`
+	Kind    Kind                 `json:"kind"`
+	Service string               `json:"service,omitempty"` // the service its test value names
+	Order   ordertest.Submission `json:"-"`
 	// Workflow is the workflow it is submitted to: the shipped one
 	// (empty), or the checkout example (Checkout), whose input carries
 	// the same customer and lines.
@@ -76,7 +77,7 @@ const CheckoutShare = 0.25
 // Workflows are what the soak's runtime runs (ORDERLY_WORKFLOWS).
 var Workflows = []string{order.LegacyWorkflow, Checkout}
 
-var services = []string{order.AgentInventory, order.AgentPayment, order.AgentShipping}
+var services = []string{ordertest.AgentInventory, ordertest.AgentPayment, ordertest.AgentShipping}
 
 // checkoutServices are the checkout example's: the fraud check's too.
 var checkoutServices = append([]string{"fraud"}, services...)
@@ -130,21 +131,21 @@ func Plan(n int, mix Mix, seed uint64) []Planned {
 		switch p.Kind {
 		case Plain:
 		case Cancel:
-			p.Service = order.AgentPayment
+			p.Service = ordertest.AgentPayment
 			test(p.Service, "SLOW-1500")
 		case UndoFlaky:
-			p.Service = order.AgentShipping
+			p.Service = ordertest.AgentShipping
 			test(p.Service, "PERMANENT")
-			test(order.AgentPayment, "UNDO-TRANSIENT-2")
+			test(ordertest.AgentPayment, "UNDO-TRANSIENT-2")
 		case UndoStuck:
-			p.Service = order.AgentShipping
+			p.Service = ordertest.AgentShipping
 			test(p.Service, "PERMANENT")
-			test(order.AgentInventory, "UNDO-PERMANENT-1")
+			test(ordertest.AgentInventory, "UNDO-PERMANENT-1")
 		default:
 			p.Service = svcs[rnd.IntN(len(svcs))]
 			test(p.Service, map[Kind]string{Transient: "TRANSIENT-2", Slow: "SLOW-1500", Hang: "HANG-1", Permanent: "PERMANENT"}[p.Kind])
 		}
-		p.Order = order.Submission{CustomerID: fmt.Sprintf("soak-c-%d", rnd.IntN(200)), Lines: lines}
+		p.Order = ordertest.Submission{CustomerID: fmt.Sprintf("soak-c-%d", rnd.IntN(200)), Lines: lines}
 		out[i] = p
 	}
 	return out

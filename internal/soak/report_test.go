@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/simulator"
 )
 
@@ -13,12 +14,12 @@ import (
 // the ledger of remote work and undos, the alerts, the client's cancel.
 func TestAccountJudgesOutcomesByTheEvidence(t *testing.T) {
 	created := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
-	all := []string{order.StepReserveInventory, order.StepChargePayment, order.StepArrangeShipping}
+	all := []string{ordertest.StepReserveInventory, ordertest.StepChargePayment, ordertest.StepArrangeShipping}
 	two := all[:2]
 	// The rehearsal version renames the middle step: its work has a key of
 	// its own.
-	renamed := order.StepChargePayment + "-rehearsal"
-	rehearsed := []string{order.StepReserveInventory, renamed, order.StepArrangeShipping}
+	renamed := ordertest.StepChargePayment + "-rehearsal"
+	rehearsed := []string{ordertest.StepReserveInventory, renamed, ordertest.StepArrangeShipping}
 	type tc struct {
 		name      string
 		version   string // the order's workflow version; empty is version 1
@@ -66,10 +67,10 @@ func TestAccountJudgesOutcomesByTheEvidence(t *testing.T) {
 			final := map[string]order.Order{id: {ID: id, Version: tt.version, Status: tt.status, LastError: tt.lastError, CreatedAt: created, UpdatedAt: created.Add(time.Minute)}}
 			var alerts []order.Alert
 			if tt.alert {
-				alerts = append(alerts, order.Alert{Kind: order.AlertUndoFailed, OrderID: id, Step: order.StepReserveInventory, Undo: true})
+				alerts = append(alerts, order.Alert{Kind: order.AlertUndoFailed, OrderID: id, Step: ordertest.StepReserveInventory, Undo: true})
 			}
 			var effects []simulator.Effect
-			service := map[string]string{order.StepReserveInventory: "inventory", order.StepChargePayment: "payment", renamed: "payment", order.StepArrangeShipping: "shipping"}
+			service := map[string]string{ordertest.StepReserveInventory: "inventory", ordertest.StepChargePayment: "payment", renamed: "payment", ordertest.StepArrangeShipping: "shipping"}
 			for _, st := range tt.done {
 				effects = append(effects, simulator.Effect{Service: service[st], Key: order.IdempotencyKeyFor(id, st)})
 			}

@@ -4,15 +4,16 @@ import (
 	"testing"
 
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 )
 
 // The soak's operator redrives an order stuck in Error only once its
 // alert was sent, as an operator woken by it would.
 func TestOperatorRedrivesAfterTheAlert(t *testing.T) {
-	stuck := order.StepState{Step: order.StepChargePayment, Undo: true, ProcessState: order.Error}
+	stuck := order.StepState{Step: ordertest.StepChargePayment, Undo: true, ProcessState: order.Error}
 	pending := stuck
 	pending.AlertPending, pending.AlertKind = true, order.AlertUndoFailed
-	done := order.StepState{Step: order.StepReserveInventory, ProcessState: order.Processed}
+	done := order.StepState{Step: ordertest.StepReserveInventory, ProcessState: order.Processed}
 	tests := []struct {
 		name     string
 		kind     Kind

@@ -16,6 +16,7 @@ import (
 
 	"orderly/internal/dynamo"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/sqs"
 	"orderly/internal/supervisor"
 	"orderly/internal/testenv"
@@ -23,9 +24,9 @@ import (
 
 var timing = order.Timing{Allowance: 10 * time.Second, MaxAllowance: 40 * time.Second, FailureThreshold: 2, ClaimWithin: 5 * time.Second}
 
-var someOrder = order.Submission{CustomerID: "c-1", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}}
+var someOrder = ordertest.Submission{CustomerID: "c-1", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}}
 
-const first = order.StepReserveInventory
+const first = ordertest.StepReserveInventory
 
 // claim has a Scheduler claim the first step from its stream record.
 func claim(t *testing.T, w *testenv.World, id string) order.StepState {
@@ -115,7 +116,7 @@ func TestRepeatedTimeoutsFailTheOrderAndAlert(t *testing.T) {
 		t.Fatalf("got %s %s, want Compensating, the step Failed with 2 failures, its undo Pending", o.Status, testenv.Describe(steps))
 	}
 	announce(t, w, id)
-	reqs := w.Requests(t, order.AgentInventory)
+	reqs := w.Requests(t, ordertest.AgentInventory)
 	if len(reqs) != 1 || !reqs[0].Undo || reqs[0].Record != 3 {
 		t.Fatalf("requests %s, want the undo of record 3", testenv.Describe(reqs))
 	}
@@ -239,7 +240,7 @@ func TestLaggingDueAtIsMovedOn(t *testing.T) {
 	if resp, err := s.HandleReplies(ctx, reply); err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("reply: %+v, %v", resp, err)
 	}
-	next := w.Step(t, id, order.StepChargePayment)
+	next := w.Step(t, id, ordertest.StepChargePayment)
 	if !next.DueAt.Equal(submittedDue) || !next.CompleteBy.After(next.DueAt) {
 		t.Fatalf("got DueAt %s and CompleteBy %s, want DueAt left at submission's %s, before CompleteBy", next.DueAt, next.CompleteBy, submittedDue)
 	}
@@ -248,7 +249,7 @@ func TestLaggingDueAtIsMovedOn(t *testing.T) {
 	if r := run(t, w); r.Rescheduled != 1 || r.Retried+r.Failed+r.Nudged != 0 {
 		t.Fatalf("report %+v, want the order rescheduled and nothing else", r)
 	}
-	moved := w.Step(t, id, order.StepChargePayment)
+	moved := w.Step(t, id, ordertest.StepChargePayment)
 	if moved.ProcessState != order.Processing || moved.Attempt != 1 || !moved.DueAt.Equal(moved.CompleteBy) {
 		t.Fatalf("got %s attempt %d due %s, want Processing attempt 1 due at its CompleteBy %s", moved.ProcessState, moved.Attempt, moved.DueAt, moved.CompleteBy)
 	}
@@ -274,7 +275,7 @@ func TestDueAtIsLoweredAfterALongRetry(t *testing.T) {
 	if resp, err := w.Scheduler("s1").HandleReplies(context.Background(), reply); err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("reply: %+v, %v", resp, err)
 	}
-	next := w.Step(t, id, order.StepChargePayment)
+	next := w.Step(t, id, ordertest.StepChargePayment)
 	if !next.CompleteBy.Before(long.CompleteBy) || !next.DueAt.Equal(next.CompleteBy) {
 		t.Fatalf("got next CompleteBy %s and DueAt %s, want DueAt lowered to CompleteBy (before %s)", next.CompleteBy, next.DueAt, long.CompleteBy)
 	}
@@ -398,7 +399,7 @@ func TestSchedulerCrashAfterClaimIsRecovered(t *testing.T) {
 	patient.FailureThreshold = 3
 	w := testenv.NewWorld(t, patient)
 	id := w.Submit(t, someOrder)
-	w.Requests(t, order.AgentInventory) // lost with the crashed submission
+	w.Requests(t, ordertest.AgentInventory) // lost with the crashed submission
 	expire(t, w, id)
 	run(t, w)
 	// A Scheduler claimed the step again and died before sending the request.
@@ -412,7 +413,7 @@ func TestSchedulerCrashAfterClaimIsRecovered(t *testing.T) {
 		t.Fatalf("report %+v, want one retry", r)
 	}
 	claim(t, w, id)
-	reqs := w.Requests(t, order.AgentInventory)
+	reqs := w.Requests(t, ordertest.AgentInventory)
 	if len(reqs) != 1 || reqs[0].Attempt != 3 {
 		t.Fatalf("got requests %s, want one for attempt 3", testenv.Describe(reqs))
 	}
@@ -497,7 +498,7 @@ func TestSuccessInsideItsWindowIsNotLostToTheSupervisor(t *testing.T) {
 	}
 	// Past the grace, a step with no reply is failed as before.
 	takeRequests(t, w) // an agent took the next request and went silent
-	next := w.Step(t, id, order.StepChargePayment)
+	next := w.Step(t, id, ordertest.StepChargePayment)
 	w.Clock.Advance(next.CompleteBy.Sub(w.Clock.Now()) + lastChance.SkewGrace + time.Millisecond)
 	if r := run(t, w); r.Compensated != 1 {
 		t.Fatalf("past the grace: report %+v, want the silent step failed and compensated", r)
@@ -514,7 +515,7 @@ func TestCompletionAfterALongRetryNeverLeavesDueAtLate(t *testing.T) {
 	expire(t, w, id)
 	run(t, w)
 	long := claim(t, w, id) // attempt 2: twice the allowance
-	next, _ := w.Workflow.Step(order.StepChargePayment)
+	next, _ := w.Workflow.Step(ordertest.StepChargePayment)
 	// The completion write alone, as if the Scheduler died right after it.
 	_, claimed, err := w.Store.CompleteStep(context.Background(), dynamo.Completion{
 		Step: long, Next: &next, NextIndex: 1, Owner: "s1", NextCompleteBy: w.Clock.Now().Add(next.Allowance),
@@ -590,7 +591,7 @@ func TestAlertBeingSentIsNotSentAgain(t *testing.T) {
 	}
 	w.Clock.Advance(timing.Allowance/2 + w.Workflow.SkewGrace + time.Millisecond) // past the lagging DueAt
 	// A permanent fault is recorded; its Scheduler is sending the alert.
-	second := w.Step(t, id, order.StepChargePayment)
+	second := w.Step(t, id, ordertest.StepChargePayment)
 	if _, err := w.Store.FailStep(ctx, second, "card declined", w.Clock.Now()); err != nil {
 		t.Fatalf("fail step: %v", err)
 	}
@@ -615,7 +616,7 @@ func TestAlertBeingSentIsNotSentAgain(t *testing.T) {
 	if a := w.Alerts.Await(t, id, 10*time.Second); a.Kind != order.AlertStepFailed || a.Reason != "card declined" {
 		t.Errorf("got alert %s, want StepFailed with the reason", testenv.Describe(a))
 	}
-	if st := w.Step(t, id, order.StepChargePayment); st.AlertPending || !st.DueAt.IsZero() {
+	if st := w.Step(t, id, ordertest.StepChargePayment); st.AlertPending || !st.DueAt.IsZero() {
 		t.Errorf("alert pending %v, due %s after it was sent; want neither", st.AlertPending, st.DueAt)
 	}
 }
@@ -675,12 +676,12 @@ func TestHeartbeatsKeepALongCallFromTimingOut(t *testing.T) {
 func TestRequestHeldByAnOpenCircuitIsBackPressure(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
 	id := w.Submit(t, someOrder)
-	reqs := w.Requests(t, order.AgentInventory) // the agent took the request...
+	reqs := w.Requests(t, ordertest.AgentInventory) // the agent took the request...
 	if len(reqs) != 1 {
 		t.Fatalf("got requests %s, want one", testenv.Describe(reqs))
 	}
 	holder := sqs.NewRequests(w.Clients.SQS, w.Stack.RequestQueueURLs())
-	if err := holder.HoldRequest(context.Background(), order.AgentInventory, reqs[0], time.Minute); err != nil {
+	if err := holder.HoldRequest(context.Background(), ordertest.AgentInventory, reqs[0], time.Minute); err != nil {
 		t.Fatal(err) // ...and held it back, the circuit being open
 	}
 	w.Clock.Advance(w.Step(t, id, first).CompleteBy.Sub(w.Clock.Now()) + w.Workflow.SkewGrace + time.Millisecond)
@@ -700,12 +701,12 @@ func TestRequestHeldByAnOpenCircuitIsBackPressure(t *testing.T) {
 func TestLongOutageBehindAnOpenCircuitSpendsNoAttempts(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
 	id := w.Submit(t, someOrder)
-	reqs := w.Requests(t, order.AgentInventory)
+	reqs := w.Requests(t, ordertest.AgentInventory)
 	if len(reqs) != 1 {
 		t.Fatalf("got requests %s, want one", testenv.Describe(reqs))
 	}
 	holder := sqs.NewRequests(w.Clients.SQS, w.Stack.RequestQueueURLs())
-	if err := holder.HoldRequest(context.Background(), order.AgentInventory, reqs[0], sqs.MaxHold); err != nil {
+	if err := holder.HoldRequest(context.Background(), ordertest.AgentInventory, reqs[0], sqs.MaxHold); err != nil {
 		t.Fatal(err)
 	}
 	for i := range order.MaxDeferrals + 3 {
@@ -721,7 +722,7 @@ func TestLongOutageBehindAnOpenCircuitSpendsNoAttempts(t *testing.T) {
 		}
 	}
 	// The circuit closed and the agent took the request, then hung.
-	if _, err := w.Clients.SQS.PurgeQueue(context.Background(), &awssqs.PurgeQueueInput{QueueUrl: aws.String(w.Stack.RequestQueues[order.AgentInventory].URL)}); err != nil {
+	if _, err := w.Clients.SQS.PurgeQueue(context.Background(), &awssqs.PurgeQueueInput{QueueUrl: aws.String(w.Stack.RequestQueues[ordertest.AgentInventory].URL)}); err != nil {
 		t.Fatal(err)
 	}
 	w.Clock.Advance(w.Step(t, id, first).CompleteBy.Sub(w.Clock.Now()) + w.Workflow.SkewGrace + time.Millisecond)

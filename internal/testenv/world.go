@@ -25,6 +25,7 @@ import (
 	"orderly/internal/dynamo"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
+	"orderly/internal/ordertest"
 	"orderly/internal/provision"
 	"orderly/internal/resources"
 	"orderly/internal/scheduler"
@@ -108,7 +109,7 @@ func As(caller string) events.APIGatewayProxyRequestContext {
 }
 
 // Submit posts an order through the API handler and returns its id.
-func (w *World) Submit(t testing.TB, sub order.Submission) string {
+func (w *World) Submit(t testing.TB, sub ordertest.Submission) string {
 	t.Helper()
 	body, _ := json.Marshal(sub)
 	resp, err := w.API.Handle(context.Background(), events.APIGatewayProxyRequest{
