@@ -40,6 +40,9 @@ func main() {
 	ownQueue := env.Required(resources.EnvRequestQueueURL(name))
 	names, def := env.Workflows()
 	workflows, err := definition.Deployed(env.Timing(), names, def)
+	if err == nil {
+		err = definition.CheckBuilt(names, env.String(config.EnvWorkflowsDigest, ""))
+	}
 	if err != nil {
 		// The workflow's files are built in: a broken build, or the
 		// stage's timing at odds with a step's own.

@@ -58,6 +58,7 @@ func newFunctions(s *Stack) *functions {
 	timing := map[string]*string{
 		config.EnvWorkflows:        jsii.String(strings.Join(s.props.Workflows.Names(), ",")),
 		config.EnvDefaultWorkflow:  jsii.String(s.props.Workflows.Default()),
+		config.EnvWorkflowsDigest:  jsii.String(s.props.WorkflowsDigest),
 		config.EnvAllowance:        jsii.String(s.props.Timing.Allowance.String()),
 		config.EnvMaxAllowance:     jsii.String(s.props.Timing.MaxAllowance.String()),
 		config.EnvFailureThreshold: jsii.String(strconv.Itoa(s.props.Timing.FailureThreshold)),

@@ -74,6 +74,11 @@ type Props struct {
 	// invalid definition with the messages `orderly workflow validate`
 	// prints; left empty, New takes the ones built into this binary.
 	Workflows order.Versions
+	// WorkflowsDigest is the digest of Workflows' definitions
+	// (definition.Digest): each function refuses to start when its own
+	// embedded definitions differ (a deploy without `make build`). Empty
+	// skips the check.
+	WorkflowsDigest string
 }
 
 // Context keys and their defaults.
@@ -149,7 +154,7 @@ func FromContext(scope constructs.Construct) (Props, error) {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("context %s: %w", CtxPricesFile, err))
 	}
-	workflows, err := loadWorkflows(str(CtxWorkflowsDir, filepath.Join("..", "workflows")), str(CtxDefaultWorkflow, definition.ShippedWorkflow), timing)
+	workflows, digest, err := loadWorkflows(str(CtxWorkflowsDir, filepath.Join("..", "workflows")), str(CtxDefaultWorkflow, definition.ShippedWorkflow), timing)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("workflow definitions (context %s, %s):\n%w", CtxWorkflowsDir, CtxDefaultWorkflow, err))
 	}
@@ -169,6 +174,7 @@ func FromContext(scope constructs.Construct) (Props, error) {
 	p := Props{
 		Services:            svcs,
 		Workflows:           workflows,
+		WorkflowsDigest:     digest,
 		Prices:              prices,
 		Retention:           time.Duration(num(CtxRetentionDays, resources.DefaultRetention.Hours()/24) * float64(24*time.Hour)),
 		Stage:               str(CtxStage, "dev"),
@@ -194,19 +200,22 @@ func FromContext(scope constructs.Construct) (Props, error) {
 // file named as it is found, and builds the workflows with def the
 // default. Each one must be built into the functions too (under
 // workflows/ or examples/workflows/), since they run what they embed.
-func loadWorkflows(dirs, def string, timing order.Timing) (order.Versions, error) {
+//
+// Its digest is the definitions' (definition.Digest), which the functions
+// check against the ones they embed.
+func loadWorkflows(dirs, def string, timing order.Timing) (order.Versions, string, error) {
 	var defs []definition.Definition
 	for _, dir := range strings.Split(dirs, ",") {
 		dir = strings.TrimSpace(dir)
 		found, err := definition.Load(os.DirFS(dir), dir)
 		if err != nil {
-			return order.Versions{}, err
+			return order.Versions{}, "", err
 		}
 		defs = append(defs, found...)
 	}
 	shipped, examples, err := definition.Embedded()
 	if err != nil {
-		return order.Versions{}, err
+		return order.Versions{}, "", err
 	}
 	built := append(shipped, examples...)
 	var ps definition.Problems
@@ -216,9 +225,10 @@ func loadWorkflows(dirs, def string, timing order.Timing) (order.Versions, error
 		}
 	}
 	if len(ps) > 0 {
-		return order.Versions{}, ps
+		return order.Versions{}, "", ps
 	}
-	return definition.Build(defs, def, timing)
+	wfs, err := definition.Build(defs, def, timing)
+	return wfs, definition.Digest(defs), err
 }
 
 // Validate checks the props against the limits AWS imposes.

@@ -134,6 +134,10 @@ func InstanceID(function string) string {
 const (
 	EnvWorkflows       = "ORDERLY_WORKFLOWS"
 	EnvDefaultWorkflow = "ORDERLY_DEFAULT_WORKFLOW"
+	// EnvWorkflowsDigest is the digest of the definitions the stack
+	// deployed (definition.Digest): a function built with others refuses
+	// to start.
+	EnvWorkflowsDigest = "ORDERLY_WORKFLOWS_DIGEST"
 )
 
 // Workflows reads the names of the workflows the stage runs (none: every

@@ -282,3 +282,31 @@ func TestLoadChecksFileNames(t *testing.T) {
 		t.Errorf("Load = %v, want\n%s", err, want)
 	}
 }
+
+// A function built with other definitions than the stack deployed (a
+// deploy without make build) refuses to start.
+func TestCheckBuiltRefusesAStaleBinary(t *testing.T) {
+	shipped, examples, err := definition.Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	both := append(slices.Clone(shipped), examples...)
+	if definition.Digest(both) != definition.Digest([]definition.Definition{both[1], both[0]}) {
+		t.Error("the digest depends on the definitions' order")
+	}
+	if err := definition.CheckBuilt([]string{"order", "checkout"}, definition.Digest(both)); err != nil {
+		t.Errorf("the definitions it was built with: %v", err)
+	}
+	if err := definition.CheckBuilt(nil, definition.Digest(shipped)); err != nil {
+		t.Errorf("the shipped definitions, named by none: %v", err)
+	}
+	if err := definition.CheckBuilt(nil, ""); err != nil {
+		t.Errorf("no digest: %v, want no check", err)
+	}
+	edited := slices.Clone(shipped)
+	edited[0].Steps = slices.Clone(edited[0].Steps)
+	edited[0].Steps[1].Call = &definition.Call{Method: "POST", Path: "/v2/charges"}
+	if err := definition.CheckBuilt(nil, definition.Digest(edited)); !errors.Is(err, order.ErrInvalid) || !strings.Contains(err.Error(), "make build") {
+		t.Errorf("an edited definition: %v, want it refused, saying to run make build", err)
+	}
+}

@@ -2,6 +2,9 @@ package definition
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"path"
@@ -153,8 +156,16 @@ func MustDeployed(t order.Timing, names []string, def string) order.Versions {
 // Select is Build of the definitions of the named workflows in all (of
 // every one in unnamed when names is empty).
 func Select(all, unnamed []Definition, names []string, def string, t order.Timing) (order.Versions, error) {
+	mine, err := selectDefinitions(all, unnamed, names)
+	if err != nil {
+		return order.Versions{}, err
+	}
+	return Build(mine, def, t)
+}
+
+func selectDefinitions(all, unnamed []Definition, names []string) ([]Definition, error) {
 	if len(names) == 0 {
-		return Build(unnamed, def, t)
+		return unnamed, nil
 	}
 	var mine []Definition
 	for _, name := range names {
@@ -165,10 +176,49 @@ func Select(all, unnamed []Definition, names []string, def string, t order.Timin
 			}
 		}
 		if len(mine) == n {
-			return order.Versions{}, fmt.Errorf("workflow %q: not built into this binary: %w", name, order.ErrInvalid)
+			return nil, fmt.Errorf("workflow %q: not built into this binary: %w", name, order.ErrInvalid)
 		}
 	}
-	return Build(mine, def, t)
+	return mine, nil
+}
+
+// Digest fingerprints definitions, whatever their order or the files they
+// were read from.
+func Digest(defs []Definition) string {
+	sorted := slices.Clone(defs)
+	slices.SortFunc(sorted, func(a, b Definition) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Version, b.Version))
+	})
+	h := sha256.New()
+	for _, d := range sorted {
+		raw, _ := json.Marshal(d) // strings, numbers and raw JSON: it cannot fail
+		h.Write(raw)
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// CheckBuilt reports a binary built with other definitions of the named
+// workflows than the stack deployed, whose Digest is digest (none: no
+// check): a deploy without `make build` after a definition changed would
+// otherwise run the old steps under the new version's name. The function
+// refuses to start, so the deploy's errors show it at once.
+func CheckBuilt(names []string, digest string) error {
+	if digest == "" {
+		return nil
+	}
+	shipped, examples, err := Embedded()
+	if err != nil {
+		return err
+	}
+	mine, err := selectDefinitions(append(shipped, examples...), shipped, names)
+	if err != nil {
+		return err
+	}
+	if got := Digest(mine); got != digest {
+		return fmt.Errorf("this function was built with other workflow definitions (digest %.12s) than the stack deployed (%.12s): run make build, then deploy again: %w", got, digest, order.ErrInvalid)
+	}
+	return nil
 }
 
 // Shipped returns the workflows under workflows/ built into the binary,
