@@ -174,6 +174,11 @@ func (s *Service) Handle(ctx context.Context, req events.APIGatewayProxyRequest)
 	if resource == "" { // direct invocations may omit it
 		resource = resourceOf(req.Path)
 	}
+	if workflowOf(resource) != "" {
+		// The stack gives each workflow a resource of its own
+		// (/workflows/order/orders), with its own request model.
+		resource = ResourceWorkflowOrders
+	}
 	if req.RequestContext.Identity.Caller == "" && s.anonymous != "" {
 		req.RequestContext.Identity.Caller = s.anonymous
 	}

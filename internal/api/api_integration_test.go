@@ -621,3 +621,31 @@ func TestOrdersFromBeforeSessionsCountedStayTheirRoles(t *testing.T) {
 		t.Errorf("a session of its role cancels it: got %d %s, want 202", resp.StatusCode, resp.Body)
 	}
 }
+
+// A named workflow's orders arrive on the resource the stack gives that
+// workflow (with its own request model), or on the {workflow} resource
+// for a name the stage does not run; direct invocations may name none.
+func TestSubmitToANamedWorkflow(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	for _, tt := range []struct {
+		name, resource, path string
+		params               map[string]string
+		status               int
+		mention              string
+	}{
+		{"its own resource", "/workflows/order/orders", "/workflows/order/orders", nil, http.StatusAccepted, "Pending"},
+		{"the {workflow} resource", api.ResourceWorkflowOrders, "/workflows/order/orders", map[string]string{"workflow": "order"}, http.StatusAccepted, "Pending"},
+		{"no resource", "", "/workflows/order/orders", nil, http.StatusAccepted, "Pending"},
+		{"a name the stage does not run", api.ResourceWorkflowOrders, "/workflows/nope/orders", map[string]string{"workflow": "nope"}, http.StatusBadRequest, "this stage runs order"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := w.API.Handle(context.Background(), events.APIGatewayProxyRequest{
+				HTTPMethod: http.MethodPost, Resource: tt.resource, Path: tt.path, PathParameters: tt.params, Body: validBody,
+				Headers: map[string]string{"Content-Type": "application/json"}, RequestContext: testenv.As(testenv.Caller),
+			})
+			if err != nil || resp.StatusCode != tt.status || !strings.Contains(resp.Body, tt.mention) {
+				t.Errorf("got %d %s, %v; want %d mentioning %q", resp.StatusCode, resp.Body, err, tt.status, tt.mention)
+			}
+		})
+	}
+}
