@@ -49,7 +49,8 @@ type Shape struct {
 	Others *Shape
 	// Elem makes the value an array whose elements have this shape.
 	Elem *Shape
-	// Kind, for a scalar: String, Integer or Bool.
+	// Kind, for a scalar: String, Integer, Number (which takes integers
+	// too) or Bool.
 	Kind Kind
 	// Unknown is the rule a field outside Fields breaks; empty, it is
 	// "unknown field".
@@ -221,7 +222,7 @@ func (c *checker) walk(path string, s *Shape) error {
 	case got == Null && path != "" && c.opts.Null != "":
 		c.add(path, c.opts.Null)
 		return nil
-	case want != Any && got != want:
+	case want != Any && got != want && (want != Number || got != Integer):
 		if got == Integer && !c.opts.Integers {
 			got = Number
 		}

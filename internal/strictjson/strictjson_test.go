@@ -64,6 +64,8 @@ func TestCheckReportsEveryProblemWithItsPath(t *testing.T) {
 			[]string{"lines[0].quantity: must be an integer, not a number"}},
 		{"a whole number named a number, by default", `{"customerId":5}`, submission, strictjson.Options{},
 			[]string{"customerId: must be a string, not a number"}},
+		{"an integer where a number goes", `[1,2.5,"3"]`, &strictjson.Shape{Elem: &strictjson.Shape{Kind: strictjson.Number}}, strictjson.Options{},
+			[]string{"[2]: must be a number, not a string"}},
 		{"true or false", `{"a":{"url":"u","on":"yes"},"b":{"url":true}}`, services, strictjson.Options{},
 			[]string{"a.on: must be true or false, not a string", "b.url: must be a string, not true or false"}},
 		{"the top of the wrong kind", `[]`, submission, strictjson.Options{}, []string{": must be an object, not an array"}},
