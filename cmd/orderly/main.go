@@ -605,7 +605,7 @@ func readDefinition(file string) (definition.Definition, error) {
 		if errors.As(err, &pathErr) {
 			rule = pathErr.Err.Error() // the file is named already
 		}
-		return definition.Definition{}, definition.Problems{{File: file, Rule: "cannot read: " + rule}}
+		return definition.Definition{}, definition.Problems{{Source: file, Rule: "cannot read: " + rule}}
 	}
 	return validateFile(file, data)
 }

@@ -221,7 +221,7 @@ func loadWorkflows(dirs, def string, timing order.Timing) (order.Versions, strin
 	var ps definition.Problems
 	for _, d := range defs {
 		if !slices.ContainsFunc(built, func(b definition.Definition) bool { return b.Same(d) }) {
-			ps = append(ps, definition.Problem{File: d.File, Rule: "is not the definition the functions are built with: keep it under workflows/ and run make build"})
+			ps = append(ps, definition.Problem{Source: d.File, Rule: "is not the definition the functions are built with: keep it under workflows/ and run make build"})
 		}
 	}
 	if len(ps) > 0 {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"orderly/internal/order"
+	"orderly/internal/strictjson"
 )
 
 // Definition is one version of one workflow, as its file says.
@@ -91,31 +92,15 @@ const minResultBytes = 64
 var Methods = []string{"GET", "POST", "PUT", "PATCH", "DELETE"}
 
 // Problem is one thing wrong with a definition file, Kubernetes-style:
-// the file, the field's path in it ("steps[2].undo.path") and the rule.
-type Problem struct {
-	File  string
-	Field string
-	Rule  string
-}
-
-func (p Problem) String() string {
-	if p.Field == "" {
-		return p.File + ": " + p.Rule
-	}
-	return p.File + ": " + p.Field + ": " + p.Rule
-}
+// the file (Source), the field's path in it ("steps[2].undo.path") and
+// the rule.
+type Problem = strictjson.Problem
 
 // Problems is every problem found in one or more files, so that all of
 // them can be fixed at once.
 type Problems []Problem
 
-func (ps Problems) Error() string {
-	lines := make([]string, len(ps))
-	for i, p := range ps {
-		lines[i] = p.String()
-	}
-	return strings.Join(lines, "\n")
-}
+func (ps Problems) Error() string { return strictjson.Problems(ps).Error() }
 
 // Unwrap makes errors.Is(err, order.ErrInvalid) true.
 func (ps Problems) Unwrap() error { return order.ErrInvalid }
@@ -130,17 +115,20 @@ var namePattern = regexp.MustCompile(`^[a-z0-9-]+$`)
 // always Problems, all of them at once.
 func Parse(file string, data []byte) (Definition, error) {
 	def := Definition{File: file}
-	problems, err := checkStrict(data)
+	problems, err := strictjson.Check(data, definitionShape, strictjson.Options{Integers: true})
 	if err != nil {
-		return def, Problems{{File: file, Rule: "is not valid JSON: " + describeSyntax(data, err)}}
+		return def, Problems{{Source: file, Rule: "is not valid JSON: " + strictjson.Describe(err)}}
 	}
 	for i := range problems {
-		problems[i].File = file
+		problems[i].Source = file
+	}
+	if slices.ContainsFunc(problems, func(p Problem) bool { return p.Field == "" }) {
+		return def, Problems(problems) // not an object: no rule applies
 	}
 	if err := json.Unmarshal(data, &def); err != nil && len(problems) == 0 {
-		// checkStrict reports every wrong type with its path; this is a
+		// The check reports every wrong type with its path; this is a
 		// case it does not know.
-		return def, Problems{{File: file, Rule: "is not a definition: " + err.Error()}}
+		return def, Problems{{Source: file, Rule: "is not a definition: " + err.Error()}}
 	}
 	def.File = file
 	// One problem per field: a value of the wrong type is not also empty.
@@ -159,7 +147,7 @@ func Parse(file string, data []byte) (Definition, error) {
 func (d Definition) Validate() Problems {
 	var ps Problems
 	add := func(field, rule string, args ...any) {
-		ps = append(ps, Problem{File: d.File, Field: field, Rule: fmt.Sprintf(rule, args...)})
+		ps = append(ps, Problem{Source: d.File, Field: field, Rule: fmt.Sprintf(rule, args...)})
 	}
 	checkName := func(field, v string) {
 		switch {
@@ -367,7 +355,7 @@ func (d Definition) Workflow(t order.Timing) (order.Workflow, error) {
 		}
 		// The stage's timing and the step's together must still make sense.
 		if def.MaxAllowance < def.Allowance {
-			ps = append(ps, Problem{File: d.File, Field: fmt.Sprintf("steps[%d].timing", i),
+			ps = append(ps, Problem{Source: d.File, Field: fmt.Sprintf("steps[%d].timing", i),
 				Rule: fmt.Sprintf("allowance %s with maxAllowance %s (the stage's where not set): maxAllowance is below allowance", def.Allowance, def.MaxAllowance)})
 		}
 		w.Steps = append(w.Steps, def)

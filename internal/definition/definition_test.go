@@ -115,6 +115,7 @@ var badDefinitions = []struct {
 	{"no-steps", []string{`steps: must list at least one step`}, true},
 	{"undo-without-description", []string{`steps[0].undo.description: must say what the undo does ("refund the payment")`}, true},
 	{"unknown-carries", []string{`steps[0].request.carries[1]: "results": unknown; want "order" or the name of an earlier step`}, false},
+	{"not-an-object", []string{`must be an object, not an array`}, true},
 	{"wrong-type", []string{`steps[1].name: must be a string, not an integer`}, true},
 	{"carries-later-step", []string{`steps[0].request.carries[1]: "charge": runs after this step (steps[1]); a call carries earlier steps' results`}, false},
 	{"carries-itself", []string{`steps[1].request.carries[0]: "charge": the step itself; a call carries earlier steps' results (its undo may carry its own)`}, false},

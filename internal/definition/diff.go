@@ -101,7 +101,7 @@ type rule struct {
 // same workflow; versions of two workflows are Problems naming new's name.
 func Compare(old, new Definition, stage order.Timing) (Diff, error) {
 	if old.Name != new.Name {
-		return Diff{}, Problems{{File: new.File, Field: "name", Rule: fmt.Sprintf("%q: %s is workflow %q; an order moves only between versions of its own workflow", new.Name, old.File, old.Name)}}
+		return Diff{}, Problems{{Source: new.File, Field: "name", Rule: fmt.Sprintf("%q: %s is workflow %q; an order moves only between versions of its own workflow", new.Name, old.File, old.Name)}}
 	}
 	c := comparison{old: old, new: new, stage: stage, from: "version " + old.Version, to: "version " + new.Version}
 	c.compareInput()

@@ -54,10 +54,10 @@ func (d Definition) CheckPlace(rel string) Problems {
 	var ps Problems
 	dir, base := path.Split(path.Clean(rel))
 	if want := path.Base(dir); d.Name != want {
-		ps = append(ps, Problem{File: d.File, Field: "name", Rule: fmt.Sprintf("%q: must be the directory's name, %q", d.Name, want)})
+		ps = append(ps, Problem{Source: d.File, Field: "name", Rule: fmt.Sprintf("%q: must be the directory's name, %q", d.Name, want)})
 	}
 	if want := "v" + d.Version + ".json"; base != want {
-		ps = append(ps, Problem{File: d.File, Field: "version", Rule: fmt.Sprintf("%q: the file must be named %s", d.Version, want)})
+		ps = append(ps, Problem{Source: d.File, Field: "version", Rule: fmt.Sprintf("%q: the file must be named %s", d.Version, want)})
 	}
 	return ps
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -246,7 +245,7 @@ func TestSubmissionsAreCheckedAgainstTheirWorkflow(t *testing.T) {
 // emulator and its simulator refuses a call without it.
 func TestCheckoutRunsWithAnAuthHeaderLocally(t *testing.T) {
 	t.Parallel()
-	addr := freeLoopback(t)
+	addr := testenv.FreeLoopback(t)
 	secret := "orderly-test/" + testenv.Stage(t) + "/fraud-token"
 	wfs, err := definition.Deployed(enginetest.Fast, []string{"order", "checkout"}, "order")
 	if err != nil {
@@ -276,14 +275,4 @@ func TestCheckoutRunsWithAnAuthHeaderLocally(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("a call without the header: %d, want 401", resp.StatusCode)
 	}
-}
-
-func freeLoopback(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }

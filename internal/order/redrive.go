@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"orderly/internal/strictjson"
 )
 
 // Actions of an operator's redrive.
@@ -26,7 +28,17 @@ type Redrive struct {
 	Action string `json:"action,omitempty"`
 }
 
-var redriveShape = &shape{fields: map[string]*shape{"action": nil}}
+// caseSensitive is the rule a field a request model does not have breaks.
+const caseSensitive = "unknown field (names are case-sensitive)"
+
+// requestRules refuse, beyond a request model's shape, what it may not
+// hold: no field of a request model may be null (leave it out).
+var requestRules = strictjson.Options{Repeated: "appears more than once", Null: "is null; leave an optional field out instead"}
+
+var (
+	redriveShape = &strictjson.Shape{Fields: map[string]*strictjson.Shape{"action": nil}, Unknown: caseSensitive}
+	emptyShape   = &strictjson.Shape{Fields: map[string]*strictjson.Shape{}, Unknown: caseSensitive}
+)
 
 // ParseRedrive decodes a redrive body as strictly as a submission. An
 // empty body is an empty Redrive: the order's own default action.
@@ -46,12 +58,12 @@ func ParseRedrive(body []byte) (Redrive, error) {
 // ParseEmpty accepts the body of a request that takes none: empty, or an
 // empty JSON object.
 func ParseEmpty(body []byte) error {
-	return parseStrict(body, &shape{fields: map[string]*shape{}}, &struct{}{})
+	return parseStrict(body, emptyShape, &struct{}{})
 }
 
 // parseStrict decodes an optional small JSON object body into v, refusing
 // what ParseSubmission refuses.
-func parseStrict(body []byte, want *shape, v any) error {
+func parseStrict(body []byte, want *strictjson.Shape, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil
 	}
@@ -61,20 +73,16 @@ func parseStrict(body []byte, want *shape, v any) error {
 	if !utf8.Valid(body) {
 		return &ValidationError{Fields: []FieldError{{Field: "body", Problem: "is not valid UTF-8"}}}
 	}
-	problems, err := checkShape(body, want)
+	problems, err := checkShape(body, want, requestRules)
 	if err != nil {
-		return &ValidationError{Fields: []FieldError{{Field: "body", Problem: describeJSONError(err)}}}
+		return err
 	}
 	if len(problems) > 0 {
 		return &ValidationError{Fields: problems}
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	// The shapes leave the fields' kinds to the decoding.
+	if err := json.Unmarshal(body, v); err != nil {
 		return &ValidationError{Fields: []FieldError{{Field: "body", Problem: describeJSONError(err)}}}
-	}
-	if dec.More() {
-		return &ValidationError{Fields: []FieldError{{Field: "body", Problem: "unexpected data after the JSON object"}}}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package order_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,6 +26,9 @@ func TestParseRedrive(t *testing.T) {
 		{`{"action":"retry","force":true}`, "", false},
 		{`{"action":1}`, "", false},
 		{`{"action":"retry"} {}`, "", false},
+		{`{"action":"retry"}]`, "", false},
+		{`{"action":null}`, "", false},
+		{`null`, "", false},
 		{`[]`, "", false},
 		{`{"action":`, "", false},
 		{"{\"action\":\"retry\xff\"}", "", false},
@@ -40,8 +44,30 @@ func TestParseRedrive(t *testing.T) {
 	}
 }
 
+// A refused redrive body names each problem's field, as a submission's do.
+func TestParseRedriveNamesEachProblem(t *testing.T) {
+	for _, tt := range []struct {
+		body string
+		want []order.FieldError
+	}{
+		{`{"action":"retry","action":"compensate"}`, []order.FieldError{{Field: "action", Problem: "appears more than once"}}},
+		{`{"Action":"retry","force":{"x":null}}`, []order.FieldError{{Field: "Action", Problem: "unknown field (names are case-sensitive)"},
+			{Field: "force", Problem: "unknown field (names are case-sensitive)"}, {Field: "force.x", Problem: "is null; leave an optional field out instead"}}},
+		{`{"action":null}`, []order.FieldError{{Field: "action", Problem: "is null; leave an optional field out instead"}}},
+		{`{"action":1}`, []order.FieldError{{Field: "body", Problem: `field "action" must be a string, got number`}}},
+		{`{"action":"retry"}]`, []order.FieldError{{Field: "body", Problem: "unexpected data after the JSON object"}}},
+		{`{"action":`, []order.FieldError{{Field: "body", Problem: "malformed JSON: unexpected EOF"}}},
+	} {
+		_, err := order.ParseRedrive([]byte(tt.body))
+		var ve *order.ValidationError
+		if !errors.As(err, &ve) || !slices.Equal(ve.Fields, tt.want) {
+			t.Errorf("ParseRedrive(%q) = %v, want problems %q", tt.body, err, tt.want)
+		}
+	}
+}
+
 func TestParseEmpty(t *testing.T) {
-	for body, ok := range map[string]bool{``: true, ` `: true, `{}`: true, `{"reason":"x"}`: false, `[]`: false, `{`: false} {
+	for body, ok := range map[string]bool{``: true, ` `: true, `{}`: true, `{"reason":"x"}`: false, `[]`: false, `{`: false, `{}]`: false, `null`: false} {
 		if err := order.ParseEmpty([]byte(body)); (err == nil) != ok {
 			t.Errorf("ParseEmpty(%q) = %v, want ok %t", body, err, ok)
 		}

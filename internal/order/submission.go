@@ -2,6 +2,7 @@ package order
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -10,6 +11,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"orderly/internal/strictjson"
 )
 
 // Limits on a submission.
@@ -58,18 +61,17 @@ func ParseInput(body []byte, check InputCheck) (input json.RawMessage, hash stri
 	if !utf8.Valid(body) {
 		return nil, "", &ValidationError{Fields: []FieldError{{Field: "body", Problem: "is not valid UTF-8"}}}
 	}
-	problems, err := checkShape(body, nil)
+	// The input's fields are the workflow's input schema's to judge
+	// (check), and it may take nulls.
+	problems, err := checkShape(body, nil, strictjson.Options{Repeated: requestRules.Repeated})
 	if err != nil {
-		return nil, "", &ValidationError{Fields: []FieldError{{Field: "body", Problem: describeJSONError(err)}}}
+		return nil, "", err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var fields map[string]any
 	if err := dec.Decode(&fields); err != nil {
 		return nil, "", &ValidationError{Fields: []FieldError{{Field: "body", Problem: "must be a JSON object: " + describeJSONError(err)}}}
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, "", &ValidationError{Fields: []FieldError{{Field: "body", Problem: "unexpected data after the JSON object"}}}
 	}
 	if fields == nil {
 		return nil, "", &ValidationError{Fields: []FieldError{{Field: "body", Problem: "must be a JSON object, not null"}}}
@@ -89,6 +91,21 @@ func ParseInput(body []byte, check InputCheck) (input json.RawMessage, hash stri
 	return compact.Bytes(), hex.EncodeToString(sum[:]), nil
 }
 
+// checkShape reads a request body strictly (package strictjson): its
+// problems are FieldErrors, a field at the top of the body is "body", and
+// a body that is not JSON is a ValidationError of its own.
+func checkShape(body []byte, want *strictjson.Shape, opts strictjson.Options) ([]FieldError, error) {
+	problems, err := strictjson.Check(body, want, opts)
+	if err != nil {
+		return nil, &ValidationError{Fields: []FieldError{{Field: "body", Problem: describeJSONError(err)}}}
+	}
+	out := make([]FieldError, len(problems))
+	for i, p := range problems {
+		out[i] = FieldError{Field: cmp.Or(p.Field, "body"), Problem: p.Rule}
+	}
+	return out, nil
+}
+
 func describeJSONError(err error) string {
 	var typeErr *json.UnmarshalTypeError
 	var syntaxErr *json.SyntaxError
@@ -99,6 +116,8 @@ func describeJSONError(err error) string {
 		return fmt.Sprintf("malformed JSON at byte %d: %v", syntaxErr.Offset, err)
 	case errors.Is(err, io.EOF):
 		return "empty body: expected a JSON object"
+	case errors.Is(err, strictjson.ErrTrailingData):
+		return "unexpected data after the JSON object"
 	default:
 		return "malformed JSON: " + err.Error()
 	}

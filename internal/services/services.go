@@ -7,17 +7,17 @@
 package services
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net"
 	"net/url"
 	"regexp"
 	"slices"
 	"strings"
+
+	"orderly/internal/strictjson"
 )
 
 // Authentication types.
@@ -117,29 +117,10 @@ var fieldsOf = map[string][]string{
 // Problem is one thing wrong with a configuration: where it came from
 // (a file, "context services", an environment variable), the field's
 // path in it ("payment.auth.secret") and the rule broken.
-type Problem struct {
-	Source string
-	Field  string
-	Rule   string
-}
-
-func (p Problem) String() string {
-	if p.Field == "" {
-		return p.Source + ": " + p.Rule
-	}
-	return p.Source + ": " + p.Field + ": " + p.Rule
-}
+type Problem = strictjson.Problem
 
 // Problems is every problem found, so all of them can be fixed at once.
-type Problems []Problem
-
-func (ps Problems) Error() string {
-	lines := make([]string, len(ps))
-	for i, p := range ps {
-		lines[i] = p.String()
-	}
-	return strings.Join(lines, "\n")
-}
+type Problems = strictjson.Problems
 
 // problems collects Problems of one source.
 type problems struct {
@@ -158,6 +139,51 @@ func (p *problems) err() error {
 	return p.list
 }
 
+// reported says whether a problem names field or a field inside it: a
+// value of the wrong kind is not also missing, and an authentication with
+// problems is not checked further.
+func (p *problems) reported(field string) bool {
+	return slices.ContainsFunc(p.list, func(q Problem) bool {
+		return q.Field == field || strings.HasPrefix(q.Field, field+".")
+	})
+}
+
+// check reads raw, the document at path (the top of a file, or an
+// environment variable), strictly: syntax, repeated keys, unknown fields
+// and the kinds of values. It reports false for a document that is not
+// JSON, which nothing more can be said of.
+func (p *problems) check(path string, raw []byte, want *strictjson.Shape) bool {
+	found, err := strictjson.Check(raw, want, strictjson.Options{})
+	var se *strictjson.SyntaxError
+	if errors.As(err, &se) {
+		p.add(join(path, se.Field), "is not valid JSON: %s", strictjson.Describe(err))
+		return false
+	}
+	for _, f := range found {
+		p.add(join(path, f.Field), "%s", f.Rule)
+	}
+	return true
+}
+
+func join(path, field string) string {
+	if path == "" || field == "" {
+		return path + field
+	}
+	return path + "." + field
+}
+
+// The configuration's shape: services by any name, each with a url and
+// an auth, whose fields' kinds are checked here and whose names, which
+// depend on its type, parseAuth checks.
+var (
+	text      = &strictjson.Shape{Kind: strictjson.String}
+	authShape = &strictjson.Shape{Fields: map[string]*strictjson.Shape{"type": text, "allowRemote": {Kind: strictjson.Bool},
+		"header": text, "secret": text, "kmsKey": text, "service": text, "target": text}, Others: &strictjson.Shape{}}
+	serviceShape = &strictjson.Shape{Fields: map[string]*strictjson.Shape{"url": text, "auth": authShape},
+		Unknown: `unknown field; a service has "url" and "auth"`}
+	configShape = &strictjson.Shape{Others: serviceShape}
+)
+
 var namePattern = regexp.MustCompile(`^[a-z0-9-]{1,63}$`)
 
 // Parse reads a configuration, a JSON object of services by name, from
@@ -166,18 +192,16 @@ var namePattern = regexp.MustCompile(`^[a-z0-9-]{1,63}$`)
 // every rule of Validate. An error is always Problems.
 func Parse(source string, raw []byte) (Config, error) {
 	p := &problems{source: source}
-	members, ok := object(p, "", raw)
-	if !ok {
-		return nil, p.err()
+	var members map[string]json.RawMessage
+	if !p.check("", raw, configShape) || json.Unmarshal(raw, &members) != nil {
+		return nil, p.err() // not JSON, or not an object: the check said so
 	}
 	cfg := Config{}
-	for _, m := range members {
-		if !namePattern.MatchString(m.key) {
-			p.add(m.key, "not a service name: want lower-case letters, digits and \"-\", as a step's \"service\"")
+	for _, name := range slices.Sorted(maps.Keys(members)) {
+		if !namePattern.MatchString(name) {
+			p.add(name, "not a service name: want lower-case letters, digits and \"-\", as a step's \"service\"")
 		}
-		if svc, ok := parseService(p, m.key, m.value); ok {
-			cfg[m.key] = svc
-		}
+		cfg[name] = parseService(p, name, members[name])
 	}
 	if err := p.err(); err != nil {
 		return nil, err
@@ -190,100 +214,77 @@ func Parse(source string, raw []byte) (Config, error) {
 func ParseService(rawURL, rawAuth string) (Service, error) {
 	p := &problems{source: "environment"}
 	svc := Service{URL: rawURL}
-	if auth, ok := parseAuth(p, EnvAuth, json.RawMessage(rawAuth)); ok {
-		svc.Auth = auth
+	if p.check(EnvAuth, []byte(rawAuth), authShape) {
+		svc.Auth = parseAuth(p, EnvAuth, json.RawMessage(rawAuth))
 	}
 	svc.URL = checkService(p, EnvURL, EnvAuth, svc)
 	return svc, p.err()
 }
 
-func parseService(p *problems, path string, raw json.RawMessage) (Service, bool) {
-	members, ok := object(p, path, raw)
-	if !ok {
-		return Service{}, false
+// parseService checks the rules of one service that its shape cannot
+// state; the check has reported values of the wrong kind.
+func parseService(p *problems, path string, raw json.RawMessage) Service {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(raw, &members) != nil || members == nil {
+		return Service{} // not an object: reported
 	}
 	var svc Service
-	var urlOK, hasAuth bool
-	before := len(p.list)
-	for _, m := range members {
-		switch m.key {
-		case "url":
-			svc.URL, urlOK = str(p, path+".url", m.value)
-			if urlOK && svc.URL == "" {
-				urlOK = false
-				p.add(path+".url", "is required: the service's base URL")
-			}
-		case "auth":
-			hasAuth = true
-			svc.Auth, _ = parseAuth(p, path+".auth", m.value)
-		default:
-			p.add(path+"."+m.key, "unknown field; a service has \"url\" and \"auth\"")
-		}
-	}
-	if !slices.ContainsFunc(members, func(m member) bool { return m.key == "url" }) {
+	_ = json.Unmarshal(members["url"], &svc.URL) // of the wrong kind, it stays empty
+	if svc.URL == "" && !p.reported(path+".url") {
 		p.add(path+".url", "is required: the service's base URL")
 	}
-	if !hasAuth {
+	if rawAuth, ok := members["auth"]; ok {
+		svc.Auth = parseAuth(p, path+".auth", rawAuth)
+	} else {
 		p.add(path+".auth", `is required: {"type": "none"} (loopback only), "header" or "sigv4"`)
 	}
-	if urlOK {
+	if svc.URL != "" {
 		// The URL's own rules, and the rules of URL and authentication
 		// together, even when the authentication has problems of its own.
 		svc.URL = checkService(p, path+".url", path+".auth", svc)
 	}
-	return svc, len(p.list) == before
+	return svc
 }
 
-func parseAuth(p *problems, path string, raw json.RawMessage) (Auth, bool) {
-	members, ok := object(p, path, raw)
-	if !ok {
-		return Auth{}, false
+// parseAuth checks the fields an authentication's type takes, and then,
+// if it has no other problem, the rules of that type.
+func parseAuth(p *problems, path string, raw json.RawMessage) Auth {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(raw, &members) != nil || members == nil {
+		return Auth{} // not an object: reported
 	}
-	before := len(p.list)
+	// Each field by its exact name (json.Unmarshal into Auth would take
+	// "Type" for "type"); a value of the wrong kind stays empty.
+	value := func(key string, v any) { _ = json.Unmarshal(members[key], v) }
 	var a Auth
-	for _, m := range members {
-		if m.key == "type" {
-			a.Type, _ = str(p, path+".type", m.value)
-		}
-	}
+	value("type", &a.Type)
+	value("allowRemote", &a.AllowRemote)
+	value("header", &a.Header)
+	value("secret", &a.Secret)
+	value("kmsKey", &a.KMSKey)
+	value("service", &a.Service)
+	value("target", &a.Target)
+	_, hasType := members["type"]
 	allowed, known := fieldsOf[a.Type]
 	switch {
-	case a.Type == "" && !slices.ContainsFunc(members, func(m member) bool { return m.key == "type" }):
+	case p.reported(path + ".type"):
+	case !hasType:
 		p.add(path+".type", `is required: "none", "header" or "sigv4"`)
 	case !known:
 		p.add(path+".type", "%q: unknown, want \"none\", \"header\" or \"sigv4\"", a.Type)
 	}
-	for _, m := range members {
-		field := path + "." + m.key
-		if known && !slices.Contains(allowed, m.key) {
-			p.add(field, "not a field of a %q authentication (it takes %s)", a.Type, strings.Join(allowed, ", "))
-			continue
-		}
-		switch m.key {
-		case "type":
-		case "allowRemote":
-			a.AllowRemote, _ = boolean(p, field, m.value)
-		case "header":
-			a.Header, _ = str(p, field, m.value)
-		case "secret":
-			a.Secret, _ = str(p, field, m.value)
-		case "kmsKey":
-			a.KMSKey, _ = str(p, field, m.value)
-		case "service":
-			a.Service, _ = str(p, field, m.value)
-		case "target":
-			a.Target, _ = str(p, field, m.value)
-		default:
-			if !known {
-				p.add(field, "unknown field")
-			}
+	for _, key := range slices.Sorted(maps.Keys(members)) {
+		switch {
+		case known && !slices.Contains(allowed, key):
+			p.add(path+"."+key, "not a field of a %q authentication (it takes %s)", a.Type, strings.Join(allowed, ", "))
+		case !known && authShape.Fields[key] == nil:
+			p.add(path+"."+key, "unknown field")
 		}
 	}
-	if len(p.list) > before {
-		return a, false
+	if !p.reported(path) {
+		checkAuth(p, path, a)
 	}
-	checkAuth(p, path, a)
-	return a, len(p.list) == before
+	return a
 }
 
 // Headers a header authentication may not set: the client sets them, or
@@ -475,112 +476,4 @@ func (a Auth) SecretName() string {
 func (a Auth) JSON() string {
 	raw, _ := json.Marshal(a)
 	return string(raw)
-}
-
-// member is one key of a JSON object, in the order written.
-type member struct {
-	key   string
-	value json.RawMessage
-}
-
-// object decodes raw as a JSON object, reporting a value that is not one,
-// a syntax error and every repeated key.
-func object(p *problems, path string, raw json.RawMessage) ([]member, bool) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	tok, err := dec.Token()
-	if err != nil {
-		p.add(path, "is not valid JSON: %s", describe(err))
-		return nil, false
-	}
-	if tok != json.Delim('{') {
-		p.add(path, "must be an object, not %s", kindOf(tok))
-		return nil, false
-	}
-	var out []member
-	seen := map[string]bool{}
-	for dec.More() {
-		keyTok, err := dec.Token()
-		if err != nil {
-			p.add(path, "is not valid JSON: %s", describe(err))
-			return nil, false
-		}
-		key := keyTok.(string)
-		var value json.RawMessage
-		if err := dec.Decode(&value); err != nil {
-			p.add(join(path, key), "is not valid JSON: %s", describe(err))
-			return nil, false
-		}
-		if seen[key] {
-			p.add(join(path, key), "repeated key; each key once")
-			continue
-		}
-		seen[key] = true
-		out = append(out, member{key: key, value: value})
-	}
-	if _, err := dec.Token(); err != nil {
-		p.add(path, "is not valid JSON: %s", describe(err))
-		return nil, false
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		p.add(path, "is not valid JSON: data after the object")
-		return nil, false
-	}
-	return out, true
-}
-
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-func str(p *problems, field string, raw json.RawMessage) (string, bool) {
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		p.add(field, "must be a string, not %s", kindOfRaw(raw))
-		return "", false
-	}
-	return s, true
-}
-
-func boolean(p *problems, field string, raw json.RawMessage) (bool, bool) {
-	var b bool
-	if err := json.Unmarshal(raw, &b); err != nil {
-		p.add(field, "must be true or false, not %s", kindOfRaw(raw))
-		return false, false
-	}
-	return b, true
-}
-
-func kindOfRaw(raw json.RawMessage) string {
-	tok, err := json.NewDecoder(bytes.NewReader(raw)).Token()
-	if err != nil {
-		return "invalid JSON"
-	}
-	return kindOf(tok)
-}
-
-func kindOf(tok json.Token) string {
-	switch v := tok.(type) {
-	case json.Delim:
-		if v == '{' {
-			return "an object"
-		}
-		return "an array"
-	case string:
-		return "a string"
-	case float64, json.Number:
-		return "a number"
-	case bool:
-		return "true or false"
-	}
-	return "null"
-}
-
-func describe(err error) string {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return "ends too early"
-	}
-	return err.Error()
 }

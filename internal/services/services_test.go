@@ -63,6 +63,11 @@ func TestParseNamesEveryProblemWithItsField(t *testing.T) {
 		{"wrong types", `{"a": {"url": 5, "auth": {"type": "none", "allowRemote": "yes"}}}`, []string{
 			"f.json: a.url: must be a string, not a number",
 			"f.json: a.auth.allowRemote: must be true or false, not a string"}},
+		{"nulls", `{"a": {"url": null, "auth": {"type": "none", "allowRemote": null}}}`, []string{
+			"f.json: a.url: must be a string, not null",
+			"f.json: a.auth.allowRemote: must be true or false, not null"}},
+		{"a cut-off document, where it ends", `{"a": {"url": "http://127.0.0.1:1", "auth": {"type": `,
+			[]string{"f.json: a.auth.type: is not valid JSON: ends too early"}},
 		{"unknown type", `{"a": {"url": "http://127.0.0.1:1", "auth": {"type": "basic", "user": "u"}}}`, []string{
 			`f.json: a.auth.type: "basic": unknown, want "none", "header" or "sigv4"`,
 			"f.json: a.auth.user: unknown field"}},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,7 +35,7 @@ func TestShortSoakLosesNothing(t *testing.T) {
 	}
 	stage := testenv.Stage(t)
 	t.Cleanup(func() { removeStage(t, cfg, stage) })
-	api, sim := freeAddr(t), freeAddr(t)
+	api, sim := testenv.FreeLoopback(t), testenv.FreeLoopback(t)
 	ledger := filepath.Join(dir, "ledger.jsonl")
 	from := time.Now().Add(10 * time.Second).UTC()
 	env := []string{
@@ -95,14 +94,4 @@ func removeStage(t *testing.T, cfg aws.Config, stage string) {
 		return
 	}
 	testenv.Cleanup(t, clients, stack)
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
