@@ -179,15 +179,18 @@ func (c *Checker) addPolicy(props map[string]any, roles ...any) error {
 }
 
 // condition renders a statement's condition, which may be none or one
-// StringEquals test of one key against one value, as "key=value".
+// StringEquals or Bool test of one key against one value, as "key=value".
 func condition(v any) (string, error) {
 	if v == nil {
 		return "", nil
 	}
 	ops, _ := v.(map[string]any)
 	eq, _ := ops["StringEquals"].(map[string]any)
+	if eq == nil {
+		eq, _ = ops["Bool"].(map[string]any)
+	}
 	if len(ops) != 1 || len(eq) != 1 {
-		return "", fmt.Errorf("a condition other than one StringEquals of one key: %v", v)
+		return "", fmt.Errorf("a condition other than one StringEquals or Bool of one key: %v", v)
 	}
 	for key, val := range eq {
 		r, err := render(val)

@@ -133,7 +133,7 @@ func TestGlob(t *testing.T) {
 func TestRefusesConditionsAndDenies(t *testing.T) {
 	for _, st := range []string{
 		`{"Effect": "Deny", "Action": "sqs:*", "Resource": "*"}`,
-		`{"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": "*", "Condition": {"Bool": {"aws:SecureTransport": "false"}}}`,
+		`{"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": "*", "Condition": {"NumericLessThan": {"aws:MultiFactorAuthAge": "3600"}}}`,
 		`{"Effect": "Allow", "NotAction": "sqs:SendMessage", "Resource": "*"}`,
 		`{"Effect": "Allow", "Action": "kms:Decrypt", "Resource": "*", "Condition": {"StringEquals": {"kms:ViaService": "a", "aws:SourceVpc": "b"}}}`,
 		`{"Effect": "Allow", "Action": "kms:Decrypt", "Resource": "*", "Condition": {"StringEquals": {"kms:ViaService": "a"}, "StringLike": {"aws:SourceVpc": "b"}}}`,

@@ -46,6 +46,7 @@ func (f *functions) grantService(s *Stack, fn awslambda.Function, agent string, 
 	case services.AuthSigV4:
 		if a.Service == services.SigningLambda {
 			allowIf(fn, a.Target, "StringEquals", services.ConditionFunctionURLAuthType, services.FunctionURLAuthIAM, services.ActionInvokeFunctionURL)
+			allowIf(fn, a.Target, "Bool", services.ConditionInvokedViaFunctionURL, "true", services.ActionInvokeFunction)
 			return
 		}
 		var calls []*string

@@ -120,7 +120,8 @@ func (r *Recorder) For(function string) func(*middleware.Stack) error {
 func (r *Recorder) HTTP(function string) func(http.RoundTripper) http.RoundTripper {
 	return func(next http.RoundTripper) http.RoundTripper {
 		return roundTripper(func(req *http.Request) (*http.Response, error) {
-			if ic, ok := remote.IAMCallOf(req); ok {
+			ics, _ := remote.IAMCallOf(req)
+			for _, ic := range ics {
 				c := Call{Function: function, Action: ic.Action, Resource: Resource{Kind: ARN, Name: ic.Resource},
 					Condition: Condition{Key: ic.ConditionKey, Value: ic.ConditionVal}}
 				r.mu.Lock()

@@ -352,10 +352,10 @@ type IAMCall struct {
 
 type iamCallKey struct{}
 
-// IAMCallOf returns the IAM call a request signed by SigV4Auth makes, as
+// IAMCallOf returns the IAM calls a request signed by SigV4Auth makes, as
 // the transport under the client sees it.
-func IAMCallOf(req *http.Request) (IAMCall, bool) {
-	c, ok := req.Context().Value(iamCallKey{}).(IAMCall)
+func IAMCallOf(req *http.Request) ([]IAMCall, bool) {
+	c, ok := req.Context().Value(iamCallKey{}).([]IAMCall)
 	return c, ok
 }
 
@@ -407,15 +407,21 @@ func (s *SigV4Auth) authorize(req *http.Request, body []byte) (*http.Request, er
 	return req.WithContext(context.WithValue(ctx, iamCallKey{}, s.iamCall(req))), nil
 }
 
-// iamCall is the grant a signed request needs: to invoke the function's
-// URL (of AWS_IAM auth type), or the API stage's method and path.
-func (s *SigV4Auth) iamCall(req *http.Request) IAMCall {
+// iamCall is the grants a signed request needs: to invoke the function's
+// URL (of AWS_IAM auth type) and, as function URLs made since October 2025
+// require, the function itself through its URL; or the API stage's
+// method and path.
+func (s *SigV4Auth) iamCall(req *http.Request) []IAMCall {
 	if s.service == services.SigningLambda {
-		return IAMCall{Action: services.ActionInvokeFunctionURL, Resource: s.target,
-			ConditionKey: services.ConditionFunctionURLAuthType, ConditionVal: services.FunctionURLAuthIAM}
+		return []IAMCall{
+			{Action: services.ActionInvokeFunctionURL, Resource: s.target,
+				ConditionKey: services.ConditionFunctionURLAuthType, ConditionVal: services.FunctionURLAuthIAM},
+			{Action: services.ActionInvokeFunction, Resource: s.target,
+				ConditionKey: services.ConditionInvokedViaFunctionURL, ConditionVal: "true"},
+		}
 	}
-	return IAMCall{Action: services.ActionInvokeAPI,
-		Resource: services.APIResource(s.target, req.Method, strings.TrimPrefix(req.URL.Path, s.basePath))}
+	return []IAMCall{{Action: services.ActionInvokeAPI,
+		Resource: services.APIResource(s.target, req.Method, strings.TrimPrefix(req.URL.Path, s.basePath))}}
 }
 
 // A signature is not refreshed: a 401 or 403 is the grant's or the

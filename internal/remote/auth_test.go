@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -279,13 +280,16 @@ func TestSigV4SignsEachCallForItsTarget(t *testing.T) {
 	for _, tc := range []struct {
 		name, base, service, target string
 		wantScope                   string
-		want                        remote.IAMCall
+		want                        []remote.IAMCall
 	}{
+		// Function URLs made since October 2025 need both actions.
 		{"function URL", "", services.SigningLambda, "arn:aws:lambda:eu-west-1:111122223333:function:charge", "eu-west-1/lambda",
-			remote.IAMCall{Action: "lambda:InvokeFunctionUrl", Resource: "arn:aws:lambda:eu-west-1:111122223333:function:charge",
-				ConditionKey: "lambda:FunctionUrlAuthType", ConditionVal: "AWS_IAM"}},
+			[]remote.IAMCall{{Action: "lambda:InvokeFunctionUrl", Resource: "arn:aws:lambda:eu-west-1:111122223333:function:charge",
+				ConditionKey: "lambda:FunctionUrlAuthType", ConditionVal: "AWS_IAM"},
+				{Action: "lambda:InvokeFunction", Resource: "arn:aws:lambda:eu-west-1:111122223333:function:charge",
+					ConditionKey: "lambda:InvokedViaFunctionUrl", ConditionVal: "true"}}},
 		{"API stage", "/live", services.SigningExecuteAPI, "arn:aws:execute-api:us-west-2:111122223333:a1b2c3d4e5/live", "us-west-2/execute-api",
-			remote.IAMCall{Action: "execute-api:Invoke", Resource: "arn:aws:execute-api:us-west-2:111122223333:a1b2c3d4e5/live/POST/payment/charges"}},
+			[]remote.IAMCall{{Action: "execute-api:Invoke", Resource: "arn:aws:execute-api:us-west-2:111122223333:a1b2c3d4e5/live/POST/payment/charges"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			auth := services.Auth{Type: services.AuthSigV4, Service: tc.service, Target: tc.target}
@@ -314,8 +318,8 @@ func TestSigV4SignsEachCallForItsTarget(t *testing.T) {
 			if gotToken != "session-token-xyz" {
 				t.Errorf("security token %q, want the session's", gotToken)
 			}
-			if len(recorded) != 1 || recorded[0] != tc.want {
-				t.Errorf("recorded %+v, want [%+v]", recorded, tc.want)
+			if !slices.Equal(recorded, tc.want) {
+				t.Errorf("recorded %+v, want %+v", recorded, tc.want)
 			}
 		})
 	}
@@ -366,7 +370,7 @@ func recordIAM(next http.RoundTripper, into *[]remote.IAMCall) http.RoundTripper
 	}
 	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		if c, ok := remote.IAMCallOf(r); ok {
-			*into = append(*into, c)
+			*into = append(*into, c...)
 		}
 		return next.RoundTrip(r)
 	})

@@ -45,10 +45,14 @@ const (
 // function's URL, of the AWS_IAM auth type (the grant's condition), or
 // each of its calls' methods and paths on the API's stage (APIResource).
 const (
-	ActionInvokeFunctionURL      = "lambda:InvokeFunctionUrl"
-	ConditionFunctionURLAuthType = "lambda:FunctionUrlAuthType"
-	FunctionURLAuthIAM           = "AWS_IAM"
-	ActionInvokeAPI              = "execute-api:Invoke"
+	ActionInvokeFunctionURL = "lambda:InvokeFunctionUrl"
+	// Function URLs made since October 2025 also need InvokeFunction,
+	// which is granted only for calls through the URL.
+	ActionInvokeFunction           = "lambda:InvokeFunction"
+	ConditionInvokedViaFunctionURL = "lambda:InvokedViaFunctionUrl"
+	ConditionFunctionURLAuthType   = "lambda:FunctionUrlAuthType"
+	FunctionURLAuthIAM             = "AWS_IAM"
+	ActionInvokeAPI                = "execute-api:Invoke"
 )
 
 // APIResource is the execute-api resource of one call (method, and path
