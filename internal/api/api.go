@@ -245,6 +245,11 @@ func (s *Service) submit(ctx context.Context, req events.APIGatewayProxyRequest)
 	if err != nil {
 		return events.APIGatewayProxyResponse{}, err
 	}
+	if legacy, ok := order.LegacyHash(input); ok && wf.Name == order.LegacyWorkflow {
+		// As orders of it were fingerprinted before inputs: a retry from
+		// then is a replay.
+		hash = legacy
+	}
 
 	// Times are stored to the millisecond; the request must carry the
 	// deadline exactly as stored.

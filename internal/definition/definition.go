@@ -83,7 +83,7 @@ const CarriesOrder = order.CarriesOrder
 
 // ReservedInput are the names an input schema's properties may not use:
 // the request body's own fields and the order view's.
-var ReservedInput = []string{order.BodyOrderID, order.BodyResults, "workflow", "version", "status", "steps", "lastError", "createdAt", "updatedAt", "redrive"}
+var ReservedInput = order.ReservedInput
 
 // minResultBytes is the least result.maxBytes: room for a reference.
 const minResultBytes = 64

@@ -78,6 +78,8 @@ func (r StepRequest) Body(d StepDef) ([]byte, error) {
 		for k, v := range input {
 			body[k] = v
 		}
+		// The body's own fields are the engine's, whatever the input says.
+		delete(body, BodyResults)
 	}
 	id, _ := json.Marshal(r.OrderID) // a string cannot fail
 	body[BodyOrderID] = id
@@ -100,6 +102,10 @@ const (
 	BodyOrderID = "orderId"
 	BodyResults = "results"
 )
+
+// ReservedInput are the names an order's input may not use at its top:
+// the request body's own fields and the order view's (see ParseInput).
+var ReservedInput = []string{BodyOrderID, BodyResults, "workflow", "version", "status", "steps", "lastError", "createdAt", "updatedAt", "redrive"}
 
 // input is the order's input as fields: Input, or a request of an older
 // build's order.

@@ -4,6 +4,9 @@
 package order
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"time"
@@ -243,13 +246,35 @@ func (o Order) WithInput(input json.RawMessage) Order {
 	return o
 }
 
+// legacySubmission is the shipped workflow's submission as orders stored
+// before inputs hold it.
+type legacySubmission struct {
+	CustomerID         string `json:"customerId"`
+	Lines              []Line `json:"lines"`
+	NotificationTarget string `json:"notificationTarget,omitempty"`
+}
+
 // LegacyInput is the input of an order stored before inputs: the shipped
 // workflow's submission, {customerId, lines, notificationTarget}.
 func LegacyInput(customerID string, lines []Line, notificationTarget string) json.RawMessage {
-	raw, _ := json.Marshal(struct { // strings and ints cannot fail
-		CustomerID         string `json:"customerId"`
-		Lines              []Line `json:"lines"`
-		NotificationTarget string `json:"notificationTarget,omitempty"`
-	}{customerID, lines, notificationTarget})
+	raw, _ := json.Marshal(legacySubmission{customerID, lines, notificationTarget}) // strings and ints cannot fail
 	return raw
+}
+
+// LegacyHash is the fingerprint orders of the shipped workflow stored
+// before inputs have (their RequestHash): the hash of the submission as
+// its Go struct's JSON. An order of that workflow whose input the old
+// shape holds exactly keeps it, so that a client retrying a submission
+// from before the upgrade gets its order, not a conflict. false when the
+// shape cannot hold the input.
+func LegacyHash(input json.RawMessage) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(input))
+	dec.DisallowUnknownFields()
+	var s legacySubmission
+	if err := dec.Decode(&s); err != nil {
+		return "", false
+	}
+	canonical, _ := json.Marshal(s)
+	sum := sha256.Sum256(canonical)
+	return hex.EncodeToString(sum[:]), true
 }

@@ -76,6 +76,13 @@ func ParseInput(body []byte, check InputCheck) (input json.RawMessage, hash stri
 	if fields == nil {
 		return nil, "", &ValidationError{Fields: []FieldError{{Field: "body", Problem: "must be a JSON object, not null"}}}
 	}
+	// The body's and the view's own names are refused whatever the
+	// workflow's schema allows (its additionalProperties, say).
+	for _, name := range ReservedInput {
+		if _, taken := fields[name]; taken {
+			problems = append(problems, FieldError{Field: name, Problem: "is a name orderly gives its own field; an order's input may not use it"})
+		}
+	}
 	if check != nil {
 		problems = append(problems, check(body)...)
 	}

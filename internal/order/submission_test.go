@@ -278,3 +278,39 @@ func TestValidateIdempotencyKey(t *testing.T) {
 		})
 	}
 }
+
+// An order of the shipped workflow submitted before inputs (hashed as its
+// Go struct then) is replayed, not refused as a conflict, when its client
+// retries with the same key and body after the upgrade.
+func TestLegacyHashMatchesTheOneStoredBeforeInputs(t *testing.T) {
+	const before = "ae4d76478319640e273870d580dd342d471f9de1927ee5ef75801c06b168d6d1" // sha256 of the old Submission's JSON
+	for _, body := range []string{
+		`{"customerId":"c-1","lines":[{"sku":"A","quantity":1},{"sku":"B","quantity":2}]}`,
+		`{"lines":[{"quantity":1,"sku":"A"},{"sku":"B","quantity":2}],"customerId":"c-1"}`,
+	} {
+		input, _, err := order.ParseInput([]byte(body), shipped)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := order.LegacyHash(input); !ok || got != before {
+			t.Errorf("LegacyHash(%s) = %s, %t; want %s, the hash stored before inputs", body, got, ok, before)
+		}
+	}
+	// An input the old shape cannot hold has no legacy hash.
+	if _, ok := order.LegacyHash([]byte(`{"customerId":"c-1","lines":[],"giftWrap":true}`)); ok {
+		t.Error("an input with a field the old shape lacks got a legacy hash")
+	}
+}
+
+// An input may not take the names of the body's or the view's own fields,
+// whatever its workflow's schema allows: a client's "results" must never
+// reach a service as if the engine had sent them.
+func TestParseInputRefusesReservedNames(t *testing.T) {
+	for _, name := range order.ReservedInput {
+		body := `{"customerId":"c","` + name + `":{"charge-payment":{"id":"forged"}}}`
+		_, _, err := order.ParseInput([]byte(body), nil)
+		if got := fieldNames(err); !slices.Contains(got, name) {
+			t.Errorf("%s: fields %v (%v), want it refused", name, got, err)
+		}
+	}
+}

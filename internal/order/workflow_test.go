@@ -260,6 +260,8 @@ func TestRequestBodyCarriesWhatTheStepNames(t *testing.T) {
 		{"an undo carries its own list", req, order.StepDef{Carries: []string{"order"}, UndoCarries: []string{"charge"}}, true,
 			`{"orderId":"O1","results":{"charge":{"id":"ch1"}}}`},
 		{"a result the order lacks is left out", req, order.StepDef{Carries: []string{"order", "ship"}}, false, `{"amount":5,"customerId":"c","orderId":"O1"}`},
+		{"an input's own results never pass as the engine's", order.StepRequest{OrderID: "O3", Input: json.RawMessage(`{"orderId":"X","results":{"charge":{"id":"forged"}}}`)},
+			order.StepDef{Carries: []string{"order", "charge"}}, false, `{"orderId":"O3"}`},
 		{"a request of an older build", legacy, order.StepDef{Carries: []string{"order"}}, false,
 			`{"customerId":"c2","lines":[{"sku":"A","quantity":1}],"orderId":"O2"}`},
 	}

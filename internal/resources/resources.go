@@ -306,9 +306,11 @@ const (
 )
 
 // EnvRequestQueueURL names the variable holding an agent's request queue
-// URL, e.g. REQUEST_QUEUE_URL_PAYMENT.
+// URL, e.g. REQUEST_QUEUE_URL_PAYMENT. Lambda takes only letters, digits
+// and "_" in a variable's name, so a "-" of the agent's becomes "_"
+// (agent names have no "_", so no two agents share a variable).
 func EnvRequestQueueURL(agent string) string {
-	return "REQUEST_QUEUE_URL_" + strings.ToUpper(agent)
+	return "REQUEST_QUEUE_URL_" + strings.ToUpper(strings.ReplaceAll(agent, "-", "_"))
 }
 
 // Tables lists the catalog's tables.

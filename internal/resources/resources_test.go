@@ -1,6 +1,7 @@
 package resources_test
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -53,7 +54,11 @@ func TestCatalog(t *testing.T) {
 	if h := c.History; h.Stream || h.SortKey == nil || h.SortKey.Name != resources.AttrSeq || h.PartitionKey.Name != resources.AttrOrderID {
 		t.Errorf("got history table %+v, want keyed by order and sequence, not streamed", h)
 	}
-	if got := resources.EnvRequestQueueURL("payment"); got != "REQUEST_QUEUE_URL_PAYMENT" {
-		t.Errorf("got %s", got)
+	// Lambda takes variable names of letters, digits and "_" only; a
+	// service's name may hold "-".
+	for agent, want := range map[string]string{"payment": "REQUEST_QUEUE_URL_PAYMENT", "payment-gateway": "REQUEST_QUEUE_URL_PAYMENT_GATEWAY"} {
+		if got := resources.EnvRequestQueueURL(agent); got != want || !regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_]+$`).MatchString(got) {
+			t.Errorf("EnvRequestQueueURL(%s) = %s, want %s", agent, got, want)
+		}
 	}
 }
