@@ -233,8 +233,15 @@ func (s *Service) submit(ctx context.Context, req events.APIGatewayProxyRequest)
 		}
 	}
 	name := s.workflows.Default()
-	if named, ok := req.PathParameters["workflow"]; ok || resourceOf(req.Path) == ResourceWorkflowOrders {
-		name = cmp.Or(named, workflowOf(req.Path))
+	switch {
+	case req.Resource != ResourceWorkflowOrders && workflowOf(req.Resource) != "":
+		// The workflow's own resource: its name is in the template, and
+		// the path may carry a custom domain's base path before it.
+		name = workflowOf(req.Resource)
+	case req.PathParameters["workflow"] != "":
+		name = req.PathParameters["workflow"]
+	case req.Resource == "" && workflowOf(req.Path) != "":
+		name = workflowOf(req.Path) // a direct invocation
 	}
 	wf, known := s.workflows.LatestOf(name)
 	if !known {

@@ -16,6 +16,7 @@ import (
 
 	"orderly/internal/api"
 	"orderly/internal/metrics"
+	"orderly/internal/definition"
 	"orderly/internal/order"
 	"orderly/internal/ordertest"
 	"orderly/internal/testenv"
@@ -647,5 +648,26 @@ func TestSubmitToANamedWorkflow(t *testing.T) {
 				t.Errorf("got %d %s, %v; want %d mentioning %q", resp.StatusCode, resp.Body, err, tt.status, tt.mention)
 			}
 		})
+	}
+}
+
+// Behind a custom domain the path carries the mapping's base path: the
+// workflow's own resource names it all the same.
+func TestSubmitToAWorkflowsResourceUnderABasePath(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	cfg := w.APIConfig()
+	cfg.Workflows = definition.MustDeployed(timing, []string{"order", "checkout"}, "order")
+	svc := testenv.NewAPI(t, cfg)
+	body := `{"customerId":"c","lines":[{"sku":"A","quantity":1}],"amount":{"currency":"EUR","minorUnits":100},` +
+		`"shippingAddress":{"name":"A","line1":"B","city":"C","postalCode":"D","country":"IE"},"paymentToken":"tok_12345678"}`
+	resp, err := svc.Handle(context.Background(), events.APIGatewayProxyRequest{
+		HTTPMethod: http.MethodPost, Resource: "/workflows/checkout/orders", Path: "/v1/workflows/checkout/orders", Body: body,
+		Headers: map[string]string{"Content-Type": "application/json"}, RequestContext: testenv.As(testenv.Caller),
+	})
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("got %d %s, %v; want 202", resp.StatusCode, resp.Body, err)
+	}
+	if o, _ := w.Records(t, orderID(t, resp)); o.Workflow != "checkout" {
+		t.Errorf("order of workflow %q, want checkout", o.Workflow)
 	}
 }
