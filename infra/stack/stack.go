@@ -243,6 +243,16 @@ func (p Props) Validate() error {
 	case p.Timing.MaxAllowance+10*time.Second > resources.AgentTimeout:
 		return fmt.Errorf("max allowance %s leaves the agents' %s timeout no margin", p.Timing.MaxAllowance, resources.AgentTimeout)
 	}
+	// A step's own timing too: an attempt longer than the agent's
+	// invocation would be cut short every time.
+	for _, w := range p.Workflows.Workflows() {
+		for i, d := range w.Steps {
+			if d.MaxAllowance+10*time.Second > resources.AgentTimeout {
+				return fmt.Errorf("workflow %s version %s: steps[%d] (%s): max allowance %s (allowance %s doubled up to it) leaves the agents' %s timeout no margin: keep it at most %s",
+					w.Name, w.Version, i, d.Name, d.MaxAllowance, d.Allowance, resources.AgentTimeout, resources.AgentTimeout-10*time.Second)
+			}
+		}
+	}
 	return p.Timing.Validate()
 }
 

@@ -745,3 +745,20 @@ func TestSupervisorAsyncInvocationIsConfigured(t *testing.T) {
 		}
 	}
 }
+
+// A step's own timing must fit the agent's invocation too: an attempt
+// longer than it would be cut short every time.
+func TestAStepsOwnTimingMustFitTheAgentsTimeout(t *testing.T) {
+	ctx := map[string]any{stack.CtxPricesFile: filepath.Join("..", "..", "cost", "prices.json"), stack.CtxWorkflowsDir: filepath.Join("..", "..", "workflows")}
+	p, err := stack.FromContext(awscdk.NewApp(&awscdk.AppProps{Context: &ctx}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := p.Workflows.Latest()
+	w.Steps = slices.Clone(w.Steps)
+	w.Steps[1].Allowance, w.Steps[1].MaxAllowance = 2*time.Minute, 5*time.Minute
+	p.Workflows = order.MustVersions(w)
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "steps[1] (charge-payment): max allowance 5m0s") {
+		t.Errorf("Validate() = %v, want the step's timing refused", err)
+	}
+}

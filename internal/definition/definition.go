@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"orderly/internal/order"
+	"orderly/internal/resources"
 	"orderly/internal/strictjson"
 )
 
@@ -84,6 +85,10 @@ const CarriesOrder = order.CarriesOrder
 // ReservedInput are the names an input schema's properties may not use:
 // the request body's own fields and the order view's.
 var ReservedInput = order.ReservedInput
+
+// agentMargin is what an agent's invocation keeps beyond an attempt's
+// allowance, to reply.
+const agentMargin = 10 * time.Second
 
 // minResultBytes is the least result.maxBytes: room for a reference.
 const minResultBytes = 64
@@ -279,6 +284,16 @@ func checkTiming(add func(string, string, ...any), at string, t Timing) {
 	maxAllowance, okM := checkDuration(add, at+".maxAllowance", t.MaxAllowance)
 	if okA && okM && maxAllowance < allowance {
 		add(at+".maxAllowance", "%s is below allowance %s", t.MaxAllowance, t.Allowance)
+	}
+	// An attempt must end within the agent's invocation, with a margin to
+	// reply.
+	for _, f := range []struct {
+		field string
+		d     time.Duration
+	}{{"allowance", allowance}, {"maxAllowance", maxAllowance}} {
+		if limit := resources.AgentTimeout - agentMargin; f.d > limit {
+			add(at+"."+f.field, "%s: an attempt must end within the agent's %s invocation: at most %s", f.d, resources.AgentTimeout, limit)
+		}
 	}
 	if t.FailureThreshold != nil && *t.FailureThreshold < 1 {
 		add(at+".failureThreshold", "%d: must be at least 1", *t.FailureThreshold)

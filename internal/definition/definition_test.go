@@ -123,6 +123,7 @@ var badDefinitions = []struct {
 	{"result-bound", []string{`steps[0].result.maxBytes: 100000: must be between 64 and 16384`}, true},
 	{"result-schema-not-schema", []string{`steps[0].result.schema: is not a valid JSON Schema: at /type: value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string'; at /type: got string, want array`}, true},
 	{"input-reserved-name", []string{`input.properties.orderId: is a name orderly gives its own field (orderId, results, workflow, version, status, steps, lastError, createdAt, updatedAt, redrive); call it something else`}, false},
+	{"timing-over-agent", []string{`steps[1].timing.maxAllowance: 5m0s: an attempt must end within the agent's 2m30s invocation: at most 2m20s`}, false},
 	{"input-not-object", []string{`input.type: must be "object": a submission is a JSON object`}, false},
 	{"many-problems", []string{
 		`version: must not be empty`,
@@ -195,14 +196,14 @@ func TestWorkflowRefusesTimingThatDoesNotFitTheStage(t *testing.T) {
 	if err := json.Unmarshal(data, &doc); err != nil {
 		t.Fatal(err)
 	}
-	doc["steps"].([]any)[0].(map[string]any)["timing"] = map[string]any{"allowance": "5m"}
+	doc["steps"].([]any)[0].(map[string]any)["timing"] = map[string]any{"allowance": "2m10s"}
 	data, _ = json.Marshal(doc)
 	def, err := definition.Parse("x.json", data)
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
 	_, err = def.Workflow(order.DefaultTiming)
-	want := `x.json: steps[0].timing: allowance 5m0s with maxAllowance 2m0s (the stage's where not set): maxAllowance is below allowance`
+	want := `x.json: steps[0].timing: allowance 2m10s with maxAllowance 2m0s (the stage's where not set): maxAllowance is below allowance`
 	if err == nil || err.Error() != want {
 		t.Errorf("Workflow = %v, want %s", err, want)
 	}
