@@ -185,12 +185,20 @@ func (c *Client) Call(ctx context.Context, service string, req order.StepRequest
 		return Answer{}, transportError(ctx, op, err)
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	// One byte more than the bound tells an answer over it from one at it.
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil {
 		return Answer{}, transportError(ctx, op, fmt.Errorf("read response: %w", err))
 	}
+	over := len(raw) > maxResponseBytes
+	raw = raw[:min(len(raw), maxResponseBytes)]
 
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		if over {
+			// The work was done, and no retry makes the answer shorter.
+			return Answer{}, fmt.Errorf("%s: status %d: %w: %w", op, resp.StatusCode, &order.ContractError{Service: def.Agent, Step: def.Name,
+				Problem: fmt.Sprintf("is over %d KiB, the most an agent reads", maxResponseBytes>>10)}, ErrContract)
+		}
 		return c.answer(op, wf, def, req, resp.StatusCode, raw)
 	}
 

@@ -367,8 +367,9 @@ func TestCallReadsAtMost64KiB(t *testing.T) {
 		wantKind error
 		maxLen   int
 	}{
-		// A valid body made invalid by the cut shows the limit is applied.
-		{"success padded past the limit", 201, `{"id":"ch_1","padding":"` + huge + `"}`, remote.ErrTransient, 1000},
+		// The work was done, and no retry shortens the answer: a contract
+		// fault (before it was a cut, unreadable answer, retried in vain).
+		{"success padded past the limit", 201, `{"id":"ch_1","padding":"` + huge + `"}`, remote.ErrContract, 1000},
 		{"error text quoted in part", 503, huge, remote.ErrTransient, 1000},
 	}
 	for _, tt := range tests {

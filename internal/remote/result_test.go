@@ -37,6 +37,8 @@ func TestAnswersBreakingTheStepsResultContractAreContractFaults(t *testing.T) {
 		{"a field missing", "fraud-check", `{"id":"f1"}`, false, remote.ErrContract, "(the answer itself)"},
 		{"a field out of range", "fraud-check", `{"id":"f1","score":7}`, false, remote.ErrContract, "at score"},
 		// No later call carries charge's answer: it is not kept, so not bounded.
+		// Over what an agent reads at all, kept or not: no retry shortens it.
+		{"over 64 KiB", "charge", `{"id":"ch1","note":"` + strings.Repeat("x", 64<<10) + `"}`, false, remote.ErrContract, "over 64 KiB"},
 		{"not kept, not bounded", "charge", `{"id":"ch1","note":"` + strings.Repeat("x", 200) + `"}`, false, nil, ""},
 		{"an undo's answer needs only its id", "charge", `{"id":"rf1","note":"` + strings.Repeat("x", 200) + `"}`, true, nil, ""},
 	}

@@ -148,7 +148,7 @@ func (s *Service) claimRecord(ctx context.Context, rec events.DynamoDBEventRecor
 		// definition it was not submitted under. The Supervisor parks it
 		// and alerts once; it goes on when its version is back.
 		s.log.WarnContext(ctx, "step of an unknown workflow version left unclaimed", "order_id", st.OrderID,
-			"step", st.Step, "version", st.Version, "known", s.workflows.Known())
+			"step", st.Step, "version", order.Ref(st.Workflow, st.Version), "known", s.workflows.Known())
 		return nil
 	}
 	if st.CancelRequested && !st.Undo {
@@ -234,7 +234,7 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 		// waits in the dead-letter queue, and its step is retried when
 		// the order resumes).
 		s.log.WarnContext(ctx, "reply of an unknown workflow version not applied", append(sqs.Describe(msg),
-			"version", rep.Version, "known", s.workflows.Known())...)
+			"version", order.Ref(rep.Workflow, rep.Version), "known", s.workflows.Known())...)
 		return fmt.Errorf("reply of order %s: workflow version %s is not in this build", rep.OrderID, rep.Version)
 	}
 	if err == nil {

@@ -20,15 +20,12 @@ import (
 )
 
 // Describe returns the log attributes that identify a message an SQS
-// handler received: its id, how often it was delivered, and the start of
-// its body, so a poison message can be found without logging it whole.
+// handler received: its id, how often it was delivered, and its size. Not
+// its body: a request carries the order's input (a payment token, an
+// address), which no log may hold. The message itself stays in its queue,
+// then its dead-letter queue, where `orderly dlq show` reads it.
 func Describe(msg events.SQSMessage) []any {
-	const limit = 512
-	body := msg.Body
-	if len(body) > limit {
-		body = body[:limit] + "..."
-	}
-	return []any{"message_id", msg.MessageId, "receive_count", msg.Attributes["ApproximateReceiveCount"], "body", body}
+	return []any{"message_id", msg.MessageId, "receive_count", msg.Attributes["ApproximateReceiveCount"], "body_bytes", len(msg.Body)}
 }
 
 // Client is the part of the SQS API this package uses.
