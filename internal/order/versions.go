@@ -139,8 +139,28 @@ func Rehearsal(w Workflow) Workflow {
 		r.Steps[i].MaxAllowance *= 2
 	}
 	mid := &r.Steps[len(r.Steps)/2]
+	old := mid.Name
 	mid.Name += "-rehearsal"
+	// What the steps carry names it by its new name too.
+	for i := range r.Steps {
+		d := &r.Steps[i]
+		d.Carries, d.UndoCarries = renamed(d.Carries, old, mid.Name), renamed(d.UndoCarries, old, mid.Name)
+	}
 	return r
+}
+
+// renamed is items with from replaced by to, in a new slice.
+func renamed(items []string, from, to string) []string {
+	if items == nil {
+		return nil
+	}
+	out := slices.Clone(items)
+	for i, it := range out {
+		if it == from {
+			out[i] = to
+		}
+	}
+	return out
 }
 
 // WithRehearsal is v with the rehearsal of its default workflow's latest

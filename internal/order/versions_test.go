@@ -116,3 +116,22 @@ func TestVersionsOfSeveralWorkflows(t *testing.T) {
 		t.Errorf("a workflow's version twice: %v, want ErrInvalid", err)
 	}
 }
+
+// The rehearsal renames its middle step where steps carry its result too.
+func TestRehearsalRenamesWhatCarriesTheStep(t *testing.T) {
+	w := order.Workflow{Name: "checkout", Version: "1", Steps: []order.StepDef{
+		{Name: "a", Carries: []string{"order"}},
+		{Name: "b", Carries: []string{"order", "a"}, UndoCarries: []string{"b"}},
+		{Name: "c", Carries: []string{"order", "b"}},
+	}}
+	r := order.Rehearsal(w)
+	if got := r.Steps[1].UndoCarries; !slices.Equal(got, []string{"b-rehearsal"}) {
+		t.Errorf("the renamed step's undo carries %v, want its own new name", got)
+	}
+	if got := r.Steps[2].Carries; !slices.Equal(got, []string{"order", "b-rehearsal"}) || !r.Keeps("b-rehearsal") {
+		t.Errorf("the next step carries %v, want the renamed step's result", got)
+	}
+	if !slices.Equal(w.Steps[2].Carries, []string{"order", "b"}) {
+		t.Errorf("the rehearsal changed the original: %v", w.Steps[2].Carries)
+	}
+}
