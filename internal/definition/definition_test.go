@@ -312,3 +312,16 @@ func TestCheckBuiltRefusesAStaleBinary(t *testing.T) {
 		t.Errorf("an edited definition: %v, want it refused, saying to run make build", err)
 	}
 }
+
+// A value that breaks a format (asserted by drafts before 2019-09) is not
+// quoted back either.
+func TestSchemaCheckNeverQuotesAFormatsValue(t *testing.T) {
+	s, err := definition.CompileSchema([]byte(`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"email":{"type":"string","format":"email"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := s.Check([]byte(`{"email":"not-an-email-s3cr3t"}`))
+	if len(got) != 1 || got[0].Field != "email" || strings.Contains(got[0].Problem, "s3cr3t") {
+		t.Errorf("problems %+v, want one at email that does not quote the value", got)
+	}
+}

@@ -184,6 +184,10 @@ func fieldPath(loc []string) string {
 // long): the first character that is not plainly printable, if any, is
 // what such a pattern refuses most often.
 func describe(k jsonschema.ErrorKind) string {
+	if f, ok := k.(*kind.Format); ok {
+		// The library's words quote the value.
+		return "is not a valid " + f.Want
+	}
 	p, ok := k.(*kind.Pattern)
 	if !ok {
 		return k.LocalizedString(printer)
