@@ -233,7 +233,7 @@ localstack-stop: ## stop LocalStack (its state is not kept)
 deploy-local: build-host infra-tools localstack ## deploy the stack to LocalStack (stage local), with the simulator for its agents
 	@export ORDERLY_SECRET_VALUE="Bearer local-$$(head -c 18 /dev/urandom | base64 | tr -d '/+=')"; \
 	$(LOCAL_ENV) $(TOOLS_VENV)/bin/python localstack/secret.py $(LOCAL_FRAUD_SECRET) && \
-	bash $(SIMULATOR) stop >/dev/null 2>&1; \
+	{ bash $(SIMULATOR) stop >/dev/null 2>&1 || true; } && \
 	ORDERLY_SIM_REQUIRE_HEADER='fraud=Authorization=$$ORDERLY_SECRET_VALUE' bash $(SIMULATOR) start
 	cd infra && $(LOCAL_ENV) $(CDKLOCAL) bootstrap $(LOCAL_CONTEXT) $(CONTEXT)
 	cd infra && $(LOCAL_ENV) $(CDKLOCAL) deploy $(STACKS) --require-approval never \
