@@ -237,6 +237,9 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 	if _, err := cfg.Services.Resolve(workflows.Agents(), fallback, "services", "the remote URL"); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
+	if err := checkLocalSecrets(ctx, awsCfg, cfg); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
 	catalog := resources.New(cfg.Stage, workflows.Agents())
 	if cfg.WithoutTableTTL {
 		catalog = catalog.WithoutTableTTL()
@@ -622,8 +625,11 @@ func (e *Engine) simulatorCredentials(ctx context.Context, awsCfg aws.Config, cf
 	client := secretsmanager.NewFromConfig(awsCfg)
 	for name, svc := range cfg.Services {
 		u, err := url.Parse(svc.URL)
-		if err != nil || svc.Auth.Type != services.AuthHeader || u.Host != cfg.SimulatorAddr {
+		if err != nil || svc.Auth.Type != services.AuthHeader {
 			continue
+		}
+		if u.Host != cfg.SimulatorAddr {
+			continue // checkLocalSecrets did
 		}
 		value, err := localSecret(ctx, client, svc.Auth.Secret, cfg.LocalSecrets)
 		if err != nil {
@@ -633,6 +639,29 @@ func (e *Engine) simulatorCredentials(ctx context.Context, awsCfg aws.Config, cf
 		opts = append(opts, simulator.WithRequiredHeader(name, svc.Auth.Header, value))
 	}
 	return opts, nil
+}
+
+// checkLocalSecrets, with LocalSecrets, stops a local run whose team
+// service (header authentication, not at the simulator) has no secret in
+// the Secrets Manager the run reaches: every call would fail to read it.
+// It runs before anything is provisioned.
+func checkLocalSecrets(ctx context.Context, awsCfg aws.Config, cfg Config) error {
+	if !cfg.LocalSecrets {
+		return nil
+	}
+	client := secretsmanager.NewFromConfig(awsCfg)
+	for name, svc := range cfg.Services {
+		u, err := url.Parse(svc.URL)
+		if err != nil || svc.Auth.Type != services.AuthHeader || u.Host == cfg.SimulatorAddr {
+			continue
+		}
+		if _, err := client.DescribeSecret(ctx, &secretsmanager.DescribeSecretInput{SecretId: aws.String(svc.Auth.Secret)}); err != nil {
+			return fmt.Errorf("service %s: its secret %s is not in the Secrets Manager at this run's endpoint: create it there first "+
+				"(aws --endpoint-url \"$AWS_ENDPOINT_URL\" secretsmanager create-secret --name %s --secret-string ...): %w",
+				name, svc.Auth.Secret, svc.Auth.Secret, err)
+		}
+	}
+	return nil
 }
 
 // localSecret reads a secret's value, creating the secret with a random

@@ -276,3 +276,17 @@ func TestCheckoutRunsWithAnAuthHeaderLocally(t *testing.T) {
 		t.Errorf("a call without the header: %d, want 401", resp.StatusCode)
 	}
 }
+
+// Locally, a team's own service whose secret the local Secrets Manager
+// lacks stops the engine at start, saying how to make it, rather than
+// failing every call.
+func TestLocalRunRefusesAServiceWhoseSecretIsMissing(t *testing.T) {
+	t.Parallel()
+	cfg := enginetest.Config(t)
+	cfg.LocalSecrets = true
+	cfg.Services = services.Config{"payment": {URL: "http://127.0.0.1:1", Auth: services.Auth{Type: services.AuthHeader, Header: "X-Api-Key", Secret: "orderly-test/no-such-secret"}}}
+	_, err := engine.New(context.Background(), testenv.AWS(t), cfg)
+	if err == nil || !strings.Contains(err.Error(), "create-secret --name orderly-test/no-such-secret") {
+		t.Errorf("engine.New = %v, want it refused, saying how to create the secret", err)
+	}
+}
