@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"orderly/internal/api"
-	"orderly/internal/metrics"
 	"orderly/internal/definition"
+	"orderly/internal/metrics"
 	"orderly/internal/order"
 	"orderly/internal/ordertest"
 	"orderly/internal/testenv"
