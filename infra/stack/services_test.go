@@ -85,7 +85,7 @@ func TestServiceGrantsAreExactlyTheCallsTheirStepsMake(t *testing.T) {
 	want := map[string][]string{
 		"AgentInventoryRole": {`secretsmanager:GetSecretValue on {"Fn::Join":["",["arn:",{"Ref":"AWS::Partition"},":secretsmanager:",{"Ref":"AWS::Region"},":",{"Ref":"AWS::AccountId"},":secret:orderly-` + synthesizedStage + `-inventory-api-key-??????"]]} if null`,
 			`kms:Decrypt on "` + roleCheckKey + `" if {"StringEquals":{"kms:ViaService":{"Fn::Join":["",["secretsmanager.",{"Ref":"AWS::Region"},".amazonaws.com"]]}}}`},
-		"AgentPaymentRole":  {`execute-api:Invoke on ["` + roleCheckAPIStage + `/POST/payment/charges","` + roleCheckAPIStage + `/POST/payment/refunds"] if null`},
+		"AgentPaymentRole": {`execute-api:Invoke on ["` + roleCheckAPIStage + `/POST/payment/charges","` + roleCheckAPIStage + `/POST/payment/refunds"] if null`},
 		"AgentShippingRole": {`lambda:InvokeFunctionUrl on "` + roleCheckFunction + `" if {"StringEquals":{"lambda:FunctionUrlAuthType":"AWS_IAM"}}`,
 			// Function URLs made since October 2025 need InvokeFunction too,
 			// granted only for calls through the URL.
