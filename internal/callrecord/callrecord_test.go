@@ -111,9 +111,13 @@ func TestRecorderRecordsSignedRemoteCalls(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := []callrecord.Call{{Function: "payment-agent", Action: "lambda:InvokeFunctionUrl",
+	// A function URL made since October 2025 takes both actions.
+	want := []callrecord.Call{{Function: "payment-agent", Action: "lambda:InvokeFunction",
 		Resource:  callrecord.Resource{Kind: callrecord.ARN, Name: fn.Target},
-		Condition: callrecord.Condition{Key: "lambda:FunctionUrlAuthType", Value: "AWS_IAM"}}}
+		Condition: callrecord.Condition{Key: "lambda:InvokedViaFunctionUrl", Value: "true"}},
+		{Function: "payment-agent", Action: "lambda:InvokeFunctionUrl",
+			Resource:  callrecord.Resource{Kind: callrecord.ARN, Name: fn.Target},
+			Condition: callrecord.Condition{Key: "lambda:FunctionUrlAuthType", Value: "AWS_IAM"}}}
 	if got := rec.Calls(); !slices.Equal(got, want) {
 		t.Errorf("recorded %v, want %v", got, want)
 	}

@@ -25,7 +25,7 @@ func TestCompareAgreesWithMove(t *testing.T) {
 	}{
 		{"identical", func(_, _ *definition.Definition) {}, true},
 		{"timing and calls", func(_, n *definition.Definition) {
-			n.Steps[1].Timing = &definition.Timing{Allowance: "1m", MaxAllowance: "5m"}
+			n.Steps[1].Timing = &definition.Timing{Allowance: "1m", MaxAllowance: "2m"}
 			n.Steps[0].Call.Path, n.Steps[2].Undo.Path = "/v2/reservations", "/v2/cancellations"
 		}, true},
 		{"first undo removed", func(_, n *definition.Definition) { n.Steps[0].Undo = nil }, true},

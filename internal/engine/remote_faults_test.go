@@ -81,7 +81,9 @@ func TestConfigurationFaultHoldsOrdersUntilTheServiceAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stored.Deferrals == 0 {
+	// When a Supervisor run caught the held request in flight (above),
+	// the new attempt's heartbeats may carry it past the outage alone.
+	if stored.Deferrals == 0 && pay.Attempt == 1 {
 		t.Errorf("payment step deferred %d times, %d heartbeats: want the Supervisor to have moved the held step's deadline on", stored.Deferrals, stored.Heartbeats)
 	}
 	if took < outage {
