@@ -30,10 +30,7 @@ func main() {
 	historyTable := env.Required(resources.EnvHistoryTable)
 	anonymous := env.String(resources.EnvAnonymousCaller, "")
 	names, def := env.Workflows()
-	workflows, err := definition.Deployed(env.Timing(), names, def)
-	if err == nil {
-		err = definition.CheckBuilt(names, env.String(config.EnvWorkflowsDigest, ""))
-	}
+	workflows, err := definition.DeployedAs(env.Timing(), names, def, env.String(config.EnvWorkflowsDigest, ""))
 	if err != nil {
 		// The workflow's files are built in: a broken build, or the
 		// stage's timing at odds with a step's own.

@@ -288,6 +288,10 @@ func TestLoadChecksFileNames(t *testing.T) {
 // A function built with other definitions than the stack deployed (a
 // deploy without make build) refuses to start.
 func TestCheckBuiltRefusesAStaleBinary(t *testing.T) {
+	deployedAs := func(names []string, digest string) error {
+		_, err := definition.DeployedAs(order.DefaultTiming, names, "order", digest)
+		return err
+	}
 	shipped, examples, err := definition.Embedded()
 	if err != nil {
 		t.Fatal(err)
@@ -296,19 +300,19 @@ func TestCheckBuiltRefusesAStaleBinary(t *testing.T) {
 	if definition.Digest(both) != definition.Digest([]definition.Definition{both[1], both[0]}) {
 		t.Error("the digest depends on the definitions' order")
 	}
-	if err := definition.CheckBuilt([]string{"order", "checkout"}, definition.Digest(both)); err != nil {
+	if err := deployedAs([]string{"order", "checkout"}, definition.Digest(both)); err != nil {
 		t.Errorf("the definitions it was built with: %v", err)
 	}
-	if err := definition.CheckBuilt(nil, definition.Digest(shipped)); err != nil {
+	if err := deployedAs(nil, definition.Digest(shipped)); err != nil {
 		t.Errorf("the shipped definitions, named by none: %v", err)
 	}
-	if err := definition.CheckBuilt(nil, ""); err != nil {
+	if err := deployedAs(nil, ""); err != nil {
 		t.Errorf("no digest: %v, want no check", err)
 	}
 	edited := slices.Clone(shipped)
 	edited[0].Steps = slices.Clone(edited[0].Steps)
 	edited[0].Steps[1].Call = &definition.Call{Method: "POST", Path: "/v2/charges"}
-	if err := definition.CheckBuilt(nil, definition.Digest(edited)); !errors.Is(err, order.ErrInvalid) || !strings.Contains(err.Error(), "make build") {
+	if err := deployedAs(nil, definition.Digest(edited)); !errors.Is(err, order.ErrInvalid) || !strings.Contains(err.Error(), "make build") {
 		t.Errorf("an edited definition: %v, want it refused, saying to run make build", err)
 	}
 }

@@ -136,11 +136,27 @@ func Embedded() (shipped, examples []Definition, err error) {
 // The stack passes the functions the names it deployed
 // (config.EnvWorkflows), so every function runs exactly those.
 func Deployed(t order.Timing, names []string, def string) (order.Versions, error) {
+	return DeployedAs(t, names, def, "")
+}
+
+// DeployedAs is Deployed for a function of a stack that deployed
+// definitions whose Digest is digest (config.EnvWorkflowsDigest; none: no
+// check): a binary built with others refuses, so that a deploy without
+// `make build` after a definition changed does not run the old steps
+// under the new version's name.
+func DeployedAs(t order.Timing, names []string, def, digest string) (order.Versions, error) {
 	shipped, examples, err := Embedded()
 	if err != nil {
 		return order.Versions{}, err
 	}
-	return Select(append(shipped, examples...), shipped, names, def, t)
+	mine, err := selectDefinitions(append(shipped, examples...), shipped, names)
+	if err != nil {
+		return order.Versions{}, err
+	}
+	if got := Digest(mine); digest != "" && got != digest {
+		return order.Versions{}, fmt.Errorf("this function was built with other workflow definitions (digest %.12s) than the stack deployed (%.12s): run make build, then deploy again: %w", got, digest, order.ErrInvalid)
+	}
+	return Build(mine, def, t)
 }
 
 // MustDeployed is Deployed for the workflows a tool runs, built in: an
@@ -153,16 +169,8 @@ func MustDeployed(t order.Timing, names []string, def string) order.Versions {
 	return v
 }
 
-// Select is Build of the definitions of the named workflows in all (of
+// selectDefinitions is the definitions of the named workflows in all (of
 // every one in unnamed when names is empty).
-func Select(all, unnamed []Definition, names []string, def string, t order.Timing) (order.Versions, error) {
-	mine, err := selectDefinitions(all, unnamed, names)
-	if err != nil {
-		return order.Versions{}, err
-	}
-	return Build(mine, def, t)
-}
-
 func selectDefinitions(all, unnamed []Definition, names []string) ([]Definition, error) {
 	if len(names) == 0 {
 		return unnamed, nil
@@ -196,29 +204,6 @@ func Digest(defs []Definition) string {
 		h.Write([]byte{0})
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// CheckBuilt reports a binary built with other definitions of the named
-// workflows than the stack deployed, whose Digest is digest (none: no
-// check): a deploy without `make build` after a definition changed would
-// otherwise run the old steps under the new version's name. The function
-// refuses to start, so the deploy's errors show it at once.
-func CheckBuilt(names []string, digest string) error {
-	if digest == "" {
-		return nil
-	}
-	shipped, examples, err := Embedded()
-	if err != nil {
-		return err
-	}
-	mine, err := selectDefinitions(append(shipped, examples...), shipped, names)
-	if err != nil {
-		return err
-	}
-	if got := Digest(mine); got != digest {
-		return fmt.Errorf("this function was built with other workflow definitions (digest %.12s) than the stack deployed (%.12s): run make build, then deploy again: %w", got, digest, order.ErrInvalid)
-	}
-	return nil
 }
 
 // Shipped returns the workflows under workflows/ built into the binary,
