@@ -210,7 +210,7 @@ LOCAL_CONTEXT      := -c stage=$(LOCAL_STAGE) -c assetsDir=../$(HOST_BIN) -c 'se
                       -c workflowsDir=../workflows,../examples/workflows
 # cdklocal would use localhost.localstack.cloud, a name that needs public
 # DNS; the emulators' variables would point it at moto.
-LOCAL_ENV          := env -u AWS_ENDPOINT_URL_DYNAMODB -u AWS_ENDPOINT_URL_DYNAMODB_STREAMS \
+LOCAL_ENV          := env -u AWS_ENDPOINT_URL_DYNAMODB -u AWS_ENDPOINT_URL_DYNAMODB_STREAMS -u AWS_ENDPOINT_URL_SQS \
                       AWS_ENDPOINT_URL=http://127.0.0.1:4566 AWS_ENDPOINT_URL_S3=http://127.0.0.1:4566 \
                       AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
 

@@ -25,7 +25,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
-	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -70,12 +69,11 @@ func stack(t *testing.T) deployed {
 	if err != nil {
 		t.Fatalf("AWS config: %v", err)
 	}
-	d := deployed{clients: provision.Clients{DynamoDB: dynamodb.NewFromConfig(cfg), SQS: sqs.NewFromConfig(cfg),
-		SNS: sns.NewFromConfig(cfg), EventBridge: eventbridge.NewFromConfig(cfg)}}
+	d := deployed{clients: provision.NewClients(cfg)}
 	d.api = gatewayURL(t, aws.ToString(cfg.BaseEndpoint), outputs["ApiUrl"])
 	d.orders = resources.New(stage, ordertest.OrderWorkflow(order.DefaultTiming).Agents()).Orders.Name
 	d.alerts = testenv.SubscribeAlerts(t, d.clients, outputs["AlertTopicArn"])
-	d.events = &eventInbox{sqs: d.clients.SQS, url: statusEvents(t, d.clients, outputs["EventBusName"]), seen: map[string][]order.Status{}}
+	d.events = &eventInbox{sqs: d.clients.Deliveries, url: statusEvents(t, d.clients, outputs["EventBusName"]), seen: map[string][]order.Status{}}
 	return d
 }
 
@@ -99,11 +97,11 @@ func statusEvents(t *testing.T, c provision.Clients, bus string) string {
 	t.Helper()
 	ctx := context.Background()
 	name := "e2e-status-" + strings.ToLower(fmt.Sprint(time.Now().UnixNano()%1e9))
-	q, err := c.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
+	q, err := c.Deliveries.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
 	if err != nil {
 		t.Fatalf("create queue: %v", err)
 	}
-	attrs, err := c.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: q.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+	attrs, err := c.Deliveries.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: q.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
 	if err != nil {
 		t.Fatalf("queue arn: %v", err)
 	}
@@ -119,7 +117,7 @@ func statusEvents(t *testing.T, c provision.Clients, bus string) string {
 	t.Cleanup(func() {
 		c.EventBridge.RemoveTargets(ctx, &eventbridge.RemoveTargetsInput{Rule: aws.String(name), EventBusName: aws.String(bus), Ids: []string{"queue"}})
 		c.EventBridge.DeleteRule(ctx, &eventbridge.DeleteRuleInput{Name: aws.String(name), EventBusName: aws.String(bus)})
-		c.SQS.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: q.QueueUrl})
+		c.Deliveries.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: q.QueueUrl})
 	})
 	return aws.ToString(q.QueueUrl)
 }

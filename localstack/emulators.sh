@@ -5,19 +5,26 @@
 #     -> DynamoDB + DynamoDB Streams on 127.0.0.1:$DYNAMODB_PORT (default 8000),
 #        started through loopback/OrderlyDynamoDBLoopback.java (compiled at
 #        install; needs a JDK): DynamoDB Local itself would listen on every interface
+#   ElasticMQ (Maven artifact org.elasticmq:elasticmq-server_2.13, pinned by
+#   elasticmq/pom.xml, settings in elasticmq/elasticmq.conf)
+#     -> SQS on 127.0.0.1:$ELASTICMQ_PORT (default 9324): the engine's queues
 #   moto server (PyPI moto[server])
-#     -> SQS, SNS, EventBridge (and the rest of moto) on 127.0.0.1:$MOTO_PORT (default 5000)
+#     -> SNS, EventBridge, Secrets Manager (and the rest of moto) on
+#        127.0.0.1:$MOTO_PORT (default 5000), and the queues SNS and
+#        EventBridge deliver to (moto delivers only to its own queues)
 #
 # Usage: localstack/emulators.sh {install|start|stop|restart|status|env|freeze}
 #
 # Environment:
 #   DYNAMODB_PORT       (default 8000)
 #   MOTO_PORT           (default 5000)
+#   ELASTICMQ_PORT      (default 9324)
 #   EMULATOR_TIMEOUT    seconds to wait for each emulator to answer (default 60)
 #   DYNAMODB_JAVA_OPTS  extra JVM flags for DynamoDB Local (default "-Xmx512m")
+#   ELASTICMQ_JAVA_OPTS extra JVM flags for ElasticMQ (default "-Xmx512m")
 #   PYTHON              interpreter used to create the venv (default python3)
 #   EMULATORS_STATE_DIR where logs/ and run/ live (default <repo>/.local); set it
-#                       together with the ports to run a second, isolated pair
+#                       together with the ports to run a second, isolated set
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
@@ -26,18 +33,25 @@ ROOT_DIR="$(cd "$SCRIPT_DIR/.." && pwd -P)"
 VENV_DIR="$ROOT_DIR/.tools/venv"
 NODE_MODULES="$SCRIPT_DIR/node_modules"
 LOOPBACK_DIR="$ROOT_DIR/.tools/dynamodb-loopback"
+ELASTICMQ_DIR="$ROOT_DIR/.tools/elasticmq"
 STATE_DIR="${EMULATORS_STATE_DIR:-$ROOT_DIR/.local}"
 LOG_DIR="$STATE_DIR/logs"
 RUN_DIR="$STATE_DIR/run"
 
 DYNAMODB_PORT="${DYNAMODB_PORT:-8000}"
 MOTO_PORT="${MOTO_PORT:-5000}"
+ELASTICMQ_PORT="${ELASTICMQ_PORT:-9324}"
 EMULATOR_TIMEOUT="${EMULATOR_TIMEOUT:-60}"
 DYNAMODB_JAVA_OPTS="${DYNAMODB_JAVA_OPTS:--Xmx512m}"
+ELASTICMQ_JAVA_OPTS="${ELASTICMQ_JAVA_OPTS:--Xmx512m}"
 PYTHON="${PYTHON:-python3}"
 
 PY_STAMP="$VENV_DIR/.orderly-emulators.stamp"
 NPM_STAMP="$NODE_MODULES/.orderly-emulators.stamp"
+EMQ_STAMP="$ELASTICMQ_DIR/.orderly-emulators.stamp"
+
+# Every emulator, in the order they start and stop.
+EMULATORS=(dynamodb elasticmq moto)
 
 LOG_PREFIX=emulators
 # shellcheck source=localstack/common.sh
@@ -94,9 +108,33 @@ install_npm() {
     printf '%s\n' "$want" > "$NPM_STAMP"
 }
 
+maven_fingerprint() {
+    { sha256_of "$SCRIPT_DIR/elasticmq/pom.xml"; java -version 2>&1; } | sha256_of /dev/stdin
+}
+
+install_maven() {
+    need mvn "needed to fetch ElasticMQ, the SQS emulator"
+    local want
+    want="$(maven_fingerprint)"
+    if [[ -f "$EMQ_STAMP" && "$(cat "$EMQ_STAMP")" == "$want" ]] && compgen -G "$ELASTICMQ_DIR/lib/elasticmq-server_*.jar" >/dev/null; then
+        log "elasticmq up to date ($ELASTICMQ_DIR)"
+        return 0
+    fi
+    ! live_pid elasticmq >/dev/null || die "ElasticMQ's pin changed while it is running; run '$0 stop' first"
+    log "fetching ElasticMQ with mvn (pinned by elasticmq/pom.xml)"
+    rm -rf "$ELASTICMQ_DIR"
+    mkdir -p "$ELASTICMQ_DIR"
+    mvn -q -B -Dstyle.color=never -f "$SCRIPT_DIR/elasticmq/pom.xml" dependency:copy-dependencies \
+        -DincludeScope=runtime -DoutputDirectory="$ELASTICMQ_DIR/lib" >&2 \
+        || die "mvn could not fetch ElasticMQ (see the lines above)"
+    compgen -G "$ELASTICMQ_DIR/lib/elasticmq-server_*.jar" >/dev/null || die "elasticmq-server jar missing after mvn"
+    printf '%s\n' "$want" > "$EMQ_STAMP"
+}
+
 cmd_install() {
     install_python
     install_npm
+    install_maven
     build_loopback_launcher "$(ddb_dir "$NODE_MODULES")" "$LOOPBACK_DIR"
 }
 
@@ -108,11 +146,15 @@ cmd_install() {
 pid_file() { printf '%s/%s.pid\n' "$RUN_DIR" "$1"; }
 port_file() { printf '%s/%s.port\n' "$RUN_DIR" "$1"; }
 log_file() { printf '%s/%s.log\n' "$LOG_DIR" "$1"; }
-port_of() { case "$1" in dynamodb) echo "$DYNAMODB_PORT" ;; moto) echo "$MOTO_PORT" ;; esac; }
+port_of() { case "$1" in dynamodb) echo "$DYNAMODB_PORT" ;; moto) echo "$MOTO_PORT" ;; elasticmq) echo "$ELASTICMQ_PORT" ;; esac; }
+# What each emulator serves, for messages.
+serves() { case "$1" in dynamodb) echo "DynamoDB" ;; moto) echo "SNS, EventBridge" ;; elasticmq) echo "SQS" ;; esac; }
+# The variable that moves it to another port.
+port_var() { case "$1" in dynamodb) echo DYNAMODB_PORT ;; moto) echo MOTO_PORT ;; elasticmq) echo ELASTICMQ_PORT ;; esac; }
 # Port a running instance was started with (falls back to the configured one).
 running_port() { cat "$(port_file "$1")" 2>/dev/null || port_of "$1"; }
 # A string that must appear in the process's command line (guards against pid reuse).
-signature_of() { case "$1" in dynamodb) echo "DynamoDBLocal.jar" ;; moto) echo "moto_server" ;; esac; }
+signature_of() { case "$1" in dynamodb) echo "DynamoDBLocal.jar" ;; moto) echo "moto_server" ;; elasticmq) echo "org.elasticmq.server.Main" ;; esac; }
 
 # Prints the pid if the pid file points at a live process of the right kind.
 live_pid() {
@@ -127,7 +169,7 @@ live_pid() {
 }
 
 # Any HTTP response at all means the server is up (DynamoDB Local answers a
-# bare GET with 400, moto's /moto-api/ with 200).
+# bare GET with 400, moto's /moto-api/ with 200, ElasticMQ a bare GET with 400).
 http_up() {
     local code
     code="$(curl -s -o /dev/null -m 2 -w '%{http_code}' "$1" 2>/dev/null || true)"
@@ -139,6 +181,7 @@ healthy() {
     case "$1" in
         dynamodb) http_up "http://127.0.0.1:$port/" ;;
         moto) http_up "http://127.0.0.1:$port/moto-api/" ;;
+        elasticmq) http_up "http://127.0.0.1:$port/" ;;
     esac
 }
 
@@ -164,6 +207,12 @@ launch() {
             # (its CORS allows every origin): a page open in the browser
             # could read the queues. Nothing local needs CORS.
             cmd=(env MOTO_DISABLE_GLOBAL_CORS=true "$VENV_DIR/bin/moto_server" -H 127.0.0.1 -p "$MOTO_PORT")
+            ;;
+        elasticmq)
+            # shellcheck disable=SC2206 # word-splitting of JVM opts is intended
+            cmd=(java $ELASTICMQ_JAVA_OPTS "-Dconfig.file=$SCRIPT_DIR/elasticmq/elasticmq.conf"
+                 "-Drest-sqs.bind-port=$ELASTICMQ_PORT" "-Dnode-address.port=$ELASTICMQ_PORT"
+                 -cp "$ELASTICMQ_DIR/lib/*" org.elasticmq.server.Main)
             ;;
     esac
     log "starting $name: ${cmd[*]}"
@@ -229,27 +278,44 @@ preflight() {
         return 1
     fi
     rm -f "$(pid_file "$name")" "$(port_file "$name")"
-    if healthy "$name"; then
-        die "port $port is already served by a process not started by this script; stop it or set $(tr '[:lower:]' '[:upper:]' <<<"$name")_PORT"
+    local holder
+    if holder="$(port_holder "$port")"; then
+        die "port $port ($(serves "$name")) is taken by ${holder:-another process}: if that is an earlier run of orderly, run 'make stop' (in its checkout); otherwise stop it or set $(port_var "$name")"
     fi
     return 0
 }
 
+# port_holder PORT succeeds when something listens on PORT (on any
+# address: a wildcard listener also keeps us from binding 127.0.0.1), and
+# prints what, when ss can tell.
+port_holder() {
+    local port="$1" line
+    if command -v ss >/dev/null 2>&1; then
+        line="$(ss -Hltnp "sport = :$port" 2>/dev/null | head -n 1)"
+        [[ -n "$line" ]] || return 1
+        local who
+        who="$(grep -o 'users:((.*))' <<<"$line" | sed -E 's/users:\(\("([^"]*)",pid=([0-9]+).*/\1 (pid \2)/')"
+        printf '%s\n' "${who:-}"
+        return 0
+    fi
+    # No ss: a connection that opens means a listener.
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null
+}
+
 cmd_start() {
-    need java "DynamoDB Local needs Java 17+"
+    need java "DynamoDB Local and ElasticMQ need Java 17+"
     need curl "used for health checks"
     cmd_install
     mkdir -p "$LOG_DIR" "$RUN_DIR"
     local name
     local -a todo=()
-    for name in dynamodb moto; do
+    for name in "${EMULATORS[@]}"; do
         if preflight "$name"; then todo+=("$name"); fi
     done
-    # Launch both before waiting so the JVM and Python start-ups overlap.
+    # Launch all before waiting so the JVMs' and Python's start-ups overlap.
     for name in ${todo[@]+"${todo[@]}"}; do launch "$name"; done
-    wait_healthy dynamodb
-    wait_healthy moto
-    for name in dynamodb moto; do check_loopback "$name" "${todo[*]-}"; done
+    for name in "${EMULATORS[@]}"; do wait_healthy "$name"; done
+    for name in "${EMULATORS[@]}"; do check_loopback "$name" "${todo[*]-}"; done
 }
 
 # check_loopback NAME STARTED: the emulators answer anyone without
@@ -292,13 +358,13 @@ stop_one() {
 }
 
 cmd_stop() {
-    stop_one dynamodb
-    stop_one moto
+    local name
+    for name in "${EMULATORS[@]}"; do stop_one "$name"; done
 }
 
 cmd_status() {
     local name pid port rc=0 rss
-    for name in dynamodb moto; do
+    for name in "${EMULATORS[@]}"; do
         port="$(port_of "$name")"
         if pid="$(live_pid "$name")"; then
             port="$(running_port "$name")"
@@ -326,6 +392,7 @@ cmd_status() {
 cmd_env() {
     cat <<EOF
 export AWS_ENDPOINT_URL=http://127.0.0.1:$MOTO_PORT
+export AWS_ENDPOINT_URL_SQS=http://127.0.0.1:$ELASTICMQ_PORT
 export AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$DYNAMODB_PORT
 export AWS_ENDPOINT_URL_DYNAMODB_STREAMS=http://127.0.0.1:$DYNAMODB_PORT
 export AWS_ACCESS_KEY_ID=test
@@ -357,7 +424,7 @@ cmd_freeze() {
 # emulator processes so they do not hold the lock.
 
 usage() {
-    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 }
 

@@ -398,7 +398,7 @@ launch() {
         # another tool's `env` may have exported into this shell.
         exec ${detach[@]+"${detach[@]}"} env \
             -u LOCALSTACK_AUTH_TOKEN -u LOCALSTACK_API_KEY -u LOCALSTACK_CLI \
-            -u AWS_ENDPOINT_URL -u AWS_ENDPOINT_URL_DYNAMODB -u AWS_ENDPOINT_URL_DYNAMODB_STREAMS \
+            -u AWS_ENDPOINT_URL -u AWS_ENDPOINT_URL_DYNAMODB -u AWS_ENDPOINT_URL_DYNAMODB_STREAMS -u AWS_ENDPOINT_URL_SQS \
             -u AWS_PROFILE \
             "${envs[@]}" \
             bash -c 'echo $$ > "$1"; shift; exec "$@"' _ "$PID_FILE" \
@@ -571,7 +571,7 @@ cmd_env() {
     local port
     port="$(live_pid >/dev/null && running_port || echo "$LOCALSTACK_PORT")"
     cat <<EOF
-unset AWS_ENDPOINT_URL_DYNAMODB AWS_ENDPOINT_URL_DYNAMODB_STREAMS AWS_PROFILE
+unset AWS_ENDPOINT_URL_DYNAMODB AWS_ENDPOINT_URL_DYNAMODB_STREAMS AWS_ENDPOINT_URL_SQS AWS_PROFILE
 export AWS_ENDPOINT_URL=http://127.0.0.1:$port
 export AWS_ACCESS_KEY_ID=test
 export AWS_SECRET_ACCESS_KEY=test

@@ -11,6 +11,8 @@ import sys
 import boto3
 
 stage = sys.argv[1] if len(sys.argv) > 1 else "local"
+# The status queue is where the event bus delivers: moto, beside EventBridge
+# (AWS_ENDPOINT_URL), not ElasticMQ (AWS_ENDPOINT_URL_SQS).
 sqs = boto3.client(
     "sqs",
     endpoint_url=os.environ.get("AWS_ENDPOINT_URL", "http://127.0.0.1:5000"),

@@ -131,6 +131,9 @@ func run(log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if err := config.CheckEndpoints(ctx, awsCfg); err != nil {
+		return err
+	}
 	e, err := engine.New(ctx, awsCfg, cfg)
 	if err != nil {
 		return err

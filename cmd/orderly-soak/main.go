@@ -20,11 +20,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
-	"github.com/aws/aws-sdk-go-v2/service/sns"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
 	"orderly/internal/config"
 	"orderly/internal/provision"
 	"orderly/internal/soak"
@@ -65,6 +60,9 @@ func run(log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if err := config.CheckEndpoints(ctx, awsCfg); err != nil {
+		return err
+	}
 	dir, err := os.MkdirTemp("", "orderly-soak-")
 	if err != nil {
 		return err
@@ -98,10 +96,7 @@ func run(log *slog.Logger) error {
 	report, err := soak.Run(ctx, soak.Config{
 		Binary: *binary, Env: env, APIAddr: apiAddr, Orders: *orders, Mix: soak.DefaultMix, Seed: *seed,
 		Clients: *clients, BurstShare: *burst, Rate: *rate, KillEvery: *killEvery, VersionChange: *change, RollbackFor: *rollback, Bound: *bound, Log: log, RuntimeLog: runtimeLog,
-	}, soak.Env{Clients: provision.Clients{
-		DynamoDB: dynamodb.NewFromConfig(awsCfg), SQS: sqs.NewFromConfig(awsCfg), SNS: sns.NewFromConfig(awsCfg),
-		EventBridge: eventbridge.NewFromConfig(awsCfg),
-	}, Stage: stage, Ledger: ledger})
+	}, soak.Env{Clients: provision.NewClients(awsCfg), Stage: stage, Ledger: ledger})
 	if err != nil {
 		return err
 	}

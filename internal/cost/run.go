@@ -93,8 +93,11 @@ func Run(ctx context.Context, awsCfg aws.Config, opts Options) ([]Result, error)
 		Timing: opts.Timing, SupervisorEvery: 500 * time.Millisecond,
 		// One Scheduler: in AWS one event source mapping delivers each
 		// stream record once; two local ones would double the claims.
-		Schedulers:      1,
-		SQSPollers:      1,
+		Schedulers: 1,
+		// Pollers as localrun's default, several batches at once as
+		// Lambda's event source mapping runs them: a retry must not wait
+		// behind another order's hung call (with one poller it did, ran
+		// past its window and was retried again, a cost AWS never sees).
 		QueueVisibility: opts.Timing.MaxAllowance + 10*time.Second,
 		AgentBackoff:    agent.Backoff{Base: 20 * time.Millisecond, Cap: 200 * time.Millisecond},
 		// Each path is priced as it is: with every order of a run failing

@@ -26,11 +26,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
-	awssns "github.com/aws/aws-sdk-go-v2/service/sns"
-	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
 
 	"orderly/internal/agent"
@@ -137,8 +133,7 @@ type Config struct {
 	// Metrics receives EMF lines; nil discards them.
 	Metrics *os.File
 	// SQSPollers is how many pollers read each queue at once (batches in
-	// the handler at once); zero means localrun's default. The cost run
-	// uses 1: moto can hand one message to two receives that race.
+	// the handler at once); zero means localrun's default.
 	SQSPollers int
 	// StateDir, when set, is where the local stream pollers keep their
 	// checkpoints, so a restarted engine resumes the stream where it
@@ -209,13 +204,9 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("engine: the %s: %w", l.name, err)
 		}
 	}
-	e := &Engine{cfg: cfg, clients: provision.Clients{
-		DynamoDB: dynamodb.NewFromConfig(awsCfg),
-		SQS:      awssqs.NewFromConfig(awsCfg),
-		SNS:      awssns.NewFromConfig(awsCfg),
-		// Provisioning only: the recorder's publisher is made from fnCfg.
-		EventBridge: eventbridge.NewFromConfig(awsCfg),
-	}, streams: dynamodbstreams.NewFromConfig(awsCfg)}
+	// Its EventBridge client provisions only: the recorder's publisher is
+	// made from fnCfg.
+	e := &Engine{cfg: cfg, clients: provision.NewClients(awsCfg), streams: dynamodbstreams.NewFromConfig(awsCfg)}
 	e.fnCfg = awsCfg.Copy()
 	e.fnCfg.APIOptions = append(slices.Clone(e.fnCfg.APIOptions), cfg.APIOptions...)
 
@@ -346,12 +337,7 @@ func (e *Engine) Clients() provision.Clients { return e.clients }
 // the configuration adds to the functions' and to that one's.
 func (e *Engine) functionClients(function string) provision.Clients {
 	cfg := e.functionConfig(function)
-	return provision.Clients{
-		DynamoDB:    dynamodb.NewFromConfig(cfg),
-		SQS:         awssqs.NewFromConfig(cfg),
-		SNS:         awssns.NewFromConfig(cfg),
-		EventBridge: eventbridge.NewFromConfig(cfg),
-	}
+	return provision.NewClients(cfg)
 }
 
 // functionConfig is the SDK configuration of one function's clients.

@@ -65,7 +65,7 @@ func (s *statusEvents) await(t *testing.T, e running, id string, n int, timeout 
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		out, err := e.Clients().SQS.ReceiveMessage(context.Background(), &awssqs.ReceiveMessageInput{
+		out, err := e.Clients().Deliveries.ReceiveMessage(context.Background(), &awssqs.ReceiveMessageInput{
 			QueueUrl: aws.String(e.Stack.StatusQueue.URL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
 		if err != nil {
 			t.Fatalf("receive status events: %v", err)
@@ -82,7 +82,7 @@ func (s *statusEvents) await(t *testing.T, e running, id string, n int, timeout 
 				t.Errorf("status event %s: %v", aws.ToString(m.Body), err)
 			}
 			s.seen[ev.Detail.OrderID] = append(s.seen[ev.Detail.OrderID], ev.Detail)
-			e.Clients().SQS.DeleteMessage(context.Background(), &awssqs.DeleteMessageInput{QueueUrl: aws.String(e.Stack.StatusQueue.URL), ReceiptHandle: m.ReceiptHandle})
+			e.Clients().Deliveries.DeleteMessage(context.Background(), &awssqs.DeleteMessageInput{QueueUrl: aws.String(e.Stack.StatusQueue.URL), ReceiptHandle: m.ReceiptHandle})
 		}
 		got := slices.Clone(s.seen[id])
 		s.mu.Unlock()

@@ -20,6 +20,7 @@ import (
 // a real account.
 var emulatorEnv = map[string]string{
 	"AWS_ENDPOINT_URL":                  "http://127.0.0.1:5000",
+	"AWS_ENDPOINT_URL_SQS":              "http://127.0.0.1:9324",
 	"AWS_ENDPOINT_URL_DYNAMODB":         "http://127.0.0.1:8000",
 	"AWS_ENDPOINT_URL_DYNAMODB_STREAMS": "http://127.0.0.1:8000",
 	"AWS_ACCESS_KEY_ID":                 "test",

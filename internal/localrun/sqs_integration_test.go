@@ -34,7 +34,7 @@ const testVisibility = 2 * time.Second
 // test ends.
 func newTestQueue(t *testing.T) testQueue {
 	t.Helper()
-	client := sqs.NewFromConfig(integrationConfig(t, "AWS_ENDPOINT_URL"))
+	client := sqs.NewFromConfig(integrationConfig(t, "AWS_ENDPOINT_URL_SQS"))
 	created, err := client.CreateQueue(t.Context(), &sqs.CreateQueueInput{
 		QueueName:  aws.String(uniqueName("localrun-test")),
 		Attributes: map[string]string{string(types.QueueAttributeNameVisibilityTimeout): strconv.Itoa(int(testVisibility / time.Second))},
@@ -262,10 +262,10 @@ func TestSQSPollerIntegrationHandlerErrorReturnsBatch(t *testing.T) {
 
 func TestSQSPollerIntegrationMissingQueue(t *testing.T) {
 	t.Parallel()
-	client := sqs.NewFromConfig(integrationConfig(t, "AWS_ENDPOINT_URL"))
+	client := sqs.NewFromConfig(integrationConfig(t, "AWS_ENDPOINT_URL_SQS"))
 	name := uniqueName("localrun-missing")
 	p, err := NewSQSPoller(client, SQSConfig{
-		QueueURL: "http://127.0.0.1:5000/123456789012/" + name,
+		QueueURL: "http://127.0.0.1:9324/123456789012/" + name,
 		QueueARN: "arn:aws:sqs:us-east-1:123456789012:" + name,
 	}, nil, testLogger(t))
 	if err != nil {

@@ -69,10 +69,46 @@ func (s Stack) RequestQueueURLs() map[string]string {
 
 // Clients are the SDK clients provisioning uses.
 type Clients struct {
-	DynamoDB    *dynamodb.Client
-	SQS         *sqs.Client
+	DynamoDB *dynamodb.Client
+	SQS      *sqs.Client
+	// Deliveries is the SQS of the queues that SNS and EventBridge deliver
+	// to: the status queue and alert inboxes. In AWS and on LocalStack it
+	// is the same service as SQS. Locally, where SQS is ElasticMQ but SNS
+	// and EventBridge are moto, which delivers only to its own queues, it
+	// is moto's SQS (see NewClients).
+	Deliveries  *sqs.Client
 	SNS         *sns.Client
 	EventBridge *eventbridge.Client
+}
+
+// NewClients builds the clients from cfg. Each service's endpoint is the
+// SDK's own setting (AWS_ENDPOINT_URL_<SERVICE>, or AWS_ENDPOINT_URL);
+// Deliveries goes wherever SNS goes, so that the queues SNS and EventBridge
+// deliver to are on the emulator that delivers (in AWS, both resolve to the
+// region's own endpoints).
+func NewClients(cfg aws.Config) Clients {
+	return Clients{
+		DynamoDB:    dynamodb.NewFromConfig(cfg),
+		SQS:         sqs.NewFromConfig(cfg),
+		Deliveries:  DeliveriesSQS(cfg),
+		SNS:         sns.NewFromConfig(cfg),
+		EventBridge: eventbridge.NewFromConfig(cfg),
+	}
+}
+
+// DeliveriesSQS is an SQS client at SNS's endpoint: see Clients.Deliveries.
+func DeliveriesSQS(cfg aws.Config) *sqs.Client {
+	endpoint := sns.NewFromConfig(cfg).Options().BaseEndpoint
+	return sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = endpoint })
+}
+
+// deliveries is the client of the status queue; Clients made by hand
+// without one keep it on SQS.
+func (c Clients) deliveries() *sqs.Client {
+	if c.Deliveries != nil {
+		return c.Deliveries
+	}
+	return c.SQS
 }
 
 // Create provisions every resource of the catalog.
@@ -101,7 +137,7 @@ func Create(ctx context.Context, c Clients, cat resources.Catalog) (Stack, error
 	if _, err := createTable(ctx, c.DynamoDB, cat.History); err != nil {
 		return st, err
 	}
-	if st.StatusQueue, err = createQueue(ctx, c.SQS, cat.StatusQueue); err != nil {
+	if st.StatusQueue, err = createQueue(ctx, c.deliveries(), cat.StatusQueue); err != nil {
 		return st, err
 	}
 	if err := createBus(ctx, c.EventBridge, cat, st.StatusQueue.ARN); err != nil {
@@ -149,16 +185,20 @@ func Delete(ctx context.Context, c Clients, st Stack) error {
 		_, _ = c.EventBridge.DeleteRule(ctx, &eventbridge.DeleteRuleInput{Name: rule, EventBusName: bus})
 		_, _ = c.EventBridge.DeleteEventBus(ctx, &eventbridge.DeleteEventBusInput{Name: bus})
 	}
-	queues := []Queue{st.ResponseQueue, st.StatusQueue}
+	type placed struct {
+		Queue
+		on *sqs.Client
+	}
+	queues := []placed{{st.ResponseQueue, c.SQS}, {st.StatusQueue, c.deliveries()}}
 	for _, q := range st.RequestQueues {
-		queues = append(queues, q)
+		queues = append(queues, placed{q, c.SQS})
 	}
 	for _, q := range queues {
 		for _, url := range []string{q.URL, q.DeadLetterURL} {
 			if url == "" {
 				continue
 			}
-			if _, err := c.SQS.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(url)}); err != nil {
+			if _, err := q.on.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(url)}); err != nil {
 				errs = append(errs, fmt.Errorf("delete queue %s: %w", url, err))
 			}
 		}

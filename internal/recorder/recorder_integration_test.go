@@ -61,7 +61,7 @@ func TestAStatusEventSurvivesACrashBeforeItsPublish(t *testing.T) {
 	if err != nil || len(ts) != 2 || ts[0].To != string(order.StatusPending) || ts[0].By != "submit" {
 		t.Errorf("history %+v, %v: want the submission once (2 transitions), by submit", ts, err)
 	}
-	out, err := w.Clients.SQS.ReceiveMessage(context.Background(), &awssqs.ReceiveMessageInput{
+	out, err := w.Clients.Deliveries.ReceiveMessage(context.Background(), &awssqs.ReceiveMessageInput{
 		QueueUrl: aws.String(w.Stack.StatusQueue.URL), MaxNumberOfMessages: 10, WaitTimeSeconds: 5})
 	if err != nil || len(out.Messages) == 0 {
 		t.Fatalf("status events: %d, %v; want the one published on redelivery", len(out.Messages), err)

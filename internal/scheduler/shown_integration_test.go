@@ -75,7 +75,7 @@ func (o *watcher) shown(t *testing.T) map[string]string {
 		out["GET "+resource] = resp.Body
 	}
 	for {
-		msgs, err := o.w.Clients.SQS.ReceiveMessage(context.Background(), &awssqs.ReceiveMessageInput{
+		msgs, err := o.w.Clients.Deliveries.ReceiveMessage(context.Background(), &awssqs.ReceiveMessageInput{
 			QueueUrl: aws.String(o.w.Stack.StatusQueue.URL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
 		if err != nil {
 			t.Fatalf("receive status events: %v", err)
@@ -85,7 +85,7 @@ func (o *watcher) shown(t *testing.T) map[string]string {
 		}
 		for _, m := range msgs.Messages {
 			o.events = append(o.events, aws.ToString(m.Body))
-			_, _ = o.w.Clients.SQS.DeleteMessage(context.Background(), &awssqs.DeleteMessageInput{
+			_, _ = o.w.Clients.Deliveries.DeleteMessage(context.Background(), &awssqs.DeleteMessageInput{
 				QueueUrl: aws.String(o.w.Stack.StatusQueue.URL), ReceiptHandle: m.ReceiptHandle})
 		}
 	}

@@ -392,11 +392,11 @@ func subscribe(ctx context.Context, env Env, cat resources.Catalog) (*alertInbox
 	if err != nil {
 		return nil, fmt.Errorf("alert topic: %w", err)
 	}
-	url, err := orderlysns.SubscribeQueue(ctx, env.Clients.SNS, env.Clients.SQS, aws.ToString(topic.TopicArn), "orderly-"+env.Stage+"-soak-alerts")
+	url, err := orderlysns.SubscribeQueue(ctx, env.Clients.SNS, env.Clients.Deliveries, aws.ToString(topic.TopicArn), "orderly-"+env.Stage+"-soak-alerts")
 	if err != nil {
 		return nil, fmt.Errorf("alert inbox: %w", err)
 	}
-	return &alertInbox{sqs: env.Clients.SQS, url: url}, nil
+	return &alertInbox{sqs: env.Clients.Deliveries, url: url}, nil
 }
 
 // drain reads every alert until each order in Error, or redriven from it,
@@ -450,7 +450,7 @@ type eventReader struct {
 }
 
 func newEventReader(ctx context.Context, env Env, cat resources.Catalog) (*eventReader, error) {
-	url, err := env.Clients.SQS.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(cat.StatusQueue.Name)})
+	url, err := env.Clients.Deliveries.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(cat.StatusQueue.Name)})
 	if err != nil {
 		return nil, fmt.Errorf("status events queue: %w", err)
 	}
@@ -466,7 +466,7 @@ func (r *eventReader) run(ctx context.Context) {
 
 // once reads one batch and reports how many events it held.
 func (r *eventReader) once(ctx context.Context) int {
-	got, err := r.env.Clients.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: r.url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+	got, err := r.env.Clients.Deliveries.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: r.url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
 	if err != nil || len(got.Messages) == 0 {
 		return 0
 	}
@@ -485,7 +485,7 @@ func (r *eventReader) once(ctx context.Context) int {
 		entries = append(entries, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
 	}
 	r.mu.Unlock()
-	_, _ = r.env.Clients.SQS.DeleteMessageBatch(context.WithoutCancel(ctx), &sqs.DeleteMessageBatchInput{QueueUrl: r.url, Entries: entries})
+	_, _ = r.env.Clients.Deliveries.DeleteMessageBatch(context.WithoutCancel(ctx), &sqs.DeleteMessageBatchInput{QueueUrl: r.url, Entries: entries})
 	return len(got.Messages)
 }
 

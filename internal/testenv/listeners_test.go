@@ -68,7 +68,7 @@ func TestEmulatorsListenOnLoopbackOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, env := range []string{"AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL"} {
+	for _, env := range []string{"AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL"} {
 		u, err := url.Parse(os.Getenv(env))
 		if err != nil || u.Port() == "" {
 			t.Fatalf("%s=%q names no port", env, os.Getenv(env))
@@ -92,7 +92,7 @@ func TestEmulatorsListenOnLoopbackOnly(t *testing.T) {
 		t.Log("ORDERLY_EMULATOR_RUN_DIR unset: the emulators' own other sockets not checked")
 		return
 	}
-	for _, name := range []string{"dynamodb", "moto"} {
+	for _, name := range []string{"dynamodb", "elasticmq", "moto"} {
 		raw, err := os.ReadFile(filepath.Join(dir, name+".pid"))
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
@@ -127,7 +127,7 @@ func TestEmulatorsAllowNoOtherOrigin(t *testing.T) {
 	if !testenv.Enabled() {
 		t.Skip("set ORDERLY_INTEGRATION=1 to run against the emulators")
 	}
-	for _, env := range []string{"AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL"} {
+	for _, env := range []string{"AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL"} {
 		endpoint := os.Getenv(env)
 		for _, method := range []string{http.MethodOptions, http.MethodPost} {
 			req, err := http.NewRequest(method, endpoint+"/", strings.NewReader("{}"))

@@ -19,10 +19,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
-	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"orderly/internal/config"
 	"orderly/internal/order"
 	"orderly/internal/provision"
 	"orderly/internal/resources"
@@ -41,6 +40,9 @@ func AWS(t testing.TB) aws.Config {
 	cfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
 		t.Fatalf("load AWS config: %v", err)
+	}
+	if err := config.CheckEndpoints(ctx, cfg); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := dynamodb.NewFromConfig(cfg).ListTables(ctx, &dynamodb.ListTablesInput{Limit: aws.Int32(1)}); err != nil {
 		t.Fatalf("DynamoDB endpoint does not answer (are the emulators running? make emulators): %v", err)
@@ -77,12 +79,7 @@ func Provision(t testing.TB, cfg aws.Config, cat resources.Catalog) (provision.S
 
 // Clients builds SDK clients from cfg.
 func Clients(cfg aws.Config) provision.Clients {
-	return provision.Clients{
-		DynamoDB:    dynamodb.NewFromConfig(cfg),
-		SQS:         sqs.NewFromConfig(cfg),
-		SNS:         sns.NewFromConfig(cfg),
-		EventBridge: eventbridge.NewFromConfig(cfg),
-	}
+	return provision.NewClients(cfg)
 }
 
 // AlertInbox is an SQS queue subscribed to the alert topic, the way an
@@ -100,14 +97,14 @@ type AlertInbox struct {
 func SubscribeAlerts(t testing.TB, clients provision.Clients, topicARN string) *AlertInbox {
 	t.Helper()
 	ctx := context.Background()
-	url, err := orderlysns.SubscribeQueue(ctx, clients.SNS, clients.SQS, topicARN, "alerts-"+strings.ToLower(rand.Text()[:10]))
+	url, err := orderlysns.SubscribeQueue(ctx, clients.SNS, clients.Deliveries, topicARN, "alerts-"+strings.ToLower(rand.Text()[:10]))
 	if err != nil {
 		t.Fatalf("alert inbox: %v", err)
 	}
 	t.Cleanup(func() {
-		clients.SQS.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)})
+		clients.Deliveries.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)})
 	})
-	return &AlertInbox{client: clients.SQS, url: url, published: map[string]bool{}}
+	return &AlertInbox{client: clients.Deliveries, url: url, published: map[string]bool{}}
 }
 
 // Await returns the first alert about orderID, failing the test if none
