@@ -86,6 +86,12 @@ bench: tools ## benchmarks against the emulators (the engine's: 300 orders; the 
 	$(WITH_EMULATORS) env ORDERLY_INTEGRATION=1 go test -run '^$$' -bench OrderEndToEnd -benchtime 300x ./internal/engine
 	$(WITH_EMULATORS) env ORDERLY_INTEGRATION=1 go test -run '^$$' -bench 'Burst|EmulatorCeiling' -benchtime 1000x -timeout 30m ./internal/engine
 
+# Against an orderly already running: it starts nothing itself, so that
+# what it measures is exactly what `make run` serves.
+.PHONY: load
+load: ## measure a running `make run` as a client sees it (run `make run` first in another shell): a burst of 1,000 orders from 20 clients, sequential latency before and after it; LOAD_FLAGS passes cmd/orderly-load's flags
+	go run ./cmd/orderly-load $(LOAD_FLAGS)
+
 .PHONY: cost
 cost: tools ## measure the cost per order on the emulators and price it (ORDERS=100 per scenario)
 	$(WITH_EMULATORS) go run ./cmd/orderly-cost -orders $(or $(ORDERS),100)
