@@ -327,10 +327,24 @@ func (s *Store) fail(ctx context.Context, st order.StepState, cond expression.Co
 // attempt and its deadline has passed. It unlocks the step, counts the
 // failure and makes it Pending again, to be claimed by claimBy.
 func (s *Store) RetryStep(ctx context.Context, st order.StepState, claimBy time.Time, reason string, now time.Time) (order.StepState, error) {
+	return s.retry(ctx, st, claimBy, reason, true, now)
+}
+
+// ResendStep is RetryStep without counting a failure: the attempt's
+// request may have been dropped by a build that lacked the order's
+// workflow version (order.Recovery.NotAFailure), which is not the step's
+// failure.
+func (s *Store) ResendStep(ctx context.Context, st order.StepState, claimBy time.Time, reason string, now time.Time) (order.StepState, error) {
+	return s.retry(ctx, st, claimBy, reason, false, now)
+}
+
+func (s *Store) retry(ctx context.Context, st order.StepState, claimBy time.Time, reason string, countFailure bool, now time.Time) (order.StepState, error) {
 	i := st.Index
 	upd := pending(expression.UpdateBuilder{}, st, claimBy, true).
-		Set(expression.Name(stepAttr(i, "Failures")), expression.Name(stepAttr(i, "Failures")).Plus(expression.Value(1))).
 		Set(expression.Name(stepAttr(i, "LastError")), expression.Value(reason))
+	if countFailure {
+		upd = upd.Set(expression.Name(stepAttr(i, "Failures")), expression.Name(stepAttr(i, "Failures")).Plus(expression.Value(1)))
+	}
 	cond := expired(st, order.Processing, now)
 	if !st.Undo {
 		// A cancelled order's step is not run again: the Supervisor

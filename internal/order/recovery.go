@@ -93,6 +93,10 @@ type Recovery struct {
 	// MayHaveRun says, for Compensate, that the step's own work may have
 	// been done (it timed out), so it is undone too.
 	MayHaveRun bool
+	// NotAFailure says, for Retry, that the attempt is sent again without
+	// counting a failure against the step: its request may have been
+	// dropped by a build that lacked the order's workflow version.
+	NotAFailure bool
 }
 
 // Assess decides what the Supervisor does about a step. Expiry is checked
@@ -140,6 +144,15 @@ func (w Workflow) Assess(s StepState, now time.Time, backlog Backlog) Recovery {
 			// timed out, so its work, if done, is undone too.
 			return Recovery{Action: Compensate, MayHaveRun: true, Reason: fmt.Sprintf(
 				"the order was cancelled and attempt %d timed out: no reply by %s", s.Attempt, s.CompleteBy.UTC().Format(time.RFC3339Nano))}
+		}
+		if s.Parked != "" && s.Parked == s.Version {
+			// The attempt was in flight while a build without its
+			// version ran, whose agents drop such a request without
+			// calling or replying: no queue says whether it is still
+			// there, and a rollback is not the step's failure.
+			return Recovery{Action: Retry, NotAFailure: true, CompleteBy: now.Add(w.ClaimWithin), Reason: fmt.Sprintf(
+				"attempt %d not answered by %s; it was in flight while a build without workflow version %s ran, whose agents drop such requests unanswered: sent again, no failure counted",
+				s.Attempt, s.CompleteBy.UTC().Format(time.RFC3339Nano), Ref(s.Workflow, s.Version))}
 		}
 		deferTo := now.Add(def.AllowanceFor(s.FailureCount) << min(s.Deferrals, MaxDeferralBackoff))
 		switch {

@@ -206,3 +206,54 @@ func TestWorkflowAssessBackPressure(t *testing.T) {
 		})
 	}
 }
+
+// A step whose order was parked (its workflow version was missing from
+// the running build) while its attempt was in flight may have had its
+// request dropped by an agent of that build, which neither calls nor
+// replies. Once the version is back, a backlog in the queue says nothing
+// about that request: past its deadline the step is sent again at once,
+// and the rollback is not counted as the step's failure.
+func TestWorkflowAssessAfterARollback(t *testing.T) {
+	timing := order.Timing{Allowance: 30 * time.Second, MaxAllowance: 2 * time.Minute, FailureThreshold: 3, ClaimWithin: time.Minute}
+	w := ordertest.OrderWorkflow(timing)
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	parked := func(ps order.ProcessState, completeBy time.Time, f func(*order.StepState)) order.StepState {
+		s := order.StepState{OrderID: order.NewID(), Version: "2", Parked: "2", Step: ordertest.StepChargePayment, Index: 1,
+			Agent: ordertest.AgentPayment, ProcessState: ps, CompleteBy: completeBy, Attempt: 1}
+		if f != nil {
+			f(&s)
+		}
+		return s
+	}
+	past, future := now.Add(-time.Second), now.Add(time.Second)
+	tests := []struct {
+		name           string
+		state          order.StepState
+		backlog        order.Backlog
+		want           order.Action
+		wantNotFailure bool
+		wantReason     string
+	}{
+		{"expired, queue backlogged: sent again, not a failure", parked(order.Processing, past, nil), order.Queued, order.Retry, true, "version order/2"},
+		{"expired, agent holding requests: sent again, not a failure", parked(order.Processing, past, nil), order.Held, order.Retry, true, "version order/2"},
+		{"expired, no backlog: sent again, not a failure", parked(order.Processing, past, nil), order.NoBacklog, order.Retry, true, "version order/2"},
+		{"one timeout from the threshold: sent again, not compensated", parked(order.Processing, past, func(s *order.StepState) { s.FailureCount = 2 }), order.Queued, order.Retry, true, "no failure counted"},
+		{"an undo: sent again, not a failure", parked(order.Processing, past, func(s *order.StepState) { s.Undo, s.Index = true, 3 }), order.Queued, order.Retry, true, "version order/2"},
+		{"inside its window: left alone", parked(order.Processing, future, nil), order.Queued, order.Leave, false, ""},
+		{"cancelled: compensated, as any expired cancelled step", parked(order.Processing, past, func(s *order.StepState) { s.CancelRequested = true }), order.Queued, order.Compensate, false, "cancelled"},
+		{"pending: re-announced, as any unclaimed step", parked(order.Pending, past, nil), order.Queued, order.Nudge, false, "unclaimed"},
+		{"never parked: deferred behind the backlog", parked(order.Processing, past, func(s *order.StepState) { s.Parked = "" }), order.Queued, order.Defer, false, "backlog"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := w.Assess(tt.state, now, tt.backlog)
+			if got.Action != tt.want || got.NotAFailure != tt.wantNotFailure || !strings.Contains(got.Reason, tt.wantReason) {
+				t.Errorf("Assess() = %s NotAFailure:%t %q, want %s NotAFailure:%t containing %q",
+					got.Action, got.NotAFailure, got.Reason, tt.want, tt.wantNotFailure, tt.wantReason)
+			}
+			if got.Action == order.Retry && !got.CompleteBy.Equal(now.Add(timing.ClaimWithin)) {
+				t.Errorf("Assess() retries until %s, want the claim window %s", got.CompleteBy, now.Add(timing.ClaimWithin))
+			}
+		})
+	}
+}

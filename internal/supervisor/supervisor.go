@@ -32,6 +32,7 @@ type Store interface {
 	ReportUnreadable(ctx context.Context, u dynamo.Unreadable) error
 	UnreportUnreadable(ctx context.Context, u dynamo.Unreadable) error
 	RetryStep(ctx context.Context, st order.StepState, claimBy time.Time, reason string, now time.Time) (order.StepState, error)
+	ResendStep(ctx context.Context, st order.StepState, claimBy time.Time, reason string, now time.Time) (order.StepState, error)
 	DeferStep(ctx context.Context, st order.StepState, completeBy time.Time, reason string, now time.Time) (order.StepState, error)
 	FailTimedOutStep(ctx context.Context, st order.StepState, reason string, now time.Time) (order.StepState, error)
 	FailUnclaimedStep(ctx context.Context, st order.StepState, reason string, now time.Time) (order.StepState, error)
@@ -310,7 +311,11 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 		}
 	case order.Retry:
 		var retried order.StepState
-		retried, err = s.store.RetryStep(ctx, st, rec.CompleteBy, rec.Reason, now)
+		retry := s.store.RetryStep
+		if rec.NotAFailure {
+			retry = s.store.ResendStep
+		}
+		retried, err = retry(ctx, st, rec.CompleteBy, rec.Reason, now)
 		if err == nil {
 			r.Retried++
 			log.WarnContext(ctx, "timed-out step reset to Pending", "reason", rec.Reason, "failure_count", retried.FailureCount)

@@ -730,3 +730,32 @@ func TestLongOutageBehindAnOpenCircuitSpendsNoAttempts(t *testing.T) {
 		t.Fatalf("once nothing is held: report %+v, want a timeout counted", r)
 	}
 }
+
+// A rollback to a build without the order's workflow version drops the
+// requests its agents take (they neither call nor reply), and the
+// Supervisor parks the order. When the version is back, the step is sent
+// again once its deadline passes, even while its agent's queue has a
+// backlog (other orders' requests), which would otherwise keep deferring
+// a request that is not there; and the rollback is not counted as the
+// step's failure. The soak found orders deferred for minutes this way.
+func TestStepDroppedDuringARollbackIsSentAgainDespiteABacklog(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	id := w.Submit(t, someOrder)
+	takeRequests(t, w) // an agent of the build without version 1 took it and dropped it
+	w.Clock.Advance(w.Step(t, id, first).CompleteBy.Sub(w.Clock.Now()) + w.Workflow.SkewGrace + time.Millisecond)
+	other := w.Workflow
+	other.Version = "2"
+	rolledBack := w.Supervisor(func(c *supervisor.Config) { c.Workflows = order.MustVersions(other) })
+	if r, err := rolledBack.Run(context.Background()); err != nil || r.Parked != 1 {
+		t.Fatalf("the build without version 1: report %+v, error %v; want the order parked", r, err)
+	}
+
+	w.Submit(t, someOrder) // another order's request waits in the same queue: a backlog
+	w.Clock.Advance(supervisor.DefaultParkFor + time.Millisecond)
+	run(t, w)
+	st := w.Step(t, id, first)
+	if st.ProcessState != order.Pending || st.FailureCount != 0 || st.Deferrals != 0 || !strings.Contains(st.LastError, "no failure counted") {
+		t.Fatalf("with version 1 back: step %s, %d failures, %d deferrals, %q; want it sent again with no failure counted",
+			st.ProcessState, st.FailureCount, st.Deferrals, st.LastError)
+	}
+}
