@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -90,6 +91,11 @@ func run(log *slog.Logger) error {
 		cfg.Workflows = order.WithRehearsal(workflows)
 	}
 	cfg.ParkFor = env.Duration("PARK_FOR", 0)
+	// A reader of the local status queue that needs only some statuses
+	// (the soak: the terminal ones) keeps moto's queue shallow.
+	if cfg.StatusEvents, err = statusEvents(env.String("ORDERLY_STATUS_EVENTS", "")); err != nil {
+		return err
+	}
 	// EMF metric lines matter in CloudWatch; locally they would drown the
 	// logs, so they are printed only on request.
 	if env.String("ORDERLY_EMF", "") == "1" {
@@ -172,4 +178,23 @@ func parseOutage(spec string) (simulator.Outage, error) {
 		o.Status = status
 	}
 	return o, nil
+}
+
+// statusEvents reads ORDERLY_STATUS_EVENTS: a comma-separated list of
+// order statuses, or nothing for every status.
+func statusEvents(list string) ([]order.Status, error) {
+	if list == "" {
+		return nil, nil
+	}
+	known := []order.Status{order.StatusPending, order.StatusProcessing, order.StatusProcessed, order.StatusCompensating,
+		order.StatusFailed, order.StatusCancelling, order.StatusCancelled, order.StatusError}
+	var out []order.Status
+	for name := range strings.SplitSeq(list, ",") {
+		s := order.Status(strings.TrimSpace(name))
+		if !slices.Contains(known, s) {
+			return nil, fmt.Errorf("ORDERLY_STATUS_EVENTS: %q is not an order status (one of %v)", name, known)
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }

@@ -104,6 +104,9 @@ type Config struct {
 	// (see resources.Catalog.WithoutTableTTL); items still carry their
 	// ExpiresAt. For tests sharing one DynamoDB Local.
 	WithoutTableTTL bool
+	// StatusEvents, when set, are the only statuses whose events reach
+	// the local status queue (see resources.Catalog.StatusEvents).
+	StatusEvents []order.Status
 	// ParkFor is how often an order of a version the engine lacks is
 	// looked at; zero means the Supervisor's default.
 	ParkFor time.Duration
@@ -234,6 +237,9 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 	catalog := resources.New(cfg.Stage, workflows.Agents())
 	if cfg.WithoutTableTTL {
 		catalog = catalog.WithoutTableTTL()
+	}
+	for _, s := range cfg.StatusEvents {
+		catalog.StatusEvents = append(catalog.StatusEvents, string(s))
 	}
 	if cfg.QueueVisibility > 0 {
 		catalog.ResponseQueue.VisibilityTimeout = cfg.QueueVisibility

@@ -155,7 +155,15 @@ func createBus(ctx context.Context, client *eventbridge.Client, cat resources.Ca
 		return fmt.Errorf("create event bus %s: %w", cat.EventBus, err)
 	}
 	rule := cat.StatusQueue.Name
-	pattern, _ := json.Marshal(map[string]any{"source": []string{resources.EventSource}})
+	match := map[string]any{"source": []string{resources.EventSource}}
+	if len(cat.StatusEvents) > 0 {
+		types := make([]string, len(cat.StatusEvents))
+		for i, s := range cat.StatusEvents {
+			types[i] = resources.EventTypePrefix + s
+		}
+		match["detail-type"] = types
+	}
+	pattern, _ := json.Marshal(match)
 	if _, err := client.PutRule(ctx, &eventbridge.PutRuleInput{Name: aws.String(rule), EventBusName: aws.String(cat.EventBus),
 		EventPattern: aws.String(string(pattern))}); err != nil {
 		return fmt.Errorf("create rule %s: %w", rule, err)

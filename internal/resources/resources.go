@@ -208,6 +208,10 @@ type Catalog struct {
 	// StatusQueue is where the local runtime routes the bus's events, so
 	// a developer can watch them; on AWS, clients add rules of their own.
 	StatusQueue Queue
+	// StatusEvents, when set, are the only statuses whose events the
+	// status queue's rule routes (e.g. the terminal ones, for a reader
+	// that needs no others); none: every status.
+	StatusEvents []string
 }
 
 // Event source and detail-type prefix of status events: detail-type is

@@ -82,12 +82,18 @@ type child struct {
 	deploys int
 }
 
+// terminalStatuses are the statuses whose events the soak checks.
+const terminalStatuses = "Processed,Failed,Cancelled,Error"
+
 // start starts a runtime; the caller holds lifecycle.
 func (c *child) start() error {
 	cmd := exec.Command(c.cfg.Binary)
 	c.mu.Lock()
 	// The runtime runs the checkout example beside the shipped workflow.
-	cmd.Env = append(append(append(os.Environ(), "ORDERLY_WORKFLOWS="+strings.Join(Workflows, ",")), c.cfg.Env...), c.build...)
+	// Its status queue gets only the terminal statuses' events, the ones
+	// the soak checks: on moto a deep queue is slow to read.
+	cmd.Env = append(append(append(os.Environ(), "ORDERLY_WORKFLOWS="+strings.Join(Workflows, ","), "ORDERLY_STATUS_EVENTS="+terminalStatuses),
+		c.cfg.Env...), c.build...)
 	c.mu.Unlock()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
