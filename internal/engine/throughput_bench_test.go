@@ -246,7 +246,7 @@ type cpuClock struct {
 func startCPU(b *testing.B) *cpuClock {
 	c := &cpuClock{pids: map[string]int{}}
 	if dir := os.Getenv("ORDERLY_EMULATOR_RUN_DIR"); dir != "" {
-		for _, name := range []string{"moto", "dynamodb"} {
+		for _, name := range []string{"moto", "elasticmq", "dynamodb"} {
 			data, err := os.ReadFile(filepath.Join(dir, name+".pid"))
 			if pid, perr := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && perr == nil {
 				c.pids[name] = pid
