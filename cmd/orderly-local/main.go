@@ -186,13 +186,11 @@ func statusEvents(list string) ([]order.Status, error) {
 	if list == "" {
 		return nil, nil
 	}
-	known := []order.Status{order.StatusPending, order.StatusProcessing, order.StatusProcessed, order.StatusCompensating,
-		order.StatusFailed, order.StatusCancelling, order.StatusCancelled, order.StatusError}
 	var out []order.Status
 	for name := range strings.SplitSeq(list, ",") {
 		s := order.Status(strings.TrimSpace(name))
-		if !slices.Contains(known, s) {
-			return nil, fmt.Errorf("ORDERLY_STATUS_EVENTS: %q is not an order status (one of %v)", name, known)
+		if !slices.Contains(order.Statuses, s) {
+			return nil, fmt.Errorf("ORDERLY_STATUS_EVENTS: %q is not an order status (one of %v)", name, order.Statuses)
 		}
 		out = append(out, s)
 	}

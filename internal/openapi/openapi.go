@@ -163,8 +163,7 @@ func action(summary string, body map[string]any) map[string]any {
 
 func statuses() []string {
 	var out []string
-	for _, s := range []order.Status{order.StatusPending, order.StatusProcessing, order.StatusProcessed, order.StatusCompensating,
-		order.StatusFailed, order.StatusCancelling, order.StatusCancelled, order.StatusError} {
+	for _, s := range order.Statuses {
 		out = append(out, string(s))
 	}
 	return out

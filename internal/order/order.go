@@ -37,6 +37,10 @@ const (
 	StatusError Status = "Error"
 )
 
+// Statuses lists every order status, in the order an order can reach them.
+var Statuses = []Status{StatusPending, StatusProcessing, StatusProcessed, StatusCompensating,
+	StatusFailed, StatusCancelling, StatusCancelled, StatusError}
+
 // Terminal reports whether an order in this status is done: nothing in
 // the engine moves it on any more (an Error order waits for an operator).
 func (s Status) Terminal() bool {
