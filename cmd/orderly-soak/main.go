@@ -38,6 +38,7 @@ func run(log *slog.Logger) error {
 		orders    = flag.Int("orders", 10000, "orders to submit")
 		clients   = flag.Int("clients", 20, "concurrent submitting clients")
 		burst     = flag.Float64("burst", 0.1, "share of the orders submitted at once, first")
+		burstMax  = flag.Int("burst-max", 1000, "the most orders submitted at once (0: no cap): 10,000 at once lag the orders table's stream by minutes on 2 cores")
 		rate      = flag.Float64("rate", 20, "submissions per second after the burst (below what 2 cores process under every fault, so the burst is the overload and its backlog drains)")
 		killEvery = flag.Duration("kill-every", 45*time.Second, "SIGKILL the runtime this often (0: never)")
 		change    = flag.Duration("version-change", 3*time.Minute, "deploy a new workflow version this long into the run (0: never), roll it back, deploy it again")
@@ -95,7 +96,7 @@ func run(log *slog.Logger) error {
 	log.Info("soak starting", "orders", *orders, "stage", stage, "faults", *spec, "kill_every", *killEvery, "outage", *outageOf, "seed", *seed)
 	report, err := soak.Run(ctx, soak.Config{
 		Binary: *binary, Env: env, APIAddr: apiAddr, Orders: *orders, Mix: soak.DefaultMix, Seed: *seed,
-		Clients: *clients, BurstShare: *burst, Rate: *rate, KillEvery: *killEvery, VersionChange: *change, RollbackFor: *rollback, Bound: *bound, Log: log, RuntimeLog: runtimeLog,
+		Clients: *clients, BurstShare: *burst, BurstMax: *burstMax, Rate: *rate, KillEvery: *killEvery, VersionChange: *change, RollbackFor: *rollback, Bound: *bound, Log: log, RuntimeLog: runtimeLog,
 	}, soak.Env{Clients: provision.NewClients(awsCfg), Stage: stage, Ledger: ledger})
 	if err != nil {
 		return err

@@ -70,8 +70,8 @@ func Run(ctx context.Context, cfg Config, env Env) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	// Status events are read while the soak runs: a queue left to grow
-	// to thousands of messages is slow to read on moto.
+	// Alerts and status events are read while the soak runs (see
+	// queueReader).
 	events, err := newEventReader(ctx, env, cat)
 	if err != nil {
 		return Report{}, err
@@ -80,6 +80,7 @@ func Run(ctx context.Context, cfg Config, env Env) (Report, error) {
 	defer stopReading()
 	var reading sync.WaitGroup
 	reading.Go(func() { events.run(readCtx) })
+	reading.Go(func() { inbox.run(readCtx) })
 	poison, err := sendPoison(ctx, env, cat)
 	if err != nil {
 		return Report{}, err
@@ -151,12 +152,11 @@ func Run(ctx context.Context, cfg Config, env Env) (Report, error) {
 			redriven = append(redriven, a.ID)
 		}
 	}
-	alerts, err := inbox.drain(ctx, final, redriven, 2*order.AlertLease+time.Minute)
-	if err != nil {
-		return Report{}, err
-	}
+	stopReading()
+	reading.Wait()
+	alerts := inbox.finish(ctx, final, redriven, 2*order.AlertLease+time.Minute)
 	cfg.Log.Info("alerts read", "alerts", len(alerts))
-	published := events.finish(stopReading, &reading)
+	published := events.finish(ctx)
 	cfg.Log.Info("status events read", "orders", len(published))
 	effects, err := simulator.ReadLedger(env.Ledger)
 	if err != nil {
@@ -238,6 +238,9 @@ func submitAll(ctx context.Context, cfg Config, plan []Planned) []acked {
 		wg  sync.WaitGroup
 	)
 	burst := int(float64(len(plan)) * cfg.BurstShare)
+	if cfg.BurstMax > 0 {
+		burst = min(burst, cfg.BurstMax)
+	}
 	next := make(chan Planned)
 	for range cfg.Clients {
 		wg.Go(func() {
@@ -381,10 +384,58 @@ func redriveNow(a acked, o order.Order, steps []order.StepState) bool {
 	return true
 }
 
-// alertInbox is a queue subscribed to the alert topic.
+// queueReader reads one queue while the soak runs and hands each
+// message's body to keep. It reads all along, not once the orders have
+// settled: moto's cost per message grows with the queue's depth, and a
+// queue left to grow to thousands of messages slows every publish to it
+// (a 100,000-order run's alert queue, read only at the end, took 87% of
+// moto's CPU).
+type queueReader struct {
+	sqs  *sqs.Client
+	url  *string
+	keep func(body []byte)
+}
+
+// run reads until ctx ends.
+func (r *queueReader) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		r.once(ctx)
+	}
+}
+
+// once reads one batch, deletes it and reports how many messages it held.
+func (r *queueReader) once(ctx context.Context) int {
+	got, err := r.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: r.url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+	if err != nil || len(got.Messages) == 0 {
+		return 0
+	}
+	entries := make([]sqstypes.DeleteMessageBatchRequestEntry, 0, len(got.Messages))
+	for i, m := range got.Messages {
+		r.keep([]byte(aws.ToString(m.Body)))
+		entries = append(entries, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
+	}
+	_, _ = r.sqs.DeleteMessageBatch(context.WithoutCancel(ctx), &sqs.DeleteMessageBatchInput{QueueUrl: r.url, Entries: entries})
+	return len(got.Messages)
+}
+
+// readUntilQuiet reads until quiet empty reads in a row, or until giveUp.
+func (r *queueReader) readUntilQuiet(ctx context.Context, quiet int, giveUp time.Time) {
+	for empty := 0; empty < quiet && time.Now().Before(giveUp) && ctx.Err() == nil; {
+		if r.once(ctx) == 0 {
+			empty++
+		} else {
+			empty = 0
+		}
+	}
+}
+
+// alertInbox is a queue subscribed to the alert topic, and the alerts
+// read from it.
 type alertInbox struct {
-	sqs *sqs.Client
-	url string
+	queueReader
+
+	mu     sync.Mutex
+	alerts []order.Alert
 }
 
 func subscribe(ctx context.Context, env Env, cat resources.Catalog) (*alertInbox, error) {
@@ -396,54 +447,56 @@ func subscribe(ctx context.Context, env Env, cat resources.Catalog) (*alertInbox
 	if err != nil {
 		return nil, fmt.Errorf("alert inbox: %w", err)
 	}
-	return &alertInbox{sqs: env.Clients.Deliveries, url: url}, nil
+	in := &alertInbox{}
+	in.queueReader = queueReader{sqs: env.Clients.Deliveries, url: aws.String(url), keep: func(body []byte) {
+		var a order.Alert
+		if json.Unmarshal(body, &a) == nil {
+			in.mu.Lock()
+			in.alerts = append(in.alerts, a)
+			in.mu.Unlock()
+		}
+	}}
+	return in, nil
 }
 
-// drain reads every alert until each order in Error, or redriven from it,
-// has one (an alert
-// whose publish failed is sent again after its lease, so this can take a
-// while) or patience runs out, then reads on until the inbox stays quiet,
-// so duplicates are counted too.
-func (in *alertInbox) drain(ctx context.Context, final map[string]order.Order, redriven []string, patience time.Duration) ([]order.Alert, error) {
-	unalerted := map[string]bool{}
-	for id, o := range final {
-		if o.Status == order.StatusError {
-			unalerted[id] = true
+// finish reads on, once the background reading has stopped, until each
+// order in Error, or redriven from it, has an alert (an alert whose
+// publish failed is sent again after its lease, so this can take a while)
+// or patience runs out, then until the inbox stays quiet, so duplicates
+// are counted too. It returns every alert read.
+func (in *alertInbox) finish(ctx context.Context, final map[string]order.Order, redriven []string, patience time.Duration) []order.Alert {
+	unalerted := func() bool {
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		seen := map[string]bool{}
+		for _, a := range in.alerts {
+			seen[a.OrderID] = true
 		}
-	}
-	for _, a := range redriven {
-		unalerted[a] = true
-	}
-	var out []order.Alert
-	giveUp := time.Now().Add(patience)
-	quiet := 0
-	for ctx.Err() == nil && (len(unalerted) > 0 && time.Now().Before(giveUp) || quiet < 5) {
-		got, err := in.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(in.url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
-		if err != nil {
-			return out, fmt.Errorf("read alerts: %w", err)
-		}
-		if len(got.Messages) == 0 {
-			quiet++
-			continue
-		}
-		quiet = 0
-		for _, m := range got.Messages {
-			var a order.Alert
-			if json.Unmarshal([]byte(aws.ToString(m.Body)), &a) == nil {
-				out = append(out, a)
-				delete(unalerted, a.OrderID)
+		for id, o := range final {
+			if o.Status == order.StatusError && !seen[id] {
+				return true
 			}
-			_, _ = in.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(in.url), ReceiptHandle: m.ReceiptHandle})
 		}
+		for _, id := range redriven {
+			if !seen[id] {
+				return true
+			}
+		}
+		return false
 	}
-	return out, nil
+	for giveUp := time.Now().Add(patience); unalerted() && time.Now().Before(giveUp) && ctx.Err() == nil; {
+		in.once(ctx)
+	}
+	in.readUntilQuiet(ctx, 5, time.Now().Add(patience))
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return slices.Clone(in.alerts)
 }
 
 // eventReader reads the queue a rule on the stage's event bus feeds and
 // keeps, per order, the statuses it saw events for.
 type eventReader struct {
-	env Env
-	url *string
+	queueReader
 
 	mu   sync.Mutex
 	seen map[string]map[order.Status]bool
@@ -454,55 +507,29 @@ func newEventReader(ctx context.Context, env Env, cat resources.Catalog) (*event
 	if err != nil {
 		return nil, fmt.Errorf("status events queue: %w", err)
 	}
-	return &eventReader{env: env, url: url.QueueUrl, seen: map[string]map[order.Status]bool{}}, nil
-}
-
-// run reads events until ctx ends.
-func (r *eventReader) run(ctx context.Context) {
-	for ctx.Err() == nil {
-		r.once(ctx)
-	}
-}
-
-// once reads one batch and reports how many events it held.
-func (r *eventReader) once(ctx context.Context) int {
-	got, err := r.env.Clients.Deliveries.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: r.url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
-	if err != nil || len(got.Messages) == 0 {
-		return 0
-	}
-	entries := make([]sqstypes.DeleteMessageBatchRequestEntry, 0, len(got.Messages))
-	r.mu.Lock()
-	for i, m := range got.Messages {
+	r := &eventReader{seen: map[string]map[order.Status]bool{}}
+	r.queueReader = queueReader{sqs: env.Clients.Deliveries, url: url.QueueUrl, keep: func(body []byte) {
 		var ev struct {
 			Detail order.StatusChange `json:"detail"`
 		}
-		if json.Unmarshal([]byte(aws.ToString(m.Body)), &ev) == nil {
-			if r.seen[ev.Detail.OrderID] == nil {
-				r.seen[ev.Detail.OrderID] = map[order.Status]bool{}
-			}
-			r.seen[ev.Detail.OrderID][ev.Detail.Status] = true
+		if json.Unmarshal(body, &ev) != nil {
+			return
 		}
-		entries = append(entries, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
-	}
-	r.mu.Unlock()
-	_, _ = r.env.Clients.Deliveries.DeleteMessageBatch(context.WithoutCancel(ctx), &sqs.DeleteMessageBatchInput{QueueUrl: r.url, Entries: entries})
-	return len(got.Messages)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.seen[ev.Detail.OrderID] == nil {
+			r.seen[ev.Detail.OrderID] = map[order.Status]bool{}
+		}
+		r.seen[ev.Detail.OrderID][ev.Detail.Status] = true
+	}}
+	return r, nil
 }
 
-// finish stops the background reading, reads on until the queue stays
-// quiet (or 3 minutes pass: a recorder still catching up keeps
-// publishing), and returns what it saw.
-func (r *eventReader) finish(stop context.CancelFunc, reading *sync.WaitGroup) map[string]map[order.Status]bool {
-	stop()
-	reading.Wait()
-	ctx := context.Background()
-	for quiet, giveUp := 0, time.Now().Add(3*time.Minute); quiet < 3 && time.Now().Before(giveUp); {
-		if r.once(ctx) == 0 {
-			quiet++
-		} else {
-			quiet = 0
-		}
-	}
+// finish reads on, once the background reading has stopped, until the
+// queue stays quiet (or 3 minutes pass: a recorder still catching up
+// keeps publishing), and returns what it saw.
+func (r *eventReader) finish(ctx context.Context) map[string]map[order.Status]bool {
+	r.readUntilQuiet(ctx, 3, time.Now().Add(3*time.Minute))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.seen

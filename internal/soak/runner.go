@@ -31,10 +31,12 @@ type Config struct {
 	Orders  int
 	Mix     Mix
 	Seed    uint64
-	// Clients submit at once; BurstShare of the orders go first, as fast
-	// as they can, the rest at Rate per second.
+	// Clients submit at once; BurstShare of the orders, at most BurstMax
+	// (0: no cap), go first, as fast as they can, the rest at Rate per
+	// second.
 	Clients    int
 	BurstShare float64
+	BurstMax   int
 	Rate       float64
 	// KillEvery kills the runtime with SIGKILL that often (0 never);
 	// faults may crash it in between.
