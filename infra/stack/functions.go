@@ -125,10 +125,12 @@ func newFunctions(s *Stack) *functions {
 	}))
 
 	// Agents: their queue in, the response queue out, their service's
-	// credential (see grantService). Their one write is
-	// a heartbeat (UpdateItem, fenced on the attempt) that moves a step's
-	// deadline on when a request waited or a call runs long. While the
-	// circuit breaker is open, requests go back to their own queue.
+	// credential (see grantService). They write to the orders table only
+	// with UpdateItem, fenced on the attempt: a heartbeat that moves a
+	// step's deadline on when a request waited or a call runs long, the
+	// mark of an attempt given up at its deadline, and the park of an
+	// order whose workflow version their build lacks. While the circuit
+	// breaker is open, requests go back to their own queue.
 	for _, agent := range s.agents() {
 		fn := f.lambdaFrom(s, "Agent"+title(agent), resources.AgentFunction(agent), "agent", resources.AgentTimeout, resources.AgentMemoryMB, merge(tables, timing, map[string]*string{
 			"AGENT_NAME":                        jsii.String(agent),

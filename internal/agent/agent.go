@@ -55,6 +55,10 @@ type Deadlines interface {
 	// GaveUp records that the agent took the attempt's request and gave
 	// it up at its deadline: its timeout is not back-pressure.
 	GaveUp(ctx context.Context, st order.StepState, now time.Time) error
+	// Park marks the order parked for st's workflow version (see
+	// dynamo.Store.Park), with a VersionUnknown alert for a Supervisor to
+	// send from until on, while st's attempt is still on.
+	Park(ctx context.Context, st order.StepState, until time.Time, alert bool, reason string, now time.Time) (order.StepState, error)
 }
 
 // Holder puts a request back in its agent's queue, delivered again after
@@ -269,10 +273,13 @@ func (s *Service) Process(ctx context.Context, req order.StepRequest) error {
 		log = log.With("error", err)
 	case errors.Is(err, remote.ErrNotInBuild):
 		// An order of a newer build's version, after a rollback: not its
-		// failure either. Silence lets the Supervisor park the order
-		// (VersionUnknown) until a build with its version takes it up.
+		// failure either. The request is dropped unanswered, and the
+		// order parked (VersionUnknown) until a build with its version
+		// takes it up, which sends the attempt again with no failure
+		// counted (see order.Workflow.Assess).
 		log.WarnContext(ctx, "request of a workflow version this build does not have; not called, not replied", "version", req.Version, "error", err)
 		s.metrics.Count(metrics.StaleRequests, 1, "order_id", req.OrderID, "step", req.Step)
+		s.park(ctx, log, req)
 		return nil
 	case errors.Is(err, remote.ErrConfiguration):
 		// Not the order's fault, so not its failure: the request waits
@@ -329,6 +336,32 @@ func (s *Service) gaveUp(ctx context.Context, log *slog.Logger, req order.StepRe
 	defer cancel()
 	if err := s.deadlines.GaveUp(ctx, st, s.now()); err != nil && !errors.Is(err, order.ErrStale) {
 		log.WarnContext(ctx, "given-up attempt not recorded", "error", err)
+	}
+}
+
+// park records that the agent dropped req, of a workflow version its
+// build lacks. Left unrecorded, the drop looks like a request still
+// waiting in its queue: a build with the version back would defer the
+// step while the queue has a backlog, again and again, for a request that
+// is not there. Only the Supervisor parks an order whose deadline passes
+// under a build without its version; this one's may pass after the
+// version is back.
+func (s *Service) park(ctx context.Context, log *slog.Logger, req order.StepRequest) {
+	if s.deadlines == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	now := s.now()
+	_, err := s.deadlines.Park(ctx, req.StepRecord(), now, true, s.workflows.Missing(req.Workflow, req.Version), now)
+	switch {
+	case errors.Is(err, order.ErrStale):
+		// The attempt is over, the order already parked for its version,
+		// or another alert of the order waits to be sent: the Supervisor
+		// parks it when it finds it.
+		log.InfoContext(ctx, "dropped request not recorded: the attempt moved on or the order is parked already")
+	case err != nil:
+		log.WarnContext(ctx, "dropped request not recorded; the Supervisor parks the order when its deadline passes", "error", err)
 	}
 }
 

@@ -5,7 +5,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +31,13 @@ type fakeDeadlines struct {
 	beats      int
 	extensions []time.Time // requested deadlines, in order
 	gaveUp     int
+	parked     []parked
+}
+
+type parked struct {
+	st     order.StepState
+	alert  bool
+	reason string
 }
 
 func (f *fakeDeadlines) ExtendDeadline(ctx context.Context, st order.StepState, completeBy time.Time, maxHeartbeats int, now time.Time) (order.StepState, error) {
@@ -48,6 +60,13 @@ func (f *fakeDeadlines) GaveUp(ctx context.Context, st order.StepState, now time
 	defer f.mu.Unlock()
 	f.gaveUp++
 	return nil
+}
+
+func (f *fakeDeadlines) Park(ctx context.Context, st order.StepState, until time.Time, alert bool, reason string, now time.Time) (order.StepState, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.parked = append(f.parked, parked{st: st, alert: alert, reason: reason})
+	return st, nil
 }
 
 func (f *fakeDeadlines) endAttempt() { f.mu.Lock(); f.over = true; f.mu.Unlock() }
@@ -192,5 +211,43 @@ func TestProcessHeartbeatsOnALongCall(t *testing.T) {
 				t.Errorf("took %s: the call was not stopped", took)
 			}
 		})
+	}
+}
+
+// An agent whose build lacks the request's workflow version (after a
+// rollback) drops the request without a call or a reply, and parks the
+// order by the record the request names, with a VersionUnknown alert:
+// otherwise a build with the version back would take the drop for a
+// request still waiting in a backlogged queue.
+func TestAgentParksARequestOfAVersionItsBuildLacks(t *testing.T) {
+	var calls atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer ts.Close()
+	req := request("not-in-build", time.Now().Add(time.Minute))
+	req.Workflow, req.Version, req.Record = order.LegacyWorkflow, "9", 1
+	replier := &fakeReplier{}
+	deadlines := &fakeDeadlines{completeBy: req.CompleteBy}
+	build := ordertest.OrderWorkflows(order.DefaultTiming)
+	ag := agent.New(agent.Config{
+		Name: ordertest.AgentPayment, Remote: remote.NewClient(ts.URL, ts.Client(), build), Replies: replier,
+		Deadlines: deadlines, Workflows: build, Now: time.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: metrics.Discard(),
+	})
+	if err := ag.Process(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() != 0 || len(replier.repliesFor(req.OrderID)) != 0 {
+		t.Errorf("%d calls, replies %+v; want neither", calls.Load(), replier.repliesFor(req.OrderID))
+	}
+	if len(deadlines.parked) != 1 {
+		t.Fatalf("parked %+v, want the order parked once", deadlines.parked)
+	}
+	p := deadlines.parked[0]
+	want := order.StepState{OrderID: req.OrderID, Workflow: order.LegacyWorkflow, Version: "9", Step: req.Step, Index: 1,
+		Attempt: req.Attempt, ProcessState: order.Processing}
+	if !reflect.DeepEqual(p.st, want) || !p.alert || !strings.Contains(p.reason, "order/9 is not in this build") {
+		t.Errorf("parked %+v with alert %v, %q; want %+v with an alert naming order/9", p.st, p.alert, p.reason, want)
 	}
 }

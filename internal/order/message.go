@@ -13,9 +13,13 @@ type StepRequest struct {
 	// its reply, which is applied by that version's definition.
 	Version string `json:"version,omitempty"`
 	Step    string `json:"step"`
-	// Undo asks for the step's work to be undone; Record is then the undo
-	// record's index in the order's list of steps. The agent copies both
-	// into its reply.
+	// Undo asks for the step's work to be undone. Record is the record's
+	// index in the order's list of steps: an undo record's own, which
+	// the reply must name; a workflow step's, which is also the
+	// workflow's (requests of builds before it carried 0 there). An agent
+	// whose build lacks the order's version has no workflow to look it up
+	// in and parks the order by it (see StepRecord). The agent copies
+	// both into its reply.
 	Undo   bool `json:"undo,omitempty"`
 	Record int  `json:"record,omitempty"`
 	// Attempt is the fencing token; the agent copies it into its reply.
@@ -47,7 +51,7 @@ type StepRequest struct {
 func NewRequest(o Order, st StepState) StepRequest {
 	return StepRequest{
 		OrderID: o.ID, Version: o.Version, Step: st.Step, Attempt: st.Attempt, CompleteBy: st.CompleteBy,
-		Undo: st.Undo, Record: record(st),
+		Undo: st.Undo, Record: st.Index,
 		// A claim writes the step's Updated and its CompleteBy from the
 		// same now, so their difference is the claim's allowance.
 		AllowanceMs:    st.CompleteBy.Sub(st.UpdatedAt).Milliseconds(),
@@ -121,13 +125,13 @@ func (r StepRequest) input() (map[string]json.RawMessage, error) {
 	return fields, nil
 }
 
-// record is the index a request or reply carries: an undo record's;
-// a workflow step's is the workflow's, so it is left out.
-func record(st StepState) int {
-	if st.Undo {
-		return st.Index
-	}
-	return 0
+// StepRecord is the record a request names, as far as the request alone
+// says: the order, its version, the step, its record index and attempt,
+// Processing. A write fenced on it changes nothing if the request is of
+// an older build, whose forward steps carry index 0 (see Record).
+func (r StepRequest) StepRecord() StepState {
+	return StepState{OrderID: r.OrderID, Workflow: r.Workflow, Version: r.Version, Step: r.Step, Index: r.Record,
+		Undo: r.Undo, Attempt: r.Attempt, ProcessState: Processing}
 }
 
 // StepIndex returns the index, in the order's list of steps, of the record

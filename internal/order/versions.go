@@ -3,6 +3,7 @@ package order
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // LegacyVersion is the workflow version of orders written before orders
@@ -105,6 +106,14 @@ func (v Versions) Get(workflow, version string) (Workflow, bool) {
 
 // Known lists the versions as refs ("order/1"), in the order given.
 func (v Versions) Known() []string { return slices.Clone(v.known) }
+
+// Missing says why an order of workflow and version waits in a build
+// with the versions v: the reason its park records and its
+// VersionUnknown alert gives.
+func (v Versions) Missing(workflow, version string) string {
+	return fmt.Sprintf("workflow version %s is not in this build (known: %s): the order waits for it; deploy it back, or move the order on (README, Runbook)",
+		Ref(workflow, version), strings.Join(v.known, ", "))
+}
 
 // Names lists the workflows, the default first.
 func (v Versions) Names() []string { return slices.Clone(v.names) }

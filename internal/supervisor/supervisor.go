@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -414,8 +413,7 @@ func (s *Service) park(ctx context.Context, st order.StepState, now time.Time, r
 		}
 	default:
 		alert := st.Parked != st.Version && !st.AlertPending
-		reason := fmt.Sprintf("workflow version %s is not in this build (known: %s): the order waits for it; deploy it back, or move the order on (README, Runbook)",
-			order.Ref(st.Workflow, st.Version), strings.Join(s.workflows.Known(), ", "))
+		reason := s.workflows.Missing(st.Workflow, st.Version)
 		var parked order.StepState
 		parked, err = s.store.Park(ctx, st, now.Add(s.parkFor), alert, reason, now)
 		if err == nil {

@@ -14,9 +14,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"orderly/internal/agent"
 	"orderly/internal/dynamo"
+	"orderly/internal/metrics"
 	"orderly/internal/order"
 	"orderly/internal/ordertest"
+	"orderly/internal/remote"
 	"orderly/internal/sqs"
 	"orderly/internal/supervisor"
 	"orderly/internal/testenv"
@@ -756,6 +759,59 @@ func TestStepDroppedDuringARollbackIsSentAgainDespiteABacklog(t *testing.T) {
 	st := w.Step(t, id, first)
 	if st.ProcessState != order.Pending || st.FailureCount != 0 || st.Deferrals != 0 || !strings.Contains(st.LastError, "no failure counted") {
 		t.Fatalf("with version 1 back: step %s, %d failures, %d deferrals, %q; want it sent again with no failure counted",
+			st.ProcessState, st.FailureCount, st.Deferrals, st.LastError)
+	}
+}
+
+// The same drop, when the version is back before the step's deadline
+// passes, so that no Supervisor of the rolled-back build parked the
+// order: the agent that dropped the request parked it (see
+// agent.Service.park), and the step is sent again, no failure counted,
+// despite the backlog. Before, the Supervisor deferred it while the queue
+// had a backlog, and the 200-order soak lost an order to its bound.
+func TestStepDroppedByAnAgentWithoutItsVersionIsSentAgainDespiteABacklog(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	id := w.Submit(t, someOrder)
+	other := w.Workflow
+	other.Version = "2"
+	build := order.MustVersions(other)
+	dropper := agent.New(agent.Config{
+		Name: ordertest.AgentInventory, Remote: remote.NewClient("http://127.0.0.1:9", nil, build),
+		Replies: sqs.NewReplies(w.Clients.SQS, w.Stack.ResponseQueue.URL), Deadlines: w.Store.As("agent inventory"),
+		Workflows: build, Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard(),
+	})
+	reqs := w.Requests(t, ordertest.AgentInventory)
+	if len(reqs) != 1 {
+		t.Fatalf("got requests %s, want one", testenv.Describe(reqs))
+	}
+	if err := dropper.Process(context.Background(), reqs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if st := w.Step(t, id, first); st.Parked != w.Workflow.Version || !st.AlertPending || st.AlertKind != order.AlertVersionUnknown {
+		t.Fatalf("after the drop: parked %q, alert pending %v (%s); want parked for version %s with a VersionUnknown alert",
+			st.Parked, st.AlertPending, st.AlertKind, w.Workflow.Version)
+	}
+
+	// Version 1 is back; another order's request waits in the queue.
+	w.Submit(t, someOrder)
+	if r := run(t, w); r.Alerted != 1 {
+		t.Fatalf("report %+v, want the VersionUnknown alert sent", r)
+	}
+	if a := w.Alerts.Await(t, id, 10*time.Second); a.Kind != order.AlertVersionUnknown {
+		t.Errorf("alert %+v, want %s", a, order.AlertVersionUnknown)
+	}
+	// Past its deadline, and the lease of the alert's sending: the
+	// Supervisor's next look at the order.
+	sent := w.Step(t, id, first)
+	next := sent.CompleteBy
+	if sent.DueAt.After(next) {
+		next = sent.DueAt
+	}
+	w.Clock.Advance(next.Sub(w.Clock.Now()) + w.Workflow.SkewGrace + time.Millisecond)
+	run(t, w)
+	st := w.Step(t, id, first)
+	if st.ProcessState != order.Pending || st.FailureCount != 0 || st.Deferrals != 0 || !strings.Contains(st.LastError, "no failure counted") {
+		t.Fatalf("past the deadline: step %s, %d failures, %d deferrals, %q; want it sent again with no failure counted",
 			st.ProcessState, st.FailureCount, st.Deferrals, st.LastError)
 	}
 }
