@@ -59,16 +59,16 @@ browser: ## install Debian's Chromium for the console's browser test (idempotent
 test: tools infra-tools browser lint build ## all tests: unit, integration against the emulators (the console in Chromium too), the CDK stack, cfn-lint, schemathesis on the local API and on the simulator (LocalStack's: make test-localstack)
 	$(MAKE) --no-print-directory cfn-lint
 	$(TOOLS_VENV)/bin/python -m unittest discover -s localstack/executor/tests -t localstack/executor
-	$(WITH_EMULATORS) env ORDERLY_INTEGRATION=1 ORDERLY_CHROMIUM=$(CHROMIUM) $(GOTEST) $$(go list ./... | grep -v /internal/cost$$)
+	$(WITH_EMULATORS) env ORDERLY_INTEGRATION=1 ORDERLY_CHROMIUM=$(CHROMIUM) $(GOTEST) $$(go list ./... | grep -v /internal/measure/cost$$)
 	@# The cost budget counts every request of a few orders: on a machine
 	@# busy with the other packages, Supervisors act on orders only slow
 	@# because of it, and their extra writes are counted (seen 2 in 7 runs).
-	$(WITH_EMULATORS) env ORDERLY_INTEGRATION=1 $(GOTEST) ./internal/cost
+	$(WITH_EMULATORS) env ORDERLY_INTEGRATION=1 $(GOTEST) ./internal/measure/cost
 	$(WITH_EMULATORS) bash fuzz/run.sh
 	$(MAKE) --no-print-directory contract
 
 .PHONY: contract
-contract: ## the simulator against the remote-service contract: schemathesis from internal/remote/contract.json, then orderly conformance (no emulators)
+contract: ## the simulator against the remote-service contract: schemathesis from internal/adapter/remote/contract.json, then orderly conformance (no emulators)
 	bash fuzz/simulator.sh
 
 .PHONY: lint
@@ -82,9 +82,9 @@ lint: tools ## gofmt, go vet, staticcheck, and go mod tidy leaving go.mod as it 
 
 .PHONY: bench
 bench: tools ## benchmarks against the emulators (the engine's: 300 orders; the bursts: 1,000)
-	$(WITH_EMULATORS) env ORDERLY_INTEGRATION=1 go test -run '^$$' -bench . -benchtime 3s $$(go list ./... | grep -v /internal/engine)
-	$(WITH_EMULATORS) env ORDERLY_INTEGRATION=1 go test -run '^$$' -bench OrderEndToEnd -benchtime 300x ./internal/engine
-	$(WITH_EMULATORS) env ORDERLY_INTEGRATION=1 go test -run '^$$' -bench 'Burst|EmulatorCeiling' -benchtime 1000x -timeout 30m ./internal/engine
+	$(WITH_EMULATORS) env ORDERLY_INTEGRATION=1 go test -run '^$$' -bench . -benchtime 3s $$(go list ./... | grep -v /internal/local/engine)
+	$(WITH_EMULATORS) env ORDERLY_INTEGRATION=1 go test -run '^$$' -bench OrderEndToEnd -benchtime 300x ./internal/local/engine
+	$(WITH_EMULATORS) env ORDERLY_INTEGRATION=1 go test -run '^$$' -bench 'Burst|EmulatorCeiling' -benchtime 1000x -timeout 30m ./internal/local/engine
 
 # Against an orderly already running: it starts nothing itself, so that
 # what it measures is exactly what `make run` serves.

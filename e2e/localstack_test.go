@@ -28,12 +28,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"orderly/internal/api"
+	"orderly/internal/actor/api"
+	"orderly/internal/local/provision"
 	"orderly/internal/order"
-	"orderly/internal/ordertest"
-	"orderly/internal/provision"
 	"orderly/internal/resources"
-	"orderly/internal/testenv"
+	"orderly/internal/testkit/ordertest"
+	"orderly/internal/testkit/testenv"
 )
 
 // deployed is the stack under test, read from its outputs.

@@ -25,15 +25,15 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"orderly/internal/agent"
-	"orderly/internal/api"
+	"orderly/internal/actor/agent"
+	"orderly/internal/actor/api"
+	"orderly/internal/actor/scheduler"
+	"orderly/internal/adapter/dynamo"
+	"orderly/internal/adapter/remote"
 	"orderly/internal/definition"
-	"orderly/internal/dynamo"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
-	"orderly/internal/ordertest"
-	"orderly/internal/remote"
-	"orderly/internal/scheduler"
+	"orderly/internal/testkit/ordertest"
 )
 
 // The fixtures are captured from production, which runs the default timing.

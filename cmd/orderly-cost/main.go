@@ -5,6 +5,8 @@
 package main
 
 import (
+	"orderly/internal/prices"
+
 	"context"
 	"flag"
 	"fmt"
@@ -14,8 +16,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/config"
 
-	"orderly/internal/cost"
 	"orderly/internal/definition"
+	"orderly/internal/measure/cost"
 	"orderly/internal/order"
 )
 
@@ -34,7 +36,7 @@ func main() {
 func run(orders, concurrency int, pricesPath string, httpAPI bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	p, err := cost.LoadPrices(pricesPath)
+	p, err := prices.Load(pricesPath)
 	if err != nil {
 		return err
 	}

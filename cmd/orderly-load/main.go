@@ -1,6 +1,6 @@
 // Command orderly-load is `make load`: it measures a running orderly (the
 // API of `make run` by default) as a client sees it, through the public
-// API only (see internal/loadgen). It prints a short table, or the report
+// API only (see internal/measure/loadgen). It prints a short table, or the report
 // as JSON with -json, and exits non-zero when anything failed, timed out
 // or slowed down with age.
 package main
@@ -17,7 +17,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"orderly/internal/loadgen"
+	"orderly/internal/measure/loadgen"
 )
 
 func main() {

@@ -11,7 +11,7 @@
 // loopback URL, replaces the simulator for the rest.
 //
 // For the chaos soak it also takes faults to inject into the functions' AWS
-// calls (ORDERLY_FAULTS, see internal/faults), a simulator ledger
+// calls (ORDERLY_FAULTS, see internal/local/faults), a simulator ledger
 // (ORDERLY_SIM_LEDGER), a remote outage (ORDERLY_SIM_OUTAGE), several
 // Supervisors (SUPERVISORS) and skewed clocks (ORDERLY_CLOCK_SKEW).
 package main
@@ -31,13 +31,13 @@ import (
 
 	"github.com/aws/smithy-go/middleware"
 
+	"orderly/internal/adapter/services"
 	"orderly/internal/config"
 	"orderly/internal/definition"
-	"orderly/internal/engine"
-	"orderly/internal/faults"
+	"orderly/internal/local/engine"
+	"orderly/internal/local/faults"
+	"orderly/internal/local/simulator"
 	"orderly/internal/order"
-	"orderly/internal/services"
-	"orderly/internal/simulator"
 )
 
 func main() {

@@ -29,8 +29,8 @@ import (
 	"time"
 
 	"orderly/internal/config"
-	"orderly/internal/localrun"
-	"orderly/internal/simulator"
+	"orderly/internal/local/localrun"
+	"orderly/internal/local/simulator"
 )
 
 func main() {

@@ -2,7 +2,7 @@
 // runtime (a built cmd/orderly-local) as a child process against the
 // emulators with faults injected into its AWS calls, SIGKILLs and restarts
 // it, takes one remote service down for a while, submits orders, and
-// accounts for every one of them (see internal/soak). It prints a table,
+// accounts for every one of them (see internal/measure/soak). It prints a table,
 // writes the report as JSON and exits non-zero when a promise was broken.
 package main
 
@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"orderly/internal/config"
-	"orderly/internal/provision"
-	"orderly/internal/soak"
+	"orderly/internal/local/provision"
+	"orderly/internal/measure/soak"
 )
 
 func main() {

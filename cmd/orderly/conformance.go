@@ -13,10 +13,10 @@ import (
 	"strings"
 	"syscall"
 
-	"orderly/internal/conformance"
+	"orderly/internal/adapter/remote"
 	"orderly/internal/definition"
+	"orderly/internal/operator/conformance"
 	"orderly/internal/order"
-	"orderly/internal/remote"
 )
 
 // errNonConformant ends `conformance` when a rule failed (exit 1); the

@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"orderly/internal/simulator"
+	"orderly/internal/local/simulator"
 )
 
 var (

@@ -42,12 +42,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"orderly/internal/api"
+	"orderly/internal/actor/api"
 	"orderly/internal/config"
-	"orderly/internal/console"
 	"orderly/internal/definition"
-	"orderly/internal/localrun"
-	"orderly/internal/ops"
+	"orderly/internal/local/localrun"
+	"orderly/internal/operator/console"
+	"orderly/internal/operator/ops"
 	"orderly/internal/order"
 )
 

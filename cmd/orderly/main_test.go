@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"orderly/internal/api"
+	"orderly/internal/actor/api"
 	"orderly/internal/order"
 )
 

@@ -18,14 +18,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"orderly/internal/agent"
+	"orderly/internal/actor/agent"
+	"orderly/internal/adapter/dynamo"
+	"orderly/internal/adapter/remote"
+	"orderly/internal/adapter/services"
+	"orderly/internal/adapter/sqs"
 	"orderly/internal/config"
 	"orderly/internal/definition"
-	"orderly/internal/dynamo"
-	"orderly/internal/remote"
 	"orderly/internal/resources"
-	"orderly/internal/services"
-	"orderly/internal/sqs"
 )
 
 func main() {

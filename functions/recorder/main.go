@@ -10,10 +10,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awseventbridge "github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
+	"orderly/internal/actor/recorder"
+	"orderly/internal/adapter/dynamo"
+	"orderly/internal/adapter/eventbridge"
 	"orderly/internal/config"
-	"orderly/internal/dynamo"
-	"orderly/internal/eventbridge"
-	"orderly/internal/recorder"
 	"orderly/internal/resources"
 )
 

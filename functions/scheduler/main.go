@@ -14,15 +14,15 @@ import (
 	awssns "github.com/aws/aws-sdk-go-v2/service/sns"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"orderly/internal/alerting"
+	"orderly/internal/actor/alerting"
+	"orderly/internal/actor/dispatch"
+	"orderly/internal/actor/scheduler"
+	"orderly/internal/adapter/dynamo"
+	"orderly/internal/adapter/sns"
+	"orderly/internal/adapter/sqs"
 	"orderly/internal/config"
 	"orderly/internal/definition"
-	"orderly/internal/dispatch"
-	"orderly/internal/dynamo"
 	"orderly/internal/resources"
-	"orderly/internal/scheduler"
-	"orderly/internal/sns"
-	"orderly/internal/sqs"
 )
 
 func main() {

@@ -12,14 +12,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"orderly/internal/api"
+	"orderly/internal/actor/api"
+	"orderly/internal/actor/control"
+	"orderly/internal/actor/dispatch"
+	"orderly/internal/adapter/dynamo"
+	"orderly/internal/adapter/sqs"
 	"orderly/internal/config"
-	"orderly/internal/control"
 	"orderly/internal/definition"
-	"orderly/internal/dispatch"
-	"orderly/internal/dynamo"
 	"orderly/internal/resources"
-	"orderly/internal/sqs"
 )
 
 func main() {

@@ -12,14 +12,14 @@ import (
 	awssns "github.com/aws/aws-sdk-go-v2/service/sns"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"orderly/internal/alerting"
+	"orderly/internal/actor/alerting"
+	"orderly/internal/actor/supervisor"
+	"orderly/internal/adapter/dynamo"
+	"orderly/internal/adapter/sns"
+	"orderly/internal/adapter/sqs"
 	"orderly/internal/config"
 	"orderly/internal/definition"
-	"orderly/internal/dynamo"
 	"orderly/internal/resources"
-	"orderly/internal/sns"
-	"orderly/internal/sqs"
-	"orderly/internal/supervisor"
 )
 
 func main() {

@@ -17,8 +17,8 @@ import (
 	"slices"
 	"strings"
 
-	"orderly/internal/callrecord"
-	"orderly/internal/services"
+	"orderly/internal/adapter/services"
+	"orderly/internal/measure/callrecord"
 )
 
 // Template is the part of a synthesized template the check reads.

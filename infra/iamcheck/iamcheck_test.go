@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"orderly/internal/callrecord"
+	"orderly/internal/measure/callrecord"
 )
 
 // A template in the shape the CDK synthesizes: one function, its role's

@@ -11,9 +11,9 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/jsii-runtime-go"
 
-	"orderly/internal/agent"
+	"orderly/internal/actor/agent"
+	"orderly/internal/adapter/remote"
 	"orderly/internal/metrics"
-	"orderly/internal/remote"
 )
 
 // newSchedule invokes the Supervisor on a fixed rate. Failed deliveries

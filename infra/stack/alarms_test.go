@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"orderly/internal/adapter/remote"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
-	"orderly/internal/ordertest"
-	"orderly/internal/remote"
+	"orderly/internal/testkit/ordertest"
 )
 
 // A remote service that refuses an agent's configuration (a redirect, 401,

@@ -13,13 +13,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"orderly/internal/api"
-	"orderly/internal/callrecord"
-	"orderly/internal/enginetest"
-	"orderly/internal/ops"
+	"orderly/internal/actor/api"
+	"orderly/internal/measure/callrecord"
+	"orderly/internal/operator/ops"
 	"orderly/internal/order"
-	"orderly/internal/ordertest"
-	"orderly/internal/testenv"
+	"orderly/internal/testkit/enginetest"
+	"orderly/internal/testkit/ordertest"
+	"orderly/internal/testkit/testenv"
 )
 
 // operatorTools names the operators' CLI and console as the check knows

@@ -15,15 +15,15 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"orderly/infra/iamcheck"
-	"orderly/internal/agent"
-	"orderly/internal/api"
-	"orderly/internal/callrecord"
-	"orderly/internal/engine"
-	"orderly/internal/enginetest"
+	"orderly/internal/actor/agent"
+	"orderly/internal/actor/api"
+	"orderly/internal/local/engine"
+	"orderly/internal/local/simulator"
+	"orderly/internal/measure/callrecord"
 	"orderly/internal/order"
-	"orderly/internal/ordertest"
-	"orderly/internal/simulator"
-	"orderly/internal/testenv"
+	"orderly/internal/testkit/enginetest"
+	"orderly/internal/testkit/ordertest"
+	"orderly/internal/testkit/testenv"
 )
 
 // rareGrants are grants that the role check's scenarios do not exercise,

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/jsii-runtime-go"
 
-	"orderly/internal/services"
+	"orderly/internal/adapter/services"
 )
 
 // serviceEnv hands an agent its one service: base URL and authentication

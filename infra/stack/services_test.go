@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 
 	"orderly/infra/stack"
-	"orderly/internal/ordertest"
-	"orderly/internal/services"
+	"orderly/internal/adapter/services"
+	"orderly/internal/testkit/ordertest"
 )
 
 // Targets of the role check's SigV4 services (nothing is called there:

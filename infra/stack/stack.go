@@ -3,6 +3,8 @@
 package stack
 
 import (
+	"orderly/internal/prices"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,12 +22,11 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"orderly/internal/adapter/services"
 	"orderly/internal/config"
-	"orderly/internal/cost"
 	"orderly/internal/definition"
 	"orderly/internal/order"
 	"orderly/internal/resources"
-	"orderly/internal/services"
 )
 
 // Props tunes the stack; every field has a context key (see FromContext).
@@ -63,7 +64,7 @@ type Props struct {
 	Retention time.Duration
 	// Prices is the price table the dashboard's cost estimate uses
 	// (cost/prices.json, as `make cost` does).
-	Prices cost.Prices
+	Prices prices.Prices
 	// AnonymousCaller, for LocalStack only, is the caller the API gives
 	// requests that name none: LocalStack's API Gateway enforces no IAM
 	// and passes no caller identity. Leave it empty in AWS.
@@ -150,7 +151,7 @@ func FromContext(scope constructs.Construct) (Props, error) {
 	if err := timingEnv.Err(); err != nil {
 		errs = append(errs, fmt.Errorf("context %s, %s or %s: %w", CtxStepAllowance, CtxStepMaxAllowance, CtxMaxHeartbeats, err))
 	}
-	prices, err := cost.LoadPrices(str(CtxPricesFile, filepath.Join("..", "cost", "prices.json")))
+	prices, err := prices.Load(str(CtxPricesFile, filepath.Join("..", "cost", "prices.json")))
 	if err != nil {
 		errs = append(errs, fmt.Errorf("context %s: %w", CtxPricesFile, err))
 	}

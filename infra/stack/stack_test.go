@@ -19,13 +19,13 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"orderly/infra/stack"
+	"orderly/internal/actor/api/openapi"
+	"orderly/internal/adapter/remote"
+	"orderly/internal/adapter/services"
 	"orderly/internal/definition"
-	"orderly/internal/openapi"
 	"orderly/internal/order"
-	"orderly/internal/ordertest"
-	"orderly/internal/remote"
 	"orderly/internal/resources"
-	"orderly/internal/services"
+	"orderly/internal/testkit/ordertest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata from the synthesized stack")

@@ -17,7 +17,7 @@ import (
 
 	"orderly/internal/definition"
 	"orderly/internal/order"
-	"orderly/internal/ordertest"
+	"orderly/internal/testkit/ordertest"
 	"orderly/workflows"
 )
 

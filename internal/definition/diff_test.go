@@ -10,7 +10,7 @@ import (
 
 	"orderly/internal/definition"
 	"orderly/internal/order"
-	"orderly/internal/ordertest"
+	"orderly/internal/testkit/ordertest"
 )
 
 // shipped reads the shipped order workflow, a fresh copy each time.

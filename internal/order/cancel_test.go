@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"orderly/internal/order"
-	"orderly/internal/ordertest"
+	"orderly/internal/testkit/ordertest"
 )
 
 // A cancelled order's step that waits for a claim is not run (again); it

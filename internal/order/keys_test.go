@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"orderly/internal/order"
-	"orderly/internal/ordertest"
+	"orderly/internal/testkit/ordertest"
 )
 
 func TestRemoteKey(t *testing.T) {

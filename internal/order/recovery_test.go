@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"orderly/internal/order"
-	"orderly/internal/ordertest"
+	"orderly/internal/testkit/ordertest"
 )
 
 func TestStepStateExpired(t *testing.T) {

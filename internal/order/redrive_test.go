@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"orderly/internal/order"
-	"orderly/internal/ordertest"
+	"orderly/internal/testkit/ordertest"
 )
 
 func TestParseRedrive(t *testing.T) {

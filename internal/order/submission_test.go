@@ -11,7 +11,7 @@ import (
 
 	"orderly/internal/definition"
 	"orderly/internal/order"
-	"orderly/internal/ordertest"
+	"orderly/internal/testkit/ordertest"
 )
 
 // submissionBody renders a body with customer and the given lines; lines is

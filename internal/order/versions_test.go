@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"orderly/internal/order"
-	"orderly/internal/ordertest"
+	"orderly/internal/testkit/ordertest"
 )
 
 func TestVersions(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"orderly/internal/order"
-	"orderly/internal/ordertest"
+	"orderly/internal/testkit/ordertest"
 )
 
 func TestStepDefAllowanceFor(t *testing.T) {

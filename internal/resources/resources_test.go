@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"orderly/internal/order"
-	"orderly/internal/ordertest"
 	"orderly/internal/resources"
+	"orderly/internal/testkit/ordertest"
 )
 
 func TestCatalog(t *testing.T) {

@@ -1,0 +1,179 @@
+// Package openapi describes orderly's public API as an OpenAPI 3.1
+// document, built from the rules the API enforces (internal/order): the
+// routes of internal/actor/api, the submission's JSON Schema (the one the stack's
+// API Gateway request model must equal; its test checks), the error shape
+// and codes, and the Idempotency-Key rules. The local API serves it at
+// GET /openapi.json.
+package openapi
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"orderly/internal/order"
+)
+
+// inputSchema is a workflow's input schema, as its definition says.
+func inputSchema(w order.Workflow) map[string]any {
+	var schema map[string]any
+	if json.Unmarshal(w.Input, &schema) != nil || schema == nil {
+		return map[string]any{"type": "object"} // a workflow made in Go, in tests
+	}
+	delete(schema, "$schema") // OpenAPI 3.1 reads draft 2020-12 itself
+	return schema
+}
+
+// errorCodes are the codes an error body's "error" takes (internal/actor/api).
+var errorCodes = []string{"invalid_request", "too_large", "forbidden", "unsupported_media_type", "not_found", "no_route",
+	"method_not_allowed", "idempotency_conflict", "invalid_state", "busy"}
+
+func ref(name string) map[string]any { return map[string]any{"$ref": "#/components/schemas/" + name} }
+
+func jsonBody(schema map[string]any) map[string]any {
+	return map[string]any{"application/json": map[string]any{"schema": schema}}
+}
+
+func response(desc string, schema map[string]any) map[string]any {
+	r := map[string]any{"description": desc}
+	if schema != nil {
+		r["content"] = jsonBody(schema)
+	}
+	return r
+}
+
+func errorResponse(desc string) map[string]any { return response(desc, ref("Error")) }
+
+// Document returns the OpenAPI 3.1 description of the API of a stage that
+// runs wfs: each workflow's submission body is its latest version's input
+// schema.
+func Document(wfs order.Versions) map[string]any {
+	idParam := map[string]any{"name": "id", "in": "path", "required": true,
+		"description": "the order id (26 characters, base32)", "schema": map[string]any{"type": "string", "pattern": "^[A-Z2-7]{26}$"}}
+	accepted := response("accepted: the order and the status it has now", ref("Accepted"))
+	accepted["headers"] = map[string]any{"Location": map[string]any{"schema": map[string]any{"type": "string"}}}
+	common := map[string]any{
+		"400": errorResponse("invalid_request: the body or a header breaks a rule (the message names each field)"),
+		"403": errorResponse("forbidden: no caller identity (in AWS, sign the request with SigV4)"),
+		"404": errorResponse("not_found (an order that is not the caller's is not found either) or no_route"),
+		"405": errorResponse("method_not_allowed; see the Allow header"),
+		"413": errorResponse("too_large: the body is over 64 KiB"),
+		"415": errorResponse("unsupported_media_type: send application/json in UTF-8"),
+		"502": response("the function failed (API Gateway's own body); retry with the same Idempotency-Key", nil),
+		"503": errorResponse("busy: the order kept changing; retry"),
+	}
+	with := func(codes map[string]any) map[string]any { return merge(common, codes) }
+	getOrder := func(summary string) map[string]any {
+		return map[string]any{"get": map[string]any{"summary": summary, "parameters": []any{idParam},
+			"responses": with(map[string]any{"200": response("the order and its records", ref("Order"))})}}
+	}
+	getHistory := func(summary string) map[string]any {
+		return map[string]any{"get": map[string]any{"summary": summary, "parameters": []any{idParam},
+			"responses": with(map[string]any{"200": response("every transition, in order", ref("History"))})}}
+	}
+	submit := func(summary, body string) map[string]any {
+		return map[string]any{"post": map[string]any{
+			"summary": summary,
+			"parameters": []any{map[string]any{"name": "Idempotency-Key", "in": "header", "required": false,
+				"description": fmt.Sprintf("printable ASCII without spaces, at most %d characters, sent once. The same key with the same body "+
+					"(for the same caller, workflow and customer) replays the first answer (202, Idempotent-Replayed: true); with another body it is 409 idempotency_conflict.",
+					order.MaxIdempotencyKeyLen),
+				"schema": map[string]any{"type": "string", "minLength": 1, "maxLength": order.MaxIdempotencyKeyLen, "pattern": "^[!-~]+$"}}},
+			"requestBody": map[string]any{"required": true, "content": jsonBody(ref(body))},
+			"responses": with(map[string]any{"202": accepted,
+				"409": errorResponse("idempotency_conflict: the key was used with another body")}),
+		}}
+	}
+	paths := map[string]any{
+		"/orders":                  submit("submit an order of the stage's default workflow ("+wfs.Default()+")", "Submission"),
+		"/orders/{id}":             getOrder("the caller's order"),
+		"/orders/{id}/history":     getHistory("the caller's order's history"),
+		"/ops/orders/{id}":         getOrder("any order (operators)"),
+		"/ops/orders/{id}/history": getHistory("any order's history (operators)"),
+		"/orders/{id}/cancel":      action("cancel the caller's order (Pending or Processing): 202 Cancelling, or Cancelled at once", nil),
+		"/orders/{id}/redrive":     action("resume an order in Error where it stopped (operators)", ref("Redrive")),
+	}
+	schemas := map[string]any{}
+	for _, name := range wfs.Names() {
+		w, _ := wfs.LatestOf(name)
+		schemas["Input."+name] = inputSchema(w)
+		paths["/workflows/"+name+"/orders"] = submit("submit an order of workflow "+name+" (a name no workflow has is 400, listing those there are)", "Input."+name)
+	}
+	schemas["Submission"] = ref("Input." + wfs.Default())
+	return map[string]any{
+		"openapi": "3.1.0",
+		"info": map[string]any{"title": "orderly", "version": "1",
+			"description": "Submit orders and follow them to a terminal status. In AWS every method is IAM-authorized (SigV4); " +
+				"cancel is a client's permission, redrive and /ops/* an operator's."},
+		"paths": paths,
+		"components": map[string]any{"schemas": merge(schemas, map[string]any{
+			"Redrive": map[string]any{"type": "object", "additionalProperties": false, "properties": map[string]any{
+				"action": map[string]any{"type": "string", "enum": []string{order.RedriveRetry, order.RedriveCompensate}}}},
+			"Accepted": map[string]any{"type": "object", "required": []string{"orderId", "status"}, "properties": map[string]any{
+				"orderId": map[string]any{"type": "string"}, "status": ref("Status"),
+				"links": map[string]any{"type": "object", "properties": map[string]any{"self": map[string]any{"type": "string"}}}}},
+			"Status": map[string]any{"type": "string", "enum": statuses()},
+			"Order": map[string]any{"type": "object", "required": []string{"orderId", "status", "steps"}, "properties": map[string]any{
+				"orderId": map[string]any{"type": "string"}, "customerId": map[string]any{"type": "string"}, "status": ref("Status"),
+				"workflow":  map[string]any{"type": "string", "description": "the workflow the order runs"},
+				"version":   map[string]any{"type": "string", "description": "the workflow version the order runs under: the latest when it was submitted"},
+				"lastError": map[string]any{"type": "string"}, "createdAt": map[string]any{"type": "string", "format": "date-time"},
+				"updatedAt": map[string]any{"type": "string", "format": "date-time"}, "steps": map[string]any{"type": "array", "items": map[string]any{
+					"type": "object", "required": []string{"step", "state", "attempt"}}},
+				"redrive": map[string]any{"type": "array", "description": "operators' route, an order in Error: what each redrive action does (what), " +
+					"or why it is refused and what to do instead (refused); default marks the action taken when none is given",
+					"items": map[string]any{"type": "object", "required": []string{"action"}, "properties": map[string]any{
+						"action":  map[string]any{"type": "string", "enum": []string{order.RedriveRetry, order.RedriveCompensate}},
+						"default": map[string]any{"type": "boolean"}, "what": map[string]any{"type": "string"}, "refused": map[string]any{"type": "string"}}}}}},
+			"History": map[string]any{"type": "object", "required": []string{"orderId", "history"}, "properties": map[string]any{
+				"orderId": map[string]any{"type": "string"}, "status": ref("Status"), "history": map[string]any{"type": "array", "items": map[string]any{
+					"type": "object", "required": []string{"at", "record", "event"}}}}},
+			"Error": map[string]any{"type": "object", "required": []string{"error", "message"}, "properties": map[string]any{
+				"error": map[string]any{"type": "string", "enum": errorCodes}, "message": map[string]any{"type": "string"},
+				"fields": map[string]any{"type": "array"}}},
+		})},
+	}
+}
+
+// merge is a and b in one map; b's win.
+func merge(a, b map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
+func action(summary string, body map[string]any) map[string]any {
+	op := map[string]any{"summary": summary,
+		"parameters": []any{map[string]any{"name": "id", "in": "path", "required": true, "schema": map[string]any{"type": "string"}}},
+		"responses": map[string]any{
+			"202": response("accepted: the status the order runs in now", ref("Accepted")),
+			"400": errorResponse("invalid_request"), "403": errorResponse("forbidden"), "404": errorResponse("not_found"),
+			"405": errorResponse("method_not_allowed"), "409": errorResponse("invalid_state: not allowed in the order's status (the message says why)"),
+			"415": errorResponse("unsupported_media_type"), "502": response("the function failed; retry", nil), "503": errorResponse("busy: retry"),
+		}}
+	if body != nil {
+		op["requestBody"] = map[string]any{"required": false, "content": jsonBody(body)}
+	}
+	return map[string]any{"post": op}
+}
+
+func statuses() []string {
+	var out []string
+	for _, s := range order.Statuses {
+		out = append(out, string(s))
+	}
+	return out
+}
+
+// JSON is the document, indented.
+func JSON(wfs order.Versions) []byte {
+	b, err := json.MarshalIndent(Document(wfs), "", "  ")
+	if err != nil {
+		panic(err) // maps of strings, numbers and slices always marshal
+	}
+	return append(b, '\n')
+}

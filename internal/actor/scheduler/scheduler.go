@@ -1,0 +1,424 @@
+// Package scheduler is the pattern's Scheduler. It is invoked by the
+// response queue, where it applies agents' replies: a success completes the
+// step and, in the same write, claims the next one, whose request it sends
+// at once; a permanent fault fails the order and alerts operators. It is
+// also invoked by the orders table's stream, filtered to steps that wait
+// for a claim (after a Supervisor retry or a released claim), which it
+// claims and requests. Every write is conditional on the step's attempt, so
+// lost races, stale and duplicate replies change nothing.
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"orderly/internal/adapter/dynamo"
+	"orderly/internal/adapter/sqs"
+	"orderly/internal/batch"
+	"orderly/internal/metrics"
+	"orderly/internal/order"
+)
+
+// Store is what the Scheduler needs of the state store.
+type Store interface {
+	ClaimStep(ctx context.Context, seen order.StepState, owner string, completeBy, now time.Time) (order.Order, order.StepState, error)
+	CompleteStep(ctx context.Context, c dynamo.Completion, now time.Time) (order.Order, order.StepState, error)
+	FailStep(ctx context.Context, st order.StepState, reason string, now time.Time) (order.StepState, error)
+	StartUndo(ctx context.Context, u dynamo.Undoing, now time.Time) (order.Order, order.StepState, error)
+}
+
+// Dispatcher sends a claimed step's request to its agent.
+type Dispatcher interface {
+	Send(ctx context.Context, o order.Order, st order.StepState)
+}
+
+// Notifier sends the alert a step records and clears it.
+type Notifier interface {
+	Notify(ctx context.Context, st order.StepState) error
+}
+
+// maxParallel bounds how many orders one invocation works on at once.
+// Records and replies of different orders are independent; each costs a
+// few network round trips, so working them one by one would cap a stream
+// shard or a reply batch at a few hundred a second.
+const maxParallel = 10
+
+// Service is one Scheduler instance.
+type Service struct {
+	id         string // LockedBy value of this instance
+	store      Store
+	dispatcher Dispatcher
+	notifier   Notifier
+	workflows  order.Versions
+	now        func() time.Time
+	log        *slog.Logger
+	metrics    *metrics.Recorder
+}
+
+// Config wires a Scheduler.
+type Config struct {
+	InstanceID string
+	Store      Store
+	Dispatcher Dispatcher
+	Notifier   Notifier
+	// Workflows are the workflow versions this build runs: each order
+	// moves on by its own version's definition.
+	Workflows order.Versions
+	Now       func() time.Time
+	Log       *slog.Logger
+	Metrics   *metrics.Recorder
+}
+
+// New returns a Scheduler.
+func New(c Config) *Service {
+	return &Service{id: c.InstanceID, store: c.Store, dispatcher: c.Dispatcher, notifier: c.Notifier,
+		workflows: c.Workflows, now: c.Now, log: c.Log.With("scheduler", c.InstanceID), metrics: c.Metrics}
+}
+
+// Handle is the Lambda entry point. One function serves both event
+// sources; it tells them apart by the records' eventSource.
+func (s *Service) Handle(ctx context.Context, raw json.RawMessage) (any, error) {
+	var probe struct {
+		Records []struct {
+			EventSource string `json:"eventSource"`
+		} `json:"Records"`
+	}
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return nil, fmt.Errorf("decode event: %w", err)
+	}
+	if len(probe.Records) == 0 {
+		return nil, nil
+	}
+	switch src := probe.Records[0].EventSource; src {
+	case "aws:dynamodb":
+		var ev events.DynamoDBEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return nil, fmt.Errorf("decode stream event: %w", err)
+		}
+		return s.HandleStream(ctx, ev)
+	case "aws:sqs":
+		var ev events.SQSEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return nil, fmt.Errorf("decode SQS event: %w", err)
+		}
+		return s.HandleReplies(ctx, ev)
+	default:
+		return nil, fmt.Errorf("unexpected event source %q", src)
+	}
+}
+
+// HandleStream claims every step the batch shows waiting for a claim. The
+// stream filter lets only such changes through in AWS; anything else is
+// skipped here too. Records of one order are handled in order, different
+// orders in parallel. When a record fails for an unexpected reason, the
+// earliest such record is reported and Lambda retries from it; claims are
+// conditional, so records handled twice change nothing.
+func (s *Service) HandleStream(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	return batch.ByOrder(ev.Records, maxParallel, func(rec events.DynamoDBEventRecord) error {
+		return s.claimRecord(ctx, rec)
+	}), nil
+}
+
+func (s *Service) claimRecord(ctx context.Context, rec events.DynamoDBEventRecord) error {
+	if rec.EventName == string(events.DynamoDBOperationTypeRemove) {
+		return nil
+	}
+	st, ok, err := dynamo.UnclaimedStep(rec.Change.NewImage)
+	if err != nil {
+		// An image we cannot read will not get better by retrying;
+		// the Supervisor notices the step if it stays Pending.
+		s.log.ErrorContext(ctx, "unreadable stream record skipped", "event_id", rec.EventID,
+			"sequence_number", rec.Change.SequenceNumber, "error", err)
+		s.metrics.Count(metrics.PoisonMessages, 1, "source", "stream")
+		return nil
+	}
+	if !ok {
+		return nil
+	}
+	wf, known := s.workflows.Get(st.Workflow, st.Version)
+	if !known {
+		// A newer build's order, after a rollback: it is not claimed by a
+		// definition it was not submitted under. The Supervisor parks it
+		// and alerts once; it goes on when its version is back.
+		s.log.WarnContext(ctx, "step of an unknown workflow version left unclaimed", "order_id", st.OrderID,
+			"step", st.Step, "version", order.Ref(st.Workflow, st.Version), "known", s.workflows.Known())
+		return nil
+	}
+	if st.CancelRequested && !st.Undo {
+		// Cancelled while the step waits for a claim: it does not run
+		// (again), and an earlier attempt's work is undone.
+		c := order.CancelWaiting(st)
+		err = s.undo(ctx, wf, s.log.With("order_id", st.OrderID, "step", st.Step), dynamo.Undoing{
+			Step: st, From: order.Pending, Ends: order.Cancelled, Cancelled: true, Reason: c.Reason}, c.MayHaveRun, true)
+		if errors.Is(err, order.ErrStale) {
+			return nil
+		}
+		return err
+	}
+	if err := batch.Retry(ctx, func() error { return s.claim(ctx, wf, st) }); err != nil {
+		s.log.ErrorContext(ctx, "claim failed; record will be retried", "order_id", st.OrderID,
+			"step", st.Step, "sequence_number", rec.Change.SequenceNumber, "error", err)
+		return err
+	}
+	return nil
+}
+
+// claim claims a Pending step and sends its request. Losing the claim to
+// another Scheduler is a normal outcome.
+func (s *Service) claim(ctx context.Context, wf order.Workflow, seen order.StepState) error {
+	def, ok := wf.Step(seen.Step)
+	if !ok {
+		s.log.ErrorContext(ctx, "pending step is not in the workflow", "order_id", seen.OrderID, "step", seen.Step)
+		return nil
+	}
+	now := s.now()
+	o, st, err := s.store.ClaimStep(ctx, seen, s.id, now.Add(def.AllowanceFor(seen.FailureCount)), now)
+	if errors.Is(err, order.ErrStale) {
+		s.log.DebugContext(ctx, "claim lost to another scheduler", "order_id", seen.OrderID, "step", seen.Step)
+		s.metrics.Count(metrics.ClaimsLost, 1)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s.metrics.Count(metrics.StepsClaimed, 1, "order_id", st.OrderID, "step", st.Step)
+	s.dispatcher.Send(ctx, o, st)
+	return nil
+}
+
+// HandleReplies applies agents' replies. A malformed reply is reported as a
+// batch item failure, so after the queue's maxReceiveCount it lands in the
+// dead-letter queue, where an alarm fires; its batch-mates are unaffected.
+func (s *Service) HandleReplies(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	var (
+		mu   sync.Mutex
+		resp events.SQSEventResponse
+	)
+	parallel(ev.Records, func(msg events.SQSMessage) {
+		if err := s.applyReply(ctx, msg); err != nil {
+			mu.Lock()
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: msg.MessageId})
+			mu.Unlock()
+		}
+	})
+	return resp, nil
+}
+
+// parallel calls fn for every item, at most maxParallel at once.
+func parallel[T any](items []T, fn func(T)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, maxParallel)
+	for _, it := range items {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			fn(it)
+		})
+	}
+	wg.Wait()
+}
+
+func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
+	rep, err := decodeReply(msg.Body)
+	wf, known := s.workflows.Get(rep.Workflow, rep.Version)
+	if err == nil && !known {
+		// After a rollback: applied by its own version once that is back
+		// (the message comes again; after the queue's receive limit it
+		// waits in the dead-letter queue, and its step is retried when
+		// the order resumes).
+		s.log.WarnContext(ctx, "reply of an unknown workflow version not applied", append(sqs.Describe(msg),
+			"version", order.Ref(rep.Workflow, rep.Version), "known", s.workflows.Known())...)
+		return fmt.Errorf("reply of order %s: workflow version %s is not in this build", rep.OrderID, rep.Version)
+	}
+	if err == nil {
+		err = checkReply(rep, wf)
+	}
+	if err != nil {
+		s.log.ErrorContext(ctx, "malformed reply", append(sqs.Describe(msg), "error", err)...)
+		s.metrics.Count(metrics.PoisonMessages, 1, "source", "responses", "message_id", msg.MessageId)
+		return err
+	}
+	log := s.log.With("order_id", rep.OrderID, "step", rep.Step, "undo", rep.Undo, "attempt", rep.Attempt, "outcome", rep.Outcome)
+	index, _ := rep.StepIndex(wf) // checkReply checked it
+	replied := order.StepState{OrderID: rep.OrderID, Step: rep.Step, Index: index, Undo: rep.Undo, Attempt: rep.Attempt}
+	now := s.now()
+	switch {
+	case rep.Outcome == order.OutcomeSucceeded:
+		result := keptResult(wf, rep)
+		err = s.complete(ctx, wf, log, replied, rep.Reference, result, now)
+		if errors.Is(err, order.ErrCancelRequested) {
+			// The step is done, but the client cancelled meanwhile: its
+			// work is undone too, then the rest in reverse.
+			err = s.undo(ctx, wf, log, dynamo.Undoing{Step: replied, From: order.Processing, Ends: order.Processed,
+				Reference: rep.Reference, Result: result, Cancelled: true}, true, true)
+		}
+	case rep.Undo || wf.StopOnFailure || rep.WorkDone:
+		// An undo that cannot be done, a workflow that stops for an
+		// operator, or work done whose answer is unusable (a contract
+		// fault): an operator decides.
+		var failed order.StepState
+		failed, err = s.store.FailStep(ctx, replied, order.ReplyReason(rep.Reason), now)
+		if err == nil {
+			log.ErrorContext(ctx, "failed permanently; order is in Error for an operator", "reason", rep.Reason)
+			s.metrics.Count(metrics.OrdersInError, 1, "order_id", rep.OrderID, "step", rep.Step)
+			s.alert(ctx, log, failed)
+		}
+	default:
+		// A permanent fault did no work: the steps before it are undone.
+		err = s.undo(ctx, wf, log, dynamo.Undoing{Step: replied, From: order.Processing, Ends: order.Failed, Reason: order.ReplyReason(rep.Reason)}, false, true)
+	}
+	if errors.Is(err, order.ErrStale) {
+		log.InfoContext(ctx, "stale or duplicate reply dropped", "message_id", msg.MessageId)
+		s.metrics.Count(metrics.StaleReplies, 1, "order_id", rep.OrderID, "step", rep.Step)
+		return nil
+	}
+	if err != nil {
+		log.ErrorContext(ctx, "reply not applied; it will be redelivered", "message_id", msg.MessageId, "error", err)
+		return err
+	}
+	return nil
+}
+
+// complete applies a success: the record becomes Processed and, in the
+// same write, the next one (the next workflow step, or the next undo) is
+// claimed by this Scheduler, whose request goes out at once. No stream hop
+// and no second write stand between two steps.
+func (s *Service) complete(ctx context.Context, wf order.Workflow, log *slog.Logger, done order.StepState, reference string, result json.RawMessage, now time.Time) error {
+	c := dynamo.Completion{Step: done, Reference: reference, Result: result}
+	var (
+		next order.StepDef
+		more bool
+	)
+	if done.Undo {
+		c.Undid, _ = wf.Index(done.Step)
+		var k int
+		if k, more = wf.NextUndo(c.Undid); more {
+			next = wf.Steps[k]
+		}
+	} else {
+		next, more = wf.Next(done.Step)
+	}
+	if more {
+		c.Next, c.NextIndex, c.Owner = &next, done.Index+1, s.id
+		c.NextCompleteBy = now.Add(next.AllowanceFor(0))
+	}
+	o, claimed, err := s.store.CompleteStep(ctx, c, now)
+	if err != nil {
+		return err
+	}
+	if done.Undo {
+		s.metrics.Count(metrics.StepsUndone, 1, "order_id", done.OrderID, "step", done.Step)
+	} else {
+		s.metrics.Count(metrics.StepsCompleted, 1, "order_id", done.OrderID, "step", done.Step)
+	}
+	if !more {
+		s.ended(ctx, log, o)
+		return nil
+	}
+	log.InfoContext(ctx, "step processed", "reference", reference)
+	s.metrics.Count(metrics.StepsClaimed, 1, "order_id", claimed.OrderID, "step", claimed.Step)
+	s.dispatcher.Send(ctx, o, claimed)
+	return nil
+}
+
+// undo starts undoing an order's work: the write ends the active workflow
+// step as u says and, with claim, claims the first undo for this
+// Scheduler, whose request goes out at once; without, the first undo is
+// announced on the stream. An order with nothing to undo ends at once.
+// mayHaveRun says that the step's own work is undone first: a success did
+// it, and an earlier attempt of a cancelled step may have; a permanent
+// fault did none.
+func (s *Service) undo(ctx context.Context, wf order.Workflow, log *slog.Logger, u dynamo.Undoing, mayHaveRun, claim bool) error {
+	now := s.now()
+	u.Steps = len(wf.Steps)
+	u.Plan = wf.UndoSteps(u.Step.Index, mayHaveRun)
+	if len(u.Plan) > 0 {
+		if claim {
+			u.Owner, u.CompleteBy = s.id, now.Add(u.Plan[0].AllowanceFor(0))
+		} else {
+			u.ClaimBy = now.Add(wf.ClaimWithin)
+		}
+	}
+	o, first, err := s.store.StartUndo(ctx, u, now)
+	if err != nil {
+		return err
+	}
+	s.metrics.Count(metrics.CompensationsStarted, 1, "order_id", o.ID, "step", u.Step.Step)
+	if len(u.Plan) == 0 {
+		s.ended(ctx, log, o)
+		return nil
+	}
+	log.WarnContext(ctx, "undoing the order's work", "status", o.Status, "reason", u.Reason, "undo", len(u.Plan))
+	if first.ProcessState == order.Processing {
+		s.metrics.Count(metrics.StepsClaimed, 1, "order_id", first.OrderID, "step", first.Step)
+		s.dispatcher.Send(ctx, o, first)
+	}
+	return nil
+}
+
+// ended logs and counts an order that reached its end.
+func (s *Service) ended(ctx context.Context, log *slog.Logger, o order.Order) {
+	log.InfoContext(ctx, "order ended", "status", o.Status)
+	switch o.Status {
+	case order.StatusProcessed:
+		s.metrics.Count(metrics.OrdersProcessed, 1, "order_id", o.ID)
+	case order.StatusFailed:
+		s.metrics.Count(metrics.OrdersFailed, 1, "order_id", o.ID)
+	case order.StatusCancelled:
+		s.metrics.Count(metrics.OrdersCancelled, 1, "order_id", o.ID)
+	}
+}
+
+// alert tells operators right away. The failure is already recorded with
+// AlertPending, so if this fails the Supervisor sends it later.
+func (s *Service) alert(ctx context.Context, log *slog.Logger, failed order.StepState) {
+	if err := s.notifier.Notify(ctx, failed); err != nil {
+		log.WarnContext(ctx, "alert deferred to the Supervisor", "error", err)
+		return
+	}
+	s.metrics.Count(metrics.AlertsSent, 1, "order_id", failed.OrderID, "step", failed.Step)
+}
+
+// keptResult is the reply's result when its workflow keeps the step's:
+// a forward step's success that some later call carries.
+func keptResult(wf order.Workflow, rep order.StepReply) json.RawMessage {
+	if rep.Undo || !wf.Keeps(rep.Step) {
+		return nil
+	}
+	return rep.Result
+}
+
+// decodeReply reads a reply; checkReply then checks it against its
+// version's workflow.
+func decodeReply(body string) (order.StepReply, error) {
+	var rep order.StepReply
+	if err := json.Unmarshal([]byte(body), &rep); err != nil {
+		return rep, fmt.Errorf("decode reply: %w", err)
+	}
+	switch {
+	case !order.ValidID(rep.OrderID):
+		return rep, fmt.Errorf("reply has invalid orderId %q", rep.OrderID)
+	case rep.Attempt < 1:
+		return rep, fmt.Errorf("reply has invalid attempt %d", rep.Attempt)
+	case rep.Outcome != order.OutcomeSucceeded && rep.Outcome != order.OutcomeFailed:
+		return rep, fmt.Errorf("reply has unknown outcome %q", rep.Outcome)
+	}
+	return rep, nil
+}
+
+func checkReply(rep order.StepReply, w order.Workflow) error {
+	if _, ok := w.Step(rep.Step); !ok {
+		return fmt.Errorf("reply names step %q, which workflow version %s does not have", rep.Step, w.Version)
+	}
+	if _, ok := rep.StepIndex(w); !ok {
+		return fmt.Errorf("reply names undo record %d, which cannot be one", rep.Record)
+	}
+	return nil
+}

@@ -1,0 +1,483 @@
+// Package supervisor is the pattern's Supervisor. Run on a schedule, it
+// queries the sparse due index for orders whose DueAt passed, page by page
+// until every shard is drained, and for each makes one conditional write on
+// the active step's current attempt: retry a timed-out step, fail it at its
+// threshold (alerting operators), re-announce a Pending step nobody
+// claimed, send an alert a crash left unsent, or move DueAt on to a step
+// still inside its window. Several Supervisors may run at once; the
+// conditional writes make sure only one recovers each step, so no leader
+// election is needed.
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"orderly/internal/adapter/dynamo"
+	"orderly/internal/metrics"
+	"orderly/internal/order"
+)
+
+// Store is what the Supervisor needs of the state store.
+type Store interface {
+	Shards() int
+	DuePage(ctx context.Context, shard int, now time.Time, limit int, after dynamo.Cursor) (dynamo.DuePage, error)
+	ReportUnreadable(ctx context.Context, u dynamo.Unreadable) error
+	UnreportUnreadable(ctx context.Context, u dynamo.Unreadable) error
+	RetryStep(ctx context.Context, st order.StepState, claimBy time.Time, reason string, now time.Time) (order.StepState, error)
+	ResendStep(ctx context.Context, st order.StepState, claimBy time.Time, reason string, now time.Time) (order.StepState, error)
+	DeferStep(ctx context.Context, st order.StepState, completeBy time.Time, reason string, now time.Time) (order.StepState, error)
+	FailTimedOutStep(ctx context.Context, st order.StepState, reason string, now time.Time) (order.StepState, error)
+	FailUnclaimedStep(ctx context.Context, st order.StepState, reason string, now time.Time) (order.StepState, error)
+	NudgeStep(ctx context.Context, st order.StepState, claimBy time.Time, reason string, alert bool, now time.Time) (order.StepState, error)
+	Reschedule(ctx context.Context, st order.StepState, dueAt time.Time) error
+	LeaseAlert(ctx context.Context, st order.StepState, until time.Time) error
+	StartUndo(ctx context.Context, u dynamo.Undoing, now time.Time) (order.Order, order.StepState, error)
+	Park(ctx context.Context, st order.StepState, until time.Time, alert bool, reason string, now time.Time) (order.StepState, error)
+}
+
+// Notifier sends the alert a step records and clears its alert flag, or
+// sends one no step records.
+type Notifier interface {
+	Notify(ctx context.Context, st order.StepState) error
+	Publish(ctx context.Context, a order.Alert) error
+}
+
+// Backlogs tells whether requests of an agent wait in its queue (or held
+// there behind its open circuit), or replies in the response queue.
+type Backlogs interface {
+	Backlog(ctx context.Context, agent string) (order.Backlog, error)
+}
+
+// Drain settings. A run reads each shard a page at a time and works a
+// page's steps in parallel, until the shard is drained or the run is close
+// to its function timeout; whatever is left waits for the next run.
+const (
+	PageSize = 200
+	// perShardParallel steps of each shard are worked at once, so a run
+	// makes up to Shards × perShardParallel conditional writes at a time.
+	perShardParallel = 8
+	// stopBefore is how long before the invocation's deadline a run stops
+	// starting new pages.
+	stopBefore = 10 * time.Second
+)
+
+// DefaultParkFor is how often an order whose workflow version the running
+// build lacks is looked at again: about once a Supervisor run, so it
+// resumes within a minute of its version's return.
+const DefaultParkFor = time.Minute
+
+// Service is one Supervisor.
+type Service struct {
+	store     Store
+	notifier  Notifier
+	backlogs  Backlogs
+	workflows order.Versions
+	parkFor   time.Duration
+	now       func() time.Time
+	log       *slog.Logger
+	metrics   *metrics.Recorder
+	pageSize  int
+}
+
+// Config wires a Supervisor.
+type Config struct {
+	Store    Store
+	Notifier Notifier
+	// Backlogs, when set, lets the Supervisor tell queue wait from a
+	// timeout; nil counts every expired deadline as a timeout.
+	Backlogs Backlogs
+	// Workflows are the workflow versions this build runs; an order is
+	// recovered by its own version's definition.
+	Workflows order.Versions
+	// ParkFor is how long an order whose version this build lacks waits
+	// before it is looked at again; zero means DefaultParkFor.
+	ParkFor time.Duration
+	Now     func() time.Time
+	Log     *slog.Logger
+	Metrics *metrics.Recorder
+	// PageSize is how many due orders of a shard are read at once; zero
+	// means PageSize.
+	PageSize int
+}
+
+// New returns a Supervisor.
+func New(c Config) *Service {
+	if c.PageSize <= 0 {
+		c.PageSize = PageSize
+	}
+	if c.ParkFor <= 0 {
+		c.ParkFor = DefaultParkFor
+	}
+	return &Service{store: c.Store, notifier: c.Notifier, backlogs: c.Backlogs,
+		workflows: c.Workflows, parkFor: c.ParkFor, now: c.Now, log: c.Log, metrics: c.Metrics, pageSize: c.PageSize}
+}
+
+// Report counts what one run did.
+type Report struct {
+	Examined int `json:"examined"`
+	Retried  int `json:"retried"`
+	Failed   int `json:"failed"`
+	Nudged   int `json:"nudged"`
+	Alerted  int `json:"alerted"`
+	// Rescheduled counts orders looked at early: their step was still
+	// inside its window, so only DueAt moved.
+	Rescheduled int `json:"rescheduled"`
+	// Deferred counts steps whose request waited in a backlogged queue:
+	// their deadline moved on, with no failure counted.
+	Deferred int `json:"deferred"`
+	// Compensated counts orders whose work this run began to undo.
+	Compensated int `json:"compensated"`
+	// Parked counts orders of a workflow version this build lacks, left
+	// to wait for it.
+	Parked int `json:"parked"`
+	// Lost counts recoveries another actor made first: a reply that arrived,
+	// a Scheduler's claim, or another Supervisor's write.
+	Lost int `json:"lost"`
+	// Unreadable counts due order items this build could not read: they
+	// were skipped, counted (PoisonMessages, source due-index) and, once
+	// per version of each, reported to operators.
+	Unreadable int `json:"unreadable"`
+}
+
+func (r *Report) add(o Report) {
+	r.Examined += o.Examined
+	r.Retried += o.Retried
+	r.Failed += o.Failed
+	r.Nudged += o.Nudged
+	r.Alerted += o.Alerted
+	r.Rescheduled += o.Rescheduled
+	r.Deferred += o.Deferred
+	r.Compensated += o.Compensated
+	r.Parked += o.Parked
+	r.Lost += o.Lost
+	r.Unreadable += o.Unreadable
+}
+
+// Handle is the Lambda entry point for the EventBridge schedule; the
+// event's content does not matter, every run examines every shard. It
+// returns an error when any step could not be handled, so the invocation
+// counts as failed and alarms fire.
+func (s *Service) Handle(ctx context.Context, _ events.EventBridgeEvent) (Report, error) {
+	return s.Run(ctx)
+}
+
+// Run examines every shard of the due index once, shards in parallel.
+func (s *Service) Run(ctx context.Context) (Report, error) {
+	now := s.now()
+	backlog := s.backlogOnce(ctx)
+	var (
+		mu    sync.Mutex
+		total Report
+		errs  []error
+		wg    sync.WaitGroup
+	)
+	for shard := range s.store.Shards() {
+		wg.Go(func() {
+			r, err := s.runShard(ctx, shard, now, backlog)
+			mu.Lock()
+			defer mu.Unlock()
+			total.add(r)
+			if err != nil {
+				errs = append(errs, err)
+			}
+		})
+	}
+	wg.Wait()
+	if total.Examined > 0 || len(errs) > 0 {
+		s.log.InfoContext(ctx, "supervisor run", "report", total, "errors", len(errs))
+	}
+	return total, errors.Join(errs...)
+}
+
+// backlogOnce returns a function that reads, once per agent per run, what
+// the agent's queue (and the response queue) hold.
+func (s *Service) backlogOnce(ctx context.Context) func(agent string) order.Backlog {
+	var mu sync.Mutex
+	known := map[string]order.Backlog{}
+	return func(agent string) order.Backlog {
+		if s.backlogs == nil {
+			return order.NoBacklog
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if b, ok := known[agent]; ok {
+			return b
+		}
+		b, err := s.backlogs.Backlog(ctx, agent)
+		if err != nil {
+			// Without it a timeout counts as one, as it always did.
+			s.log.WarnContext(ctx, "queue backlog unknown", "agent", agent, "error", err)
+		}
+		known[agent] = b
+		return b
+	}
+}
+
+func (s *Service) runShard(ctx context.Context, shard int, now time.Time, backlog func(string) order.Backlog) (Report, error) {
+	var (
+		mu   sync.Mutex
+		r    Report
+		errs []error
+		page dynamo.Cursor
+	)
+	for {
+		// Orders are looked at once their DueAt is a grace in the past.
+		due, err := s.store.DuePage(ctx, shard, now.Add(-s.workflows.Latest().SkewGrace), s.pageSize, page)
+		if err != nil {
+			return r, errors.Join(append(errs, fmt.Errorf("shard %d: %w", shard, err))...)
+		}
+		steps, next := due.Steps, due.Next
+		for _, u := range due.Unreadable {
+			// Skipped: it holds up nothing after it.
+			r.Unreadable++
+			if err := s.reportUnreadable(ctx, u, now, &r); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, perShardParallel)
+		for _, st := range steps {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				var one Report
+				err := s.recover(ctx, st, now, backlog, &one)
+				mu.Lock()
+				defer mu.Unlock()
+				one.Examined++
+				r.add(one)
+				if err != nil {
+					errs = append(errs, err)
+				}
+			})
+		}
+		wg.Wait()
+		page = next
+		if page == nil || nearDeadline(ctx) {
+			return r, errors.Join(errs...)
+		}
+	}
+}
+
+func nearDeadline(ctx context.Context) bool {
+	deadline, ok := ctx.Deadline()
+	return ctx.Err() != nil || (ok && time.Until(deadline) < stopBefore)
+}
+
+func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time, backlogOf func(string) order.Backlog, r *Report) error {
+	wf, known := s.workflows.Get(st.Workflow, st.Version)
+	if !known {
+		return s.park(ctx, st, now, r)
+	}
+	// The queue is asked about only for a Processing step past its
+	// deadline, the one case where the answer matters.
+	backlog := order.NoBacklog
+	if st.ProcessState == order.Processing && st.Expired(now.Add(-wf.SkewGrace)) {
+		backlog = backlogOf(st.Agent)
+	}
+	rec := wf.Assess(st, now, backlog)
+	// failure_count is logged with each outcome, as stored after the write.
+	log := s.log.With("order_id", st.OrderID, "step", st.Step, "attempt", st.Attempt,
+		"action", rec.Action.String())
+	var err error
+	switch rec.Action {
+	case order.Leave:
+		// DueAt lags the deadline (completions leave it alone to save
+		// index writes): look again when the step is really due.
+		if st.CompleteBy.After(st.DueAt) {
+			err = s.store.Reschedule(ctx, st, st.CompleteBy)
+			if err == nil {
+				r.Rescheduled++
+			}
+		}
+	case order.Defer:
+		_, err = s.store.DeferStep(ctx, st, rec.CompleteBy, rec.Reason, now)
+		if err == nil {
+			r.Deferred++
+			msg := "deadline moved on: the request waits in a backlogged queue"
+			if backlog == order.Held {
+				msg = "deadline moved on: the agent holds requests behind its open circuit"
+			}
+			log.InfoContext(ctx, msg, "reason", rec.Reason, "deferrals", st.Deferrals+1, "failure_count", st.FailureCount)
+			s.metrics.Count(metrics.StepsDeferred, 1, "order_id", st.OrderID, "step", st.Step)
+		}
+	case order.Retry:
+		var retried order.StepState
+		retry := s.store.RetryStep
+		if rec.NotAFailure {
+			retry = s.store.ResendStep
+		}
+		retried, err = retry(ctx, st, rec.CompleteBy, rec.Reason, now)
+		if err == nil {
+			r.Retried++
+			log.WarnContext(ctx, "timed-out step reset to Pending", "reason", rec.Reason, "failure_count", retried.FailureCount)
+			s.metrics.Count(metrics.StepsRetried, 1, "order_id", st.OrderID, "step", st.Step)
+		}
+	case order.Fail:
+		var failed order.StepState
+		if st.ProcessState == order.Pending {
+			failed, err = s.store.FailUnclaimedStep(ctx, st, rec.Reason, now)
+		} else {
+			failed, err = s.store.FailTimedOutStep(ctx, st, rec.Reason, now)
+		}
+		if err == nil {
+			r.Failed++
+			log.ErrorContext(ctx, "step failed for good; order is in Error", "reason", rec.Reason,
+				"alert", failed.AlertKind, "failure_count", failed.FailureCount)
+			s.metrics.Count(metrics.OrdersInError, 1, "order_id", st.OrderID, "step", st.Step)
+			err = s.sendAlert(ctx, failed, r)
+		}
+	case order.Compensate:
+		var o order.Order
+		o, err = s.compensate(ctx, wf, st, rec, now)
+		if err == nil {
+			r.Compensated++
+			log.WarnContext(ctx, "undoing the order's work", "reason", rec.Reason, "status", o.Status,
+				"failure_count", st.FailureCount)
+			s.metrics.Count(metrics.CompensationsStarted, 1, "order_id", st.OrderID, "step", st.Step)
+		}
+	case order.SendAlert:
+		// Found unsent after its writer's lease: lease it to this run
+		// first, so that a racing Supervisor does not send it too. A
+		// Pending step's lease ends no later than its claim deadline.
+		until := now.Add(order.AlertLease)
+		if st.ProcessState == order.Pending && st.CompleteBy.Before(until) {
+			until = st.CompleteBy
+		}
+		if err = s.store.LeaseAlert(ctx, st, until); err == nil {
+			err = s.sendAlert(ctx, st, r)
+		}
+	case order.Nudge:
+		var nudged order.StepState
+		nudged, err = s.store.NudgeStep(ctx, st, rec.CompleteBy, rec.Reason, rec.AlertOperators, now)
+		if err == nil {
+			r.Nudged++
+			log.WarnContext(ctx, "unclaimed pending step re-announced", "reason", rec.Reason, "nudges", nudged.Nudges,
+				"failure_count", st.FailureCount)
+			s.metrics.Count(metrics.StepsNudged, 1, "order_id", st.OrderID, "step", st.Step)
+			if nudged.AlertPending {
+				// Recorded with the nudge: if sending fails now, the next
+				// run that finds the order sends it.
+				err = s.sendAlert(ctx, nudged, r)
+			}
+		}
+	}
+	if errors.Is(err, order.ErrStale) {
+		r.Lost++
+		log.InfoContext(ctx, "recovery not needed any more; another actor moved the step on", "failure_count", st.FailureCount)
+		return nil
+	}
+	if err != nil {
+		log.ErrorContext(ctx, "recovery failed; next run retries", "error", err, "failure_count", st.FailureCount)
+		return fmt.Errorf("%s step %s of order %s: %w", rec.Action, st.Step, st.OrderID, err)
+	}
+	return nil
+}
+
+// compensate ends the active workflow step and starts undoing the order's
+// work, in reverse; the first undo is announced for a Scheduler to claim.
+func (s *Service) compensate(ctx context.Context, wf order.Workflow, st order.StepState, rec order.Recovery, now time.Time) (order.Order, error) {
+	u := dynamo.Undoing{Step: st, From: st.ProcessState, Ends: order.Failed, Reason: rec.Reason,
+		Cancelled: st.CancelRequested, Steps: len(wf.Steps), ClaimBy: now.Add(wf.ClaimWithin)}
+	if st.ProcessState == order.Pending {
+		u.Ends = order.Cancelled // it does not run (again); rec says whether it is undone
+	} else {
+		u.Expired = true
+	}
+	u.Plan = wf.UndoSteps(st.Index, rec.MayHaveRun)
+	o, _, err := s.store.StartUndo(ctx, u, now)
+	return o, err
+}
+
+// park leaves an order whose workflow version this build lacks (after a
+// rollback) as it is: it is not failed or retried by a definition it was
+// not submitted under. Operators are alerted once per version that is
+// missing (the write that first parks it records the alert, which is
+// then sent like any other); after that only its next look moves on, so
+// it resumes within ParkFor of its version's return.
+func (s *Service) park(ctx context.Context, st order.StepState, now time.Time, r *Report) error {
+	log := s.log.With("order_id", st.OrderID, "step", st.Step, "attempt", st.Attempt, "version", st.Version, "action", "park")
+	var err error
+	switch {
+	case st.AlertPending && st.AlertKind == order.AlertVersionUnknown:
+		// Recorded, not sent yet (its writer crashed): lease it, send it.
+		if err = s.store.LeaseAlert(ctx, st, now.Add(order.AlertLease)); err == nil {
+			err = s.sendAlert(ctx, st, r)
+		}
+	default:
+		alert := st.Parked != st.Version && !st.AlertPending
+		reason := s.workflows.Missing(st.Workflow, st.Version)
+		var parked order.StepState
+		parked, err = s.store.Park(ctx, st, now.Add(s.parkFor), alert, reason, now)
+		if err == nil {
+			r.Parked++
+			if alert {
+				log.ErrorContext(ctx, "order of an unknown workflow version parked", "reason", reason)
+				s.metrics.Count(metrics.OrdersParked, 1, "order_id", st.OrderID, "version", st.Version)
+				err = s.sendAlert(ctx, parked, r)
+			}
+		}
+	}
+	if errors.Is(err, order.ErrStale) {
+		r.Lost++
+		return nil
+	}
+	if err != nil {
+		log.ErrorContext(ctx, "park failed; next run retries", "error", err)
+		return fmt.Errorf("park step %s of order %s: %w", st.Step, st.OrderID, err)
+	}
+	return nil
+}
+
+// reportUnreadable counts a due order item that did not decode, on every
+// run, and alerts operators about it once per version of it: the write
+// that marks the version reported comes first, so of two Supervisors only
+// one alerts, and a later run (another invocation) finds the mark. If the
+// alert is not sent the mark is taken back, and the next run tries again;
+// a crash between the two loses the alert, but not the count, which goes
+// on every run while the item is there.
+func (s *Service) reportUnreadable(ctx context.Context, u dynamo.Unreadable, now time.Time, r *Report) error {
+	log := s.log.With("order_id", u.OrderID, "item_version", u.Fingerprint)
+	s.metrics.Count(metrics.PoisonMessages, 1, "source", "due-index", "order_id", u.OrderID)
+	if u.Reported {
+		log.WarnContext(ctx, "unreadable order item skipped again; operators were alerted", "error", u.Err)
+		return nil
+	}
+	log.ErrorContext(ctx, "unreadable order item skipped; alerting operators", "error", u.Err)
+	err := s.store.ReportUnreadable(ctx, u)
+	if errors.Is(err, order.ErrStale) {
+		return nil // another Supervisor reports it
+	}
+	if err != nil {
+		return fmt.Errorf("unreadable order item %s: %w", u.OrderID, err)
+	}
+	err = s.notifier.Publish(ctx, order.Alert{Kind: order.AlertItemUnreadable, OrderID: u.OrderID, At: now.UTC(),
+		Reason: fmt.Sprintf("the order item cannot be read by this build (%v); the Supervisor skips it until it is repaired or removed (README, Runbook)", u.Err)})
+	if err != nil {
+		if uerr := s.store.UnreportUnreadable(ctx, u); uerr != nil && !errors.Is(uerr, order.ErrStale) {
+			log.WarnContext(ctx, "report mark not taken back: the item is not alerted again", "error", uerr)
+		}
+		return fmt.Errorf("unreadable order item %s: %w", u.OrderID, err)
+	}
+	r.Alerted++
+	s.metrics.Count(metrics.AlertsSent, 1, "order_id", u.OrderID, "kind", string(order.AlertItemUnreadable))
+	return nil
+}
+
+// sendAlert sends the alert a step records, as stored (its kind, final
+// failure count and reason), and clears its alert flag.
+func (s *Service) sendAlert(ctx context.Context, st order.StepState, r *Report) error {
+	if err := s.notifier.Notify(ctx, st); err != nil {
+		return err
+	}
+	r.Alerted++
+	s.metrics.Count(metrics.AlertsSent, 1, "order_id", st.OrderID, "step", st.Step, "kind", string(st.AlertKind))
+	return nil
+}

@@ -1,0 +1,80 @@
+// Package simulator stands in for the remote inventory, payment and shipping
+// services (and the checkout example's fraud service) in the local run and
+// the tests. Like a payment sandbox's test
+// card numbers, documented SKU values make one service fail in a chosen way,
+// so every failure the agents must survive can be produced on demand. It
+// conforms to the remote-service contract (internal/adapter/remote's
+// contract.json): schemathesis checks it in make test.
+//
+// # Contract
+//
+// Each service takes POST /inventory/reservations, /payment/charges,
+// /shipping/shipments or /fraud/checks with Content-Type: application/json, an
+// Idempotency-Key header and the body
+//
+//	{"orderId":"...","customerId":"...","lines":[{"sku":"...","quantity":2}]}
+//
+// (other fields are ignored) and answers 201 {"id":"res_..."} (ch_... for
+// payment, shp_... for shipping; the fraud service {"id":"fc_...",
+// "score":0.123}, a low risk from 0 to 0.5). A body may carry earlier steps'
+// answers, {"results": {"reserve-inventory": {"id": "res_..."}}}, as the
+// checkout example's calls do: a result of reserve-inventory,
+// charge-payment or fraud-check must name work that service did for the
+// same order (422 otherwise; for a call to do work, not undone either), and
+// an undo that carries its own step's result (the refund naming the
+// charge) must name the work done under its key. With WithRequiredHeader a
+// service answers 401 to a call without the header's value.
+//
+// A repeated call with the same Idempotency-Key after a success
+// does no new work and answers 200 with the same id and the header
+// Idempotent-Replayed: true, whatever the test value. Failures carry
+// {"error":"..."}: 503 transient fault, 422 permanent fault, 400 missing or
+// invalid Idempotency-Key or body, 422 Idempotency-Key reused with a
+// different body (as the IETF Idempotency-Key draft has it), 404 unknown path, 405 not POST, 413 body over 64 KiB,
+// 415 not JSON.
+//
+// # Undo
+//
+// POST /inventory/releases, /payment/refunds or /shipping/cancellations,
+// with the same body and the Idempotency-Key of the work to undo, undoes
+// that work and answers 200 {"id":"rel_...","undid":"res_..."} (rf_ for
+// payment, shc_ for shipping). When no work was done under the key it
+// answers 200 {"id":"...","nothingToUndo":true}: undoing nothing is a
+// success. Either way the key is fenced off: a later call to do its work
+// (a retry that was still on its way, or a call the service still holds)
+// does nothing and answers 422. A repeated undo answers 200 with the same
+// id and Idempotent-Replayed: true.
+//
+// # Test values
+//
+// Any line of the order whose SKU is TEST-<SERVICE>-<MODE>, where SERVICE is
+// INVENTORY, PAYMENT, SHIPPING or FRAUD, makes that service (and only that one)
+// misbehave. Calls are counted per service and Idempotency-Key, so each
+// step of each order starts afresh:
+//
+//	MODE           effect on the named service
+//	TRANSIENT-<N>  the first N calls answer 503, later calls succeed
+//	PERMANENT      every call answers 422: inventory "sku out of stock",
+//	               payment "card declined", shipping "address undeliverable",
+//	               fraud "order flagged as a fraud risk"
+//	PERMANENT-<N>  the first N calls answer 422, later calls succeed (the
+//	               service was fixed: for trying an operator's redrive)
+//	HANG           no call is answered: each is held until the client gives
+//	               up or the simulator closes
+//	HANG-<N>       the first N calls are held as with HANG, later calls succeed
+//	SLOW-<MS>      calls succeed after MS milliseconds (at most 60000); a
+//	               client that gives up first leaves no work done behind
+//
+// TEST-<SERVICE>-UNDO-<MODE> does the same to the service's undo and
+// leaves its work alone: TEST-PAYMENT-UNDO-PERMANENT refuses every refund
+// ("refund refused"; inventory "reservation already picked", shipping
+// "shipment already dispatched"), TEST-INVENTORY-UNDO-TRANSIENT-2 fails two
+// releases, TEST-SHIPPING-UNDO-HANG holds every cancellation. An order may
+// carry one value for the work and one for the undo of each service.
+//
+// For example TEST-PAYMENT-PERMANENT, TEST-INVENTORY-TRANSIENT-2,
+// TEST-SHIPPING-HANG-1, TEST-PAYMENT-SLOW-1500. Every other SKU, including
+// a TEST- value of another shape, is an ordinary product that is served at
+// once; if several lines carry test values for one service, the first wins.
+// When the simulator closes, calls it is holding are answered 503.
+package simulator

@@ -1,0 +1,891 @@
+// Package conformance checks a team's remote service against the contract
+// orderly's engine relies on (internal/adapter/remote's contract.json), before it
+// is deployed: it calls the service as the agents do, through the same
+// client and with the same request bodies, and reports each rule passed
+// or failed, as Pact's provider verification does for a published
+// contract. It is `orderly conformance`.
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"orderly/internal/adapter/remote"
+	"orderly/internal/definition"
+	"orderly/internal/order"
+)
+
+// Config is one run: the workflow's steps against the services under
+// BaseURL.
+type Config struct {
+	Workflow order.Workflow
+	// Input is the order's input the calls carry (ExampleInput).
+	Input json.RawMessage
+	// BaseURL is where every step's service answers.
+	BaseURL string
+	// Step, when set, is the one step checked; the earlier steps it
+	// carries results of are called once first, for their answers.
+	Step string
+	// Header is sent with every call, as a stage's credential is. Its
+	// values are never reported.
+	Header http.Header
+	// HTTP is the client calls go through; nil is a plain one.
+	HTTP *http.Client
+}
+
+// Verdict is a rule's outcome for a step.
+type Verdict string
+
+// Verdicts. Skip is a rule that does not apply (an undo rule of a step
+// without an undo) or had nothing to check.
+const (
+	Pass Verdict = "PASS"
+	Fail Verdict = "FAIL"
+	Skip Verdict = "SKIP"
+)
+
+// Rules, in the order they are reported.
+const (
+	RuleSameKey         = "same-key"
+	RuleConcurrentKey   = "concurrent-key"
+	RuleResult          = "result"
+	RuleMalformedBody   = "malformed-body"
+	RuleUndoTwice       = "undo-twice"
+	RuleUndoBlocksKey   = "undo-blocks-key"
+	RuleUndoUnknownKey  = "undo-unknown-key"
+	RuleRetryAfter      = "retry-after"
+	RuleWithinAllowance = "within-allowance"
+	RuleErrorBody       = "error-body"
+	// RuleSetup is reported only when an earlier step whose result the
+	// checked step carries could not be called.
+	RuleSetup = "setup"
+)
+
+var ruleOrder = []string{RuleSetup, RuleSameKey, RuleConcurrentKey, RuleResult, RuleMalformedBody, RuleUndoTwice,
+	RuleUndoBlocksKey, RuleUndoUnknownKey, RuleRetryAfter, RuleWithinAllowance, RuleErrorBody}
+
+// Result is one rule's verdict for one step, with why.
+type Result struct {
+	Step    string  `json:"step"`
+	Rule    string  `json:"rule"`
+	Verdict Verdict `json:"verdict"`
+	Why     string  `json:"why"`
+}
+
+// maxRetryAfter is the longest wait a Retry-After may sanely ask for:
+// beyond it, the service is asking the engine to give up on the order.
+const maxRetryAfter = time.Hour
+
+// tries bounds the attempts of one call that meets transient faults, as
+// the agent retries within the step's window.
+const tries = 3
+
+// ExampleInput is the first of the workflow's input schema's examples,
+// the input a run carries unless given one.
+func ExampleInput(w order.Workflow) (json.RawMessage, error) {
+	var schema struct {
+		Examples []json.RawMessage `json:"examples"`
+	}
+	if err := json.Unmarshal(w.Input, &schema); err != nil || len(schema.Examples) == 0 {
+		return nil, fmt.Errorf("workflow %s version %s: its input schema has no examples: give an input file", w.Name, w.Version)
+	}
+	return schema.Examples[0], nil
+}
+
+// CheckInput reports an input the workflow's input schema refuses, naming
+// each field, as the API would.
+func CheckInput(w order.Workflow, input json.RawMessage) error {
+	s, err := definition.CompileSchema(w.Input)
+	if err != nil {
+		return fmt.Errorf("workflow %s version %s: input schema: %w", w.Name, w.Version, err)
+	}
+	var problems []string
+	for _, p := range s.Check(input) {
+		problems = append(problems, strings.TrimPrefix(p.Field+": "+p.Problem, ": "))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("the input breaks workflow %s's input schema: %s", w.Name, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// Run checks the steps of cfg.Workflow (or cfg.Step) against the services
+// under cfg.BaseURL. Its error is a run that cannot start (an unknown
+// step, a bad URL); every rule's outcome is a Result.
+func Run(ctx context.Context, cfg Config) ([]Result, error) {
+	w := cfg.Workflow
+	u, err := url.Parse(cfg.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("base URL %q: want http:// or https:// and a host", redactURL(cfg.BaseURL))
+	}
+	checked := w.Steps
+	if cfg.Step != "" {
+		d, ok := w.Step(cfg.Step)
+		if !ok {
+			var names []string
+			for _, d := range w.Steps {
+				names = append(names, d.Name)
+			}
+			return nil, fmt.Errorf("workflow %s version %s has no step %q (it has %s)", w.Name, w.Version, cfg.Step, strings.Join(names, ", "))
+		}
+		checked = []order.StepDef{d}
+	}
+	versions, err := order.NewVersions(w)
+	if err != nil {
+		return nil, err
+	}
+	hc := &http.Client{}
+	if cfg.HTTP != nil {
+		c := *cfg.HTTP
+		hc = &c
+	}
+	hc.Transport = &recorder{base: cmpTransport(hc.Transport), header: cfg.Header}
+	// As the agents' client: a redirect is an answer, never followed.
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	r := &run{
+		cfg: cfg, http: hc, client: remote.NewClient(cfg.BaseURL, hc, versions),
+		orderID: order.NewID(), answers: map[string]json.RawMessage{}, seen: map[string]*stepLog{},
+	}
+	return r.all(ctx, checked), nil
+}
+
+func cmpTransport(t http.RoundTripper) http.RoundTripper {
+	if t == nil {
+		return http.DefaultTransport
+	}
+	return t
+}
+
+// run is one conformance run: one order, whose steps' answers are passed
+// on as the engine passes them.
+type run struct {
+	cfg     Config
+	http    *http.Client
+	client  *remote.Client
+	orderID string
+	// answers are the steps' kept answers (the same-key calls'), by step.
+	answers map[string]json.RawMessage
+	seen    map[string]*stepLog
+	results []Result
+	// kept are the keys of the checked steps' kept work (same-key's),
+	// setupKeys those of the steps called only for their results: both
+	// are undone at the end.
+	kept, setupKeys []setupKey
+}
+
+// stepLog is every exchange with a step's service, for the rules that
+// look at them all.
+type stepLog struct {
+	mu        sync.Mutex
+	exchanges []*exchange
+	// contract are the client's contract faults of the step's answers.
+	contract []string
+}
+
+func (r *run) report(step, rule string, v Verdict, format string, args ...any) {
+	r.results = append(r.results, Result{Step: step, Rule: rule, Verdict: v, Why: r.redact(fmt.Sprintf(format, args...))})
+}
+
+// redact takes the configured header values out of text: a service may
+// quote a credential in its error.
+func (r *run) redact(text string) string {
+	for _, vs := range r.cfg.Header {
+		for _, v := range vs {
+			if v != "" {
+				text = strings.ReplaceAll(text, v, "[redacted]")
+			}
+		}
+	}
+	return text
+}
+
+func (r *run) all(ctx context.Context, checked []order.StepDef) []Result {
+	w := r.cfg.Workflow
+	setup := r.setupSteps(checked)
+	for _, d := range w.Steps {
+		switch {
+		case slices.ContainsFunc(checked, func(c order.StepDef) bool { return c.Name == d.Name }):
+			r.forward(ctx, d)
+		case slices.Contains(setup, d.Name):
+			out := r.call(ctx, d, newKey(), false, nil)
+			if out.err != nil {
+				for _, c := range checked {
+					r.report(c.Name, RuleSetup, Fail, "step %s, whose result this step carries, failed, so its result is missing: %s", d.Name, describe(out))
+				}
+				continue
+			}
+			r.answers[d.Name] = out.answer.Body
+			r.setupKeys = append(r.setupKeys, setupKey{d, out.key})
+		}
+	}
+	// Compensation, in reverse, as the engine undoes a failed order.
+	for i := len(w.Steps) - 1; i >= 0; i-- {
+		d := w.Steps[i]
+		if slices.ContainsFunc(checked, func(c order.StepDef) bool { return c.Name == d.Name }) {
+			r.compensate(ctx, d)
+		}
+	}
+	for i := len(r.setupKeys) - 1; i >= 0; i-- {
+		s := r.setupKeys[i]
+		if s.d.UndoCall.Path != "" {
+			r.call(ctx, s.d, s.key, true, r.withOwn(s.d, r.answers[s.d.Name])) // cleanup; its outcome is not a rule
+		}
+	}
+	for _, d := range checked {
+		r.aggregate(d)
+	}
+	slices.SortStableFunc(r.results, func(a, b Result) int {
+		ia, _ := w.Index(a.Step)
+		ib, _ := w.Index(b.Step)
+		if ia != ib {
+			return ia - ib
+		}
+		return slices.Index(ruleOrder, a.Rule) - slices.Index(ruleOrder, b.Rule)
+	})
+	return r.results
+}
+
+// setupKey is an earlier step called once for its result, undone at the end.
+type setupKey struct {
+	d   order.StepDef
+	key string
+}
+
+// setupSteps are the earlier steps whose results the checked steps
+// carry, and theirs in turn, when only some steps are checked.
+func (r *run) setupSteps(checked []order.StepDef) []string {
+	w := r.cfg.Workflow
+	if len(checked) == len(w.Steps) {
+		return nil
+	}
+	var need []string
+	var add func(d order.StepDef)
+	add = func(d order.StepDef) {
+		for _, item := range slices.Concat(d.Carries, d.UndoCarries) {
+			if item == order.CarriesOrder || item == d.Name || slices.Contains(need, item) {
+				continue
+			}
+			if e, ok := w.Step(item); ok {
+				need = append(need, item)
+				add(e)
+			}
+		}
+	}
+	for _, d := range checked {
+		add(d)
+	}
+	return need
+}
+
+// withOwn is the kept answers with the step's own (what its undo may carry).
+func (r *run) withOwn(d order.StepDef, own json.RawMessage) map[string]json.RawMessage {
+	out := map[string]json.RawMessage{}
+	for k, v := range r.answers {
+		out[k] = v
+	}
+	if own != nil {
+		out[d.Name] = own
+	} else {
+		delete(out, d.Name)
+	}
+	return out
+}
+
+// forward runs the rules of a step's call, in the order's forward pass.
+func (r *run) forward(ctx context.Context, d order.StepDef) {
+	r.sameKey(ctx, d)
+	r.concurrentKey(ctx, d)
+	r.malformedBody(ctx, d)
+	r.undoUnknownKey(ctx, d)
+}
+
+// sameKey: the same key twice is one piece of work, answered with one id.
+// The first answer is the step's result for the steps after it.
+func (r *run) sameKey(ctx context.Context, d order.StepDef) {
+	key := newKey()
+	first := r.call(ctx, d, key, false, nil)
+	if first.err != nil {
+		if remote.ClassOf(first.err) == remote.ClassContract {
+			// The work was done: undone with the others, as the engine
+			// undoes it, without the unusable answer.
+			r.kept = append(r.kept, setupKey{d, key})
+		}
+		r.report(d.Name, RuleSameKey, Fail, "the call failed: %s", describe(first))
+		return
+	}
+	r.answers[d.Name] = first.answer.Body
+	r.kept = append(r.kept, setupKey{d, key})
+	again := r.call(ctx, d, key, false, nil)
+	switch {
+	case again.err != nil:
+		r.report(d.Name, RuleSameKey, Fail, "the first call succeeded (id %s); its repeat with the same Idempotency-Key failed: %s: "+
+			"a retry of work done must answer the same", first.answer.Reference, describe(again))
+	case again.answer.Reference != first.answer.Reference:
+		r.report(d.Name, RuleSameKey, Fail, "the same Idempotency-Key twice gave two ids (%s, then %s): the service ignores the key, "+
+			"so a retry would do the work twice", first.answer.Reference, again.answer.Reference)
+	case !bytes.Equal(first.answer.Body, again.answer.Body):
+		r.report(d.Name, RuleSameKey, Pass, "the same Idempotency-Key twice: one piece of work, id %s both times (the rest of the answer differs; the first one is kept)", first.answer.Reference)
+	default:
+		r.report(d.Name, RuleSameKey, Pass, "the same Idempotency-Key twice: one piece of work, the same answer (id %s)", first.answer.Reference)
+	}
+}
+
+// concurrentKey: two calls at once with one key do the work once (the
+// second may answer 409, which is retried). The work is then undone.
+func (r *run) concurrentKey(ctx context.Context, d order.StepDef) {
+	key := newKey()
+	var outs [2]outcome
+	var wg sync.WaitGroup
+	for i := range outs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i] = r.call(ctx, d, key, false, nil)
+		}()
+	}
+	wg.Wait()
+	var why string
+	verdict := Fail
+	switch {
+	case outs[0].err != nil || outs[1].err != nil:
+		failed := outs[0]
+		if failed.err == nil {
+			failed = outs[1]
+		}
+		why = "of two calls at once with one Idempotency-Key, one failed: " + describe(failed)
+	case outs[0].answer.Reference != outs[1].answer.Reference:
+		why = fmt.Sprintf("two calls at once with one Idempotency-Key did the work twice (ids %s and %s): the service must hold the key "+
+			"while a call runs (and may answer 409 to the other)", outs[0].answer.Reference, outs[1].answer.Reference)
+	default:
+		verdict = Pass
+		why = fmt.Sprintf("two calls at once with one Idempotency-Key: one piece of work (id %s)%s", outs[0].answer.Reference, conflicts(outs[:]))
+	}
+	done := func(o outcome) bool {
+		c := remote.ClassOf(o.err)
+		return c == remote.ClassSuccess || c == remote.ClassContract
+	}
+	if d.UndoCall.Path != "" && (done(outs[0]) || done(outs[1])) {
+		own := outs[0].answer.Body
+		if outs[0].err != nil {
+			own = outs[1].answer.Body
+		}
+		if undo := r.call(ctx, d, key, true, r.withOwn(d, own)); undo.err != nil {
+			verdict = Fail
+			why += "; undoing that work failed: " + describe(undo)
+		}
+	}
+	r.report(d.Name, RuleConcurrentKey, verdict, "%s", why)
+}
+
+// conflicts says how many 409s the calls met on their way.
+func conflicts(outs []outcome) string {
+	n := 0
+	for _, o := range outs {
+		for _, e := range o.tries {
+			if e.status == http.StatusConflict {
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d answer(s) 409 while the other call ran, retried", n)
+}
+
+// malformedBody: a body that is not JSON is refused with a 4xx that is
+// not a configuration status, the class the engine fails a step for
+// (not retried, not held).
+func (r *run) malformedBody(ctx context.Context, d order.StepDef) {
+	key := newKey()
+	e := r.raw(ctx, d, d.Call, key, []byte(`{"orderId": "`+r.orderID+`", "lines": [`))
+	switch class := remote.StatusClass(e.status); {
+	case e.err != nil:
+		r.report(d.Name, RuleMalformedBody, Fail, "a body that is not JSON got no answer: %v", e.err)
+	case e.status >= 400 && e.status < 500 && class == remote.ClassPermanent:
+		r.report(d.Name, RuleMalformedBody, Pass, "a body that is not JSON: refused with %d (permanent)", e.status)
+	case class == remote.ClassSuccess:
+		r.report(d.Name, RuleMalformedBody, Fail, "a body that is not JSON was accepted with %d: the service must refuse it with a 4xx such as 400", e.status)
+		if d.UndoCall.Path != "" {
+			r.call(ctx, d, key, true, r.withOwn(d, nil)) // cleanup
+		}
+	default:
+		r.report(d.Name, RuleMalformedBody, Fail, "a body that is not JSON was answered %d, which orderly takes as %s%s: want a 4xx such as 400 or 422",
+			e.status, class, consequence(class))
+	}
+}
+
+// consequence says what the engine does with an answer of class c where
+// it wanted a refusal.
+func consequence(c remote.Class) string {
+	switch c {
+	case remote.ClassTransient:
+		return " (it would retry a call that cannot succeed, until the step's window ends)"
+	case remote.ClassConfiguration:
+		return " (it would hold every order of the step for an operator)"
+	}
+	return ""
+}
+
+// undoUnknownKey: an undo of a key never used is a success (nothing to
+// undo) and blocks the key: a late call with it does no work, since
+// nothing would undo it.
+func (r *run) undoUnknownKey(ctx context.Context, d order.StepDef) {
+	if d.UndoCall.Path == "" {
+		r.report(d.Name, RuleUndoUnknownKey, Skip, "the step has no undo")
+		return
+	}
+	key := newKey()
+	undo := r.call(ctx, d, key, true, r.withOwn(d, nil))
+	if undo.err != nil {
+		r.report(d.Name, RuleUndoUnknownKey, Fail, "an undo of an Idempotency-Key never used failed: %s: nothing to undo is a success (2xx)", describe(undo))
+		return
+	}
+	late := r.call(ctx, d, key, false, nil)
+	switch class := remote.ClassOf(late.err); class {
+	case remote.ClassPermanent:
+		r.report(d.Name, RuleUndoUnknownKey, Pass, "an undo of an Idempotency-Key never used: %d; then a call with that key: refused %d",
+			undo.lastStatus(), late.lastStatus())
+	case remote.ClassSuccess, remote.ClassContract:
+		r.report(d.Name, RuleUndoUnknownKey, Fail, "after an undo of an Idempotency-Key never used, a call with that key did the work (id %s): "+
+			"a late retry would then do work that nothing undoes; the undo must block the key", late.answer.Reference)
+		r.call(ctx, d, key, true, r.withOwn(d, late.answer.Body)) // cleanup
+	default:
+		r.report(d.Name, RuleUndoUnknownKey, Fail, "after an undo of an Idempotency-Key never used, a call with that key: %s: want a refusal (4xx)%s",
+			describe(late), consequence(class))
+	}
+}
+
+// compensate runs the undo rules on the step's kept work (the same-key
+// calls'), after the later steps ran, as a failed order is undone: the
+// undo and its repeat succeed, and the key is then blocked.
+func (r *run) compensate(ctx context.Context, d order.StepDef) {
+	if d.UndoCall.Path == "" {
+		r.report(d.Name, RuleUndoTwice, Skip, "the step has no undo")
+		r.report(d.Name, RuleUndoBlocksKey, Skip, "the step has no undo")
+		return
+	}
+	i := slices.IndexFunc(r.kept, func(k setupKey) bool { return k.d.Name == d.Name })
+	if i < 0 {
+		r.report(d.Name, RuleUndoTwice, Skip, "no work to undo: the step's call failed (see %s)", RuleSameKey)
+		r.report(d.Name, RuleUndoBlocksKey, Skip, "no work to undo: the step's call failed (see %s)", RuleSameKey)
+		return
+	}
+	key, done := r.kept[i].key, r.answers[d.Name]
+	first := r.call(ctx, d, key, true, r.withOwn(d, done))
+	again := r.call(ctx, d, key, true, r.withOwn(d, done))
+	switch {
+	case first.err != nil:
+		r.report(d.Name, RuleUndoTwice, Fail, "the undo failed: %s", describe(first))
+	case again.err != nil:
+		r.report(d.Name, RuleUndoTwice, Fail, "the undo succeeded (id %s); its repeat failed: %s: a repeated undo must succeed", first.answer.Reference, describe(again))
+	default:
+		r.report(d.Name, RuleUndoTwice, Pass, "the undo: %d (id %s); its repeat: %d (id %s)", first.lastStatus(), first.answer.Reference, again.lastStatus(), again.answer.Reference)
+	}
+	var ref struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(done, &ref)
+	late := r.call(ctx, d, key, false, nil)
+	switch class := remote.ClassOf(late.err); {
+	case class == remote.ClassPermanent:
+		r.report(d.Name, RuleUndoBlocksKey, Pass, "a call with the Idempotency-Key of undone work: refused %d", late.lastStatus())
+	case class == remote.ClassSuccess && late.answer.Reference == ref.ID:
+		r.report(d.Name, RuleUndoBlocksKey, Pass, "a call with the Idempotency-Key of undone work: replayed its first answer (id %s) with no new work "+
+			"(a refusal, 4xx, says so more plainly)", late.answer.Reference)
+	case class == remote.ClassSuccess:
+		r.report(d.Name, RuleUndoBlocksKey, Fail, "a call with the Idempotency-Key of undone work did it again (new id %s, was %s): "+
+			"a late retry would redo work after its undo", late.answer.Reference, ref.ID)
+		r.call(ctx, d, key, true, r.withOwn(d, late.answer.Body)) // cleanup
+	default:
+		r.report(d.Name, RuleUndoBlocksKey, Fail, "a call with the Idempotency-Key of undone work: %s: want a refusal (4xx)%s", describe(late), consequence(class))
+	}
+}
+
+// aggregate runs the rules on every exchange with the step's service.
+func (r *run) aggregate(d order.StepDef) {
+	log := r.log(d.Name)
+	r.resultRule(d, log)
+	r.retryAfterRule(d, log)
+	r.allowanceRule(d, log)
+	r.errorBodyRule(d, log)
+}
+
+func (r *run) resultRule(d order.StepDef, log *stepLog) {
+	if len(log.contract) > 0 {
+		r.report(d.Name, RuleResult, Fail, "%s", strings.Join(dedupe(log.contract), "; "))
+		return
+	}
+	calls, undos := 0, 0
+	for _, e := range log.exchanges {
+		if e.status < 200 || e.status >= 300 {
+			continue
+		}
+		if e.undo {
+			undos++
+		} else {
+			calls++
+		}
+		var answer struct {
+			ID any `json:"id"`
+		}
+		if err := json.Unmarshal(e.body, &answer); err != nil {
+			r.report(d.Name, RuleResult, Fail, "a %d answer is not a JSON object: a success must be one, with the reference in \"id\"", e.status)
+			return
+		}
+		if id, ok := answer.ID.(string); !ok || id == "" {
+			r.report(d.Name, RuleResult, Fail, "a %d answer has no string \"id\": the engine takes it as transient and retries until the window ends", e.status)
+			return
+		}
+	}
+	if calls == 0 {
+		r.report(d.Name, RuleResult, Skip, "no success to check")
+		return
+	}
+	what := "a JSON object with an id"
+	if len(d.ResultSchema) > 0 {
+		what += ", matching the step's result schema"
+	}
+	if r.cfg.Workflow.Keeps(d.Name) {
+		what += fmt.Sprintf(", within %d bytes (the step's result is kept)", d.ResultMaxBytes)
+	}
+	undone := ""
+	if undos > 0 {
+		undone = fmt.Sprintf("; %s, each with an id", plural(undos, "successful undo"))
+	}
+	r.report(d.Name, RuleResult, Pass, "%s, each %s%s", plural(calls, "successful call"), what, undone)
+}
+
+// plural is n things.
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+func (r *run) retryAfterRule(d order.StepDef, log *stepLog) {
+	n, longest := 0, time.Duration(0)
+	for _, e := range log.exchanges {
+		v := e.header.Get("Retry-After")
+		if v == "" {
+			continue
+		}
+		n++
+		after, ok := remote.ParseRetryAfter(e.header)
+		switch {
+		case !ok:
+			r.report(d.Name, RuleRetryAfter, Fail, "a %d answer's Retry-After %q is neither delay-seconds nor an HTTP date: the agent ignores it", e.status, v)
+			return
+		case after > maxRetryAfter:
+			r.report(d.Name, RuleRetryAfter, Fail, "a %d answer's Retry-After asks for a wait of %s, more than %s: the step's attempt would time out long before", e.status, after, maxRetryAfter)
+			return
+		}
+		longest = max(longest, after)
+	}
+	if n == 0 {
+		r.report(d.Name, RuleRetryAfter, Skip, "no answer carried Retry-After")
+		return
+	}
+	note := ""
+	if longest > d.Allowance {
+		note = fmt.Sprintf(" (longer than the step's %s allowance: such an attempt times out and the Supervisor retries it)", d.Allowance)
+	}
+	r.report(d.Name, RuleRetryAfter, Pass, "%s carried Retry-After, the longest %s%s", plural(n, "answer"), longest, note)
+}
+
+func (r *run) allowanceRule(d order.StepDef, log *stepLog) {
+	var slowest time.Duration
+	answered := 0
+	for _, e := range log.exchanges {
+		if e.timedOut {
+			r.report(d.Name, RuleWithinAllowance, Fail, "a call got no answer within the step's %s allowance", d.Allowance)
+			return
+		}
+		if e.status != 0 {
+			answered++
+			slowest = max(slowest, e.took)
+		}
+	}
+	if answered == 0 {
+		r.report(d.Name, RuleWithinAllowance, Skip, "no answer to time")
+		return
+	}
+	if slowest > d.Allowance {
+		r.report(d.Name, RuleWithinAllowance, Fail, "an answer took %s, more than the step's %s allowance", roughly(slowest), d.Allowance)
+		return
+	}
+	r.report(d.Name, RuleWithinAllowance, Pass, "%s, the slowest in %s (allowance %s)", plural(answered, "answer"), roughly(slowest), d.Allowance)
+}
+
+// roughly prints a duration to the millisecond, or as under one.
+func roughly(d time.Duration) string {
+	if d < time.Millisecond {
+		return "under 1ms"
+	}
+	return d.Round(time.Millisecond).String()
+}
+
+func (r *run) errorBodyRule(d order.StepDef, log *stepLog) {
+	n := 0
+	for _, e := range log.exchanges {
+		if e.status < 400 {
+			continue
+		}
+		n++
+		var body struct {
+			Error *string `json:"error"`
+		}
+		if err := json.Unmarshal(e.body, &body); err != nil || body.Error == nil || *body.Error == "" {
+			r.report(d.Name, RuleErrorBody, Fail, "a %d answer's body is not {\"error\": \"...\"} (Content-Type %q): operators and clients see its reason from there",
+				e.status, e.header.Get("Content-Type"))
+			return
+		}
+	}
+	if n == 0 {
+		r.report(d.Name, RuleErrorBody, Skip, "no answer failed")
+		return
+	}
+	r.report(d.Name, RuleErrorBody, Pass, "%s, each with {\"error\": \"...\"}", plural(n, "failed answer"))
+}
+
+func dedupe(ss []string) []string {
+	var out []string
+	for _, s := range ss {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// newKey is a fresh Idempotency-Key: random, so every run is new work to
+// the service.
+func newKey() string { return "conformance-" + rand.Text() }
+
+func (r *run) log(step string) *stepLog {
+	l, ok := r.seen[step]
+	if !ok {
+		l = &stepLog{}
+		r.seen[step] = l
+	}
+	return l
+}
+
+// outcome is one call, with the attempts it took.
+type outcome struct {
+	key    string
+	answer remote.Answer
+	err    error
+	tries  []*exchange
+}
+
+func (o outcome) lastStatus() int {
+	if len(o.tries) == 0 {
+		return 0
+	}
+	return o.tries[len(o.tries)-1].status
+}
+
+// describe says how a failed call ended, in the engine's terms.
+func describe(o outcome) string {
+	class := remote.ClassOf(o.err)
+	last := o.lastStatus()
+	var b strings.Builder
+	switch {
+	case last == 0 && len(o.tries) > 0 && o.tries[len(o.tries)-1].timedOut:
+		b.WriteString("no answer within the step's allowance")
+	case last == 0:
+		fmt.Fprintf(&b, "no answer (%v)", o.err)
+	default:
+		fmt.Fprintf(&b, "%d (%s)", last, class)
+	}
+	if len(o.tries) > 1 {
+		fmt.Fprintf(&b, " after %d attempts", len(o.tries))
+	}
+	if o.err != nil && last != 0 {
+		fmt.Fprintf(&b, ": %v", o.err)
+	}
+	return b.String()
+}
+
+// call makes one call of step d as the agent does, through the real
+// client, retrying transient faults (not a call that got no answer in
+// time: that would only wait longer) a few times, honouring Retry-After
+// up to a few seconds.
+func (r *run) call(ctx context.Context, d order.StepDef, key string, undo bool, results map[string]json.RawMessage) outcome {
+	if results == nil {
+		results = r.answers
+	}
+	req := order.StepRequest{
+		OrderID: r.orderID, Workflow: r.cfg.Workflow.Name, Version: r.cfg.Workflow.Version, Step: d.Name, Attempt: 1,
+		IdempotencyKey: key, Input: r.cfg.Input, Results: results, Undo: undo,
+	}
+	if undo {
+		req.Record = len(r.cfg.Workflow.Steps)
+	}
+	log := r.log(d.Name)
+	out := outcome{key: key}
+	for attempt := 1; ; attempt++ {
+		e := &exchange{undo: undo}
+		callCtx, cancel := context.WithTimeout(context.WithValue(ctx, exchangeKey{}, e), d.Allowance)
+		out.answer, out.err = r.client.Call(callCtx, d.Agent, req)
+		cancel()
+		if e.sent {
+			e.timedOut = e.status == 0 && errors.Is(out.err, context.DeadlineExceeded) && ctx.Err() == nil
+			out.tries = append(out.tries, e)
+			log.mu.Lock()
+			log.exchanges = append(log.exchanges, e)
+			if errors.Is(out.err, remote.ErrContract) {
+				log.contract = append(log.contract, contractProblem(out.err))
+			}
+			log.mu.Unlock()
+		}
+		if remote.ClassOf(out.err) != remote.ClassTransient || attempt == tries || (len(out.tries) > 0 && out.tries[len(out.tries)-1].timedOut) || ctx.Err() != nil {
+			return out
+		}
+		wait := time.Duration(100<<attempt) * time.Millisecond
+		if after, ok := remote.RetryAfter(out.err); ok {
+			wait = min(after, 3*time.Second)
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return out
+		}
+	}
+}
+
+// contractProblem is what a contract fault says of the answer, without
+// the operation the client names first.
+func contractProblem(err error) string {
+	var ce *order.ContractError
+	if errors.As(err, &ce) {
+		return "the answer " + ce.Problem
+	}
+	return err.Error()
+}
+
+// raw sends body as the step's call with key, for what the client would
+// never send.
+func (r *run) raw(ctx context.Context, d order.StepDef, call order.Endpoint, key string, body []byte) *exchange {
+	e := &exchange{}
+	callCtx, cancel := context.WithTimeout(context.WithValue(ctx, exchangeKey{}, e), d.Allowance)
+	defer cancel()
+	req, err := http.NewRequestWithContext(callCtx, call.Method, strings.TrimRight(r.cfg.BaseURL, "/")+call.Path, bytes.NewReader(body))
+	if err != nil {
+		e.err = err
+		return e
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := r.http.Do(req)
+	if err != nil {
+		e.err = err
+		e.timedOut = errors.Is(err, context.DeadlineExceeded)
+	} else {
+		resp.Body.Close()
+	}
+	if e.sent {
+		log := r.log(d.Name)
+		log.mu.Lock()
+		log.exchanges = append(log.exchanges, e)
+		log.mu.Unlock()
+	}
+	return e
+}
+
+// exchange is one HTTP call and its answer, as the recorder saw it.
+type exchange struct {
+	undo     bool
+	sent     bool
+	status   int
+	header   http.Header
+	body     []byte
+	took     time.Duration
+	timedOut bool
+	err      error
+}
+
+type exchangeKey struct{}
+
+// recorder adds the configured headers to every call and records each
+// answer in the exchange its context carries.
+type recorder struct {
+	base   http.RoundTripper
+	header http.Header
+}
+
+func (rec *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, vs := range rec.header {
+		req.Header[http.CanonicalHeaderKey(k)] = vs
+	}
+	e, _ := req.Context().Value(exchangeKey{}).(*exchange)
+	if e == nil {
+		e = &exchange{}
+	}
+	e.sent = true
+	began := time.Now()
+	resp, err := rec.base.RoundTrip(req)
+	if err != nil {
+		e.took, e.err = time.Since(began), err
+		return nil, err
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, remote.MaxResponseBytes))
+	resp.Body.Close()
+	e.took = time.Since(began)
+	if err != nil {
+		e.err = err
+		return nil, err
+	}
+	e.status, e.header, e.body = resp.StatusCode, resp.Header, body
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return resp, nil
+}
+
+// redactURL leaves a password out of a URL.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unreadable)"
+	}
+	return u.Redacted()
+}
+
+// Failed counts the failed rules.
+func Failed(rs []Result) int {
+	n := 0
+	for _, r := range rs {
+		if r.Verdict == Fail {
+			n++
+		}
+	}
+	return n
+}
+
+// Write prints one line per rule per step, then a summary.
+func Write(w io.Writer, rs []Result) {
+	stepW, ruleW := 4, 4
+	for _, r := range rs {
+		stepW, ruleW = max(stepW, len(r.Step)), max(ruleW, len(r.Rule))
+	}
+	counts := map[Verdict]int{}
+	for _, r := range rs {
+		counts[r.Verdict]++
+		fmt.Fprintf(w, "%-4s  %-*s  %-*s  %s\n", r.Verdict, stepW, r.Step, ruleW, r.Rule, r.Why)
+	}
+	fmt.Fprintf(w, "%d passed, %d failed, %d skipped\n", counts[Pass], counts[Fail], counts[Skip])
+}

@@ -1,0 +1,232 @@
+package console_test
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"orderly/internal/local/engine"
+	"orderly/internal/order"
+	"orderly/internal/testkit/enginetest"
+	"orderly/internal/testkit/ordertest"
+	"orderly/internal/testkit/testenv"
+)
+
+// chromium is the browser the test drives: Debian's, which `make test`
+// installs; ORDERLY_CHROMIUM names another.
+func chromium(t *testing.T) string {
+	t.Helper()
+	path := cmp.Or(os.Getenv("ORDERLY_CHROMIUM"), "/usr/bin/chromium")
+	if _, err := os.Stat(path); err != nil {
+		// Not a skip: `make test` installs it, and a browser test that
+		// quietly did not run would read as passed.
+		t.Fatalf("no browser at %s (make test installs Debian's chromium; ORDERLY_CHROMIUM names another): %v", path, err)
+	}
+	return path
+}
+
+// artifacts is where the test keeps its screenshots: ORDERLY_ARTIFACTS,
+// or .local/artifacts in the repository.
+func artifacts(t *testing.T) string {
+	t.Helper()
+	dir := cmp.Or(os.Getenv("ORDERLY_ARTIFACTS"), filepath.Join("..", "..", "..", ".local", "artifacts"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// An operator, in a real browser, finds an order in Error on the console,
+// reads its timeline, redrives it behind the confirmation page and
+// watches it end Failed with its work undone; the history names the
+// operator. Against the whole engine on the emulators.
+func TestConsoleInABrowser(t *testing.T) {
+	if !testenv.Enabled() {
+		t.Skip("set ORDERLY_INTEGRATION=1 to run against the emulators")
+	}
+	browser := chromium(t)
+	e := enginetest.Start(t, func(c *engine.Config) { c.ConsoleAddr = "127.0.0.1:0" })
+
+	// A shipment refused for good, then a refund refused once: Error.
+	id := submit(t, e.URL(), "TEST-SHIPPING-PERMANENT", "TEST-PAYMENT-UNDO-PERMANENT-1")
+	testenv.Eventually(t, 30*time.Second, func() (bool, string) {
+		o, steps, err := e.Store.GetOrder(context.Background(), id)
+		return err == nil && o.Status == order.StatusError, "order " + string(o.Status) + " " + describe(steps)
+	})
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1400, 1000))
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancelBrowser := chromedp.NewContext(allocCtx)
+	defer cancelBrowser()
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+
+	shots := artifacts(t)
+	shoot := func(name string) {
+		t.Helper()
+		png := run(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
+		path := filepath.Join(shots, name)
+		if err := os.WriteFile(path, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot %s", path)
+	}
+	text := func(sel string) string {
+		t.Helper()
+		return run(t, ctx, "read "+sel, chromedp.Text(chromedp.CSS(sel)))
+	}
+
+	// The overview lists it in Error; its link opens the order.
+	do(t, ctx, "open the overview", chromedp.Navigate(e.ConsoleURL()), chromedp.WaitVisible(chromedp.CSS("#orders")))
+	errorCount, listed := text(`[data-count="Error"] .n`), text("#orders")
+	shoot("console-overview.png")
+	if errorCount != "1" || !strings.Contains(listed, id) || !strings.Contains(listed, "refund refused") {
+		t.Errorf("overview: %s in Error, list %q; want 1, %s with its refused refund", errorCount, listed, id)
+	}
+	do(t, ctx, "open the order", chromedp.Click(chromedp.CSS(`a[href="/orders/`+id+`"]`)), chromedp.WaitVisible(chromedp.CSS("#timeline")))
+
+	// Its page: Error, a timeline lane per record, the refused undo.
+	status, timeline := text("#status"), text("#timeline")
+	phases := run(t, ctx, "read the timeline's phases", chromedp.AttributesAll(chromedp.CSSAll("#timeline .phase")))
+	shoot("console-order-error.png")
+	if status != "Error" {
+		t.Errorf("status %q, want Error", status)
+	}
+	for _, lane := range []string{"order", "reserve-inventory", "charge-payment", "arrange-shipping", "undo charge-payment"} {
+		if !strings.Contains(timeline, lane) {
+			t.Errorf("the timeline has no lane %q: %q", lane, timeline)
+		}
+	}
+	if len(phases) < 5 {
+		t.Errorf("the timeline draws %d phases, want one per attempt and status (at least 5)", len(phases))
+	}
+
+	// Redrive, resuming the undo, behind the confirmation page.
+	do(t, ctx, "ask to redrive", chromedp.Click(chromedp.CSS("#redrive-compensate")), chromedp.WaitVisible(chromedp.CSS("#confirm")))
+	if confirm := text("main"); !strings.Contains(confirm, "The undo of charge-payment runs again") {
+		t.Errorf("the confirmation page says %q", confirm)
+	}
+	do(t, ctx, "confirm the redrive", chromedp.Click(chromedp.CSS("#confirm")), chromedp.WaitVisible(chromedp.CSS("#done")))
+	if done := text("#done"); !strings.Contains(done, "now Compensating") {
+		t.Errorf("after the redrive the page says %q, want the order Compensating", done)
+	}
+
+	// The page watches the order live: it ends Failed, every record's
+	// work undone, and the history names the operator.
+	deadline := time.Now().Add(30 * time.Second)
+	for status = ""; status != "Failed" && time.Now().Before(deadline); {
+		time.Sleep(500 * time.Millisecond)
+		do(t, ctx, "reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#status")))
+		status = text("#status")
+	}
+	history, records := text("#history"), text("#records")
+	shoot("console-order-failed.png")
+	if status != "Failed" {
+		t.Fatalf("after the redrive the order is %q, want Failed", status)
+	}
+	if !strings.Contains(history, "operator redrive") {
+		t.Errorf("the history does not name the operator's redrive:\n%s", history)
+	}
+	if n := strings.Count(records, "Undone"); n != 2 {
+		t.Errorf("%d records Undone, want the payment and the reservation:\n%s", n, records)
+	}
+	if !e.Sim.Undone(ordertest.AgentPayment, enginetest.RemoteKey(t, e, id, ordertest.StepChargePayment)) {
+		t.Error("the simulator never refunded the payment")
+	}
+}
+
+func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func run[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return v
+}
+
+func submit(t *testing.T, apiURL string, skus ...string) string {
+	t.Helper()
+	sub := ordertest.Submission{CustomerID: "c-console"}
+	for _, s := range skus {
+		sub.Lines = append(sub.Lines, order.Line{SKU: s, Quantity: 1})
+	}
+	body, _ := json.Marshal(sub)
+	resp, err := http.Post(apiURL+"/orders", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		OrderID string `json:"orderId"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("submit: %d, %v", resp.StatusCode, err)
+	}
+	return out.OrderID
+}
+
+func describe(steps []order.StepState) string {
+	var out []string
+	for _, s := range steps {
+		out = append(out, s.Step+"="+string(s.ProcessState))
+	}
+	return strings.Join(out, ",")
+}
+
+// DNS rebinding in a real browser: a page under another name that
+// resolves to 127.0.0.1 (Chromium's host-resolver rules stand in for the
+// attacker's DNS) gets the console's refusal, without its token, while the
+// console's own address still serves it.
+func TestConsoleRefusesARebindingNameInABrowser(t *testing.T) {
+	if !testenv.Enabled() {
+		t.Skip("set ORDERLY_INTEGRATION=1 to run the browser tests")
+	}
+	browser := chromium(t)
+	srv := serve(t, &fakeStage{})
+	_, port, _ := strings.Cut(srv.Listener.Addr().String(), ":")
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("host-resolver-rules", "MAP rebind.example 127.0.0.1"),
+		chromedp.UserDataDir(t.TempDir()))
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancelBrowser := chromedp.NewContext(allocCtx)
+	defer cancelBrowser()
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+
+	confirm := "/orders/" + stuckID + "/redrive-retry"
+	do(t, ctx, "open the confirmation page under the rebinding name",
+		chromedp.Navigate("http://rebind.example:"+port+confirm), chromedp.WaitReady(chromedp.CSS("body")))
+	html := run(t, ctx, "read the page", chromedp.OuterHTML(chromedp.CSS("html")))
+	if !strings.Contains(html, "Misdirected request") || !strings.Contains(html, "127.0.0.1:"+port) {
+		t.Errorf("under the rebinding name the page is not the refusal naming the console's address:\n%s", html)
+	}
+	if strings.Contains(html, `name="token"`) {
+		t.Error("the page under the rebinding name carries the console's token")
+	}
+	do(t, ctx, "open it at the console's own address",
+		chromedp.Navigate("http://127.0.0.1:"+port+confirm), chromedp.WaitVisible(chromedp.CSS("#confirm")))
+}
