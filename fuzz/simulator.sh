@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The simulator against the remote-service contract (internal/remote/
+# The simulator against the remote-service contract (internal/adapter/remote/
 # contract.json), which every team's service must keep: for the shipped
 # workflow and the checkout example, the contract placed at the
 # workflow's own paths (`orderly conformance --openapi`), then
