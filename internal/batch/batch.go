@@ -1,10 +1,12 @@
-// Package batch works a DynamoDB stream batch the way orderly's stream
-// consumers (the Scheduler and the recorder) need it: the records of one
-// order in their order, different orders in parallel, and, when a record
-// fails, the earliest failed record reported, so that Lambda retries the
-// batch from it. Since that retry delivers every later record of the batch
-// again (other orders' too) and holds the shard back meanwhile, a record's
-// write is first retried inline (Retry).
+// Package batch works the batches the functions are handed: Each is the
+// one bounded-parallelism helper (a queue batch's messages, the
+// Supervisor's due steps); ByOrder works a DynamoDB stream batch the way
+// orderly's stream consumers (the Scheduler and the recorder) need it: the
+// records of one order in their order, different orders in parallel, and,
+// when a record fails, the earliest failed record reported, so that Lambda
+// retries the batch from it. Since that retry delivers every later record
+// of the batch again (other orders' too) and holds the shard back
+// meanwhile, a record's write is first retried inline (Retry).
 package batch
 
 import (
@@ -34,21 +36,14 @@ func ByOrder(records []events.DynamoDBEventRecord, parallel int, handle func(eve
 		groups[key] = append(groups[key], i)
 	}
 	failed := make([]bool, len(records))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, max(parallel, 1))
-	for _, key := range keys {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			for _, i := range groups[key] {
-				if handle(records[i]) != nil {
-					failed[i] = true
-					return
-				}
+	Each(keys, parallel, func(key string) {
+		for _, i := range groups[key] {
+			if handle(records[i]) != nil {
+				failed[i] = true
+				return
 			}
-		})
-	}
-	wg.Wait()
+		}
+	})
 	for i, f := range failed {
 		if f {
 			return events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{
@@ -57,6 +52,21 @@ func ByOrder(records []events.DynamoDBEventRecord, parallel int, handle func(eve
 		}
 	}
 	return events.DynamoDBEventResponse{}
+}
+
+// Each calls fn for every item, at most parallel at once (at least one),
+// and returns when every call has.
+func Each[T any](items []T, parallel int, fn func(T)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(parallel, 1))
+	for _, it := range items {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			fn(it)
+		})
+	}
+	wg.Wait()
 }
 
 // Tries is how often Retry makes a call before it gives up.

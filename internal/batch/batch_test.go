@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -42,5 +43,43 @@ func TestByOrder(t *testing.T) {
 	}
 	if handled["6"] || !handled["1"] || !handled["3"] || !handled["5"] {
 		t.Errorf("handled %v: want B's record after its failure left for the retry, the others handled", seen)
+	}
+}
+
+// Each calls fn once per item, never more than parallel at once, and at
+// least one at a time however parallel is set.
+func TestEachBoundsItsParallelism(t *testing.T) {
+	for _, parallel := range []int{-1, 0, 1, 3, 50} {
+		var (
+			mu            sync.Mutex
+			running, most int
+			seen          = map[int]int{}
+		)
+		items := make([]int, 40)
+		for i := range items {
+			items[i] = i
+		}
+		batch.Each(items, parallel, func(i int) {
+			mu.Lock()
+			running++
+			most = max(most, running)
+			seen[i]++
+			mu.Unlock()
+			time.Sleep(time.Millisecond)
+			mu.Lock()
+			running--
+			mu.Unlock()
+		})
+		if want := min(max(parallel, 1), len(items)); most > want {
+			t.Errorf("parallel %d: %d at once, want at most %d", parallel, most, want)
+		}
+		if len(seen) != len(items) {
+			t.Errorf("parallel %d: %d items worked, want %d", parallel, len(seen), len(items))
+		}
+		for i, n := range seen {
+			if n != 1 {
+				t.Errorf("parallel %d: item %d worked %d times", parallel, i, n)
+			}
+		}
 	}
 }

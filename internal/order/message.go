@@ -2,6 +2,7 @@ package order
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -235,4 +236,59 @@ type Alert struct {
 	Undo   bool      `json:"undo,omitempty"`
 	Undone []string  `json:"undone,omitempty"`
 	At     time.Time `json:"at"`
+}
+
+// DecodeRequest reads a request from its queue message and checks what
+// it must hold whatever its workflow: a valid order id, a step, an
+// attempt, a deadline, an idempotency key, and an undo record's index.
+func DecodeRequest(body []byte) (StepRequest, error) {
+	var req StepRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return req, fmt.Errorf("decode request: %w", err)
+	}
+	switch {
+	case !ValidID(req.OrderID):
+		return req, fmt.Errorf("request has invalid orderId %q", req.OrderID)
+	case req.Step == "":
+		return req, errors.New("request has no step")
+	case req.Attempt < 1:
+		return req, fmt.Errorf("request has invalid attempt %d", req.Attempt)
+	case req.CompleteBy.IsZero():
+		return req, errors.New("request has no completeBy")
+	case req.IdempotencyKey == "":
+		return req, errors.New("request has no idempotencyKey")
+	case req.Undo && req.Record < 1:
+		return req, fmt.Errorf("undo request has invalid record %d", req.Record)
+	}
+	return req, nil
+}
+
+// DecodeReply reads a reply from the response queue and checks what it
+// must hold whatever its workflow; Check then checks it against its
+// version's workflow.
+func DecodeReply(body []byte) (StepReply, error) {
+	var rep StepReply
+	if err := json.Unmarshal(body, &rep); err != nil {
+		return rep, fmt.Errorf("decode reply: %w", err)
+	}
+	switch {
+	case !ValidID(rep.OrderID):
+		return rep, fmt.Errorf("reply has invalid orderId %q", rep.OrderID)
+	case rep.Attempt < 1:
+		return rep, fmt.Errorf("reply has invalid attempt %d", rep.Attempt)
+	case rep.Outcome != OutcomeSucceeded && rep.Outcome != OutcomeFailed:
+		return rep, fmt.Errorf("reply has unknown outcome %q", rep.Outcome)
+	}
+	return rep, nil
+}
+
+// Check reports whether the reply names a step, and record, that w has.
+func (r StepReply) Check(w Workflow) error {
+	if _, ok := w.Step(r.Step); !ok {
+		return fmt.Errorf("reply names step %q, which workflow version %s does not have", r.Step, w.Version)
+	}
+	if _, ok := r.StepIndex(w); !ok {
+		return fmt.Errorf("reply names undo record %d, which cannot be one", r.Record)
+	}
+	return nil
 }

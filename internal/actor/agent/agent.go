@@ -26,7 +26,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,6 +37,7 @@ import (
 
 	"orderly/internal/adapter/remote"
 	"orderly/internal/adapter/sqs"
+	"orderly/internal/batch"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
 )
@@ -175,26 +175,19 @@ func (s *Service) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	var (
 		mu   sync.Mutex
 		resp events.SQSEventResponse
-		wg   sync.WaitGroup
-		sem  = make(chan struct{}, maxParallel)
 	)
-	for _, msg := range ev.Records {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := s.handleMessage(ctx, msg); err != nil {
-				mu.Lock()
-				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: msg.MessageId})
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	batch.Each(ev.Records, maxParallel, func(msg events.SQSMessage) {
+		if err := s.handleMessage(ctx, msg); err != nil {
+			mu.Lock()
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: msg.MessageId})
+			mu.Unlock()
+		}
+	})
 	return resp, nil
 }
 
 func (s *Service) handleMessage(ctx context.Context, msg events.SQSMessage) error {
-	req, err := decodeRequest(msg.Body)
+	req, err := order.DecodeRequest([]byte(msg.Body))
 	if err != nil {
 		s.log.ErrorContext(ctx, "malformed request", append(sqs.Describe(msg), "error", err)...)
 		s.metrics.Count(metrics.PoisonMessages, 1, "source", s.name, "message_id", msg.MessageId)
@@ -591,26 +584,4 @@ func (s *Service) heartbeat(w *window, req order.StepRequest, done <-chan struct
 			w.moveTo(completeBy)
 		}
 	}
-}
-
-func decodeRequest(body string) (order.StepRequest, error) {
-	var req order.StepRequest
-	if err := json.Unmarshal([]byte(body), &req); err != nil {
-		return req, fmt.Errorf("decode request: %w", err)
-	}
-	switch {
-	case !order.ValidID(req.OrderID):
-		return req, fmt.Errorf("request has invalid orderId %q", req.OrderID)
-	case req.Step == "":
-		return req, errors.New("request has no step")
-	case req.Attempt < 1:
-		return req, fmt.Errorf("request has invalid attempt %d", req.Attempt)
-	case req.CompleteBy.IsZero():
-		return req, errors.New("request has no completeBy")
-	case req.IdempotencyKey == "":
-		return req, errors.New("request has no idempotencyKey")
-	case req.Undo && req.Record < 1:
-		return req, fmt.Errorf("undo request has invalid record %d", req.Record)
-	}
-	return req, nil
 }

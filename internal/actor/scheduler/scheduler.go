@@ -201,7 +201,7 @@ func (s *Service) HandleReplies(ctx context.Context, ev events.SQSEvent) (events
 		mu   sync.Mutex
 		resp events.SQSEventResponse
 	)
-	parallel(ev.Records, func(msg events.SQSMessage) {
+	batch.Each(ev.Records, maxParallel, func(msg events.SQSMessage) {
 		if err := s.applyReply(ctx, msg); err != nil {
 			mu.Lock()
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: msg.MessageId})
@@ -211,22 +211,8 @@ func (s *Service) HandleReplies(ctx context.Context, ev events.SQSEvent) (events
 	return resp, nil
 }
 
-// parallel calls fn for every item, at most maxParallel at once.
-func parallel[T any](items []T, fn func(T)) {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, maxParallel)
-	for _, it := range items {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			fn(it)
-		})
-	}
-	wg.Wait()
-}
-
 func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
-	rep, err := decodeReply(msg.Body)
+	rep, err := order.DecodeReply([]byte(msg.Body))
 	wf, known := s.workflows.Get(rep.Workflow, rep.Version)
 	if err == nil && !known {
 		// After a rollback: applied by its own version once that is back
@@ -238,7 +224,7 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 		return fmt.Errorf("reply of order %s: workflow version %s is not in this build", rep.OrderID, rep.Version)
 	}
 	if err == nil {
-		err = checkReply(rep, wf)
+		err = rep.Check(wf)
 	}
 	if err != nil {
 		s.log.ErrorContext(ctx, "malformed reply", append(sqs.Describe(msg), "error", err)...)
@@ -246,7 +232,7 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 		return err
 	}
 	log := s.log.With("order_id", rep.OrderID, "step", rep.Step, "undo", rep.Undo, "attempt", rep.Attempt, "outcome", rep.Outcome)
-	index, _ := rep.StepIndex(wf) // checkReply checked it
+	index, _ := rep.StepIndex(wf) // Check checked it
 	replied := order.StepState{OrderID: rep.OrderID, Step: rep.Step, Index: index, Undo: rep.Undo, Attempt: rep.Attempt}
 	now := s.now()
 	switch {
@@ -393,32 +379,4 @@ func keptResult(wf order.Workflow, rep order.StepReply) json.RawMessage {
 		return nil
 	}
 	return rep.Result
-}
-
-// decodeReply reads a reply; checkReply then checks it against its
-// version's workflow.
-func decodeReply(body string) (order.StepReply, error) {
-	var rep order.StepReply
-	if err := json.Unmarshal([]byte(body), &rep); err != nil {
-		return rep, fmt.Errorf("decode reply: %w", err)
-	}
-	switch {
-	case !order.ValidID(rep.OrderID):
-		return rep, fmt.Errorf("reply has invalid orderId %q", rep.OrderID)
-	case rep.Attempt < 1:
-		return rep, fmt.Errorf("reply has invalid attempt %d", rep.Attempt)
-	case rep.Outcome != order.OutcomeSucceeded && rep.Outcome != order.OutcomeFailed:
-		return rep, fmt.Errorf("reply has unknown outcome %q", rep.Outcome)
-	}
-	return rep, nil
-}
-
-func checkReply(rep order.StepReply, w order.Workflow) error {
-	if _, ok := w.Step(rep.Step); !ok {
-		return fmt.Errorf("reply names step %q, which workflow version %s does not have", rep.Step, w.Version)
-	}
-	if _, ok := rep.StepIndex(w); !ok {
-		return fmt.Errorf("reply names undo record %d, which cannot be one", rep.Record)
-	}
-	return nil
 }

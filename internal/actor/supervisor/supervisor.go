@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"orderly/internal/adapter/dynamo"
+	"orderly/internal/batch"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
 )
@@ -241,24 +242,17 @@ func (s *Service) runShard(ctx context.Context, shard int, now time.Time, backlo
 				errs = append(errs, err)
 			}
 		}
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, perShardParallel)
-		for _, st := range steps {
-			sem <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				var one Report
-				err := s.recover(ctx, st, now, backlog, &one)
-				mu.Lock()
-				defer mu.Unlock()
-				one.Examined++
-				r.add(one)
-				if err != nil {
-					errs = append(errs, err)
-				}
-			})
-		}
-		wg.Wait()
+		batch.Each(steps, perShardParallel, func(st order.StepState) {
+			var one Report
+			err := s.recover(ctx, st, now, backlog, &one)
+			mu.Lock()
+			defer mu.Unlock()
+			one.Examined++
+			r.add(one)
+			if err != nil {
+				errs = append(errs, err)
+			}
+		})
 		page = next
 		if page == nil || nearDeadline(ctx) {
 			return r, errors.Join(errs...)
