@@ -435,9 +435,9 @@ func (s *schedulerStore) CompleteStep(_ context.Context, c dynamo.Completion, no
 		ProcessState: order.Processing, LockedBy: c.Owner, CompleteBy: c.NextCompleteBy, Attempt: 1, UpdatedAt: now}, nil
 }
 
-func (s *schedulerStore) FailStep(_ context.Context, st order.StepState, _ string, _ time.Time) (order.StepState, error) {
-	s.failures = append(s.failures, st.OrderID+"/"+st.Step)
-	return st, nil
+func (s *schedulerStore) Apply(_ context.Context, t order.Transition) (order.StepState, error) {
+	s.failures = append(s.failures, t.Record.OrderID+"/"+t.Record.Step)
+	return t.Record, nil
 }
 
 func (s *schedulerStore) StartUndo(_ context.Context, u dynamo.Undoing, _ time.Time) (order.Order, order.StepState, error) {

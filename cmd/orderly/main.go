@@ -431,7 +431,7 @@ func writeOrder(w io.Writer, v api.OrderView) {
 	}
 }
 
-func writeHistory(w io.Writer, ts []order.Transition) {
+func writeHistory(w io.Writer, ts []order.HistoryEntry) {
 	tw := newTable(w, "TIME\tRECORD\tEVENT\tFROM\tTO\tATTEMPT\tBY\tREASON")
 	for _, t := range ts {
 		rec := "order"

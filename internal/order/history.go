@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// Transition is one change of an order, or of one of its records, as the
+// HistoryEntry is one change of an order, or of one of its records, as the
 // order's history shows it: who changed what from which state to which,
 // on which attempt, and why.
-type Transition struct {
+type HistoryEntry struct {
 	At time.Time `json:"at" dynamodbav:"At"`
 	// Record is the index in the order's list of steps (workflow steps,
 	// then undo records); -1 is the order itself.

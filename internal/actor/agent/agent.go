@@ -52,13 +52,12 @@ type Caller interface {
 // order.ErrHeartbeatLimit when the step allows no more.
 type Deadlines interface {
 	ExtendDeadline(ctx context.Context, st order.StepState, completeBy time.Time, maxHeartbeats int, now time.Time) (order.StepState, error)
-	// GaveUp records that the agent took the attempt's request and gave
-	// it up at its deadline: its timeout is not back-pressure.
-	GaveUp(ctx context.Context, st order.StepState, now time.Time) error
-	// Park marks the order parked for st's workflow version (see
-	// dynamo.Store.Park), with a VersionUnknown alert for a Supervisor to
-	// send from until on, while st's attempt is still on.
-	Park(ctx context.Context, st order.StepState, until time.Time, alert bool, reason string, now time.Time) (order.StepState, error)
+	// Apply persists a decided transition (order.ErrStale when its
+	// guard no longer holds): order.GaveUp, when the agent took the
+	// attempt's request and gave it up at its deadline (its timeout is not
+	// back-pressure); order.Park, when its build lacks the order's
+	// workflow version.
+	Apply(ctx context.Context, t order.Transition) (order.StepState, error)
 }
 
 // Holder puts a request back in its agent's queue, delivered again after
@@ -327,7 +326,7 @@ func (s *Service) gaveUp(ctx context.Context, log *slog.Logger, req order.StepRe
 	// its own.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := s.deadlines.GaveUp(ctx, st, s.now()); err != nil && !errors.Is(err, order.ErrStale) {
+	if _, err := s.deadlines.Apply(ctx, order.GaveUp(st, s.now())); err != nil && !errors.Is(err, order.ErrStale) {
 		log.WarnContext(ctx, "given-up attempt not recorded", "error", err)
 	}
 }
@@ -346,7 +345,7 @@ func (s *Service) park(ctx context.Context, log *slog.Logger, req order.StepRequ
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	now := s.now()
-	_, err := s.deadlines.Park(ctx, req.StepRecord(), now, true, s.workflows.Missing(req.Workflow, req.Version), now)
+	_, err := s.deadlines.Apply(ctx, order.Park(req.StepRecord(), now, true, s.workflows.Missing(req.Workflow, req.Version), now))
 	switch {
 	case errors.Is(err, order.ErrStale):
 		// The attempt is over, the order already parked for its version,

@@ -31,13 +31,7 @@ type fakeDeadlines struct {
 	beats      int
 	extensions []time.Time // requested deadlines, in order
 	gaveUp     int
-	parked     []parked
-}
-
-type parked struct {
-	st     order.StepState
-	alert  bool
-	reason string
+	parked     []order.Transition
 }
 
 func (f *fakeDeadlines) ExtendDeadline(ctx context.Context, st order.StepState, completeBy time.Time, maxHeartbeats int, now time.Time) (order.StepState, error) {
@@ -55,18 +49,18 @@ func (f *fakeDeadlines) ExtendDeadline(ctx context.Context, st order.StepState, 
 	return order.StepState{CompleteBy: f.completeBy, Heartbeats: f.beats}, nil
 }
 
-func (f *fakeDeadlines) GaveUp(ctx context.Context, st order.StepState, now time.Time) error {
+// Apply keeps the transitions the agent decides: giving an attempt up,
+// and parking an order of a version its build lacks.
+func (f *fakeDeadlines) Apply(ctx context.Context, t order.Transition) (order.StepState, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.gaveUp++
-	return nil
-}
-
-func (f *fakeDeadlines) Park(ctx context.Context, st order.StepState, until time.Time, alert bool, reason string, now time.Time) (order.StepState, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.parked = append(f.parked, parked{st: st, alert: alert, reason: reason})
-	return st, nil
+	switch t.Name {
+	case order.GaveUp(t.Record, t.At).Name:
+		f.gaveUp++
+	case order.Park(t.Record, t.At, true, "", t.At).Name:
+		f.parked = append(f.parked, t)
+	}
+	return t.Record, nil
 }
 
 func (f *fakeDeadlines) endAttempt() { f.mu.Lock(); f.over = true; f.mu.Unlock() }
@@ -247,7 +241,8 @@ func TestAgentParksARequestOfAVersionItsBuildLacks(t *testing.T) {
 	p := deadlines.parked[0]
 	want := order.StepState{OrderID: req.OrderID, Workflow: order.LegacyWorkflow, Version: "9", Step: req.Step, Index: 1,
 		Attempt: req.Attempt, ProcessState: order.Processing}
-	if !reflect.DeepEqual(p.st, want) || !p.alert || !strings.Contains(p.reason, "order/9 is not in this build") {
-		t.Errorf("parked %+v with alert %v, %q; want %+v with an alert naming order/9", p.st, p.alert, p.reason, want)
+	if !reflect.DeepEqual(p.Record, want) || p.Change.Alert != order.AlertVersionUnknown || p.Change.Parked != "9" ||
+		!strings.Contains(p.Change.Reason, "order/9 is not in this build") {
+		t.Errorf("parked %+v with %+v; want %+v parked for 9 with an alert naming order/9", p.Record, p.Change, want)
 	}
 }

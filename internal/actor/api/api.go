@@ -41,7 +41,7 @@ type Controls interface {
 
 // History reads an order's history.
 type History interface {
-	List(ctx context.Context, orderID string, since time.Time) ([]order.Transition, error)
+	List(ctx context.Context, orderID string, since time.Time) ([]order.HistoryEntry, error)
 }
 
 // Dispatcher sends the first step's request, which submission claims.
@@ -362,9 +362,9 @@ func (s *Service) redrive(ctx context.Context, req events.APIGatewayProxyRequest
 
 // HistoryView is the body of GET /orders/{id}/history.
 type HistoryView struct {
-	OrderID string             `json:"orderId"`
-	Status  order.Status       `json:"status"`
-	History []order.Transition `json:"history"`
+	OrderID string               `json:"orderId"`
+	Status  order.Status         `json:"status"`
+	History []order.HistoryEntry `json:"history"`
 }
 
 // showHistory lists every transition of an order and its steps, in order:
@@ -392,7 +392,7 @@ func (s *Service) showHistory(ctx context.Context, req events.APIGatewayProxyReq
 		return events.APIGatewayProxyResponse{}, err
 	}
 	if ts == nil {
-		ts = []order.Transition{}
+		ts = []order.HistoryEntry{}
 	}
 	return jsonResponse(http.StatusOK, HistoryView{OrderID: id, Status: o.Status, History: ts}), nil
 }

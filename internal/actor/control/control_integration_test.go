@@ -421,9 +421,9 @@ type cancellingReleaser struct {
 	cancel func()
 }
 
-func (r cancellingReleaser) ReleaseClaim(ctx context.Context, st order.StepState, claimBy time.Time, reason string, announce bool, now time.Time) (order.StepState, error) {
+func (r cancellingReleaser) Apply(ctx context.Context, t order.Transition) (order.StepState, error) {
 	r.cancel()
-	return r.Store.ReleaseClaim(ctx, st, claimBy, reason, announce, now)
+	return r.Store.Apply(ctx, t)
 }
 
 // A cancelled order's step that waits to be claimed again, found by a

@@ -24,7 +24,7 @@ import (
 
 // History stores an order's transitions, and their expiry.
 type History interface {
-	Record(ctx context.Context, orderID, seq string, ts []order.Transition, sent *order.Alert, expires time.Time) error
+	Record(ctx context.Context, orderID, seq string, ts []order.HistoryEntry, sent *order.Alert, expires time.Time) error
 	Pin(ctx context.Context, orderID string) error
 	Restamp(ctx context.Context, orderID string, notBefore, expires time.Time) error
 }

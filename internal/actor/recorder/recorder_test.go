@@ -34,7 +34,7 @@ func (f *flaky) Publish(_ context.Context, c order.StatusChange) error {
 	return nil
 }
 
-func (f *flaky) Record(context.Context, string, string, []order.Transition, *order.Alert, time.Time) error {
+func (f *flaky) Record(context.Context, string, string, []order.HistoryEntry, *order.Alert, time.Time) error {
 	return nil
 }
 

@@ -30,7 +30,9 @@ import (
 type Store interface {
 	ClaimStep(ctx context.Context, seen order.StepState, owner string, completeBy, now time.Time) (order.Order, order.StepState, error)
 	CompleteStep(ctx context.Context, c dynamo.Completion, now time.Time) (order.Order, order.StepState, error)
-	FailStep(ctx context.Context, st order.StepState, reason string, now time.Time) (order.StepState, error)
+	// Apply persists a decided transition (order.ErrStale when its
+	// guard no longer holds) and returns the record as written.
+	Apply(ctx context.Context, t order.Transition) (order.StepState, error)
 	StartUndo(ctx context.Context, u dynamo.Undoing, now time.Time) (order.Order, order.StepState, error)
 }
 
@@ -250,7 +252,7 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 		// operator, or work done whose answer is unusable (a contract
 		// fault): an operator decides.
 		var failed order.StepState
-		failed, err = s.store.FailStep(ctx, replied, order.ReplyReason(rep.Reason), now)
+		failed, err = s.store.Apply(ctx, order.FailReply(replied, order.ReplyReason(rep.Reason), now))
 		if err == nil {
 			log.ErrorContext(ctx, "failed permanently; order is in Error for an operator", "reason", rep.Reason)
 			s.metrics.Count(metrics.OrdersInError, 1, "order_id", rep.OrderID, "step", rep.Step)

@@ -433,7 +433,9 @@ func TestAClaimDropsAPendingUnclaimedAlert(t *testing.T) {
 	st := w.Step(t, id, ordertest.StepReserveInventory)
 	now := w.Clock.Now()
 	w.Clock.Advance(st.CompleteBy.Sub(now) + time.Millisecond)
-	if _, err := w.Store.NudgeStep(context.Background(), st, w.Clock.Now().Add(timing.ClaimWithin), "unclaimed", true, w.Clock.Now()); err != nil {
+	nudge := order.Recovery{Action: order.Nudge, CompleteBy: w.Clock.Now().Add(timing.ClaimWithin), Reason: "unclaimed", AlertOperators: true}
+	tr, _ := nudge.Transition(st, w.Clock.Now())
+	if _, err := w.Store.Apply(context.Background(), tr); err != nil {
 		t.Fatal(err)
 	}
 	mustHandleStream(t, w.Scheduler("s1"), w.StreamEvent(t, id))

@@ -60,7 +60,7 @@ func (s *claimLog) ClaimStep(_ context.Context, seen order.StepState, owner stri
 func (s *claimLog) CompleteStep(context.Context, dynamo.Completion, time.Time) (order.Order, order.StepState, error) {
 	return order.Order{}, order.StepState{}, errors.New("not expected")
 }
-func (s *claimLog) FailStep(context.Context, order.StepState, string, time.Time) (order.StepState, error) {
+func (s *claimLog) Apply(context.Context, order.Transition) (order.StepState, error) {
 	return order.StepState{}, errors.New("not expected")
 }
 func (s *claimLog) StartUndo(context.Context, dynamo.Undoing, time.Time) (order.Order, order.StepState, error) {

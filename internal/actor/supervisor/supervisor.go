@@ -31,16 +31,12 @@ type Store interface {
 	DuePage(ctx context.Context, shard int, now time.Time, limit int, after dynamo.Cursor) (dynamo.DuePage, error)
 	ReportUnreadable(ctx context.Context, u dynamo.Unreadable) error
 	UnreportUnreadable(ctx context.Context, u dynamo.Unreadable) error
-	RetryStep(ctx context.Context, st order.StepState, claimBy time.Time, reason string, now time.Time) (order.StepState, error)
-	ResendStep(ctx context.Context, st order.StepState, claimBy time.Time, reason string, now time.Time) (order.StepState, error)
-	DeferStep(ctx context.Context, st order.StepState, completeBy time.Time, reason string, now time.Time) (order.StepState, error)
-	FailTimedOutStep(ctx context.Context, st order.StepState, reason string, now time.Time) (order.StepState, error)
-	FailUnclaimedStep(ctx context.Context, st order.StepState, reason string, now time.Time) (order.StepState, error)
-	NudgeStep(ctx context.Context, st order.StepState, claimBy time.Time, reason string, alert bool, now time.Time) (order.StepState, error)
+	// Apply persists a decided transition (order.ErrStale when its
+	// guard no longer holds) and returns the record as written.
+	Apply(ctx context.Context, t order.Transition) (order.StepState, error)
 	Reschedule(ctx context.Context, st order.StepState, dueAt time.Time) error
 	LeaseAlert(ctx context.Context, st order.StepState, until time.Time) error
 	StartUndo(ctx context.Context, u dynamo.Undoing, now time.Time) (order.Order, order.StepState, error)
-	Park(ctx context.Context, st order.StepState, until time.Time, alert bool, reason string, now time.Time) (order.StepState, error)
 }
 
 // Notifier sends the alert a step records and clears its alert flag, or
@@ -292,7 +288,7 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 			}
 		}
 	case order.Defer:
-		_, err = s.store.DeferStep(ctx, st, rec.CompleteBy, rec.Reason, now)
+		_, err = s.apply(ctx, rec, st, now)
 		if err == nil {
 			r.Deferred++
 			msg := "deadline moved on: the request waits in a backlogged queue"
@@ -304,11 +300,7 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 		}
 	case order.Retry:
 		var retried order.StepState
-		retry := s.store.RetryStep
-		if rec.NotAFailure {
-			retry = s.store.ResendStep
-		}
-		retried, err = retry(ctx, st, rec.CompleteBy, rec.Reason, now)
+		retried, err = s.apply(ctx, rec, st, now)
 		if err == nil {
 			r.Retried++
 			log.WarnContext(ctx, "timed-out step reset to Pending", "reason", rec.Reason, "failure_count", retried.FailureCount)
@@ -316,11 +308,7 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 		}
 	case order.Fail:
 		var failed order.StepState
-		if st.ProcessState == order.Pending {
-			failed, err = s.store.FailUnclaimedStep(ctx, st, rec.Reason, now)
-		} else {
-			failed, err = s.store.FailTimedOutStep(ctx, st, rec.Reason, now)
-		}
+		failed, err = s.apply(ctx, rec, st, now)
 		if err == nil {
 			r.Failed++
 			log.ErrorContext(ctx, "step failed for good; order is in Error", "reason", rec.Reason,
@@ -350,7 +338,7 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 		}
 	case order.Nudge:
 		var nudged order.StepState
-		nudged, err = s.store.NudgeStep(ctx, st, rec.CompleteBy, rec.Reason, rec.AlertOperators, now)
+		nudged, err = s.apply(ctx, rec, st, now)
 		if err == nil {
 			r.Nudged++
 			log.WarnContext(ctx, "unclaimed pending step re-announced", "reason", rec.Reason, "nudges", nudged.Nudges,
@@ -390,6 +378,16 @@ func (s *Service) compensate(ctx context.Context, wf order.Workflow, st order.St
 	return o, err
 }
 
+// apply makes the write of rec, a decision about st that is one record's
+// write.
+func (s *Service) apply(ctx context.Context, rec order.Recovery, st order.StepState, now time.Time) (order.StepState, error) {
+	t, ok := rec.Transition(st, now)
+	if !ok {
+		return order.StepState{}, fmt.Errorf("%s of step %s of order %s is not one record's write", rec.Action, st.Step, st.OrderID)
+	}
+	return s.store.Apply(ctx, t)
+}
+
 // park leaves an order whose workflow version this build lacks (after a
 // rollback) as it is: it is not failed or retried by a definition it was
 // not submitted under. Operators are alerted once per version that is
@@ -409,7 +407,7 @@ func (s *Service) park(ctx context.Context, st order.StepState, now time.Time, r
 		alert := st.Parked != st.Version && !st.AlertPending
 		reason := s.workflows.Missing(st.Workflow, st.Version)
 		var parked order.StepState
-		parked, err = s.store.Park(ctx, st, now.Add(s.parkFor), alert, reason, now)
+		parked, err = s.store.Apply(ctx, order.Park(st, now.Add(s.parkFor), alert, reason, now))
 		if err == nil {
 			r.Parked++
 			if alert {

@@ -426,7 +426,7 @@ func TestAlertLostInACrashIsResent(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
 	id := w.Submit(t, someOrder)
 	// The failure was recorded, then the Scheduler died before alerting.
-	if _, err := w.Store.FailStep(context.Background(), w.Step(t, id, first), "card declined", w.Clock.Now()); err != nil {
+	if _, err := w.Store.Apply(context.Background(), order.FailReply(w.Step(t, id, first), "card declined", w.Clock.Now())); err != nil {
 		t.Fatalf("fail step: %v", err)
 	}
 	// The alert was leased to the Scheduler; when the lease is over, the
@@ -595,7 +595,7 @@ func TestAlertBeingSentIsNotSentAgain(t *testing.T) {
 	w.Clock.Advance(timing.Allowance/2 + w.Workflow.SkewGrace + time.Millisecond) // past the lagging DueAt
 	// A permanent fault is recorded; its Scheduler is sending the alert.
 	second := w.Step(t, id, ordertest.StepChargePayment)
-	if _, err := w.Store.FailStep(ctx, second, "card declined", w.Clock.Now()); err != nil {
+	if _, err := w.Store.Apply(ctx, order.FailReply(second, "card declined", w.Clock.Now())); err != nil {
 		t.Fatalf("fail step: %v", err)
 	}
 	if r := run(t, w); r.Alerted != 0 {

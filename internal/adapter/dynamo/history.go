@@ -15,7 +15,7 @@ import (
 // changed, entry by entry, and the status change it made, if any.
 type Change struct {
 	OrderID     string
-	Transitions []order.Transition
+	Transitions []order.HistoryEntry
 	Status      *order.StatusChange
 	// Sent is the alert the change recorded as sent to operators, as the
 	// notifier sent it (its time is the change's); nil for other changes.
@@ -83,41 +83,41 @@ func recordOf(image map[string]events.DynamoDBAttributeValue) (orderRecord, erro
 
 // diff lists what a write changed, from the item before (nil for the
 // submission) to the item after.
-func diff(before *orderRecord, now orderRecord) []order.Transition {
+func diff(before *orderRecord, now orderRecord) []order.HistoryEntry {
 	at, by := fromMillis(now.UpdatedAt), now.By
-	var out []order.Transition
-	add := func(t order.Transition) {
+	var out []order.HistoryEntry
+	add := func(t order.HistoryEntry) {
 		t.At, t.By = at, by
 		out = append(out, t)
 	}
 	if before == nil {
-		add(order.Transition{Record: -1, Event: "status", To: now.Status, Reason: "submitted"})
+		add(order.HistoryEntry{Record: -1, Event: "status", To: now.Status, Reason: "submitted"})
 		for i, s := range now.Steps {
 			if s.State != string(order.NotStarted) {
-				add(order.Transition{Record: i, Step: s.Step, Undo: s.Undo, Event: "state", From: string(order.NotStarted), To: s.State, Attempt: s.Attempt})
+				add(order.HistoryEntry{Record: i, Step: s.Step, Undo: s.Undo, Event: "state", From: string(order.NotStarted), To: s.State, Attempt: s.Attempt})
 			}
 		}
 		return out
 	}
 	if before.Status != now.Status {
-		t := order.Transition{Record: -1, Event: "status", From: before.Status, To: now.Status}
+		t := order.HistoryEntry{Record: -1, Event: "status", From: before.Status, To: now.Status}
 		if now.LastError != before.LastError {
 			t.Reason = now.LastError
 		}
 		add(t)
 	}
 	if now.Cancel && !before.Cancel {
-		add(order.Transition{Record: -1, Event: "cancel requested", Reason: "the client cancelled the order"})
+		add(order.HistoryEntry{Record: -1, Event: "cancel requested", Reason: "the client cancelled the order"})
 	}
 	for i := range max(len(before.Steps), len(now.Steps)) {
 		if i >= len(now.Steps) {
 			o := before.Steps[i]
-			add(order.Transition{Record: i, Step: o.Step, Undo: o.Undo, Event: "removed", From: o.State, Attempt: o.Attempt,
+			add(order.HistoryEntry{Record: i, Step: o.Step, Undo: o.Undo, Event: "removed", From: o.State, Attempt: o.Attempt,
 				Reason: "an operator's redrive runs the failed step again instead"})
 			continue
 		}
 		n := now.Steps[i]
-		t := order.Transition{Record: i, Step: n.Step, Undo: n.Undo, Attempt: n.Attempt}
+		t := order.HistoryEntry{Record: i, Step: n.Step, Undo: n.Undo, Attempt: n.Attempt}
 		if i >= len(before.Steps) {
 			t.Event, t.To = "state", n.State
 			t.Reason = "appended to undo the work done"
@@ -173,8 +173,8 @@ func sameRecord(before *orderRecord, now orderRecord) bool {
 		before.Steps[i].Attempt == now.Steps[i].Attempt
 }
 
-func alertTransition(r orderRecord, active *int, event, kind string) order.Transition {
-	t := order.Transition{Record: -1, Event: event, Reason: kind}
+func alertTransition(r orderRecord, active *int, event, kind string) order.HistoryEntry {
+	t := order.HistoryEntry{Record: -1, Event: event, Reason: kind}
 	if active != nil && *active < len(r.Steps) {
 		s := r.Steps[*active]
 		t.Record, t.Step, t.Undo, t.Attempt = *active, s.Step, s.Undo, s.Attempt

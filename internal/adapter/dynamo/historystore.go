@@ -39,9 +39,9 @@ func NewHistory(client HistoryClient, table string) *History {
 
 // historyItem is one change.
 type historyItem struct {
-	OrderID string             `dynamodbav:"OrderID"`
-	Seq     string             `dynamodbav:"Seq"`
-	Entries []order.Transition `dynamodbav:"E"`
+	OrderID string               `dynamodbav:"OrderID"`
+	Seq     string               `dynamodbav:"Seq"`
+	Entries []order.HistoryEntry `dynamodbav:"E"`
 	// The alert index's keys and the alert, only on the item of a change
 	// that recorded an alert sent.
 	AlertDay string       `dynamodbav:"AlertDay,omitempty"`
@@ -62,7 +62,7 @@ const seqWidth = 40
 //
 // expires is the item's TTL: zero for none (an order in Error keeps its
 // history until it is resolved).
-func (h *History) Record(ctx context.Context, orderID, seq string, ts []order.Transition, sent *order.Alert, expires time.Time) error {
+func (h *History) Record(ctx context.Context, orderID, seq string, ts []order.HistoryEntry, sent *order.Alert, expires time.Time) error {
 	hi := historyItem{OrderID: orderID, Seq: pad(seq), Entries: ts}
 	if !expires.IsZero() {
 		hi.ExpiresAt = expires.Unix()
@@ -84,9 +84,9 @@ func (h *History) Record(ctx context.Context, orderID, seq string, ts []order.Tr
 // order. The read is strongly consistent. Transitions before since belong
 // to an expired order whose Idempotency-Key made this one (same id): its
 // history outlives it by resources.HistoryMargin.
-func (h *History) List(ctx context.Context, orderID string, since time.Time) ([]order.Transition, error) {
+func (h *History) List(ctx context.Context, orderID string, since time.Time) ([]order.HistoryEntry, error) {
 	var (
-		out  []order.Transition
+		out  []order.HistoryEntry
 		next map[string]types.AttributeValue
 	)
 	for {

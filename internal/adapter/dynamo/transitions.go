@@ -22,11 +22,6 @@ func on(st order.StepState, state order.ProcessState) expression.ConditionBuilde
 		And(expression.Name(stepAttr(i, "Attempt")).Equal(expression.Value(st.Attempt)))
 }
 
-// expired adds to a fence that the step's deadline has passed.
-func expired(st order.StepState, state order.ProcessState, now time.Time) expression.ConditionBuilder {
-	return on(st, state).And(expression.Name(stepAttr(st.Index, "CompleteBy")).LessThan(msValue(now)))
-}
-
 func touched(upd expression.UpdateBuilder, i int, now time.Time) expression.UpdateBuilder {
 	return upd.Set(expression.Name(stepAttr(i, "Updated")), msValue(now)).
 		Set(expression.Name(attrUpdated), msValue(now))
@@ -223,71 +218,6 @@ func cancelIs(cancelled bool) expression.ConditionBuilder {
 	return expression.AttributeNotExists(expression.Name(attrCancel))
 }
 
-// ReleaseClaim undoes a claim whose request could not be sent: the step
-// becomes Pending again, to be claimed by claimBy, without counting a
-// failure, since no agent ever saw it, and the release is counted. With
-// announce, the step is marked unclaimed, which invokes a Scheduler through
-// the stream at once; without it, the step waits for the Supervisor's
-// re-announcements, which back off, alert and finally give it up. Only the
-// claim's owner, on the same attempt, can release it.
-func (s *Store) ReleaseClaim(ctx context.Context, st order.StepState, claimBy time.Time, reason string, announce bool, now time.Time) (order.StepState, error) {
-	i := st.Index
-	cond := on(st, order.Processing).And(expression.Name(stepAttr(i, "LockedBy")).Equal(expression.Value(st.LockedBy)))
-	upd := pending(expression.UpdateBuilder{}, st, claimBy, announce).
-		Set(expression.Name(stepAttr(i, "LastError")), expression.Value(reason)).
-		// The write is fenced on the claim, so st's count is the stored one.
-		Set(expression.Name(stepAttr(i, "Releases")), expression.Value(st.Releases+1))
-	_, out, err := s.transition(ctx, "release", st, i, cond, touched(upd, i, now))
-	return out, err
-}
-
-// pending makes step st Pending, to be claimed by claimBy, which is also
-// when the Supervisor looks again. With announce it is marked unclaimed,
-// which invokes a Scheduler through the stream.
-func pending(upd expression.UpdateBuilder, st order.StepState, claimBy time.Time, announce bool) expression.UpdateBuilder {
-	i := st.Index
-	upd = upd.Set(expression.Name(stepAttr(i, "State")), expression.Value(order.Pending)).
-		Remove(expression.Name(stepAttr(i, "LockedBy"))).
-		Set(expression.Name(stepAttr(i, "CompleteBy")), msValue(claimBy)).
-		Set(expression.Name(attrDueAt), msValue(claimBy))
-	if announce {
-		upd = upd.Set(expression.Name(attrUnclaimed), expression.Value(st.Step))
-	}
-	return upd
-}
-
-// FailStep applies an agent's permanent-failure reply: the step and the
-// order become Error, if the step is still Processing on that attempt.
-// AlertPending keeps the order in the due index until ClearAlert, so the
-// operator alert survives a crash right after this write. It returns the
-// failed step as stored.
-func (s *Store) FailStep(ctx context.Context, st order.StepState, reason string, now time.Time) (order.StepState, error) {
-	if st.Undo {
-		return s.fail(ctx, st, on(st, order.Processing), order.AlertUndoFailed, false, "undo: "+reason, now)
-	}
-	return s.fail(ctx, st, on(st, order.Processing), order.AlertStepFailed, false, reason, now)
-}
-
-// FailTimedOutStep is the Supervisor's last recovery: a step that has timed
-// out FailureThreshold times becomes Error together with its order. Like
-// RetryStep it only succeeds on the same attempt after the deadline.
-func (s *Store) FailTimedOutStep(ctx context.Context, st order.StepState, reason string, now time.Time) (order.StepState, error) {
-	kind := order.AlertStepTimedOut
-	if st.Undo {
-		kind = order.AlertUndoTimedOut
-	}
-	return s.fail(ctx, st, expired(st, order.Processing, now), kind, true, reason, now)
-}
-
-// FailUnclaimedStep gives up a step that stayed Pending through every
-// re-announcement: the step and its order become Error, with an alert,
-// so that no order waits forever. Like NudgeStep it only succeeds on the
-// same attempt, unlocked, after the deadline.
-func (s *Store) FailUnclaimedStep(ctx context.Context, st order.StepState, reason string, now time.Time) (order.StepState, error) {
-	cond := expired(st, order.Pending, now).And(expression.AttributeNotExists(expression.Name(stepAttr(st.Index, "LockedBy"))))
-	return s.fail(ctx, st, cond, order.AlertStepAbandoned, false, reason, now)
-}
-
 // intoErrorIndex adds the order to the sparse error index (the write puts
 // it in Error); outOfErrorIndex takes it out (a redrive). Its keys go
 // together: the order's shard, and when it went into Error.
@@ -298,76 +228,6 @@ func (s *Store) intoErrorIndex(upd expression.UpdateBuilder, orderID string, now
 
 func outOfErrorIndex(upd expression.UpdateBuilder) expression.UpdateBuilder {
 	return upd.Remove(expression.Name(attrInError)).Remove(expression.Name(attrInErrorSince))
-}
-
-func (s *Store) fail(ctx context.Context, st order.StepState, cond expression.ConditionBuilder, kind order.AlertKind, countFailure bool, reason string, now time.Time) (order.StepState, error) {
-	i := st.Index
-	upd := expression.Set(expression.Name(stepAttr(i, "State")), expression.Value(order.Error)).
-		Remove(expression.Name(stepAttr(i, "LockedBy"))).
-		Set(expression.Name(stepAttr(i, "LastError")), expression.Value(reason)).
-		Set(expression.Name(attrStatus), expression.Value(order.StatusError)).
-		Set(expression.Name(attrLastError), expression.Value(fmt.Sprintf("step %s: %s", st.Step, reason))).
-		// The alert is leased to this write's actor, which sends it next:
-		// a Supervisor looks at the order only once the lease is over, to
-		// send an alert a crash left unsent.
-		Set(expression.Name(attrDueAt), msValue(now.Add(order.AlertLease))).
-		Set(expression.Name(attrAlertPending), expression.Value(true)).
-		Set(expression.Name(attrAlertKind), expression.Value(kind)).
-		Remove(expression.Name(attrUnclaimed))
-	upd = s.intoErrorIndex(upd, st.OrderID, now)
-	if countFailure {
-		upd = upd.Set(expression.Name(stepAttr(i, "Failures")), expression.Name(stepAttr(i, "Failures")).Plus(expression.Value(1)))
-	}
-	_, out, err := s.transition(ctx, "fail", st, i, cond, touched(upd, i, now))
-	return out, err
-}
-
-// RetryStep is the Supervisor's reset of a timed-out step: one conditional
-// write that succeeds only if the step is still Processing on the same
-// attempt and its deadline has passed. It unlocks the step, counts the
-// failure and makes it Pending again, to be claimed by claimBy.
-func (s *Store) RetryStep(ctx context.Context, st order.StepState, claimBy time.Time, reason string, now time.Time) (order.StepState, error) {
-	return s.retry(ctx, st, claimBy, reason, true, now)
-}
-
-// ResendStep is RetryStep without counting a failure: the attempt's
-// request may have been dropped by a build that lacked the order's
-// workflow version (order.Recovery.NotAFailure), which is not the step's
-// failure.
-func (s *Store) ResendStep(ctx context.Context, st order.StepState, claimBy time.Time, reason string, now time.Time) (order.StepState, error) {
-	return s.retry(ctx, st, claimBy, reason, false, now)
-}
-
-func (s *Store) retry(ctx context.Context, st order.StepState, claimBy time.Time, reason string, countFailure bool, now time.Time) (order.StepState, error) {
-	i := st.Index
-	upd := pending(expression.UpdateBuilder{}, st, claimBy, true).
-		Set(expression.Name(stepAttr(i, "LastError")), expression.Value(reason))
-	if countFailure {
-		upd = upd.Set(expression.Name(stepAttr(i, "Failures")), expression.Name(stepAttr(i, "Failures")).Plus(expression.Value(1)))
-	}
-	cond := expired(st, order.Processing, now)
-	if !st.Undo {
-		// A cancelled order's step is not run again: the Supervisor
-		// compensates instead.
-		cond = cond.And(expression.AttributeNotExists(expression.Name(attrCancel)))
-	}
-	_, out, err := s.transition(ctx, "retry", st, i, cond, touched(upd, i, now))
-	return out, err
-}
-
-// DeferStep moves the deadline of a Processing step whose request most
-// likely waits in a backlogged queue, without counting a failure. Like
-// RetryStep it only succeeds on the same attempt after the deadline.
-func (s *Store) DeferStep(ctx context.Context, st order.StepState, completeBy time.Time, reason string, now time.Time) (order.StepState, error) {
-	i := st.Index
-	upd := expression.Set(expression.Name(stepAttr(i, "CompleteBy")), msValue(completeBy)).
-		Set(expression.Name(attrDueAt), msValue(completeBy)).
-		// Fenced on the attempt and its expired deadline: st's count is
-		// the stored one.
-		Set(expression.Name(stepAttr(i, "Deferrals")), expression.Value(st.Deferrals+1)).
-		Set(expression.Name(stepAttr(i, "LastError")), expression.Value(reason))
-	_, out, err := s.transition(ctx, "defer", st, i, expired(st, order.Processing, now), touched(upd, i, now))
-	return out, err
 }
 
 // ExtendDeadline is an agent's heartbeat: it moves the deadline of a
@@ -404,59 +264,6 @@ func (s *Store) ExtendDeadline(ctx context.Context, st order.StepState, complete
 		return cur, fmt.Errorf("extend deadline of step %s of order %s: %d heartbeats used: %w", st.Step, st.OrderID, cur.Heartbeats, order.ErrHeartbeatLimit)
 	}
 	return order.StepState{}, err
-}
-
-// GaveUp records that the agent working on a Processing step's attempt
-// gave it up at its deadline: it took the request, so a backlog in its
-// queue is no reason to defer the timeout. It sets the attempt's
-// deferrals to order.MaxDeferrals, fenced on the attempt.
-func (s *Store) GaveUp(ctx context.Context, st order.StepState, now time.Time) error {
-	i := st.Index
-	upd := expression.Set(expression.Name(stepAttr(i, "Deferrals")), expression.Value(order.MaxDeferrals))
-	_, _, err := s.transition(ctx, "record the agent gave up", st, i, on(st, order.Processing), touched(upd, i, now))
-	return err
-}
-
-// NudgeStep re-announces a Pending step that nobody claimed by its
-// deadline. Setting Unclaimed again makes a stream record that passes the
-// filter, which invokes a Scheduler again. With alert, the same write
-// records an unclaimed-step alert to send (AlertPending, the outbox) and
-// the reason.
-func (s *Store) NudgeStep(ctx context.Context, st order.StepState, claimBy time.Time, reason string, alert bool, now time.Time) (order.StepState, error) {
-	i := st.Index
-	cond := expired(st, order.Pending, now).And(expression.AttributeNotExists(expression.Name(stepAttr(i, "LockedBy"))))
-	upd := pending(expression.UpdateBuilder{}, st, claimBy, true).
-		Set(expression.Name(stepAttr(i, "Nudges")), expression.Name(stepAttr(i, "Nudges")).Plus(expression.Value(1)))
-	if alert {
-		upd = upd.Set(expression.Name(attrAlertPending), expression.Value(true)).
-			Set(expression.Name(attrAlertKind), expression.Value(order.AlertStepUnclaimed)).
-			Set(expression.Name(stepAttr(i, "LastError")), expression.Value(reason))
-	}
-	_, out, err := s.transition(ctx, "nudge", st, i, cond, touched(upd, i, now))
-	return out, err
-}
-
-// Park moves the Supervisor's next look at an order whose workflow
-// version the running build lacks to until, while its active record is as
-// read. With alert, the same write records a VersionUnknown alert (the
-// outbox) and marks the order parked for its version, once: a second
-// Supervisor that parks it finds the mark and gets order.ErrStale.
-func (s *Store) Park(ctx context.Context, st order.StepState, until time.Time, alert bool, reason string, now time.Time) (order.StepState, error) {
-	i := st.Index
-	cond := on(st, st.ProcessState)
-	upd := expression.Set(expression.Name(attrDueAt), msValue(until))
-	if alert {
-		cond = cond.And(expression.Or(expression.AttributeNotExists(expression.Name(attrParked)),
-			expression.Name(attrParked).NotEqual(expression.Value(st.Version)))).
-			And(expression.AttributeNotExists(expression.Name(attrAlertPending)))
-		upd = upd.Set(expression.Name(attrParked), expression.Value(st.Version)).
-			Set(expression.Name(attrAlertPending), expression.Value(true)).
-			Set(expression.Name(attrAlertKind), expression.Value(order.AlertVersionUnknown)).
-			Set(expression.Name(stepAttr(i, "LastError")), expression.Value(reason))
-	}
-	// The record itself is left as it is: only the order's time moves.
-	_, out, err := s.transition(ctx, "park", st, i, cond, upd.Set(expression.Name(attrUpdated), msValue(now)))
-	return out, err
 }
 
 // MoveVersion moves an order from workflow version from to version to,

@@ -39,7 +39,7 @@ func history(t testing.TB, e running, id string) api.HistoryView {
 // order, u3 undo record 3, 1 workflow step 1; by is the kind of actor
 // (submit, scheduler, supervisor, agent, client, operator), without the
 // instance.
-func brief(tr order.Transition) string {
+func brief(tr order.HistoryEntry) string {
 	who := "o"
 	if tr.Record >= 0 {
 		who = fmt.Sprint(tr.Record)
@@ -167,7 +167,7 @@ func TestHistoryAndStatusEvents(t *testing.T) {
 				// would show no "alert sent" although the alert went out.)
 				testenv.Eventually(t, 10*time.Second, func() (bool, string) {
 					h := history(t, e, id).History
-					return slices.ContainsFunc(h, func(tr order.Transition) bool { return tr.Event == "alert sent" }), fmt.Sprint(h)
+					return slices.ContainsFunc(h, func(tr order.HistoryEntry) bool { return tr.Event == "alert sent" }), fmt.Sprint(h)
 				})
 				// The alert is listed among the stage's recent alerts, as sent.
 				testenv.Eventually(t, 10*time.Second, func() (bool, string) {

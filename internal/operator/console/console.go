@@ -42,7 +42,7 @@ type Stage interface {
 	InFlight(ctx context.Context, late time.Duration, limit int) ([]ops.Listed, error)
 	InError(ctx context.Context, limit int) ([]ops.Listed, error)
 	Show(ctx context.Context, id string) (api.OrderView, error)
-	HistorySince(ctx context.Context, id string, since time.Time) ([]order.Transition, error)
+	HistorySince(ctx context.Context, id string, since time.Time) ([]order.HistoryEntry, error)
 	Cancel(ctx context.Context, id string) (order.Order, error)
 	Redrive(ctx context.Context, id, action string) (order.Order, error)
 	DeadLetters(ctx context.Context) ([]ops.DeadLetterQueue, error)
@@ -314,7 +314,7 @@ func (c *Console) find(w http.ResponseWriter, r *http.Request) {
 type orderPage struct {
 	Stage    string
 	Order    api.OrderView
-	History  []order.Transition
+	History  []order.HistoryEntry
 	Timeline Timeline
 	// Stuck is the record an operator's redrive resumes, in Error.
 	Stuck     *api.StepView

@@ -75,8 +75,8 @@ func (f *fakeStage) Show(_ context.Context, id string) (api.OrderView, error) {
 	return api.OrderView{}, fmt.Errorf("order %s: %w", id, order.ErrNotFound)
 }
 
-func (f *fakeStage) HistorySince(context.Context, string, time.Time) ([]order.Transition, error) {
-	return []order.Transition{{At: t0, Record: -1, Event: "status", To: "Pending", By: "submit", Reason: "submitted"}}, nil
+func (f *fakeStage) HistorySince(context.Context, string, time.Time) ([]order.HistoryEntry, error) {
+	return []order.HistoryEntry{{At: t0, Record: -1, Event: "status", To: "Pending", By: "submit", Reason: "submitted"}}, nil
 }
 
 func (f *fakeStage) Cancel(_ context.Context, id string) (order.Order, error) {

@@ -93,7 +93,7 @@ func waiting(s string) bool { return moving(s) || s == string(order.Error) }
 // still go on; an order that ended (or waits for an operator in Error)
 // ends at its last change, or at now for Error, which is how long it has
 // waited.
-func BuildTimeline(v api.OrderView, history []order.Transition, now time.Time) Timeline {
+func BuildTimeline(v api.OrderView, history []order.HistoryEntry, now time.Time) Timeline {
 	t := Timeline{Start: v.CreatedAt, End: v.UpdatedAt}
 	if len(history) > 0 && (t.Start.IsZero() || history[0].At.Before(t.Start)) {
 		t.Start = history[0].At

@@ -40,17 +40,17 @@ func marks(l console.Lane) string {
 }
 
 func TestBuildTimeline(t *testing.T) {
-	pay := func(ms int, from, to string, attempt int) order.Transition {
-		return order.Transition{At: at(ms), Record: 0, Step: ordertest.StepChargePayment, Event: "state", From: from, To: to, Attempt: attempt}
+	pay := func(ms int, from, to string, attempt int) order.HistoryEntry {
+		return order.HistoryEntry{At: at(ms), Record: 0, Step: ordertest.StepChargePayment, Event: "state", From: from, To: to, Attempt: attempt}
 	}
-	status := func(ms int, to string) order.Transition {
-		return order.Transition{At: at(ms), Record: -1, Event: "status", To: to}
+	status := func(ms int, to string) order.HistoryEntry {
+		return order.HistoryEntry{At: at(ms), Record: -1, Event: "status", To: to}
 	}
 	deadline := at(9000)
 	tests := []struct {
 		name    string
 		view    api.OrderView
-		history []order.Transition
+		history []order.HistoryEntry
 		now     time.Time
 		lanes   []string // per lane: label: phases | marks
 		start   int
@@ -60,7 +60,7 @@ func TestBuildTimeline(t *testing.T) {
 			name: "a timed-out attempt retried, then done",
 			view: api.OrderView{Status: order.StatusProcessed, CreatedAt: at(0), UpdatedAt: at(4000),
 				Steps: []api.StepView{{Step: ordertest.StepChargePayment, State: "Processed"}}},
-			history: []order.Transition{status(0, "Pending"), pay(0, "NotStarted", "Processing", 1),
+			history: []order.HistoryEntry{status(0, "Pending"), pay(0, "NotStarted", "Processing", 1),
 				{At: at(500), Record: 0, Step: ordertest.StepChargePayment, Event: "heartbeat"},
 				pay(1000, "Processing", "Pending", 1), pay(2000, "Pending", "Processing", 2),
 				pay(4000, "Processing", "Processed", 2), status(4000, "Processed")},
@@ -75,7 +75,7 @@ func TestBuildTimeline(t *testing.T) {
 			name: "in flight: the open attempt runs to now, and its deadline is marked beyond",
 			view: api.OrderView{Status: order.StatusPending, CreatedAt: at(0), UpdatedAt: at(0),
 				Steps: []api.StepView{{Step: ordertest.StepChargePayment, State: "Processing", CompleteBy: &deadline}}},
-			history: []order.Transition{status(0, "Pending"), pay(0, "NotStarted", "Processing", 1)},
+			history: []order.HistoryEntry{status(0, "Pending"), pay(0, "NotStarted", "Processing", 1)},
 			now:     at(3000),
 			lanes: []string{
 				"order: Pending/0[0-9000]... | ",
@@ -87,7 +87,7 @@ func TestBuildTimeline(t *testing.T) {
 			name: "an undo refused: Error until now, with its alert; an appended undo not yet started",
 			view: api.OrderView{Status: order.StatusError, CreatedAt: at(0), UpdatedAt: at(2000),
 				Steps: []api.StepView{{Step: ordertest.StepChargePayment, State: "Failed"}, {Step: ordertest.StepChargePayment, Undo: true, State: "Error", CompleteBy: &deadline}}},
-			history: []order.Transition{status(0, "Pending"), pay(0, "NotStarted", "Processing", 1),
+			history: []order.HistoryEntry{status(0, "Pending"), pay(0, "NotStarted", "Processing", 1),
 				pay(1000, "Processing", "Failed", 1), status(1000, "Compensating"),
 				{At: at(1000), Record: 1, Step: ordertest.StepChargePayment, Undo: true, Event: "state", To: "Processing", Attempt: 1},
 				{At: at(2000), Record: 1, Step: ordertest.StepChargePayment, Undo: true, Event: "state", From: "Processing", To: "Error", Attempt: 1},
@@ -133,7 +133,7 @@ func TestBuildTimeline(t *testing.T) {
 func TestBuildTimelinePositions(t *testing.T) {
 	v := api.OrderView{Status: order.StatusProcessed, CreatedAt: at(0), UpdatedAt: at(4000),
 		Steps: []api.StepView{{Step: ordertest.StepChargePayment, State: "Processed"}}}
-	tl := console.BuildTimeline(v, []order.Transition{
+	tl := console.BuildTimeline(v, []order.HistoryEntry{
 		{At: at(1000), Record: 0, Step: ordertest.StepChargePayment, Event: "state", To: "Processing", Attempt: 1},
 		{At: at(3000), Record: 0, Step: ordertest.StepChargePayment, Event: "state", From: "Processing", To: "Processed", Attempt: 1},
 		{At: at(4000), Record: -1, Event: "status", From: "Pending", To: "Processed"},

@@ -277,7 +277,7 @@ func (s *Stage) Show(ctx context.Context, id string) (api.OrderView, error) {
 }
 
 // History lists every transition of an order, in order.
-func (s *Stage) History(ctx context.Context, id string) ([]order.Transition, error) {
+func (s *Stage) History(ctx context.Context, id string) ([]order.HistoryEntry, error) {
 	o, _, err := s.store.GetOrder(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("history of order %s: %w", id, err)
@@ -287,7 +287,7 @@ func (s *Stage) History(ctx context.Context, id string) ([]order.Transition, err
 
 // HistorySince lists the transitions of the order with that id since it
 // was submitted at since: for a caller that has read the order already.
-func (s *Stage) HistorySince(ctx context.Context, id string, since time.Time) ([]order.Transition, error) {
+func (s *Stage) HistorySince(ctx context.Context, id string, since time.Time) ([]order.HistoryEntry, error) {
 	ts, err := s.history.List(ctx, id, since)
 	if err != nil {
 		return nil, fmt.Errorf("history of order %s: %w", id, err)

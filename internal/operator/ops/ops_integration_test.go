@@ -90,7 +90,7 @@ func TestShowHistoryAndRedrive(t *testing.T) {
 		t.Errorf("the redrive's write is stamped %v, want %q", item.Item["By"], ops.ByOperatorRedrive)
 	}
 	// The history is read from the stage's history table.
-	want := []order.Transition{{At: time.Now().UTC().Truncate(time.Millisecond), Record: -1, Event: "status", From: "Error", To: "Compensating", By: ops.ByOperatorRedrive}}
+	want := []order.HistoryEntry{{At: time.Now().UTC().Truncate(time.Millisecond), Record: -1, Event: "status", From: "Error", To: "Compensating", By: ops.ByOperatorRedrive}}
 	if err := dynamo.NewHistory(w.Clients.DynamoDB, w.Stack.Catalog.History.Name).Record(context.Background(), id, "1", want, nil, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
@@ -296,13 +296,13 @@ func TestAlerts(t *testing.T) {
 		{Kind: order.AlertUndoFailed, OrderID: "C", Step: ordertest.StepReserveInventory, Undo: true, At: now.Add(-50 * time.Hour)}, // two days back
 	}
 	for i, a := range sent {
-		tr := []order.Transition{{At: a.At, Record: 3, Event: "alert sent", Reason: string(a.Kind)}}
+		tr := []order.HistoryEntry{{At: a.At, Record: 3, Event: "alert sent", Reason: string(a.Kind)}}
 		if err := history.Record(ctx, a.OrderID, fmt.Sprint(i+1), tr, &a, time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// A change with no alert is not listed.
-	if err := history.Record(ctx, "A", "9", []order.Transition{{At: now, Record: -1, Event: "status", To: "Failed"}}, nil, time.Time{}); err != nil {
+	if err := history.Record(ctx, "A", "9", []order.HistoryEntry{{At: now, Record: -1, Event: "status", To: "Failed"}}, nil, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
