@@ -411,7 +411,7 @@ func checkGetOwnOrder(owner, neighbour string) func(*testing.T, []byte, events.A
 type schedulerStore struct {
 	order       order.Order
 	claims      []claim
-	completions []dynamo.Completion
+	completions []order.Completion
 	failures    []string
 }
 
@@ -429,10 +429,14 @@ func (s *schedulerStore) ClaimStep(_ context.Context, seen order.StepState, owne
 	return s.order, st, nil
 }
 
-func (s *schedulerStore) CompleteStep(_ context.Context, c dynamo.Completion, now time.Time) (order.Order, order.StepState, error) {
+func (s *schedulerStore) CompleteStep(_ context.Context, c order.Completion, now time.Time) (order.Order, order.StepState, error) {
 	s.completions = append(s.completions, c)
 	return s.order, order.StepState{OrderID: c.Step.OrderID, Step: c.Next.Name, Index: c.NextIndex, Agent: c.Next.Agent,
 		ProcessState: order.Processing, LockedBy: c.Owner, CompleteBy: c.NextCompleteBy, Attempt: 1, UpdatedAt: now}, nil
+}
+
+func (s *schedulerStore) UnclaimedStep(image map[string]events.DynamoDBAttributeValue) (order.StepState, bool, error) {
+	return dynamo.UnclaimedStep(image)
 }
 
 func (s *schedulerStore) Apply(_ context.Context, t order.Transition) (order.StepState, error) {
@@ -440,7 +444,7 @@ func (s *schedulerStore) Apply(_ context.Context, t order.Transition) (order.Ste
 	return t.Record, nil
 }
 
-func (s *schedulerStore) StartUndo(_ context.Context, u dynamo.Undoing, _ time.Time) (order.Order, order.StepState, error) {
+func (s *schedulerStore) StartUndo(_ context.Context, u order.Undoing, _ time.Time) (order.Order, order.StepState, error) {
 	s.failures = append(s.failures, u.Step.OrderID+"/"+u.Step.Step)
 	return s.order, order.StepState{}, nil
 }
@@ -552,7 +556,7 @@ func checkSchedulerReplies(t *testing.T, raw []byte, ev events.SQSEvent) {
 		t.Errorf("BatchItemFailures = %+v, want only the malformed message %+v", resp.BatchItemFailures, want)
 	}
 	next, _ := workflow.Step(ordertest.StepChargePayment)
-	wantDone := dynamo.Completion{
+	wantDone := order.Completion{
 		Step:      order.StepState{OrderID: "QMVF4LBCLJ4PRZERCUY25DASBK", Step: ordertest.StepReserveInventory, Index: 0, Attempt: 1},
 		Reference: "res_k7q2m9x4t3vbn8c5wz6hjp2rfd", Next: &next, NextIndex: 1, Owner: schedulerID, NextCompleteBy: now.Add(next.Allowance)}
 	if len(store.completions) != 1 || !reflect.DeepEqual(store.completions[0], wantDone) {

@@ -57,3 +57,19 @@ type StatusChange struct {
 	NotificationTarget string    `json:"notificationTarget,omitempty"`
 	At                 time.Time `json:"at"`
 }
+
+// Written is one write to an order, read from the table's stream: what it
+// changed, entry by entry, and the status change it made, if any.
+type Written struct {
+	OrderID     string
+	Transitions []HistoryEntry
+	Status      *StatusChange
+	// Sent is the alert the change recorded as sent to operators, as the
+	// notifier sent it (its time is the change's); nil for other changes.
+	Sent *Alert
+	// Submitted is when the order was submitted, for its latency; At is
+	// when the change was made; Current is the order's status after it.
+	Submitted time.Time
+	At        time.Time
+	Current   Status
+}

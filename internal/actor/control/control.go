@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"orderly/internal/adapter/dynamo"
 	"orderly/internal/order"
 )
 
@@ -21,8 +20,8 @@ import (
 type Store interface {
 	GetOrder(ctx context.Context, id string) (order.Order, []order.StepState, error)
 	RequestCancel(ctx context.Context, st order.StepState, now time.Time) (order.Order, error)
-	StartUndo(ctx context.Context, u dynamo.Undoing, now time.Time) (order.Order, order.StepState, error)
-	Redrive(ctx context.Context, r dynamo.Resume, now time.Time) (order.Order, order.StepState, error)
+	StartUndo(ctx context.Context, u order.Undoing, now time.Time) (order.Order, order.StepState, error)
+	Redrive(ctx context.Context, r order.Resume, now time.Time) (order.Order, order.StepState, error)
 	MoveVersion(ctx context.Context, o order.Order, active *order.StepState, to string, now time.Time) (order.Order, error)
 }
 
@@ -168,10 +167,10 @@ func (s *Service) Redrive(ctx context.Context, id, action string) (order.Order, 
 			o, _, err = s.operators.StartUndo(ctx, undoing(wf, p.Stuck, order.Error, order.Failed, p.Stuck.CancelRequested, reason, now, false), now)
 		case order.RunForward:
 			forward := p.Forward
-			o, _, err = s.operators.Redrive(ctx, dynamo.Resume{Step: p.Stuck, Forward: &forward, Steps: len(wf.Steps), Records: len(steps),
+			o, _, err = s.operators.Redrive(ctx, order.Resume{Step: p.Stuck, Forward: &forward, Steps: len(wf.Steps), Records: len(steps),
 				UndoFloor: p.UndoFloor, Status: p.Status, ClaimBy: claimBy, Reason: reason}, now)
 		default: // order.ResumeStuck
-			o, _, err = s.operators.Redrive(ctx, dynamo.Resume{Step: p.Stuck, Status: p.Status, ClaimBy: claimBy, Reason: reason, Records: len(steps)}, now)
+			o, _, err = s.operators.Redrive(ctx, order.Resume{Step: p.Stuck, Status: p.Status, ClaimBy: claimBy, Reason: reason, Records: len(steps)}, now)
 		}
 		if errors.Is(err, order.ErrStale) {
 			continue
@@ -269,8 +268,8 @@ func nextName(wf order.Workflow, next int, more bool) string {
 // undoing the order's work, announcing the first undo. With cancelNow the
 // write is the client's cancel itself. Its plan is for a step in Error;
 // a cancel decides its own (order.CancelWaiting).
-func undoing(wf order.Workflow, st order.StepState, from, ends order.ProcessState, cancelled bool, reason string, now time.Time, cancelNow bool) dynamo.Undoing {
-	u := dynamo.Undoing{Step: st, From: from, Ends: ends, Reason: reason, Cancelled: cancelled, CancelNow: cancelNow,
+func undoing(wf order.Workflow, st order.StepState, from, ends order.ProcessState, cancelled bool, reason string, now time.Time, cancelNow bool) order.Undoing {
+	u := order.Undoing{Step: st, From: from, Ends: ends, Reason: reason, Cancelled: cancelled, CancelNow: cancelNow,
 		Steps: len(wf.Steps), ClaimBy: now.Add(wf.ClaimWithin)}
 	// A step in Error may have done its work (it timed out), so it is
 	// undone too.

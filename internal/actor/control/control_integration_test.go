@@ -119,7 +119,7 @@ type racingStore struct {
 	done  bool
 }
 
-func (r *racingStore) StartUndo(ctx context.Context, u dynamo.Undoing, now time.Time) (order.Order, order.StepState, error) {
+func (r *racingStore) StartUndo(ctx context.Context, u order.Undoing, now time.Time) (order.Order, order.StepState, error) {
 	if !r.done {
 		r.done = true
 		r.claim()

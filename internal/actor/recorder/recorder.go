@@ -15,7 +15,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"orderly/internal/adapter/dynamo"
 	"orderly/internal/batch"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
@@ -27,6 +26,9 @@ type History interface {
 	Record(ctx context.Context, orderID, seq string, ts []order.HistoryEntry, sent *order.Alert, expires time.Time) error
 	Pin(ctx context.Context, orderID string) error
 	Restamp(ctx context.Context, orderID string, notBefore, expires time.Time) error
+	// ChangeOf reads a record of the orders table's stream: the write
+	// it was, as the history and the status events tell it.
+	ChangeOf(rec events.DynamoDBEventRecord) (order.Written, error)
 }
 
 // Publisher publishes a status change.
@@ -78,7 +80,7 @@ func (s *Service) HandleStream(ctx context.Context, ev events.DynamoDBEvent) (ev
 }
 
 func (s *Service) record(ctx context.Context, rec events.DynamoDBEventRecord) error {
-	c, err := dynamo.ChangeOf(rec)
+	c, err := s.history.ChangeOf(rec)
 	if err != nil {
 		// An image we cannot read will not get better by retrying.
 		s.log.ErrorContext(ctx, "unreadable stream record skipped", "event_id", rec.EventID,

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"orderly/internal/actor/recorder"
+	"orderly/internal/adapter/dynamo"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
 )
@@ -40,6 +41,11 @@ func (f *flaky) Record(context.Context, string, string, []order.HistoryEntry, *o
 
 func (f *flaky) Pin(context.Context, string) error                           { return nil }
 func (f *flaky) Restamp(context.Context, string, time.Time, time.Time) error { return nil }
+
+// ChangeOf reads stream records as the DynamoDB adapter does.
+func (f *flaky) ChangeOf(rec events.DynamoDBEventRecord) (order.Written, error) {
+	return dynamo.ChangeOf(rec)
+}
 
 func submitted(id string) events.DynamoDBEventRecord {
 	return events.DynamoDBEventRecord{EventName: "INSERT", EventID: "e-" + id, Change: events.DynamoDBStreamRecord{

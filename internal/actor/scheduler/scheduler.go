@@ -19,7 +19,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"orderly/internal/adapter/dynamo"
 	"orderly/internal/adapter/sqs"
 	"orderly/internal/batch"
 	"orderly/internal/metrics"
@@ -29,11 +28,15 @@ import (
 // Store is what the Scheduler needs of the state store.
 type Store interface {
 	ClaimStep(ctx context.Context, seen order.StepState, owner string, completeBy, now time.Time) (order.Order, order.StepState, error)
-	CompleteStep(ctx context.Context, c dynamo.Completion, now time.Time) (order.Order, order.StepState, error)
+	CompleteStep(ctx context.Context, c order.Completion, now time.Time) (order.Order, order.StepState, error)
 	// Apply persists a decided transition (order.ErrStale when its
 	// guard no longer holds) and returns the record as written.
 	Apply(ctx context.Context, t order.Transition) (order.StepState, error)
-	StartUndo(ctx context.Context, u dynamo.Undoing, now time.Time) (order.Order, order.StepState, error)
+	StartUndo(ctx context.Context, u order.Undoing, now time.Time) (order.Order, order.StepState, error)
+	// UnclaimedStep reads an order image of the table's stream, as Lambda
+	// delivers it, and returns its active record if that waits for a
+	// claim (ok); it fails on an image it cannot read.
+	UnclaimedStep(image map[string]events.DynamoDBAttributeValue) (st order.StepState, ok bool, err error)
 }
 
 // Dispatcher sends a claimed step's request to its agent.
@@ -132,7 +135,7 @@ func (s *Service) claimRecord(ctx context.Context, rec events.DynamoDBEventRecor
 	if rec.EventName == string(events.DynamoDBOperationTypeRemove) {
 		return nil
 	}
-	st, ok, err := dynamo.UnclaimedStep(rec.Change.NewImage)
+	st, ok, err := s.store.UnclaimedStep(rec.Change.NewImage)
 	if err != nil {
 		// An image we cannot read will not get better by retrying;
 		// the Supervisor notices the step if it stays Pending.
@@ -157,7 +160,7 @@ func (s *Service) claimRecord(ctx context.Context, rec events.DynamoDBEventRecor
 		// Cancelled while the step waits for a claim: it does not run
 		// (again), and an earlier attempt's work is undone.
 		c := order.CancelWaiting(st)
-		err = s.undo(ctx, wf, s.log.With("order_id", st.OrderID, "step", st.Step), dynamo.Undoing{
+		err = s.undo(ctx, wf, s.log.With("order_id", st.OrderID, "step", st.Step), order.Undoing{
 			Step: st, From: order.Pending, Ends: order.Cancelled, Cancelled: true, Reason: c.Reason}, c.MayHaveRun, true)
 		if errors.Is(err, order.ErrStale) {
 			return nil
@@ -244,7 +247,7 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 		if errors.Is(err, order.ErrCancelRequested) {
 			// The step is done, but the client cancelled meanwhile: its
 			// work is undone too, then the rest in reverse.
-			err = s.undo(ctx, wf, log, dynamo.Undoing{Step: replied, From: order.Processing, Ends: order.Processed,
+			err = s.undo(ctx, wf, log, order.Undoing{Step: replied, From: order.Processing, Ends: order.Processed,
 				Reference: rep.Reference, Result: result, Cancelled: true}, true, true)
 		}
 	case rep.Undo || wf.StopOnFailure || rep.WorkDone:
@@ -260,7 +263,7 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 		}
 	default:
 		// A permanent fault did no work: the steps before it are undone.
-		err = s.undo(ctx, wf, log, dynamo.Undoing{Step: replied, From: order.Processing, Ends: order.Failed, Reason: order.ReplyReason(rep.Reason)}, false, true)
+		err = s.undo(ctx, wf, log, order.Undoing{Step: replied, From: order.Processing, Ends: order.Failed, Reason: order.ReplyReason(rep.Reason)}, false, true)
 	}
 	if errors.Is(err, order.ErrStale) {
 		log.InfoContext(ctx, "stale or duplicate reply dropped", "message_id", msg.MessageId)
@@ -279,7 +282,7 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 // claimed by this Scheduler, whose request goes out at once. No stream hop
 // and no second write stand between two steps.
 func (s *Service) complete(ctx context.Context, wf order.Workflow, log *slog.Logger, done order.StepState, reference string, result json.RawMessage, now time.Time) error {
-	c := dynamo.Completion{Step: done, Reference: reference, Result: result}
+	c := order.Completion{Step: done, Reference: reference, Result: result}
 	var (
 		next order.StepDef
 		more bool
@@ -323,7 +326,7 @@ func (s *Service) complete(ctx context.Context, wf order.Workflow, log *slog.Log
 // mayHaveRun says that the step's own work is undone first: a success did
 // it, and an earlier attempt of a cancelled step may have; a permanent
 // fault did none.
-func (s *Service) undo(ctx context.Context, wf order.Workflow, log *slog.Logger, u dynamo.Undoing, mayHaveRun, claim bool) error {
+func (s *Service) undo(ctx context.Context, wf order.Workflow, log *slog.Logger, u order.Undoing, mayHaveRun, claim bool) error {
 	now := s.now()
 	u.Steps = len(wf.Steps)
 	u.Plan = wf.UndoSteps(u.Step.Index, mayHaveRun)

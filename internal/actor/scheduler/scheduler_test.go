@@ -57,13 +57,19 @@ func (s *claimLog) ClaimStep(_ context.Context, seen order.StepState, owner stri
 	return order.Order{ID: seen.OrderID}, st, nil
 }
 
-func (s *claimLog) CompleteStep(context.Context, dynamo.Completion, time.Time) (order.Order, order.StepState, error) {
+func (s *claimLog) CompleteStep(context.Context, order.Completion, time.Time) (order.Order, order.StepState, error) {
 	return order.Order{}, order.StepState{}, errors.New("not expected")
 }
+
+// UnclaimedStep reads images as the DynamoDB adapter does.
+func (s *claimLog) UnclaimedStep(image map[string]events.DynamoDBAttributeValue) (order.StepState, bool, error) {
+	return dynamo.UnclaimedStep(image)
+}
+
 func (s *claimLog) Apply(context.Context, order.Transition) (order.StepState, error) {
 	return order.StepState{}, errors.New("not expected")
 }
-func (s *claimLog) StartUndo(context.Context, dynamo.Undoing, time.Time) (order.Order, order.StepState, error) {
+func (s *claimLog) StartUndo(context.Context, order.Undoing, time.Time) (order.Order, order.StepState, error) {
 	return order.Order{}, order.StepState{}, errors.New("not expected")
 }
 

@@ -19,7 +19,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"orderly/internal/adapter/dynamo"
 	"orderly/internal/batch"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
@@ -28,15 +27,15 @@ import (
 // Store is what the Supervisor needs of the state store.
 type Store interface {
 	Shards() int
-	DuePage(ctx context.Context, shard int, now time.Time, limit int, after dynamo.Cursor) (dynamo.DuePage, error)
-	ReportUnreadable(ctx context.Context, u dynamo.Unreadable) error
-	UnreportUnreadable(ctx context.Context, u dynamo.Unreadable) error
+	DuePage(ctx context.Context, shard int, now time.Time, limit int, after order.Cursor) (order.DuePage, error)
+	ReportUnreadable(ctx context.Context, u order.Unreadable) error
+	UnreportUnreadable(ctx context.Context, u order.Unreadable) error
 	// Apply persists a decided transition (order.ErrStale when its
 	// guard no longer holds) and returns the record as written.
 	Apply(ctx context.Context, t order.Transition) (order.StepState, error)
 	Reschedule(ctx context.Context, st order.StepState, dueAt time.Time) error
 	LeaseAlert(ctx context.Context, st order.StepState, until time.Time) error
-	StartUndo(ctx context.Context, u dynamo.Undoing, now time.Time) (order.Order, order.StepState, error)
+	StartUndo(ctx context.Context, u order.Undoing, now time.Time) (order.Order, order.StepState, error)
 }
 
 // Notifier sends the alert a step records and clears its alert flag, or
@@ -222,7 +221,7 @@ func (s *Service) runShard(ctx context.Context, shard int, now time.Time, backlo
 		mu   sync.Mutex
 		r    Report
 		errs []error
-		page dynamo.Cursor
+		page order.Cursor
 	)
 	for {
 		// Orders are looked at once their DueAt is a grace in the past.
@@ -366,7 +365,7 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 // compensate ends the active workflow step and starts undoing the order's
 // work, in reverse; the first undo is announced for a Scheduler to claim.
 func (s *Service) compensate(ctx context.Context, wf order.Workflow, st order.StepState, rec order.Recovery, now time.Time) (order.Order, error) {
-	u := dynamo.Undoing{Step: st, From: st.ProcessState, Ends: order.Failed, Reason: rec.Reason,
+	u := order.Undoing{Step: st, From: st.ProcessState, Ends: order.Failed, Reason: rec.Reason,
 		Cancelled: st.CancelRequested, Steps: len(wf.Steps), ClaimBy: now.Add(wf.ClaimWithin)}
 	if st.ProcessState == order.Pending {
 		u.Ends = order.Cancelled // it does not run (again); rec says whether it is undone
@@ -435,7 +434,7 @@ func (s *Service) park(ctx context.Context, st order.StepState, now time.Time, r
 // alert is not sent the mark is taken back, and the next run tries again;
 // a crash between the two loses the alert, but not the count, which goes
 // on every run while the item is there.
-func (s *Service) reportUnreadable(ctx context.Context, u dynamo.Unreadable, now time.Time, r *Report) error {
+func (s *Service) reportUnreadable(ctx context.Context, u order.Unreadable, now time.Time, r *Report) error {
 	log := s.log.With("order_id", u.OrderID, "item_version", u.Fingerprint)
 	s.metrics.Count(metrics.PoisonMessages, 1, "source", "due-index", "order_id", u.OrderID)
 	if u.Reported {

@@ -16,7 +16,6 @@ import (
 
 	"orderly/internal/actor/agent"
 	"orderly/internal/actor/supervisor"
-	"orderly/internal/adapter/dynamo"
 	"orderly/internal/adapter/remote"
 	"orderly/internal/adapter/sqs"
 	"orderly/internal/metrics"
@@ -520,7 +519,7 @@ func TestCompletionAfterALongRetryNeverLeavesDueAtLate(t *testing.T) {
 	long := claim(t, w, id) // attempt 2: twice the allowance
 	next, _ := w.Workflow.Step(ordertest.StepChargePayment)
 	// The completion write alone, as if the Scheduler died right after it.
-	_, claimed, err := w.Store.CompleteStep(context.Background(), dynamo.Completion{
+	_, claimed, err := w.Store.CompleteStep(context.Background(), order.Completion{
 		Step: long, Next: &next, NextIndex: 1, Owner: "s1", NextCompleteBy: w.Clock.Now().Add(next.Allowance),
 	}, w.Clock.Now())
 	if err != nil {

@@ -2,7 +2,6 @@ package dynamo
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -12,53 +11,12 @@ import (
 	"orderly/internal/order"
 )
 
-// Undoing is the write that ends the order's active workflow step and
-// starts undoing the work done, in reverse: one undo record per step to
-// undo is appended to the order's list of steps, after the workflow's, and
-// the first becomes the active record. Undo records are then claimed,
-// fenced, timed and supervised exactly like workflow steps.
-type Undoing struct {
-	// Step is the active workflow step as found, in state From; the write
-	// is fenced on it (index, name, state, attempt).
-	Step order.StepState
-	From order.ProcessState
-	// Expired makes the write hold only once the step's deadline has
-	// passed (a Supervisor's timeout), and counts the timeout as a
-	// failure.
-	Expired bool
-	// Ends is the step's state from now on: Failed, Processed (a success
-	// that arrived after a cancel) or Cancelled (it waited for a claim;
-	// Plan says whether it is undone too).
-	Ends      order.ProcessState
-	Reference string
-	// Result is a success's answer, kept when its workflow says so.
-	Result json.RawMessage
-	Reason string
-	// Steps is the number of workflow steps: the write holds only while no
-	// undo record follows them yet.
-	Steps int
-	// Plan lists the workflow steps to undo, in the order they are undone
-	// (Workflow.UndoPlan). Empty ends the order at once.
-	Plan []order.StepDef
-	// Cancelled says that the client cancelled the order, so that it ends
-	// Cancelled rather than Failed; a write that finds otherwise is made
-	// the other way. CancelNow is the client's cancel itself: it holds
-	// only if the order was not cancelled yet, and records the cancel.
-	Cancelled, CancelNow bool
-	// Owner claims the first undo at once, until CompleteBy, so its request
-	// can be sent right away; without an Owner the first undo is announced
-	// for a Scheduler to claim by ClaimBy.
-	Owner      string
-	CompleteBy time.Time
-	ClaimBy    time.Time
-}
-
-// StartUndo makes the Undoing write. It returns the order as written and
+// StartUndo makes the order.Undoing write. It returns the order as written and
 // its first undo record (zero when there was nothing to undo and the order
 // ended). A step that moved on returns order.ErrStale. The undo records'
 // attempts count on from the order's UndoFloor (u.Step's, as read; the
 // write holds only while it is the stored one).
-func (s *Store) StartUndo(ctx context.Context, u Undoing, now time.Time) (order.Order, order.StepState, error) {
+func (s *Store) StartUndo(ctx context.Context, u order.Undoing, now time.Time) (order.Order, order.StepState, error) {
 	o, first, err := s.startUndo(ctx, u, now)
 	var stale *staleError
 	if !errors.As(err, &stale) || !undoFenceHolds(stale.old, u, now) || (u.CancelNow && stale.old.Cancel) {
@@ -79,7 +37,7 @@ func (s *Store) StartUndo(ctx context.Context, u Undoing, now time.Time) (order.
 	return o, first, err
 }
 
-func (s *Store) startUndo(ctx context.Context, u Undoing, now time.Time) (order.Order, order.StepState, error) {
+func (s *Store) startUndo(ctx context.Context, u order.Undoing, now time.Time) (order.Order, order.StepState, error) {
 	i, st := u.Step.Index, u.Step
 	cond := on(st, u.From).And(expression.Size(expression.Name(attrSteps)).Equal(expression.Value(u.Steps)))
 	if u.Expired {
@@ -169,7 +127,7 @@ func (s *Store) startUndo(ctx context.Context, u Undoing, now time.Time) (order.
 
 // undoFenceHolds reports whether old satisfies u's fence, apart from the
 // cancel.
-func undoFenceHolds(old orderRecord, u Undoing, now time.Time) bool {
+func undoFenceHolds(old orderRecord, u order.Undoing, now time.Time) bool {
 	if len(old.Steps) != u.Steps || !holds(old, u.Step, u.From) {
 		return false
 	}
@@ -190,34 +148,9 @@ func (s *Store) RequestCancel(ctx context.Context, st order.StepState, now time.
 	return o, err
 }
 
-// Resume is an operator's redrive of an order in Error, as found with its
-// active record st (in Error): the record is claimable again with a fresh
-// failure count (the old one is added to its PastFailures, so every
-// timeout it had stays known), and its attempt counter goes on, so late
-// replies of old attempts stay stale. Status is what the order shows while
-// it runs again. With Forward, the active record is an undo that is known
-// to have undone nothing (order.PlanRedrive): the undo records go, and the
-// workflow step at Forward.Index (Failed) runs again instead.
-type Resume struct {
-	Step    order.StepState
-	Status  order.Status
-	ClaimBy time.Time
-	Reason  string
-	// Forward, when set, is the failed workflow step to run again; Steps
-	// is then the number of workflow steps, and the records after them go.
-	// UndoFloor is then the order's floor from now on
-	// (order.RedrivePlan's): undo records appended later number their
-	// attempts above the dropped ones'.
-	Forward   *order.StepState
-	Steps     int
-	UndoFloor int
-	// Records is how many records the order has, as found.
-	Records int
-}
-
-// Redrive makes the Resume write. A record that moved on returns
+// Redrive makes the order.Resume write. A record that moved on returns
 // order.ErrStale.
-func (s *Store) Redrive(ctx context.Context, r Resume, now time.Time) (order.Order, order.StepState, error) {
+func (s *Store) Redrive(ctx context.Context, r order.Resume, now time.Time) (order.Order, order.StepState, error) {
 	st := r.Step
 	cond := on(st, order.Error).
 		And(expression.Name(attrStatus).Equal(expression.Value(order.StatusError))).

@@ -21,28 +21,6 @@ const batchGetLimit = 100
 // Cursor is where a DueSteps page ended; nil when there is nothing more.
 type Cursor map[string]types.AttributeValue
 
-// DuePage is one page of a due-index shard: the active steps of the
-// orders found, the items among them this build cannot read, and the
-// cursor of the next page.
-type DuePage struct {
-	Steps      []order.StepState
-	Unreadable []Unreadable
-	Next       Cursor
-}
-
-// Unreadable is an order item that did not decode: a bad write, or one a
-// build with another item layout made. The Supervisor skips it (it stops
-// nothing else) and reports it once per version of it.
-type Unreadable struct {
-	OrderID string
-	Err     error
-	// Fingerprint identifies the item's content, and so its version; a
-	// report of it is stored on the item (ReportUnreadable).
-	Fingerprint string
-	// Reported says that this version was reported already.
-	Reported bool
-}
-
 // DuePage returns the active steps of up to limit orders of one due-index
 // shard whose DueAt is at or before now, starting after cursor: expired
 // Processing steps, unclaimed Pending steps, failed steps whose alert is
@@ -53,12 +31,25 @@ type Unreadable struct {
 // attempt. Items that do not decode are returned apart, so that one of
 // them does not hold up the orders after it. The page's cursor continues
 // the same query.
-func (s *Store) DuePage(ctx context.Context, shard int, now time.Time, limit int, after Cursor) (DuePage, error) {
+func (s *Store) DuePage(ctx context.Context, shard int, now time.Time, limit int, after order.Cursor) (order.DuePage, error) {
+	from, _ := after.(Cursor)
+	page, err := s.duePage(ctx, shard, now, limit, from)
+	if err != nil {
+		return order.DuePage{}, err
+	}
+	out := order.DuePage{Steps: page.Steps, Unreadable: page.Unreadable}
+	if len(page.Next) > 0 {
+		out.Next = page.Next
+	}
+	return out, nil
+}
+
+func (s *Store) duePage(ctx context.Context, shard int, now time.Time, limit int, after Cursor) (activePage, error) {
 	kc := expression.Key(attrDueShard).Equal(expression.Value(fmt.Sprint(shard))).
 		And(expression.Key(attrDueAt).LessThanEqual(expression.Value(millis(now))))
 	page, err := s.activeIn(ctx, dueIndexName, kc, limit, after)
 	if err != nil {
-		return DuePage{}, fmt.Errorf("due shard %d: %w", shard, err)
+		return activePage{}, fmt.Errorf("due shard %d: %w", shard, err)
 	}
 	return page, nil
 }
@@ -66,7 +57,7 @@ func (s *Store) DuePage(ctx context.Context, shard int, now time.Time, limit int
 // DueSteps is DuePage's steps and cursor: listings skip the items they
 // cannot read (the Supervisor reports them).
 func (s *Store) DueSteps(ctx context.Context, shard int, now time.Time, limit int, after Cursor) ([]order.StepState, Cursor, error) {
-	page, err := s.DuePage(ctx, shard, now, limit, after)
+	page, err := s.duePage(ctx, shard, now, limit, after)
 	return page.Steps, page.Next, err
 }
 
@@ -85,10 +76,17 @@ func (s *Store) InError(ctx context.Context, shard int, limit int, after Cursor)
 // activeIn queries a keys-only index and returns the active record of
 // each order found, read back from the table, and apart the items that do
 // not decode.
-func (s *Store) activeIn(ctx context.Context, index string, kc expression.KeyConditionBuilder, limit int, after Cursor) (DuePage, error) {
+// activePage is one page of activeIn.
+type activePage struct {
+	Steps      []order.StepState
+	Unreadable []order.Unreadable
+	Next       Cursor
+}
+
+func (s *Store) activeIn(ctx context.Context, index string, kc expression.KeyConditionBuilder, limit int, after Cursor) (activePage, error) {
 	expr, err := expression.NewBuilder().WithKeyCondition(kc).Build()
 	if err != nil {
-		return DuePage{}, fmt.Errorf("build %s query: %w", index, err)
+		return activePage{}, fmt.Errorf("build %s query: %w", index, err)
 	}
 	page, err := s.client.Query(ctx, &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
@@ -100,18 +98,18 @@ func (s *Store) activeIn(ctx context.Context, index string, kc expression.KeyCon
 		Limit:                     aws.Int32(int32(min(max(limit, 1), 1000))),
 	})
 	if err != nil {
-		return DuePage{}, fmt.Errorf("query %s: %w", index, err)
+		return activePage{}, fmt.Errorf("query %s: %w", index, err)
 	}
 	keys := make([]map[string]types.AttributeValue, 0, len(page.Items))
 	for _, it := range page.Items {
 		keys = append(keys, map[string]types.AttributeValue{attrOrderID: it[attrOrderID]})
 	}
 
-	out := DuePage{Next: page.LastEvaluatedKey}
+	out := activePage{Next: page.LastEvaluatedKey}
 	for start := 0; start < len(keys); start += batchGetLimit {
 		items, err := s.batchGet(ctx, keys[start:min(start+batchGetLimit, len(keys))])
 		if err != nil {
-			return DuePage{}, err
+			return activePage{}, err
 		}
 		for _, item := range items {
 			rec, err := unmarshal(item)

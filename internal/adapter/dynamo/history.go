@@ -11,42 +11,26 @@ import (
 	"orderly/internal/order"
 )
 
-// Change is one write to an order, read from the table's stream: what it
-// changed, entry by entry, and the status change it made, if any.
-type Change struct {
-	OrderID     string
-	Transitions []order.HistoryEntry
-	Status      *order.StatusChange
-	// Sent is the alert the change recorded as sent to operators, as the
-	// notifier sent it (its time is the change's); nil for other changes.
-	Sent *order.Alert
-	// Submitted is when the order was submitted, for its latency; At is
-	// when the change was made; Current is the order's status after it.
-	Submitted time.Time
-	At        time.Time
-	Current   order.Status
-}
-
 // ChangeOf reads a stream record of the orders table (NEW_AND_OLD_IMAGES).
 // Every write to an order is one record, so the changes of all its records
 // are, in sequence, the order's exact history. A removal changes nothing.
-func ChangeOf(rec events.DynamoDBEventRecord) (Change, error) {
+func ChangeOf(rec events.DynamoDBEventRecord) (order.Written, error) {
 	if rec.EventName == string(events.DynamoDBOperationTypeRemove) || len(rec.Change.NewImage) == 0 {
-		return Change{}, nil
+		return order.Written{}, nil
 	}
 	now, err := recordOf(rec.Change.NewImage)
 	if err != nil {
-		return Change{}, fmt.Errorf("new image: %w", err)
+		return order.Written{}, fmt.Errorf("new image: %w", err)
 	}
 	var before *orderRecord
 	if len(rec.Change.OldImage) > 0 {
 		old, err := recordOf(rec.Change.OldImage)
 		if err != nil {
-			return Change{}, fmt.Errorf("old image: %w", err)
+			return order.Written{}, fmt.Errorf("old image: %w", err)
 		}
 		before = &old
 	}
-	c := Change{OrderID: now.OrderID, Transitions: diff(before, now), Sent: sentAlert(before, now),
+	c := order.Written{OrderID: now.OrderID, Transitions: diff(before, now), Sent: sentAlert(before, now),
 		Submitted: fromMillis(now.CreatedAt), At: fromMillis(now.UpdatedAt), Current: order.Status(now.Status)}
 	if before == nil || before.Status != now.Status {
 		c.Status = statusChange(before, now, rec.Change.SequenceNumber)

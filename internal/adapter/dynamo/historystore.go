@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -235,4 +236,10 @@ func pad(seq string) string {
 		return seq
 	}
 	return strings.Repeat("0", seqWidth-len(seq)) + seq
+}
+
+// ChangeOf is the package's ChangeOf, for a recorder that reads the
+// stream through its history store.
+func (h *History) ChangeOf(rec events.DynamoDBEventRecord) (order.Written, error) {
+	return ChangeOf(rec)
 }

@@ -103,7 +103,7 @@ func BenchmarkCompleteStep(b *testing.B) {
 			b.Fatalf("claim: %v", err)
 		}
 		b.StartTimer()
-		_, st, err := store.CompleteStep(ctx, dynamo.Completion{
+		_, st, err := store.CompleteStep(ctx, order.Completion{
 			Step: claimed, Reference: "ref", Next: &next, NextIndex: 1,
 			Owner: "scheduler-bench", NextCompleteBy: now.Add(next.Allowance),
 		}, now)

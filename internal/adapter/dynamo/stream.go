@@ -80,3 +80,9 @@ func fromEvent(v events.DynamoDBAttributeValue) (types.AttributeValue, error) {
 	}
 	return nil, fmt.Errorf("unknown attribute type %d", v.DataType())
 }
+
+// UnclaimedStep is the package's UnclaimedStep, for a Scheduler that
+// reads stream images through its store.
+func (s *Store) UnclaimedStep(image map[string]events.DynamoDBAttributeValue) (order.StepState, bool, error) {
+	return UnclaimedStep(image)
+}

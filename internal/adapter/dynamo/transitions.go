@@ -2,7 +2,6 @@ package dynamo
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -84,31 +83,6 @@ func claim(upd expression.UpdateBuilder, i int, owner string, completeBy time.Ti
 		Remove(expression.Name(attrParked))
 }
 
-// Completion is a successful reply applied to the state store.
-type Completion struct {
-	// Step is the step that succeeded, as the reply names it (OrderID,
-	// Step, Index, Attempt, Undo).
-	Step      order.StepState
-	Reference string
-	// Result is the step's answer, kept when its workflow says so.
-	Result json.RawMessage
-	// Undid is, for an undo record, the index of the workflow step whose
-	// work it undid: that step becomes Undone in the same write.
-	Undid int
-	// Next is the record to claim at once (the next workflow step, or the
-	// next undo), or nil when the order is done.
-	Next *order.StepDef
-	// NextIndex is Next's position in the order's list of steps.
-	NextIndex int
-	// Owner and NextCompleteBy are the claim of Next.
-	Owner          string
-	NextCompleteBy time.Time
-	// Cancelled says, for the last undo, that the order was cancelled, so
-	// it ends Cancelled rather than Failed. A write that finds otherwise
-	// is made the other way.
-	Cancelled bool
-}
-
 // CompleteStep applies a success reply in one conditional UpdateItem: the
 // step becomes Processed only if it is still Processing on the reply's
 // attempt (so stale and duplicate replies change nothing), and in the same
@@ -118,7 +92,7 @@ type Completion struct {
 // request the caller sends. A stale reply returns order.ErrStale; a
 // workflow step's success for an order the client has cancelled returns
 // order.ErrCancelRequested, and the caller starts undoing instead.
-func (s *Store) CompleteStep(ctx context.Context, c Completion, now time.Time) (order.Order, order.StepState, error) {
+func (s *Store) CompleteStep(ctx context.Context, c order.Completion, now time.Time) (order.Order, order.StepState, error) {
 	o, st, err := s.complete(ctx, c, now, false)
 	var stale *staleError
 	if !errors.As(err, &stale) || !holds(stale.old, c.Step, order.Processing) {
@@ -140,7 +114,7 @@ func (s *Store) CompleteStep(ctx context.Context, c Completion, now time.Time) (
 	return o, st, err
 }
 
-func (s *Store) complete(ctx context.Context, c Completion, now time.Time, setDue bool) (order.Order, order.StepState, error) {
+func (s *Store) complete(ctx context.Context, c order.Completion, now time.Time, setDue bool) (order.Order, order.StepState, error) {
 	i := c.Step.Index
 	cond := on(c.Step, order.Processing)
 	if !c.Step.Undo {

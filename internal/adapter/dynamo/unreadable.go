@@ -26,8 +26,8 @@ const attrUnreadable = "Unreadable"
 
 // unreadable describes an item that did not decode, and whether this
 // version of it was reported.
-func unreadable(item map[string]types.AttributeValue, err error) Unreadable {
-	u := Unreadable{Err: err, Fingerprint: fingerprint(item)}
+func unreadable(item map[string]types.AttributeValue, err error) order.Unreadable {
+	u := order.Unreadable{Err: err, Fingerprint: fingerprint(item)}
 	if id, ok := item[attrOrderID].(*types.AttributeValueMemberS); ok {
 		u.OrderID = id.Value
 	}
@@ -43,7 +43,7 @@ func unreadable(item map[string]types.AttributeValue, err error) Unreadable {
 // returns order.ErrStale. The item is left as it was otherwise, in the due
 // index: it is read again on every run, and counted, until it is repaired
 // or removed.
-func (s *Store) ReportUnreadable(ctx context.Context, u Unreadable) error {
+func (s *Store) ReportUnreadable(ctx context.Context, u order.Unreadable) error {
 	mark := expression.Name(attrUnreadable)
 	cond := expression.AttributeExists(expression.Name(attrOrderID)).
 		And(expression.Or(expression.AttributeNotExists(mark), mark.NotEqual(expression.Value(u.Fingerprint))))
@@ -52,14 +52,14 @@ func (s *Store) ReportUnreadable(ctx context.Context, u Unreadable) error {
 
 // UnreportUnreadable takes back ReportUnreadable's mark, while it is still
 // u's, when the report could not be sent: the next run reports it again.
-func (s *Store) UnreportUnreadable(ctx context.Context, u Unreadable) error {
+func (s *Store) UnreportUnreadable(ctx context.Context, u order.Unreadable) error {
 	mark := expression.Name(attrUnreadable)
 	return s.markUnreadable(ctx, "take back the report of", u, mark.Equal(expression.Value(u.Fingerprint)), expression.Remove(mark))
 }
 
 // markUnreadable makes a conditional write to an item that does not
 // decode: it reads nothing back.
-func (s *Store) markUnreadable(ctx context.Context, what string, u Unreadable, cond expression.ConditionBuilder, upd expression.UpdateBuilder) error {
+func (s *Store) markUnreadable(ctx context.Context, what string, u order.Unreadable, cond expression.ConditionBuilder, upd expression.UpdateBuilder) error {
 	expr, err := expression.NewBuilder().WithCondition(cond).WithUpdate(upd).Build()
 	if err != nil {
 		return fmt.Errorf("build update: %w", err)
