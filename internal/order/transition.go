@@ -168,3 +168,72 @@ func (r Recovery) Transition(st StepState, now time.Time) (t Transition, ok bool
 func (t Transition) String() string {
 	return fmt.Sprintf("%s step %s of order %s on attempt %d", t.Name, t.Record.Step, t.Record.OrderID, t.Record.Attempt)
 }
+
+// Holds reports whether t's guard holds for r, the order's active record
+// as stored (with the order's own attributes it carries: the cancel, the
+// park, the pending alert): the adapter's write lands exactly when this
+// is true.
+func (t Transition) Holds(r StepState) bool {
+	f, g := t.Record, t.Guard
+	switch {
+	case r.Index != f.Index || r.Step != f.Step || r.Attempt != f.Attempt || r.ProcessState != g.State:
+		return false
+	case g.Expired && !r.CompleteBy.Before(t.At):
+		return false
+	case g.Unlocked && r.LockedBy != "":
+		return false
+	case g.LockedBy != "" && r.LockedBy != g.LockedBy:
+		return false
+	case g.NotCancelled && r.CancelRequested:
+		return false
+	case g.NotParkedFor != "" && (r.Parked == g.NotParkedFor || r.AlertPending):
+		return false
+	}
+	return true
+}
+
+// Applied is r as t's write leaves it, when its guard holds.
+func (t Transition) Applied(r StepState) StepState {
+	c := t.Change
+	if c.State != "" {
+		r.ProcessState, r.LockedBy = c.State, ""
+	}
+	if !c.CompleteBy.IsZero() {
+		r.CompleteBy = c.CompleteBy
+	}
+	if !c.DueAt.IsZero() {
+		r.DueAt = c.DueAt
+	}
+	if c.Reason != "" {
+		r.LastError = c.Reason
+	}
+	if c.CountFailure {
+		r.FailureCount++
+	}
+	if c.CountNudge {
+		r.Nudges++
+	}
+	if c.Releases > 0 {
+		r.Releases = c.Releases
+	}
+	if c.Deferrals > 0 {
+		r.Deferrals = c.Deferrals
+	}
+	if c.Alert != "" {
+		r.AlertPending, r.AlertKind = true, c.Alert
+	}
+	if c.Parked != "" {
+		r.Parked = c.Parked
+	}
+	if c.TouchesRecord() {
+		r.UpdatedAt = t.At
+	}
+	return r
+}
+
+// TouchesRecord reports whether c changes the record itself, which then
+// carries the time of the change; a change of the order's alone (a park)
+// leaves the record's time as it is.
+func (c Change) TouchesRecord() bool {
+	return c.State != "" || !c.CompleteBy.IsZero() || c.CountFailure || c.CountNudge || c.Releases > 0 || c.Deferrals > 0
+}

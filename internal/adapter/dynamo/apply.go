@@ -87,9 +87,7 @@ func (s *Store) change(t order.Transition) expression.UpdateBuilder {
 	if c.Parked != "" {
 		upd = upd.Set(expression.Name(attrParked), expression.Value(c.Parked))
 	}
-	// A change to the record itself stamps it; a change of the order's
-	// time alone (a park) leaves it.
-	if c.State != "" || !c.CompleteBy.IsZero() || c.CountFailure || c.CountNudge || c.Releases > 0 || c.Deferrals > 0 {
+	if c.TouchesRecord() {
 		upd = upd.Set(expression.Name(stepAttr(i, "Updated")), msValue(t.At))
 	}
 	return upd

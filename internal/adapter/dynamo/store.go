@@ -165,6 +165,27 @@ func (s *Store) Order(ctx context.Context, id string) (order.Order, error) {
 	return o, err
 }
 
+// Active returns the order's active record as stored, with the order's
+// own attributes it carries (the cancel, the park, the pending alert, the
+// Supervisor's next look); ok is false when the order has ended.
+func (s *Store) Active(ctx context.Context, id string) (st order.StepState, ok bool, err error) {
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.table), Key: orderKey(id), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return order.StepState{}, false, fmt.Errorf("get order %s: %w", id, err)
+	}
+	if out.Item == nil {
+		return order.StepState{}, false, fmt.Errorf("order %s: %w", id, order.ErrNotFound)
+	}
+	rec, err := unmarshal(out.Item)
+	if err != nil {
+		return order.StepState{}, false, fmt.Errorf("order %s: %w", id, err)
+	}
+	st, ok = rec.active()
+	return st, ok, nil
+}
+
 // GetStep returns one step's current state.
 func (s *Store) GetStep(ctx context.Context, orderID, step string) (order.StepState, error) {
 	_, steps, err := s.GetOrder(ctx, orderID)
