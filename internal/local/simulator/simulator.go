@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"orderly/internal/order"
-	"orderly/internal/testkit/ordertest"
 )
 
 // maxBodyBytes bounds a request body, as a real service would.
@@ -33,14 +32,21 @@ type service struct {
 	scores bool
 }
 
-// The fraud service is the checkout example's (examples/workflows/checkout).
-const fraudService = "fraud"
+// The services the simulator stands in for: the shipped workflow's three
+// (workflows/order) and the checkout example's fraud service
+// (examples/workflows/checkout).
+const (
+	inventoryService = "inventory"
+	paymentService   = "payment"
+	shippingService  = "shipping"
+	fraudService     = "fraud"
+)
 
 // services maps each collection path to the service behind it.
 var services = map[string]service{
-	"/inventory/reservations": {name: ordertest.AgentInventory, refPrefix: "res_", refusal: "sku out of stock"},
-	"/payment/charges":        {name: ordertest.AgentPayment, refPrefix: "ch_", refusal: "card declined"},
-	"/shipping/shipments":     {name: ordertest.AgentShipping, refPrefix: "shp_", refusal: "address undeliverable"},
+	"/inventory/reservations": {name: inventoryService, refPrefix: "res_", refusal: "sku out of stock"},
+	"/payment/charges":        {name: paymentService, refPrefix: "ch_", refusal: "card declined"},
+	"/shipping/shipments":     {name: shippingService, refPrefix: "shp_", refusal: "address undeliverable"},
 	"/fraud/checks":           {name: fraudService, refPrefix: "fc_", refusal: "order flagged as a fraud risk", scores: true},
 }
 
@@ -51,23 +57,23 @@ var services = map[string]service{
 // reservation or a refund of another charge.
 var resultMakers = map[string]string{
 	"fraud-check":       fraudService,
-	"reserve-inventory": ordertest.AgentInventory,
-	"charge-payment":    ordertest.AgentPayment,
+	"reserve-inventory": inventoryService,
+	"charge-payment":    paymentService,
 }
 
 // resultNouns name each service's work in refusals.
 var resultNouns = map[string]string{
-	fraudService:             "fraud check",
-	ordertest.AgentInventory: "reservation",
-	ordertest.AgentPayment:   "charge",
+	fraudService:     "fraud check",
+	inventoryService: "reservation",
+	paymentService:   "charge",
 }
 
 // undoServices maps each undo path to the service behind it: a POST with a
 // step's Idempotency-Key undoes the work done under that key.
 var undoServices = map[string]service{
-	"/inventory/releases":     {name: ordertest.AgentInventory, refPrefix: "rel_", refusal: "reservation already picked"},
-	"/payment/refunds":        {name: ordertest.AgentPayment, refPrefix: "rf_", refusal: "refund refused"},
-	"/shipping/cancellations": {name: ordertest.AgentShipping, refPrefix: "shc_", refusal: "shipment already dispatched"},
+	"/inventory/releases":     {name: inventoryService, refPrefix: "rel_", refusal: "reservation already picked"},
+	"/payment/refunds":        {name: paymentService, refPrefix: "rf_", refusal: "refund refused"},
+	"/shipping/cancellations": {name: shippingService, refPrefix: "shc_", refusal: "shipment already dispatched"},
 }
 
 // callKey identifies the work an idempotency key stands for: keys are
