@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"orderly/internal/local/faults"
+	"orderly/internal/order"
 )
 
 // Config is one soak run.
@@ -84,8 +85,17 @@ type child struct {
 	deploys int
 }
 
-// terminalStatuses are the statuses whose events the soak checks.
-const terminalStatuses = "Processed,Failed,Cancelled,Error"
+// terminalStatuses are the statuses whose events the soak checks, as
+// ORDERLY_STATUS_EVENTS lists them.
+func terminalStatuses() string {
+	var out []string
+	for _, s := range order.Statuses {
+		if s.Terminal() {
+			out = append(out, string(s))
+		}
+	}
+	return strings.Join(out, ",")
+}
 
 // start starts a runtime; the caller holds lifecycle.
 func (c *child) start() error {
@@ -94,7 +104,7 @@ func (c *child) start() error {
 	// The runtime runs the checkout example beside the shipped workflow.
 	// Its status queue gets only the terminal statuses' events, the ones
 	// the soak checks: on moto a deep queue is slow to read.
-	cmd.Env = append(append(append(os.Environ(), "ORDERLY_WORKFLOWS="+strings.Join(Workflows, ","), "ORDERLY_STATUS_EVENTS="+terminalStatuses),
+	cmd.Env = append(append(append(os.Environ(), "ORDERLY_WORKFLOWS="+strings.Join(Workflows, ","), "ORDERLY_STATUS_EVENTS="+terminalStatuses()),
 		c.cfg.Env...), c.build...)
 	c.mu.Unlock()
 	out, err := cmd.StdoutPipe()
