@@ -1,6 +1,7 @@
 // Package batch works the batches the functions are handed: Each is the
-// one bounded-parallelism helper (a queue batch's messages, the
-// Supervisor's due steps); ByOrder works a DynamoDB stream batch the way
+// one bounded-parallelism helper (the Supervisor's due steps, and under
+// Messages and ByOrder); Messages works a queue batch, reporting the
+// messages to deliver again; ByOrder works a DynamoDB stream batch the way
 // orderly's stream consumers (the Scheduler and the recorder) need it: the
 // records of one order in their order, different orders in parallel, and,
 // when a record fails, the earliest failed record reported, so that Lambda
@@ -67,6 +68,25 @@ func Each[T any](items []T, parallel int, fn func(T)) {
 		})
 	}
 	wg.Wait()
+}
+
+// Messages calls handle for every message of an SQS batch, at most
+// parallel at once, and reports as batch item failures the messages whose
+// handle failed: only they are delivered again (and, after the queue's
+// maxReceiveCount, go to its dead-letter queue).
+func Messages(records []events.SQSMessage, parallel int, handle func(events.SQSMessage) error) events.SQSEventResponse {
+	var (
+		mu   sync.Mutex
+		resp events.SQSEventResponse
+	)
+	Each(records, parallel, func(msg events.SQSMessage) {
+		if handle(msg) != nil {
+			mu.Lock()
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: msg.MessageId})
+			mu.Unlock()
+		}
+	})
+	return resp
 }
 
 // Tries is how often Retry makes a call before it gives up.

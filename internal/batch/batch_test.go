@@ -83,3 +83,24 @@ func TestEachBoundsItsParallelism(t *testing.T) {
 		}
 	}
 }
+
+// Messages reports exactly the messages whose handle failed.
+func TestMessagesReportsTheFailedOnes(t *testing.T) {
+	var msgs []events.SQSMessage
+	for i := range 25 {
+		msgs = append(msgs, events.SQSMessage{MessageId: fmt.Sprint(i)})
+	}
+	resp := batch.Messages(msgs, 4, func(m events.SQSMessage) error {
+		if m.MessageId == "3" || m.MessageId == "17" {
+			return errors.New("no")
+		}
+		return nil
+	})
+	got := map[string]bool{}
+	for _, f := range resp.BatchItemFailures {
+		got[f.ItemIdentifier] = true
+	}
+	if len(resp.BatchItemFailures) != 2 || !got["3"] || !got["17"] {
+		t.Errorf("failures %+v, want messages 3 and 17", resp.BatchItemFailures)
+	}
+}

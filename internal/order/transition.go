@@ -1,9 +1,6 @@
 package order
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // A Transition is one decided change of an order's active record: the
 // guard its write must hold and the change it makes. The domain decides
@@ -162,11 +159,6 @@ func (r Recovery) Transition(st StepState, now time.Time) (t Transition, ok bool
 		return t, true
 	}
 	return Transition{}, false
-}
-
-// String names the transition and its record, for errors.
-func (t Transition) String() string {
-	return fmt.Sprintf("%s step %s of order %s on attempt %d", t.Name, t.Record.Step, t.Record.OrderID, t.Record.Attempt)
 }
 
 // Holds reports whether t's guard holds for r, the order's active record

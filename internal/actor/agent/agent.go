@@ -171,18 +171,9 @@ func New(c Config) *Service {
 // be seen again are reported as failures: a malformed message (so it ends
 // in the dead-letter queue) and a reply that could not be sent.
 func (s *Service) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	var (
-		mu   sync.Mutex
-		resp events.SQSEventResponse
-	)
-	batch.Each(ev.Records, maxParallel, func(msg events.SQSMessage) {
-		if err := s.handleMessage(ctx, msg); err != nil {
-			mu.Lock()
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: msg.MessageId})
-			mu.Unlock()
-		}
-	})
-	return resp, nil
+	return batch.Messages(ev.Records, maxParallel, func(msg events.SQSMessage) error {
+		return s.handleMessage(ctx, msg)
+	}), nil
 }
 
 func (s *Service) handleMessage(ctx context.Context, msg events.SQSMessage) error {

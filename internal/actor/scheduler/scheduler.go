@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -202,18 +201,9 @@ func (s *Service) claim(ctx context.Context, wf order.Workflow, seen order.StepS
 // batch item failure, so after the queue's maxReceiveCount it lands in the
 // dead-letter queue, where an alarm fires; its batch-mates are unaffected.
 func (s *Service) HandleReplies(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	var (
-		mu   sync.Mutex
-		resp events.SQSEventResponse
-	)
-	batch.Each(ev.Records, maxParallel, func(msg events.SQSMessage) {
-		if err := s.applyReply(ctx, msg); err != nil {
-			mu.Lock()
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: msg.MessageId})
-			mu.Unlock()
-		}
-	})
-	return resp, nil
+	return batch.Messages(ev.Records, maxParallel, func(msg events.SQSMessage) error {
+		return s.applyReply(ctx, msg)
+	}), nil
 }
 
 func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {

@@ -143,20 +143,31 @@ func (s *Store) CreateOrder(ctx context.Context, o order.Order, steps []order.St
 // order, as of one moment. The read is strongly consistent: an operator
 // looking at a failed order must see the latest state.
 func (s *Store) GetOrder(ctx context.Context, id string) (order.Order, []order.StepState, error) {
+	rec, err := s.read(ctx, id)
+	if err != nil {
+		return order.Order{}, nil, err
+	}
+	o, steps := rec.order()
+	return o, steps, nil
+}
+
+// read reads an order's item, strongly consistent; an expired one is
+// order.ErrNotFound, as if TTL had removed it already.
+func (s *Store) read(ctx context.Context, id string) (orderRecord, error) {
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(s.table), Key: orderKey(id), ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return order.Order{}, nil, fmt.Errorf("get order %s: %w", id, err)
+		return orderRecord{}, fmt.Errorf("get order %s: %w", id, err)
 	}
 	if out.Item == nil || expiredItem(out.Item, s.now()) {
-		return order.Order{}, nil, fmt.Errorf("order %s: %w", id, order.ErrNotFound)
+		return orderRecord{}, fmt.Errorf("order %s: %w", id, order.ErrNotFound)
 	}
-	o, steps, err := decode(out.Item)
+	rec, err := unmarshal(out.Item)
 	if err != nil {
-		return order.Order{}, nil, fmt.Errorf("order %s: %w", id, err)
+		return orderRecord{}, fmt.Errorf("order %s: %w", id, err)
 	}
-	return o, steps, nil
+	return rec, nil
 }
 
 // Order returns the order alone.
@@ -169,18 +180,9 @@ func (s *Store) Order(ctx context.Context, id string) (order.Order, error) {
 // own attributes it carries (the cancel, the park, the pending alert, the
 // Supervisor's next look); ok is false when the order has ended.
 func (s *Store) Active(ctx context.Context, id string) (st order.StepState, ok bool, err error) {
-	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(s.table), Key: orderKey(id), ConsistentRead: aws.Bool(true),
-	})
+	rec, err := s.read(ctx, id)
 	if err != nil {
-		return order.StepState{}, false, fmt.Errorf("get order %s: %w", id, err)
-	}
-	if out.Item == nil {
-		return order.StepState{}, false, fmt.Errorf("order %s: %w", id, order.ErrNotFound)
-	}
-	rec, err := unmarshal(out.Item)
-	if err != nil {
-		return order.StepState{}, false, fmt.Errorf("order %s: %w", id, err)
+		return order.StepState{}, false, err
 	}
 	st, ok = rec.active()
 	return st, ok, nil
