@@ -21,7 +21,8 @@ var timing = order.Timing{Allowance: 10 * time.Second, MaxAllowance: 40 * time.S
 // order.ErrStale. Random interleavings drive it: records found stale (an
 // older or newer attempt, another state, another claim's owner), clocks
 // before and after deadlines, Schedulers claiming, clients cancelling,
-// every kind of transition, on real DynamoDB.
+// every kind of transition, on real DynamoDB; the walk goes on until each
+// kind has both landed and been refused.
 func TestApplyLandsExactlyWhenTheDomainSaysItHolds(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
 	ctx := context.Background()
@@ -33,7 +34,18 @@ func TestApplyLandsExactlyWhenTheDomainSaysItHolds(t *testing.T) {
 		ids[i] = w.Submit(t, ordertest.Submission{CustomerID: "c-1", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}})
 	}
 	landed, refused := map[string]int{}, map[string]int{}
-	for i := range 300 {
+	kinds := []string{"fail", "retry", "defer", "nudge", "park"}
+	tried := func() bool {
+		for _, name := range kinds {
+			if landed[name] == 0 || refused[name] == 0 {
+				return false
+			}
+		}
+		return true
+	}
+	// At least 300 steps, and on until every kind has both landed and
+	// been refused (a random walk may take longer to land some).
+	for i := 0; i < 3000 && (i < 300 || !tried()); i++ {
 		k := rng.IntN(len(ids))
 		cur, ok, err := w.Store.Active(ctx, ids[k])
 		if err != nil {
@@ -81,7 +93,7 @@ func TestApplyLandsExactlyWhenTheDomainSaysItHolds(t *testing.T) {
 		}
 	}
 	t.Logf("landed %v; refused %v", landed, refused)
-	for _, name := range []string{"fail", "retry", "defer", "nudge", "park"} {
+	for _, name := range kinds {
 		if landed[name] == 0 || refused[name] == 0 {
 			t.Errorf("%s landed %d and was refused %d times: the walk did not try both", name, landed[name], refused[name])
 		}
