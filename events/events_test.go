@@ -422,13 +422,6 @@ type claim struct {
 
 var _ scheduler.Store = (*schedulerStore)(nil)
 
-func (s *schedulerStore) ClaimStep(_ context.Context, seen order.StepState, owner string, completeBy, now time.Time) (order.Order, order.StepState, error) {
-	s.claims = append(s.claims, claim{seen.OrderID, seen.Step, owner, completeBy})
-	st := seen
-	st.ProcessState, st.LockedBy, st.CompleteBy, st.Attempt, st.UpdatedAt = order.Processing, owner, completeBy, seen.Attempt+1, now
-	return s.order, st, nil
-}
-
 func (s *schedulerStore) CompleteStep(_ context.Context, c order.Completion, now time.Time) (order.Order, order.StepState, error) {
 	s.completions = append(s.completions, c)
 	return s.order, order.StepState{OrderID: c.Step.OrderID, Step: c.Next.Name, Index: c.NextIndex, Agent: c.Next.Agent,
@@ -439,9 +432,13 @@ func (s *schedulerStore) UnclaimedStep(image map[string]events.DynamoDBAttribute
 	return dynamo.UnclaimedStep(image)
 }
 
-func (s *schedulerStore) Apply(_ context.Context, t order.Transition) (order.StepState, error) {
-	s.failures = append(s.failures, t.Record.OrderID+"/"+t.Record.Step)
-	return t.Record, nil
+func (s *schedulerStore) Apply(_ context.Context, t order.Transition) (order.Order, order.StepState, error) {
+	if t.Change.Claim != "" {
+		s.claims = append(s.claims, claim{t.Record.OrderID, t.Record.Step, t.Change.Claim, t.Change.CompleteBy})
+	} else {
+		s.failures = append(s.failures, t.Record.OrderID+"/"+t.Record.Step)
+	}
+	return s.order, t.Applied(t.Record), nil
 }
 
 func (s *schedulerStore) StartUndo(_ context.Context, u order.Undoing, _ time.Time) (order.Order, order.StepState, error) {

@@ -1,6 +1,9 @@
 package order
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // A Transition is one decided change of an order's active record: the
 // guard its write must hold and the change it makes. The domain decides
@@ -20,25 +23,6 @@ type Transition struct {
 	// At is when the transition is decided: it stamps the record and the
 	// order, and starts an alert's lease.
 	At time.Time
-}
-
-// Guard is what must still hold when a transition's write lands, beyond
-// the fence every transition has: the order's active record is Record's
-// index, holds Record's step and is on Record's attempt.
-type Guard struct {
-	// State is the record's state.
-	State ProcessState
-	// Expired: the record's deadline has passed (CompleteBy before At).
-	Expired bool
-	// Unlocked: no Scheduler holds the record's claim; LockedBy: this
-	// Scheduler does.
-	Unlocked bool
-	LockedBy string
-	// NotCancelled: the client has not cancelled the order.
-	NotCancelled bool
-	// NotParkedFor: the order is not parked for this workflow version
-	// already, and no alert of it waits to be sent.
-	NotParkedFor string
 }
 
 // Change is what a transition's write changes; a zero field leaves its
@@ -68,6 +52,25 @@ type Change struct {
 	Error bool
 	// Parked marks the order parked for this workflow version.
 	Parked string
+	// Claim is the Scheduler that claims the record (with State
+	// Processing): it holds the claim, the attempt goes up by one (the
+	// new fence), the attempt's deferrals and heartbeats start again, the
+	// record is announced no more, an alert waiting (a Pending record's
+	// only one, StepUnclaimed) is answered, and the park is cleared: the
+	// claimer's build knows the order's version, so a later rollback
+	// alerts again.
+	Claim string
+	// Cancel records the client's cancel: the order shows Cancelling.
+	Cancel bool
+	// CountHeartbeat counts a heartbeat against the attempt.
+	CountHeartbeat bool
+	// ClearAlert records that operators were alerted; Unwatch takes the
+	// order out of the Supervisor's due index (an order in Error waits for
+	// an operator, not a Supervisor).
+	ClearAlert, Unwatch bool
+	// Version moves the order to this workflow version; its park goes
+	// with the version it was parked for.
+	Version string
 }
 
 // FailReply is a permanent-failure reply applied: the record and its
@@ -126,6 +129,103 @@ func Park(st StepState, until time.Time, alert bool, reason string, now time.Tim
 	return t
 }
 
+// Claim is a Scheduler's exclusive claim of a Pending, unlocked record
+// (seen, from the stream) until completeBy, the record's deadline and the
+// Supervisor's next look (DueAt is never later than the active record's
+// deadline). The claimer derives completeBy from seen's failure count, so
+// the claim holds only while the stored count is the same: a stale image
+// (a redelivered old record) claims nothing, and the image of the latest
+// change claims instead. A cancelled order starts no workflow step.
+func Claim(seen StepState, owner string, completeBy, now time.Time) Transition {
+	return Transition{Name: "claim", Record: seen, At: now,
+		Guard:  Guard{State: Pending, Unlocked: true, SameFailures: true, NotCancelled: !seen.Undo},
+		Change: Change{State: Processing, Claim: owner, CompleteBy: completeBy, DueAt: completeBy}}
+}
+
+// Cancel records a client's cancel of an order whose active workflow
+// step is in flight (Processing, as st was found): the step may finish or
+// time out, then the work done is undone and the order ends Cancelled.
+func Cancel(st StepState, now time.Time) Transition {
+	return Transition{Name: "cancel", Record: st, At: now,
+		Guard: Guard{State: Processing, NotCancelled: true}, Change: Change{Cancel: true}}
+}
+
+// Heartbeat is an agent's heartbeat: it moves the deadline of a
+// Processing record on to completeBy, fenced on the attempt, so a
+// heartbeat of an attempt the Supervisor has already retried changes
+// nothing. A deadline only moves later, and at most maxHeartbeats times
+// per attempt (at least once). DueAt stays, since it may lag the deadline:
+// the Supervisor moves it on when it finds the record in time.
+func Heartbeat(st StepState, completeBy time.Time, maxHeartbeats int, now time.Time) Transition {
+	return Transition{Name: "heartbeat", Record: st, At: now,
+		Guard:  Guard{State: Processing, EarlierThan: completeBy, BeatsBelow: max(maxHeartbeats, 1)},
+		Change: Change{CompleteBy: completeBy, CountHeartbeat: true}}
+}
+
+// HeartbeatRefused decides what err, the refusal of heartbeat t, means,
+// from the order the write found. Only the attempt's fence is a reason to
+// stop (ErrStale): a deadline already as late (another heartbeat, a
+// Supervisor's deferral) is as good, and returns the record as stored; at
+// the limit the attempt goes on until the deadline it has
+// (ErrHeartbeatLimit, with the record). Any other error is returned as it
+// is.
+func HeartbeatRefused(t Transition, err error) (StepState, error) {
+	f, ok := FoundBy(err)
+	fenced := t.Guard
+	fenced.EarlierThan, fenced.BeatsBelow = time.Time{}, 0
+	if !ok || !fenced.Holds(t.Record, t.At, f) {
+		return StepState{}, err
+	}
+	r, _ := f.Record()
+	if !r.CompleteBy.Before(t.Change.CompleteBy) {
+		return r, nil
+	}
+	return r, fmt.Errorf("heartbeat of step %s of order %s: %d heartbeats used: %w", r.Step, r.OrderID, r.Heartbeats, ErrHeartbeatLimit)
+}
+
+// LeaseAlert takes an unsent alert for its finder to send: the
+// Supervisor's next look moves to until, only while the alert is pending
+// and DueAt is where the finder found it, so of two Supervisors that found
+// the same alert one sends it and the other's write is stale.
+func LeaseAlert(st StepState, until, now time.Time) Transition {
+	return Transition{Name: "lease alert", Record: st, At: now,
+		Guard: Guard{State: st.ProcessState, AlertPending: true, SameDueAt: true}, Change: Change{DueAt: until}}
+}
+
+// ClearAlert records that operators were alerted, as st recorded the alert
+// (its kind, on its attempt). An order in Error then leaves the due index;
+// a record still Pending stays watched.
+func ClearAlert(st StepState, now time.Time) Transition {
+	return Transition{Name: "clear alert", Record: st, At: now,
+		Guard:  Guard{State: st.ProcessState, AlertPending: true, SameAlertKind: true},
+		Change: Change{ClearAlert: true, Unwatch: st.ProcessState == Error}}
+}
+
+// Reschedule moves the Supervisor's next look at an order to dueAt, when
+// it found the active record still inside its window (DueAt lags behind
+// deadlines on the happy path, to save index writes), while the record's
+// deadline is as the Supervisor found it.
+func Reschedule(st StepState, dueAt, now time.Time) Transition {
+	return Transition{Name: "reschedule", Record: st, At: now,
+		Guard: Guard{State: st.ProcessState, SameCompleteBy: true}, Change: Change{DueAt: dueAt}}
+}
+
+// MoveVersion is an operator's explicit move of an order parked under a
+// workflow version the build lacks to version to, while it is still on
+// its version and its active record (nil: none) is as read. The
+// Supervisor looks at a running order at once.
+func MoveVersion(o Order, active *StepState, to string, now time.Time) Transition {
+	t := Transition{Name: "move version", Record: StepState{OrderID: o.ID, Index: -1}, At: now,
+		Guard: Guard{Version: o.Version}, Change: Change{Version: to}}
+	if active != nil {
+		t.Record, t.Guard.State = *active, active.ProcessState
+		if active.ProcessState != Error {
+			t.Change.DueAt = now
+		}
+	}
+	return t
+}
+
 // Transition is the write that carries out the Supervisor's decision
 // about st (Defer, Retry, Fail or Nudge), guarded on the record as found
 // and on its deadline having passed; ok is false for other actions, which
@@ -161,28 +261,9 @@ func (r Recovery) Transition(st StepState, now time.Time) (t Transition, ok bool
 	return Transition{}, false
 }
 
-// Holds reports whether t's guard holds for r, the order's active record
-// as stored (with the order's own attributes it carries: the cancel, the
-// park, the pending alert): the adapter's write lands exactly when this
-// is true.
-func (t Transition) Holds(r StepState) bool {
-	f, g := t.Record, t.Guard
-	switch {
-	case r.Index != f.Index || r.Step != f.Step || r.Attempt != f.Attempt || r.ProcessState != g.State:
-		return false
-	case g.Expired && !r.CompleteBy.Before(t.At):
-		return false
-	case g.Unlocked && r.LockedBy != "":
-		return false
-	case g.LockedBy != "" && r.LockedBy != g.LockedBy:
-		return false
-	case g.NotCancelled && r.CancelRequested:
-		return false
-	case g.NotParkedFor != "" && (r.Parked == g.NotParkedFor || r.AlertPending):
-		return false
-	}
-	return true
-}
+// Holds reports whether t's guard holds for the order as stored: the
+// adapter's write lands exactly when this is true.
+func (t Transition) Holds(f Found) bool { return t.Guard.Holds(t.Record, t.At, f) }
 
 // Applied is r as t's write leaves it, when its guard holds.
 func (t Transition) Applied(r StepState) StepState {
@@ -217,6 +298,24 @@ func (t Transition) Applied(r StepState) StepState {
 	if c.Parked != "" {
 		r.Parked = c.Parked
 	}
+	if c.Claim != "" {
+		r.LockedBy, r.Attempt, r.Deferrals, r.Heartbeats, r.Parked = c.Claim, r.Attempt+1, 0, 0, ""
+	}
+	if c.Claim != "" || c.ClearAlert {
+		r.AlertPending, r.AlertKind = false, ""
+	}
+	if c.Cancel {
+		r.CancelRequested = true
+	}
+	if c.CountHeartbeat {
+		r.Heartbeats++
+	}
+	if c.Unwatch {
+		r.DueAt = time.Time{}
+	}
+	if c.Version != "" {
+		r.Version, r.Parked = c.Version, ""
+	}
 	if c.TouchesRecord() {
 		r.UpdatedAt = t.At
 	}
@@ -227,5 +326,13 @@ func (t Transition) Applied(r StepState) StepState {
 // carries the time of the change; a change of the order's alone (a park)
 // leaves the record's time as it is.
 func (c Change) TouchesRecord() bool {
-	return c.State != "" || !c.CompleteBy.IsZero() || c.CountFailure || c.CountNudge || c.Releases > 0 || c.Deferrals > 0
+	return c.State != "" || !c.CompleteBy.IsZero() || c.CountFailure || c.CountNudge || c.Releases > 0 || c.Deferrals > 0 ||
+		c.CountHeartbeat
+}
+
+// Bookkeeping reports whether c only moves the Supervisor's next look at
+// the order (a lease, a reschedule), which leaves the order's time as it
+// is: nothing a reader of the order sees changed.
+func (c Change) Bookkeeping() bool {
+	return c == Change{DueAt: c.DueAt}
 }

@@ -2,6 +2,7 @@ package order
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -34,6 +35,82 @@ type Completion struct {
 	// it ends Cancelled rather than Failed. A write that finds otherwise
 	// is made the other way.
 	Cancelled bool
+	// MoveDue sets the order's DueAt to NextCompleteBy. Without it DueAt
+	// stays where it is (no index write), and the write holds only while
+	// DueAt is no later than the next record's deadline.
+	MoveDue bool
+}
+
+// Completion is the write that applies a success of done, the record
+// as its reply names it, at now: the record becomes Processed and owner
+// claims the next record at once (the next workflow step, or the next
+// undo) with its first allowance, or, after the last, the order ends.
+func (w Workflow) Completion(done StepState, reference string, result json.RawMessage, owner string, now time.Time) Completion {
+	c := Completion{Step: done, Reference: reference, Result: result}
+	var (
+		next StepDef
+		more bool
+	)
+	if done.Undo {
+		c.Undid, _ = w.Index(done.Step)
+		var k int
+		if k, more = w.NextUndo(c.Undid); more {
+			next = w.Steps[k]
+		}
+	} else {
+		next, more = w.Next(done.Step)
+	}
+	if more {
+		c.Next, c.NextIndex, c.Owner = &next, done.Index+1, owner
+		c.NextCompleteBy = now.Add(next.AllowanceFor(0))
+	}
+	return c
+}
+
+// Guard is what c's write must hold: the replied record is still
+// Processing on the reply's attempt (so stale and duplicate replies
+// change nothing); a workflow step's order is not cancelled (its success
+// starts undoing instead); the next record is the next step, NotStarted;
+// the last undo ends the order as cancelled or not, as c says.
+func (c Completion) Guard() Guard {
+	g := Guard{State: Processing, NotCancelled: !c.Step.Undo}
+	switch {
+	case c.Next != nil:
+		g.Other = &RecordGuard{Index: c.NextIndex, Step: c.Next.Name, State: NotStarted}
+		if !c.MoveDue {
+			g.DueBy = c.NextCompleteBy
+		}
+	case c.Step.Undo:
+		g.Cancelled, g.NotCancelled = c.Cancelled, !c.Cancelled
+	}
+	return g
+}
+
+// Again decides, from err, the refusal of c's write, whether the write is
+// made again another way: when only the cancel or DueAt were other than
+// the replier knew (a reply carries neither). A workflow step's success
+// for an order the client cancelled returns ErrCancelRequested: its
+// replier starts undoing instead. Any other error is returned as it is.
+func (c Completion) Again(err error, now time.Time) (Completion, error) {
+	f, ok := FoundBy(err)
+	fence := Guard{State: Processing}
+	if !ok || !fence.Holds(c.Step, now, f) {
+		return c, err
+	}
+	r, _ := f.Record()
+	switch {
+	case !c.Step.Undo && r.CancelRequested:
+		return c, fmt.Errorf("complete step %s of order %s: %w", c.Step.Step, c.Step.OrderID, ErrCancelRequested)
+	case c.Step.Undo && c.Next == nil && r.CancelRequested != c.Cancelled:
+		c.Cancelled = r.CancelRequested
+		return c, nil
+	case c.Next != nil && !c.MoveDue && (Guard{Other: c.Guard().Other}).Holds(c.Step, now, f) && r.DueAt.After(c.NextCompleteBy):
+		// Only DueAt was later than the new deadline (after a retry
+		// with a longer allowance): the write sets it too.
+		c.MoveDue = true
+		return c, nil
+	}
+	return c, err
 }
 
 // Undoing is the write that ends the order's active workflow step and
@@ -77,6 +154,45 @@ type Undoing struct {
 	ClaimBy    time.Time
 }
 
+// Guard is what u's write must hold: the record as found, in From (past
+// its deadline for a timeout, unclaimed for a Pending one); no undo
+// record appended yet; the cancel as u knows it (for CancelNow, not
+// cancelled yet); the undo floor as found, since the undo records'
+// attempts count on from it.
+func (u Undoing) Guard() Guard {
+	cancelled := u.Cancelled && !u.CancelNow
+	return Guard{State: u.From, Records: u.Steps, Expired: u.Expired, Unlocked: u.From == Pending,
+		Cancelled: cancelled, NotCancelled: !cancelled, SameUndoFloor: true}
+}
+
+// Again decides, from err, the refusal of u's write, whether the write is
+// made again: when only the cancel or the undo floor were other than its
+// actor knew (a reply's record carries neither), it is made as they are.
+// Any other error is returned as it is.
+func (u Undoing) Again(err error, now time.Time) (Undoing, error) {
+	f, ok := FoundBy(err)
+	fence := u.Guard()
+	fence.Cancelled, fence.NotCancelled, fence.SameUndoFloor = false, false, false
+	if !ok || !fence.Holds(u.Step, now, f) {
+		return u, err
+	}
+	r, _ := f.Record()
+	if u.CancelNow && r.CancelRequested {
+		return u, err
+	}
+	again := false
+	if !u.CancelNow && r.CancelRequested != u.Cancelled {
+		u.Cancelled, again = r.CancelRequested, true
+	}
+	if r.UndoFloor != u.Step.UndoFloor {
+		u.Step.UndoFloor, again = r.UndoFloor, true
+	}
+	if !again {
+		return u, err
+	}
+	return u, nil
+}
+
 // Resume is an operator's redrive of an order in Error, as found with its
 // active record st (in Error): the record is claimable again with a fresh
 // failure count (the old one is added to its PastFailures, so every
@@ -100,4 +216,16 @@ type Resume struct {
 	UndoFloor int
 	// Records is how many records the order has, as found.
 	Records int
+}
+
+// Guard is what r's write must hold: the record in Error as found, the
+// order in Error with the records counted; to run a failed step again,
+// that step Failed and the order not cancelled.
+func (r Resume) Guard() Guard {
+	g := Guard{State: Error, Status: StatusError, Records: r.Records}
+	if r.Forward != nil {
+		g.Other = &RecordGuard{Index: r.Forward.Index, State: Failed}
+		g.NotCancelled = true
+	}
+	return g
 }

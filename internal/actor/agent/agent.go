@@ -47,17 +47,14 @@ type Caller interface {
 	Call(ctx context.Context, service string, req order.StepRequest) (remote.Answer, error)
 }
 
-// Deadlines moves a step's deadline on, fenced on its attempt (see
-// dynamo.Store.ExtendDeadline): order.ErrStale when the attempt is over,
-// order.ErrHeartbeatLimit when the step allows no more.
+// Deadlines persists the agent's transitions of its attempts' records
+// (order.ErrStale, an *order.StaleWrite, when a guard no longer holds):
+// order.Heartbeat, which moves an attempt's deadline on; order.GaveUp,
+// when the agent took the attempt's request and gave it up at its
+// deadline (its timeout is not back-pressure); order.Park, when its build
+// lacks the order's workflow version.
 type Deadlines interface {
-	ExtendDeadline(ctx context.Context, st order.StepState, completeBy time.Time, maxHeartbeats int, now time.Time) (order.StepState, error)
-	// Apply persists a decided transition (order.ErrStale when its
-	// guard no longer holds): order.GaveUp, when the agent took the
-	// attempt's request and gave it up at its deadline (its timeout is not
-	// back-pressure); order.Park, when its build lacks the order's
-	// workflow version.
-	Apply(ctx context.Context, t order.Transition) (order.StepState, error)
+	Apply(ctx context.Context, t order.Transition) (order.Order, order.StepState, error)
 }
 
 // Holder puts a request back in its agent's queue, delivered again after
@@ -189,10 +186,11 @@ func (s *Service) handleMessage(ctx context.Context, msg events.SQSMessage) erro
 // Process does one request. It returns an error only when a reply could
 // not be sent, so the message is delivered again and the (idempotent) call
 // repeated.
-func (s *Service) Process(ctx context.Context, req order.StepRequest) error {
+func (s *Service) Process(ctx context.Context, r order.StepRequest) error {
+	req := s.job(r)
 	log := s.log.With("order_id", req.OrderID, "step", req.Step, "undo", req.Undo, "attempt", req.Attempt)
 	if s.circuitOpen() {
-		return s.hold(ctx, log, req)
+		return s.hold(ctx, log, req.StepRequest)
 	}
 	arrived := s.now()
 	completeBy := req.CompleteBy
@@ -200,7 +198,7 @@ func (s *Service) Process(ctx context.Context, req order.StepRequest) error {
 	// request that used up more than half its window there starts a fresh
 	// one. The write is fenced on the attempt, so it also tells whether
 	// the attempt is still on.
-	if s.canExtend(req) && completeBy.Sub(arrived) < req.Allowance()/2 {
+	if req.canExtend() && completeBy.Sub(arrived) < req.Allowance()/2 {
 		extended, err := s.extend(ctx, req, completeBy, arrived)
 		switch {
 		case errors.Is(err, order.ErrStale):
@@ -222,12 +220,12 @@ func (s *Service) Process(ctx context.Context, req order.StepRequest) error {
 	w := s.newWindow(ctx, completeBy, arrived)
 	defer w.close()
 	if !arrived.Before(w.stop()) {
-		if s.canExtend(req) && !s.circuitClosed() {
+		if req.canExtend() && !s.circuitClosed() {
 			// Back from being held, with no window left: the Supervisor
 			// moves a held step's deadline on, and a later start finds
 			// it. Dropped, the request's attempt would time out for the
 			// outage.
-			return s.hold(ctx, log.With("complete_by", completeBy), req)
+			return s.hold(ctx, log.With("complete_by", completeBy), req.StepRequest)
 		}
 		log.WarnContext(ctx, "request arrived too close to complete_by; not replying", "complete_by", completeBy)
 		s.metrics.Count(metrics.RepliesWithheld, 1, "order_id", req.OrderID, "step", req.Step)
@@ -240,7 +238,7 @@ func (s *Service) Process(ctx context.Context, req order.StepRequest) error {
 	switch {
 	case err == nil:
 		rep.Outcome, rep.Reference = order.OutcomeSucceeded, answer.Reference
-		if wf, _ := s.workflows.Get(req.Workflow, req.Version); !req.Undo && wf.Keeps(req.Step) {
+		if req.keeps {
 			rep.Result = answer.Body
 		}
 	case errors.Is(err, remote.ErrContract):
@@ -262,18 +260,18 @@ func (s *Service) Process(ctx context.Context, req order.StepRequest) error {
 		// counted (see order.Workflow.Assess).
 		log.WarnContext(ctx, "request of a workflow version this build does not have; not called, not replied", "version", req.Version, "error", err)
 		s.metrics.Count(metrics.StaleRequests, 1, "order_id", req.OrderID, "step", req.Step)
-		s.park(ctx, log, req)
+		s.park(ctx, log, req.StepRequest)
 		return nil
 	case errors.Is(err, remote.ErrConfiguration):
 		// Not the order's fault, so not its failure: the request waits
 		// with the others behind the circuit it opened.
 		if s.circuit != nil {
-			return s.hold(ctx, log.With("error", err), req)
+			return s.hold(ctx, log.With("error", err), req.StepRequest)
 		}
 		log.ErrorContext(ctx, "remote service refuses the agent's configuration and no circuit breaker holds the request; not replying", "error", err)
 		return nil
 	case errors.Is(err, errCircuitOpen):
-		return s.hold(ctx, log, req)
+		return s.hold(ctx, log, req.StepRequest)
 	case w.isStale():
 		log.InfoContext(ctx, "attempt ended during the call; not replying", "error", err)
 		s.metrics.Count(metrics.StaleRequests, 1, "order_id", req.OrderID, "step", req.Step)
@@ -306,18 +304,15 @@ func (s *Service) Process(ctx context.Context, req order.StepRequest) error {
 
 // gaveUp records a given-up attempt; a failure only costs the Supervisor's
 // deferrals, so it is logged, not retried.
-func (s *Service) gaveUp(ctx context.Context, log *slog.Logger, req order.StepRequest) {
-	wf, known := s.workflows.Get(req.Workflow, req.Version)
-	if s.deadlines == nil || !known {
+func (s *Service) gaveUp(ctx context.Context, log *slog.Logger, req job) {
+	if s.deadlines == nil || !req.known {
 		return
 	}
-	index, _ := req.StepIndex(wf)
-	st := order.StepState{OrderID: req.OrderID, Step: req.Step, Index: index, Undo: req.Undo, Attempt: req.Attempt}
 	// The invocation may be at its end too: the write gets a moment of
 	// its own.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if _, err := s.deadlines.Apply(ctx, order.GaveUp(st, s.now())); err != nil && !errors.Is(err, order.ErrStale) {
+	if _, _, err := s.deadlines.Apply(ctx, order.GaveUp(req.record, s.now())); err != nil && !errors.Is(err, order.ErrStale) {
 		log.WarnContext(ctx, "given-up attempt not recorded", "error", err)
 	}
 }
@@ -336,7 +331,7 @@ func (s *Service) park(ctx context.Context, log *slog.Logger, req order.StepRequ
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	now := s.now()
-	_, err := s.deadlines.Apply(ctx, order.Park(req.StepRecord(), now, true, s.workflows.Missing(req.Workflow, req.Version), now))
+	_, _, err := s.deadlines.Apply(ctx, order.Park(req.StepRecord(), now, true, s.workflows.Missing(req.Workflow, req.Version), now))
 	switch {
 	case errors.Is(err, order.ErrStale):
 		// The attempt is over, the order already parked for its version,
@@ -348,20 +343,41 @@ func (s *Service) park(ctx context.Context, log *slog.Logger, req order.StepRequ
 	}
 }
 
-// canExtend reports whether the agent may move req's deadline on.
-func (s *Service) canExtend(req order.StepRequest) bool {
-	if s.deadlines == nil || req.Allowance() <= 0 {
-		return false
-	}
-	wf, known := s.workflows.Get(req.Workflow, req.Version)
-	def, ok := wf.Step(req.Step)
-	return known && ok && def.MaxHeartbeats > 0
+// job is a request with what the agent's build knows of it, looked up
+// once.
+type job struct {
+	order.StepRequest
+	// known: the build has the request's workflow version.
+	known bool
+	// record is the record the request names, the fence of the agent's
+	// writes.
+	record order.StepState
+	// keeps: the step's answer is kept with the order.
+	keeps bool
+	// maxHeartbeats is how often the agent may move the attempt's deadline
+	// on; 0 when it may not.
+	maxHeartbeats int
 }
+
+func (s *Service) job(req order.StepRequest) job {
+	wf, known := s.workflows.Get(req.Workflow, req.Version)
+	j := job{StepRequest: req, known: known, record: req.StepRecord(), keeps: known && !req.Undo && wf.Keeps(req.Step)}
+	if index, ok := req.StepIndex(wf); ok {
+		j.record.Index = index
+	}
+	if def, ok := wf.Step(req.Step); known && ok && s.deadlines != nil && req.Allowance() > 0 {
+		j.maxHeartbeats = def.MaxHeartbeats
+	}
+	return j
+}
+
+// canExtend reports whether the agent may move the attempt's deadline on.
+func (j job) canExtend() bool { return j.maxHeartbeats > 0 }
 
 // extend moves req's deadline on to a full window from now, never past the
 // agent's own invocation, and returns the deadline as stored. At the
 // step's limit it returns the deadline the step has.
-func (s *Service) extend(ctx context.Context, req order.StepRequest, current, now time.Time) (time.Time, error) {
+func (s *Service) extend(ctx context.Context, req job, current, now time.Time) (time.Time, error) {
 	target := now.Add(req.Allowance())
 	if end, ok := ctx.Deadline(); ok && end.Before(target) {
 		target = end
@@ -369,11 +385,11 @@ func (s *Service) extend(ctx context.Context, req order.StepRequest, current, no
 	if !target.After(current) {
 		return current, nil
 	}
-	wf, _ := s.workflows.Get(req.Workflow, req.Version) // canExtend checked it
-	def, _ := wf.Step(req.Step)
-	index, _ := req.StepIndex(wf)
-	st := order.StepState{OrderID: req.OrderID, Step: req.Step, Index: index, Undo: req.Undo, Attempt: req.Attempt}
-	stored, err := s.deadlines.ExtendDeadline(ctx, st, target, def.MaxHeartbeats, now)
+	beat := order.Heartbeat(req.record, target, req.maxHeartbeats, now)
+	_, stored, err := s.deadlines.Apply(ctx, beat)
+	if errors.Is(err, order.ErrStale) {
+		stored, err = order.HeartbeatRefused(beat, err)
+	}
 	if err != nil && !errors.Is(err, order.ErrHeartbeatLimit) {
 		return current, err
 	}
@@ -469,7 +485,7 @@ func (s *Service) sendReply(ctx context.Context, rep order.StepReply, until time
 // callWithRetry calls the remote service until it succeeds, fails
 // permanently, refuses the agent's configuration, or the next try could
 // not start before the window's stop.
-func (s *Service) callWithRetry(w *window, req order.StepRequest) (answer remote.Answer, calls int, err error) {
+func (s *Service) callWithRetry(w *window, req job) (answer remote.Answer, calls int, err error) {
 	for n := 0; ; n++ {
 		answer, err = s.try(w, req)
 		if errors.Is(err, errCircuitOpen) || errors.Is(err, remote.ErrNotInBuild) {
@@ -510,9 +526,9 @@ func (s *Service) callWithRetry(w *window, req order.StepRequest) (answer remote
 // try makes one call, bounded by the try timeout as well as the window. A
 // try that times out is a transient fault like any other. While the call
 // runs, the agent heartbeats.
-func (s *Service) try(w *window, req order.StepRequest) (remote.Answer, error) {
+func (s *Service) try(w *window, req job) (remote.Answer, error) {
 	ctx := w.ctx
-	if s.canExtend(req) {
+	if req.canExtend() {
 		// The window's context ends when its (moving) stop comes.
 		done := make(chan struct{})
 		defer close(done)
@@ -530,7 +546,7 @@ func (s *Service) try(w *window, req order.StepRequest) (remote.Answer, error) {
 	}
 	call := func() (remote.Answer, error) {
 		s.metrics.Count(metrics.RemoteCalls, 1, "agent", s.name)
-		answer, err := s.remote.Call(ctx, s.name, req)
+		answer, err := s.remote.Call(ctx, s.name, req.StepRequest)
 		if err != nil && errors.Is(context.Cause(w.ctx), errWindowEnded) {
 			err = fmt.Errorf("%w: %w", err, errWindowEnded)
 		}
@@ -545,7 +561,7 @@ func (s *Service) try(w *window, req order.StepRequest) (remote.Answer, error) {
 // heartbeat moves the deadline on every third of the window until done, the
 // step's limit, or the news that the attempt is over (which ends the
 // window, so the call stops).
-func (s *Service) heartbeat(w *window, req order.StepRequest, done <-chan struct{}) {
+func (s *Service) heartbeat(w *window, req job, done <-chan struct{}) {
 	t := time.NewTicker(req.Allowance() / 3)
 	defer t.Stop()
 	for {

@@ -34,24 +34,12 @@ type fakeDeadlines struct {
 	parked     []order.Transition
 }
 
-func (f *fakeDeadlines) ExtendDeadline(ctx context.Context, st order.StepState, completeBy time.Time, maxHeartbeats int, now time.Time) (order.StepState, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.extensions = append(f.extensions, completeBy)
-	if f.over {
-		return order.StepState{}, fmt.Errorf("extend deadline: %w", order.ErrStale)
-	}
-	if f.beats >= maxHeartbeats {
-		return order.StepState{CompleteBy: f.completeBy, Heartbeats: f.beats}, fmt.Errorf("extend deadline: %w", order.ErrHeartbeatLimit)
-	}
-	f.beats++
-	f.completeBy = completeBy
-	return order.StepState{CompleteBy: f.completeBy, Heartbeats: f.beats}, nil
-}
-
-// Apply keeps the transitions the agent decides: giving an attempt up,
-// and parking an order of a version its build lacks.
-func (f *fakeDeadlines) Apply(ctx context.Context, t order.Transition) (order.StepState, error) {
+// Apply keeps the transitions the agent decides, judging a heartbeat's
+// guard by the domain's rules (order.Transition.Holds) on the record as
+// the fake stores it: the attempt over, a deadline already as late, the
+// limit reached. It keeps giving an attempt up, and parking an order of
+// a version its build lacks.
+func (f *fakeDeadlines) Apply(ctx context.Context, t order.Transition) (order.Order, order.StepState, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch t.Name {
@@ -59,8 +47,23 @@ func (f *fakeDeadlines) Apply(ctx context.Context, t order.Transition) (order.St
 		f.gaveUp++
 	case order.Park(t.Record, t.At, true, "", t.At).Name:
 		f.parked = append(f.parked, t)
+	case order.Heartbeat(t.Record, t.At, 1, t.At).Name:
+		f.extensions = append(f.extensions, t.Change.CompleteBy)
+		stored := t.Record
+		stored.ProcessState, stored.CompleteBy, stored.Heartbeats = order.Processing, f.completeBy, f.beats
+		if f.over {
+			stored.Attempt++
+		}
+		found := order.Found{Active: stored.Index, Steps: make([]order.StepState, stored.Index+1)}
+		found.Steps[stored.Index] = stored
+		if !t.Holds(found) {
+			return order.Order{}, order.StepState{}, fmt.Errorf("heartbeat: %w", &order.StaleWrite{Found: found})
+		}
+		stored = t.Applied(stored)
+		f.beats, f.completeBy = stored.Heartbeats, stored.CompleteBy
+		return order.Order{}, stored, nil
 	}
-	return t.Record, nil
+	return order.Order{}, t.Record, nil
 }
 
 func (f *fakeDeadlines) endAttempt() { f.mu.Lock(); f.over = true; f.mu.Unlock() }

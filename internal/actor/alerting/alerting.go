@@ -18,9 +18,11 @@ type Publisher interface {
 	Alert(ctx context.Context, a order.Alert) error
 }
 
-// Store clears the alert flag of a failed step.
+// Store persists order.ClearAlert, which clears a recorded alert once
+// it was sent (order.ErrStale when it was cleared already or the record
+// moved on).
 type Store interface {
-	ClearAlert(ctx context.Context, st order.StepState, now time.Time) error
+	Apply(ctx context.Context, t order.Transition) (order.Order, order.StepState, error)
 }
 
 // Notifier publishes recorded alerts and clears them.
@@ -56,7 +58,7 @@ func (n *Notifier) Notify(ctx context.Context, st order.StepState) error {
 	if err != nil {
 		return fmt.Errorf("alert about step %s of order %s: %w", st.Step, st.OrderID, err)
 	}
-	if err := n.store.ClearAlert(ctx, st, now); err != nil && !errors.Is(err, order.ErrStale) {
+	if _, _, err := n.store.Apply(ctx, order.ClearAlert(st, now)); err != nil && !errors.Is(err, order.ErrStale) {
 		return fmt.Errorf("clear alert flag of step %s of order %s: %w", st.Step, st.OrderID, err)
 	}
 	return nil

@@ -33,9 +33,12 @@ type fakeStore struct {
 	clears []clearCall
 }
 
-func (f *fakeStore) ClearAlert(ctx context.Context, st order.StepState, now time.Time) error {
-	f.clears = append(f.clears, clearCall{st: st, now: now})
-	return f.err
+func (f *fakeStore) Apply(ctx context.Context, t order.Transition) (order.Order, order.StepState, error) {
+	if t.Name != order.ClearAlert(t.Record, t.At).Name {
+		return order.Order{}, order.StepState{}, fmt.Errorf("%s: not expected", t.Name)
+	}
+	f.clears = append(f.clears, clearCall{st: t.Record, now: t.At})
+	return order.Order{}, t.Record, f.err
 }
 
 func TestNotify(t *testing.T) {

@@ -19,10 +19,11 @@ import (
 // Store is what control needs of the state store.
 type Store interface {
 	GetOrder(ctx context.Context, id string) (order.Order, []order.StepState, error)
-	RequestCancel(ctx context.Context, st order.StepState, now time.Time) (order.Order, error)
+	// Apply persists a decided transition (order.ErrStale when its
+	// guard no longer holds) and returns the order as written.
+	Apply(ctx context.Context, t order.Transition) (order.Order, order.StepState, error)
 	StartUndo(ctx context.Context, u order.Undoing, now time.Time) (order.Order, order.StepState, error)
 	Redrive(ctx context.Context, r order.Resume, now time.Time) (order.Order, order.StepState, error)
-	MoveVersion(ctx context.Context, o order.Order, active *order.StepState, to string, now time.Time) (order.Order, error)
 }
 
 // tries bounds how often a decision is made again after the order moved on
@@ -103,7 +104,7 @@ func (s *Service) Cancel(ctx context.Context, owner order.Principal, id string) 
 		now := s.now()
 		switch act.ProcessState {
 		case order.Processing:
-			o, err = s.clients.RequestCancel(ctx, act, now)
+			o, _, err = s.clients.Apply(ctx, order.Cancel(act, now))
 		default: // Pending: it does not run (again); an earlier attempt is undone
 			c := order.CancelWaiting(act)
 			u := undoing(wf, act, order.Pending, order.Cancelled, false, c.Reason, now, true)
@@ -210,7 +211,7 @@ func (s *Service) Move(ctx context.Context, id, to string) (order.Order, error) 
 				break
 			}
 		}
-		o, err = s.operators.MoveVersion(ctx, o, active, to, s.now())
+		o, _, err = s.operators.Apply(ctx, order.MoveVersion(o, active, to, s.now()))
 		if errors.Is(err, order.ErrStale) {
 			continue
 		}

@@ -421,7 +421,7 @@ type cancellingReleaser struct {
 	cancel func()
 }
 
-func (r cancellingReleaser) Apply(ctx context.Context, t order.Transition) (order.StepState, error) {
+func (r cancellingReleaser) Apply(ctx context.Context, t order.Transition) (order.Order, order.StepState, error) {
 	r.cancel()
 	return r.Store.Apply(ctx, t)
 }

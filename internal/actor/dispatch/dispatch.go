@@ -22,7 +22,7 @@ type Sender interface {
 // Releaser gives a claim back when its request could not be sent: it
 // persists order.Release.
 type Releaser interface {
-	Apply(ctx context.Context, t order.Transition) (order.StepState, error)
+	Apply(ctx context.Context, t order.Transition) (order.Order, order.StepState, error)
 }
 
 // ReleasesBeforeBackoff is how many times a step's claim is released and
@@ -65,7 +65,7 @@ func (d *Dispatcher) Send(ctx context.Context, o order.Order, st order.StepState
 	// AWS error can name the account and its roles).
 	reason := order.NotSent(st.Agent)
 	announce := st.Releases+1 < ReleasesBeforeBackoff
-	if _, rerr := d.releaser.Apply(ctx, order.Release(st, now.Add(d.claimWithin), reason, announce, now)); rerr != nil {
+	if _, _, rerr := d.releaser.Apply(ctx, order.Release(st, now.Add(d.claimWithin), reason, announce, now)); rerr != nil {
 		log.ErrorContext(ctx, "request not sent and claim not released; the Supervisor retries the step after complete_by",
 			"complete_by", st.CompleteBy, "error", err, "release_error", rerr)
 		return

@@ -26,11 +26,11 @@ import (
 
 // Store is what the Scheduler needs of the state store.
 type Store interface {
-	ClaimStep(ctx context.Context, seen order.StepState, owner string, completeBy, now time.Time) (order.Order, order.StepState, error)
 	CompleteStep(ctx context.Context, c order.Completion, now time.Time) (order.Order, order.StepState, error)
 	// Apply persists a decided transition (order.ErrStale when its
-	// guard no longer holds) and returns the record as written.
-	Apply(ctx context.Context, t order.Transition) (order.StepState, error)
+	// guard no longer holds) and returns the order and its record as
+	// written.
+	Apply(ctx context.Context, t order.Transition) (order.Order, order.StepState, error)
 	StartUndo(ctx context.Context, u order.Undoing, now time.Time) (order.Order, order.StepState, error)
 	// UnclaimedStep reads an order image of the table's stream, as Lambda
 	// delivers it, and returns its active record if that waits for a
@@ -183,7 +183,7 @@ func (s *Service) claim(ctx context.Context, wf order.Workflow, seen order.StepS
 		return nil
 	}
 	now := s.now()
-	o, st, err := s.store.ClaimStep(ctx, seen, s.id, now.Add(def.AllowanceFor(seen.FailureCount)), now)
+	o, st, err := s.store.Apply(ctx, order.Claim(seen, s.id, now.Add(def.AllowanceFor(seen.FailureCount)), now))
 	if errors.Is(err, order.ErrStale) {
 		s.log.DebugContext(ctx, "claim lost to another scheduler", "order_id", seen.OrderID, "step", seen.Step)
 		s.metrics.Count(metrics.ClaimsLost, 1)
@@ -245,7 +245,7 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 		// operator, or work done whose answer is unusable (a contract
 		// fault): an operator decides.
 		var failed order.StepState
-		failed, err = s.store.Apply(ctx, order.FailReply(replied, order.ReplyReason(rep.Reason), now))
+		_, failed, err = s.store.Apply(ctx, order.FailReply(replied, order.ReplyReason(rep.Reason), now))
 		if err == nil {
 			log.ErrorContext(ctx, "failed permanently; order is in Error for an operator", "reason", rep.Reason)
 			s.metrics.Count(metrics.OrdersInError, 1, "order_id", rep.OrderID, "step", rep.Step)
@@ -272,24 +272,8 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 // claimed by this Scheduler, whose request goes out at once. No stream hop
 // and no second write stand between two steps.
 func (s *Service) complete(ctx context.Context, wf order.Workflow, log *slog.Logger, done order.StepState, reference string, result json.RawMessage, now time.Time) error {
-	c := order.Completion{Step: done, Reference: reference, Result: result}
-	var (
-		next order.StepDef
-		more bool
-	)
-	if done.Undo {
-		c.Undid, _ = wf.Index(done.Step)
-		var k int
-		if k, more = wf.NextUndo(c.Undid); more {
-			next = wf.Steps[k]
-		}
-	} else {
-		next, more = wf.Next(done.Step)
-	}
-	if more {
-		c.Next, c.NextIndex, c.Owner = &next, done.Index+1, s.id
-		c.NextCompleteBy = now.Add(next.AllowanceFor(0))
-	}
+	c := wf.Completion(done, reference, result, s.id, now)
+	more := c.Next != nil
 	o, claimed, err := s.store.CompleteStep(ctx, c, now)
 	if err != nil {
 		return err

@@ -435,7 +435,7 @@ func TestAClaimDropsAPendingUnclaimedAlert(t *testing.T) {
 	w.Clock.Advance(st.CompleteBy.Sub(now) + time.Millisecond)
 	nudge := order.Recovery{Action: order.Nudge, CompleteBy: w.Clock.Now().Add(timing.ClaimWithin), Reason: "unclaimed", AlertOperators: true}
 	tr, _ := nudge.Transition(st, w.Clock.Now())
-	if _, err := w.Store.Apply(context.Background(), tr); err != nil {
+	if _, _, err := w.Store.Apply(context.Background(), tr); err != nil {
 		t.Fatal(err)
 	}
 	mustHandleStream(t, w.Scheduler("s1"), w.StreamEvent(t, id))

@@ -35,7 +35,11 @@ type claimLog struct {
 	inFlight, most int
 }
 
-func (s *claimLog) ClaimStep(_ context.Context, seen order.StepState, owner string, completeBy, now time.Time) (order.Order, order.StepState, error) {
+func (s *claimLog) Apply(_ context.Context, t order.Transition) (order.Order, order.StepState, error) {
+	if t.Name != order.Claim(t.Record, "", t.At, t.At).Name {
+		return order.Order{}, order.StepState{}, errors.New("not expected")
+	}
+	seen := t.Record
 	s.mu.Lock()
 	s.inFlight++
 	s.most = max(s.most, s.inFlight)
@@ -52,9 +56,7 @@ func (s *claimLog) ClaimStep(_ context.Context, seen order.StepState, owner stri
 		delete(s.failOnce, seen.OrderID)
 		return order.Order{}, order.StepState{}, errors.New("throttled once")
 	}
-	st := seen
-	st.ProcessState, st.LockedBy, st.Attempt = order.Processing, owner, seen.Attempt+1
-	return order.Order{ID: seen.OrderID}, st, nil
+	return order.Order{ID: seen.OrderID}, t.Applied(seen), nil
 }
 
 func (s *claimLog) CompleteStep(context.Context, order.Completion, time.Time) (order.Order, order.StepState, error) {
@@ -66,9 +68,6 @@ func (s *claimLog) UnclaimedStep(image map[string]events.DynamoDBAttributeValue)
 	return dynamo.UnclaimedStep(image)
 }
 
-func (s *claimLog) Apply(context.Context, order.Transition) (order.StepState, error) {
-	return order.StepState{}, errors.New("not expected")
-}
 func (s *claimLog) StartUndo(context.Context, order.Undoing, time.Time) (order.Order, order.StepState, error) {
 	return order.Order{}, order.StepState{}, errors.New("not expected")
 }

@@ -31,10 +31,9 @@ type Store interface {
 	ReportUnreadable(ctx context.Context, u order.Unreadable) error
 	UnreportUnreadable(ctx context.Context, u order.Unreadable) error
 	// Apply persists a decided transition (order.ErrStale when its
-	// guard no longer holds) and returns the record as written.
-	Apply(ctx context.Context, t order.Transition) (order.StepState, error)
-	Reschedule(ctx context.Context, st order.StepState, dueAt time.Time) error
-	LeaseAlert(ctx context.Context, st order.StepState, until time.Time) error
+	// guard no longer holds) and returns the order and its record as
+	// written.
+	Apply(ctx context.Context, t order.Transition) (order.Order, order.StepState, error)
 	StartUndo(ctx context.Context, u order.Undoing, now time.Time) (order.Order, order.StepState, error)
 }
 
@@ -281,7 +280,7 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 		// DueAt lags the deadline (completions leave it alone to save
 		// index writes): look again when the step is really due.
 		if st.CompleteBy.After(st.DueAt) {
-			err = s.store.Reschedule(ctx, st, st.CompleteBy)
+			_, _, err = s.store.Apply(ctx, order.Reschedule(st, st.CompleteBy, now))
 			if err == nil {
 				r.Rescheduled++
 			}
@@ -332,7 +331,7 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 		if st.ProcessState == order.Pending && st.CompleteBy.Before(until) {
 			until = st.CompleteBy
 		}
-		if err = s.store.LeaseAlert(ctx, st, until); err == nil {
+		if _, _, err = s.store.Apply(ctx, order.LeaseAlert(st, until, now)); err == nil {
 			err = s.sendAlert(ctx, st, r)
 		}
 	case order.Nudge:
@@ -384,7 +383,8 @@ func (s *Service) apply(ctx context.Context, rec order.Recovery, st order.StepSt
 	if !ok {
 		return order.StepState{}, fmt.Errorf("%s of step %s of order %s is not one record's write", rec.Action, st.Step, st.OrderID)
 	}
-	return s.store.Apply(ctx, t)
+	_, st, err := s.store.Apply(ctx, t)
+	return st, err
 }
 
 // park leaves an order whose workflow version this build lacks (after a
@@ -399,14 +399,14 @@ func (s *Service) park(ctx context.Context, st order.StepState, now time.Time, r
 	switch {
 	case st.AlertPending && st.AlertKind == order.AlertVersionUnknown:
 		// Recorded, not sent yet (its writer crashed): lease it, send it.
-		if err = s.store.LeaseAlert(ctx, st, now.Add(order.AlertLease)); err == nil {
+		if _, _, err = s.store.Apply(ctx, order.LeaseAlert(st, now.Add(order.AlertLease), now)); err == nil {
 			err = s.sendAlert(ctx, st, r)
 		}
 	default:
 		alert := st.Parked != st.Version && !st.AlertPending
 		reason := s.workflows.Missing(st.Workflow, st.Version)
 		var parked order.StepState
-		parked, err = s.store.Apply(ctx, order.Park(st, now.Add(s.parkFor), alert, reason, now))
+		_, parked, err = s.store.Apply(ctx, order.Park(st, now.Add(s.parkFor), alert, reason, now))
 		if err == nil {
 			r.Parked++
 			if alert {

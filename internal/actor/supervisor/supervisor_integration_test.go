@@ -407,7 +407,7 @@ func TestSchedulerCrashAfterClaimIsRecovered(t *testing.T) {
 	// A Scheduler claimed the step again and died before sending the request.
 	now := w.Clock.Now()
 	seen := w.Step(t, id, first)
-	if _, _, err := w.Store.ClaimStep(context.Background(), seen, "crashed", now.Add(timing.Allowance), now); err != nil {
+	if _, _, err := w.Store.Apply(context.Background(), order.Claim(seen, "crashed", now.Add(timing.Allowance), now)); err != nil {
 		t.Fatalf("claim: %v", err)
 	}
 	expire(t, w, id)
@@ -425,7 +425,7 @@ func TestAlertLostInACrashIsResent(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
 	id := w.Submit(t, someOrder)
 	// The failure was recorded, then the Scheduler died before alerting.
-	if _, err := w.Store.Apply(context.Background(), order.FailReply(w.Step(t, id, first), "card declined", w.Clock.Now())); err != nil {
+	if _, _, err := w.Store.Apply(context.Background(), order.FailReply(w.Step(t, id, first), "card declined", w.Clock.Now())); err != nil {
 		t.Fatalf("fail step: %v", err)
 	}
 	// The alert was leased to the Scheduler; when the lease is over, the
@@ -594,7 +594,7 @@ func TestAlertBeingSentIsNotSentAgain(t *testing.T) {
 	w.Clock.Advance(timing.Allowance/2 + w.Workflow.SkewGrace + time.Millisecond) // past the lagging DueAt
 	// A permanent fault is recorded; its Scheduler is sending the alert.
 	second := w.Step(t, id, ordertest.StepChargePayment)
-	if _, err := w.Store.Apply(ctx, order.FailReply(second, "card declined", w.Clock.Now())); err != nil {
+	if _, _, err := w.Store.Apply(ctx, order.FailReply(second, "card declined", w.Clock.Now())); err != nil {
 		t.Fatalf("fail step: %v", err)
 	}
 	if r := run(t, w); r.Alerted != 0 {
@@ -633,12 +633,22 @@ func TestHeartbeatsKeepALongCallFromTimingOut(t *testing.T) {
 	takeRequests(t, w) // an agent took the request and is on a long call
 	st := w.Step(t, id, first)
 	const maxHeartbeats = 2
+	// beat is the agent's heartbeat: the write, and the domain's reading
+	// of a refusal.
+	heartbeat := func(completeBy time.Time) (order.StepState, error) {
+		tr := order.Heartbeat(st, completeBy, maxHeartbeats, w.Clock.Now())
+		_, got, err := w.Store.Apply(ctx, tr)
+		if errors.Is(err, order.ErrStale) {
+			return order.HeartbeatRefused(tr, err)
+		}
+		return got, err
+	}
 
 	// Two heartbeats, each a full allowance from its now.
 	for beat := 1; beat <= maxHeartbeats; beat++ {
 		w.Clock.Advance(timing.Allowance / 2)
 		want := w.Clock.Now().Add(timing.Allowance)
-		got, err := w.Store.ExtendDeadline(ctx, st, want, maxHeartbeats, w.Clock.Now())
+		got, err := heartbeat(want)
 		if err != nil || !got.CompleteBy.Equal(want.Truncate(time.Millisecond)) || got.Heartbeats != beat {
 			t.Fatalf("heartbeat %d: got deadline %s, %d heartbeats, %v; want %s, %d", beat, got.CompleteBy, got.Heartbeats, err, want, beat)
 		}
@@ -649,11 +659,11 @@ func TestHeartbeatsKeepALongCallFromTimingOut(t *testing.T) {
 	}
 	// An earlier deadline (a late, duplicate heartbeat) changes nothing.
 	before := w.Step(t, id, first).CompleteBy
-	if got, err := w.Store.ExtendDeadline(ctx, st, before.Add(-time.Second), maxHeartbeats, w.Clock.Now()); err != nil || !got.CompleteBy.Equal(before) {
+	if got, err := heartbeat(before.Add(-time.Second)); err != nil || !got.CompleteBy.Equal(before) {
 		t.Errorf("earlier deadline: got %s, %v; want %s kept, no error", got.CompleteBy, err, before)
 	}
 	// The step's limit: the attempt keeps the deadline it has.
-	got, err := w.Store.ExtendDeadline(ctx, st, before.Add(time.Minute), maxHeartbeats, w.Clock.Now())
+	got, err := heartbeat(before.Add(time.Minute))
 	if !errors.Is(err, order.ErrHeartbeatLimit) || !got.CompleteBy.Equal(before) {
 		t.Errorf("over the limit: got %s, %v; want ErrHeartbeatLimit and %s kept", got.CompleteBy, err, before)
 	}
@@ -663,7 +673,7 @@ func TestHeartbeatsKeepALongCallFromTimingOut(t *testing.T) {
 	if r := run(t, w); r.Retried != 1 {
 		t.Fatalf("report %+v, want the step retried after its last deadline", r)
 	}
-	if _, err := w.Store.ExtendDeadline(ctx, st, w.Clock.Now().Add(time.Minute), maxHeartbeats, w.Clock.Now()); !errors.Is(err, order.ErrStale) {
+	if _, err := heartbeat(w.Clock.Now().Add(time.Minute)); !errors.Is(err, order.ErrStale) {
 		t.Errorf("heartbeat of a retried attempt: %v, want ErrStale", err)
 	}
 	// The next claim starts with no heartbeats used.

@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
@@ -11,47 +12,141 @@ import (
 
 // Apply persists a transition the domain decided in one conditional
 // UpdateItem: its guard becomes the write's condition, its change the
-// update. It returns the record as written; a guard that no longer holds
-// returns order.ErrStale and changes nothing.
-func (s *Store) Apply(ctx context.Context, t order.Transition) (order.StepState, error) {
-	_, out, err := s.transition(ctx, t.Name, t.Record, t.Record.Index, guard(t), s.change(t))
-	return out, err
+// update. It returns the order and its record as written (for a write
+// with no fence, no record); a guard that no longer holds returns an
+// *order.StaleWrite (order.ErrStale) with the order as it was, and
+// changes nothing.
+func (s *Store) Apply(ctx context.Context, t order.Transition) (order.Order, order.StepState, error) {
+	return s.write(ctx, t.Name, t.Record, t.Record.Index, condition(t.Record, t.Guard, t.At), s.change(t))
 }
 
-// guard is the condition of t's write.
-func guard(t order.Transition) expression.ConditionBuilder {
-	st, g, i := t.Record, t.Guard, t.Record.Index
-	cond := on(st, g.State)
+// write runs one conditional UpdateItem and returns the order and the
+// state of its record i as written (none for a negative i).
+func (s *Store) write(ctx context.Context, what string, st order.StepState, i int, cond expression.ConditionBuilder, upd expression.UpdateBuilder) (order.Order, order.StepState, error) {
+	rec, err := s.update(ctx, st.OrderID, cond, upd)
+	if err != nil {
+		return order.Order{}, order.StepState{}, fmt.Errorf("%s: step %s of order %s on attempt %d: %w", what, st.Step, st.OrderID, st.Attempt, err)
+	}
+	o, steps := rec.order()
+	if i < 0 {
+		return o, order.StepState{}, nil
+	}
+	if i >= len(steps) {
+		return o, order.StepState{}, fmt.Errorf("%s: step %s of order %s: the order has no record %d", what, st.Step, st.OrderID, i)
+	}
+	return o, steps[i], nil
+}
+
+// condition is guard g, with its fence, as a write's condition: it holds
+// exactly when g.Holds does (see order.Guard).
+func condition(fence order.StepState, g order.Guard, at time.Time) expression.ConditionBuilder {
+	var conds []expression.ConditionBuilder
+	add := func(c expression.ConditionBuilder) { conds = append(conds, c) }
+	i := fence.Index
+	field := func(name string) expression.NameBuilder { return expression.Name(stepAttr(i, name)) }
+	if g.State != "" {
+		add(expression.Name(attrActive).Equal(expression.Value(i)))
+		add(field("Step").Equal(expression.Value(fence.Step)))
+		add(field("State").Equal(expression.Value(g.State)))
+		add(field("Attempt").Equal(expression.Value(fence.Attempt)))
+	}
 	if g.Expired {
-		cond = cond.And(expression.Name(stepAttr(i, "CompleteBy")).LessThan(msValue(t.At)))
+		add(field("CompleteBy").LessThan(msValue(at)))
+	}
+	if !g.EarlierThan.IsZero() {
+		add(field("CompleteBy").LessThan(msValue(g.EarlierThan)))
+	}
+	if g.SameCompleteBy {
+		add(field("CompleteBy").Equal(msValue(fence.CompleteBy)))
 	}
 	if g.Unlocked {
-		cond = cond.And(expression.AttributeNotExists(expression.Name(stepAttr(i, "LockedBy"))))
+		add(expression.AttributeNotExists(field("LockedBy")))
 	}
 	if g.LockedBy != "" {
-		cond = cond.And(expression.Name(stepAttr(i, "LockedBy")).Equal(expression.Value(g.LockedBy)))
+		add(field("LockedBy").Equal(expression.Value(g.LockedBy)))
+	}
+	if g.SameFailures {
+		add(field("Failures").Equal(expression.Value(fence.FailureCount)))
+	}
+	if g.BeatsBelow > 0 {
+		add(expression.AttributeNotExists(field("Heartbeats")).Or(field("Heartbeats").LessThan(expression.Value(g.BeatsBelow))))
 	}
 	if g.NotCancelled {
-		cond = cond.And(expression.AttributeNotExists(expression.Name(attrCancel)))
+		add(expression.AttributeNotExists(expression.Name(attrCancel)))
+	}
+	if g.Cancelled {
+		add(expression.Name(attrCancel).Equal(expression.Value(true)))
 	}
 	if g.NotParkedFor != "" {
-		cond = cond.And(expression.Or(expression.AttributeNotExists(expression.Name(attrParked)),
-			expression.Name(attrParked).NotEqual(expression.Value(g.NotParkedFor)))).
-			And(expression.AttributeNotExists(expression.Name(attrAlertPending)))
+		add(expression.Or(expression.AttributeNotExists(expression.Name(attrParked)),
+			expression.Name(attrParked).NotEqual(expression.Value(g.NotParkedFor))))
+		add(expression.AttributeNotExists(expression.Name(attrAlertPending)))
 	}
-	return cond
+	if g.AlertPending {
+		add(expression.Name(attrAlertPending).Equal(expression.Value(true)))
+	}
+	if g.SameAlertKind {
+		if fence.AlertKind == "" {
+			add(expression.AttributeNotExists(expression.Name(attrAlertKind)))
+		} else {
+			add(expression.Name(attrAlertKind).Equal(expression.Value(fence.AlertKind)))
+		}
+	}
+	if g.SameDueAt {
+		add(expression.Name(attrDueAt).Equal(msValue(fence.DueAt)))
+	}
+	if !g.DueBy.IsZero() {
+		add(expression.AttributeNotExists(expression.Name(attrDueAt)).Or(expression.Name(attrDueAt).LessThanEqual(msValue(g.DueBy))))
+	}
+	if g.Records > 0 {
+		add(expression.Size(expression.Name(attrSteps)).Equal(expression.Value(g.Records)))
+	}
+	if g.SameUndoFloor {
+		if fence.UndoFloor == 0 {
+			add(expression.AttributeNotExists(expression.Name(attrUndoFloor)))
+		} else {
+			add(expression.Name(attrUndoFloor).Equal(expression.Value(fence.UndoFloor)))
+		}
+	}
+	if g.Status != "" {
+		add(expression.Name(attrStatus).Equal(expression.Value(g.Status)))
+	}
+	if g.Version != "" {
+		add(expression.Name(attrVersion).Equal(expression.Value(g.Version)))
+	}
+	if o := g.Other; o != nil {
+		add(expression.Name(stepAttr(o.Index, "State")).Equal(expression.Value(o.State)))
+		if o.Step != "" {
+			add(expression.Name(stepAttr(o.Index, "Step")).Equal(expression.Value(o.Step)))
+		}
+	}
+	// Every write is conditional: one with no condition at all only
+	// updates an order that exists.
+	if len(conds) == 0 {
+		return expression.AttributeExists(expression.Name(attrOrderID))
+	}
+	if len(conds) == 1 {
+		return conds[0]
+	}
+	return expression.And(conds[0], conds[1], conds[2:]...)
 }
 
 // change is the update of t's write.
 func (s *Store) change(t order.Transition) expression.UpdateBuilder {
 	st, c, i := t.Record, t.Change, t.Record.Index
-	upd := expression.Set(expression.Name(attrUpdated), msValue(t.At))
-	if c.State != "" {
-		upd = upd.Set(expression.Name(stepAttr(i, "State")), expression.Value(c.State)).
-			Remove(expression.Name(stepAttr(i, "LockedBy")))
+	field := func(name string) expression.NameBuilder { return expression.Name(stepAttr(i, name)) }
+	var upd expression.UpdateBuilder
+	if !c.Bookkeeping() {
+		upd = upd.Set(expression.Name(attrUpdated), msValue(t.At))
+	}
+	switch {
+	case c.Claim != "":
+		upd = claimed(upd.Set(field("State"), expression.Value(c.State)).Set(field("LockedBy"), expression.Value(c.Claim)), i)
+	case c.State != "":
+		upd = upd.Set(field("State"), expression.Value(c.State)).Remove(field("LockedBy"))
 	}
 	if !c.CompleteBy.IsZero() {
-		upd = upd.Set(expression.Name(stepAttr(i, "CompleteBy")), msValue(c.CompleteBy))
+		upd = upd.Set(field("CompleteBy"), msValue(c.CompleteBy))
 	}
 	if !c.DueAt.IsZero() {
 		upd = upd.Set(expression.Name(attrDueAt), msValue(c.DueAt))
@@ -60,19 +155,22 @@ func (s *Store) change(t order.Transition) expression.UpdateBuilder {
 		upd = upd.Set(expression.Name(attrUnclaimed), expression.Value(st.Step))
 	}
 	if c.Reason != "" {
-		upd = upd.Set(expression.Name(stepAttr(i, "LastError")), expression.Value(c.Reason))
+		upd = upd.Set(field("LastError"), expression.Value(c.Reason))
 	}
 	if c.CountFailure {
-		upd = upd.Set(expression.Name(stepAttr(i, "Failures")), expression.Name(stepAttr(i, "Failures")).Plus(expression.Value(1)))
+		upd = upd.Set(field("Failures"), field("Failures").Plus(expression.Value(1)))
 	}
 	if c.CountNudge {
-		upd = upd.Set(expression.Name(stepAttr(i, "Nudges")), expression.Name(stepAttr(i, "Nudges")).Plus(expression.Value(1)))
+		upd = upd.Set(field("Nudges"), field("Nudges").Plus(expression.Value(1)))
+	}
+	if c.CountHeartbeat {
+		upd = upd.Set(field("Heartbeats"), expression.Plus(field("Heartbeats").IfNotExists(expression.Value(0)), expression.Value(1)))
 	}
 	if c.Releases > 0 {
-		upd = upd.Set(expression.Name(stepAttr(i, "Releases")), expression.Value(c.Releases))
+		upd = upd.Set(field("Releases"), expression.Value(c.Releases))
 	}
 	if c.Deferrals > 0 {
-		upd = upd.Set(expression.Name(stepAttr(i, "Deferrals")), expression.Value(c.Deferrals))
+		upd = upd.Set(field("Deferrals"), expression.Value(c.Deferrals))
 	}
 	if c.Alert != "" {
 		upd = upd.Set(expression.Name(attrAlertPending), expression.Value(true)).
@@ -87,8 +185,44 @@ func (s *Store) change(t order.Transition) expression.UpdateBuilder {
 	if c.Parked != "" {
 		upd = upd.Set(expression.Name(attrParked), expression.Value(c.Parked))
 	}
+	if c.Claim != "" || c.ClearAlert {
+		upd = upd.Remove(expression.Name(attrAlertPending)).Remove(expression.Name(attrAlertKind))
+	}
+	if c.Cancel {
+		upd = upd.Set(expression.Name(attrCancel), expression.Value(true)).
+			Set(expression.Name(attrStatus), expression.Value(order.StatusCancelling))
+	}
+	if c.Version != "" {
+		upd = upd.Set(expression.Name(attrVersion), expression.Value(c.Version)).Remove(expression.Name(attrParked))
+	}
+	if c.Unwatch {
+		upd = upd.Remove(expression.Name(attrDueShard)).Remove(expression.Name(attrDueAt))
+	}
 	if c.TouchesRecord() {
-		upd = upd.Set(expression.Name(stepAttr(i, "Updated")), msValue(t.At))
+		upd = upd.Set(field("Updated"), msValue(t.At))
 	}
 	return upd
+}
+
+// claimed is the rest of a claim of record i (see order.Change.Claim):
+// the attempt goes up by one, its deferrals and heartbeats start again,
+// the order is announced no more and its park is cleared.
+func claimed(upd expression.UpdateBuilder, i int) expression.UpdateBuilder {
+	return upd.Set(expression.Name(stepAttr(i, "Attempt")), expression.Name(stepAttr(i, "Attempt")).Plus(expression.Value(1))).
+		Remove(expression.Name(stepAttr(i, "Deferrals"))).
+		Remove(expression.Name(stepAttr(i, "Heartbeats"))).
+		Remove(expression.Name(attrUnclaimed)).
+		Remove(expression.Name(attrParked))
+}
+
+// intoErrorIndex adds the order to the sparse error index (the write puts
+// it in Error); outOfErrorIndex takes it out (a redrive). Its keys go
+// together: the order's shard, and when it went into Error.
+func (s *Store) intoErrorIndex(upd expression.UpdateBuilder, orderID string, now time.Time) expression.UpdateBuilder {
+	return upd.Set(expression.Name(attrInError), expression.Value(shardOf(orderID, s.shards))).
+		Set(expression.Name(attrInErrorSince), msValue(now))
+}
+
+func outOfErrorIndex(upd expression.UpdateBuilder) expression.UpdateBuilder {
+	return upd.Remove(expression.Name(attrInError)).Remove(expression.Name(attrInErrorSince))
 }

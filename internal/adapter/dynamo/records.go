@@ -199,6 +199,16 @@ func (r orderRecord) order() (order.Order, []order.StepState) {
 	return o, steps
 }
 
+// found is the order as stored, for a guard (see order.Found).
+func (r orderRecord) found() order.Found {
+	o, steps := r.order()
+	f := order.Found{Status: o.Status, Version: o.Version, Active: -1, Steps: steps}
+	if r.Active != nil {
+		f.Active = *r.Active
+	}
+	return f
+}
+
 // active returns the state of the step the workflow is on.
 func (r orderRecord) active() (order.StepState, bool) {
 	if r.Active == nil || *r.Active < 0 || *r.Active >= len(r.Steps) {

@@ -176,16 +176,15 @@ func (s *Store) Order(ctx context.Context, id string) (order.Order, error) {
 	return o, err
 }
 
-// Active returns the order's active record as stored, with the order's
-// own attributes it carries (the cancel, the park, the pending alert, the
-// Supervisor's next look); ok is false when the order has ended.
-func (s *Store) Active(ctx context.Context, id string) (st order.StepState, ok bool, err error) {
+// Found returns the order as stored, for the domain's guards (see
+// order.Found): its records, with the order's own attributes they carry
+// (the cancel, the park, the pending alert, the Supervisor's next look).
+func (s *Store) Found(ctx context.Context, id string) (order.Found, error) {
 	rec, err := s.read(ctx, id)
 	if err != nil {
-		return order.StepState{}, false, err
+		return order.Found{}, err
 	}
-	st, ok = rec.active()
-	return st, ok, nil
+	return rec.found(), nil
 }
 
 // GetStep returns one step's current state.
@@ -215,15 +214,9 @@ func orderKey(orderID string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{attrOrderID: &types.AttributeValueMemberS{Value: orderID}}
 }
 
-// staleError is a failed condition, with the item as it was.
-type staleError struct{ old orderRecord }
-
-func (e *staleError) Error() string { return order.ErrStale.Error() }
-func (e *staleError) Unwrap() error { return order.ErrStale }
-
 // update makes one conditional UpdateItem and returns the item as written.
-// A failed condition returns an error wrapping order.ErrStale that holds
-// the item as it was (a *staleError).
+// A failed condition returns an *order.StaleWrite (order.ErrStale) with
+// the order as it was.
 func (s *Store) update(ctx context.Context, orderID string, cond expression.ConditionBuilder, upd expression.UpdateBuilder) (orderRecord, error) {
 	if s.actor != "" {
 		upd = upd.Set(expression.Name(attrBy), expression.Value(s.actor))
@@ -247,7 +240,7 @@ func (s *Store) update(ctx context.Context, orderID string, cond expression.Cond
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
 		old, _ := unmarshal(ccf.Item) // an unreadable item is simply stale
-		return orderRecord{}, &staleError{old: old}
+		return orderRecord{}, &order.StaleWrite{Found: old.found()}
 	}
 	if err != nil {
 		return orderRecord{}, err

@@ -61,7 +61,7 @@ func BenchmarkClaimStep(b *testing.B) {
 				b.Fatalf("create order: %v", err)
 			}
 			b.StartTimer()
-			_, st, err := store.ClaimStep(ctx, seen, "scheduler-bench", now.Add(first.Allowance), now)
+			_, st, err := store.Apply(ctx, order.Claim(seen, "scheduler-bench", now.Add(first.Allowance), now))
 			if err != nil || st.ProcessState != order.Processing || st.Attempt != 1 {
 				b.Fatalf("ClaimStep() = %s attempt %d, %v; want Processing attempt 1", st.ProcessState, st.Attempt, err)
 			}
@@ -74,11 +74,11 @@ func BenchmarkClaimStep(b *testing.B) {
 		if err != nil {
 			b.Fatalf("create order: %v", err)
 		}
-		if _, _, err := store.ClaimStep(ctx, seen, "scheduler-winner", now.Add(first.Allowance), now); err != nil {
+		if _, _, err := store.Apply(ctx, order.Claim(seen, "scheduler-winner", now.Add(first.Allowance), now)); err != nil {
 			b.Fatalf("first claim: %v", err)
 		}
 		for b.Loop() {
-			if _, _, err := store.ClaimStep(ctx, seen, "scheduler-bench", now.Add(first.Allowance), now); !errors.Is(err, order.ErrStale) {
+			if _, _, err := store.Apply(ctx, order.Claim(seen, "scheduler-bench", now.Add(first.Allowance), now)); !errors.Is(err, order.ErrStale) {
 				b.Fatalf("ClaimStep() on a held step: error %v, want ErrStale", err)
 			}
 		}
@@ -98,7 +98,7 @@ func BenchmarkCompleteStep(b *testing.B) {
 		if err != nil {
 			b.Fatalf("create order: %v", err)
 		}
-		_, claimed, err := store.ClaimStep(ctx, seen, "scheduler-bench", now.Add(time.Minute), now)
+		_, claimed, err := store.Apply(ctx, order.Claim(seen, "scheduler-bench", now.Add(time.Minute), now))
 		if err != nil {
 			b.Fatalf("claim: %v", err)
 		}
