@@ -106,10 +106,7 @@ func (s *Service) Cancel(ctx context.Context, owner order.Principal, id string) 
 		case order.Processing:
 			o, _, err = s.clients.Apply(ctx, order.Cancel(act, now))
 		default: // Pending: it does not run (again); an earlier attempt is undone
-			c := order.CancelWaiting(act)
-			u := undoing(wf, act, order.Pending, order.Cancelled, false, c.Reason, now, true)
-			u.Plan = wf.UndoSteps(act.Index, c.MayHaveRun)
-			o, _, err = s.clients.StartUndo(ctx, u, now)
+			o, _, err = s.clients.StartUndo(ctx, wf.UndoWaiting(act, true, now), now)
 		}
 		if errors.Is(err, order.ErrStale) {
 			continue
@@ -165,7 +162,7 @@ func (s *Service) Redrive(ctx context.Context, id, action string) (order.Order, 
 		reason := fmt.Sprintf("redriven by an operator (%s)", p.Action)
 		switch p.Move {
 		case order.UndoFromStuck:
-			o, _, err = s.operators.StartUndo(ctx, undoing(wf, p.Stuck, order.Error, order.Failed, p.Stuck.CancelRequested, reason, now, false), now)
+			o, _, err = s.operators.StartUndo(ctx, wf.UndoFromError(p.Stuck, reason, now), now)
 		case order.RunForward:
 			forward := p.Forward
 			o, _, err = s.operators.Redrive(ctx, order.Resume{Step: p.Stuck, Forward: &forward, Steps: len(wf.Steps), Records: len(steps),
@@ -263,19 +260,6 @@ func nextName(wf order.Workflow, next int, more bool) string {
 		return "nothing"
 	}
 	return wf.Steps[next].Name
-}
-
-// undoing is the write that ends st (found in state from) and starts
-// undoing the order's work, announcing the first undo. With cancelNow the
-// write is the client's cancel itself. Its plan is for a step in Error;
-// a cancel decides its own (order.CancelWaiting).
-func undoing(wf order.Workflow, st order.StepState, from, ends order.ProcessState, cancelled bool, reason string, now time.Time, cancelNow bool) order.Undoing {
-	u := order.Undoing{Step: st, From: from, Ends: ends, Reason: reason, Cancelled: cancelled, CancelNow: cancelNow,
-		Steps: len(wf.Steps), ClaimBy: now.Add(wf.ClaimWithin)}
-	// A step in Error may have done its work (it timed out), so it is
-	// undone too.
-	u.Plan = wf.UndoSteps(st.Index, from == order.Error)
-	return u
 }
 
 // active returns the order's running workflow step: Pending or Processing.

@@ -158,9 +158,8 @@ func (s *Service) claimRecord(ctx context.Context, rec events.DynamoDBEventRecor
 	if st.CancelRequested && !st.Undo {
 		// Cancelled while the step waits for a claim: it does not run
 		// (again), and an earlier attempt's work is undone.
-		c := order.CancelWaiting(st)
-		err = s.undo(ctx, wf, s.log.With("order_id", st.OrderID, "step", st.Step), order.Undoing{
-			Step: st, From: order.Pending, Ends: order.Cancelled, Cancelled: true, Reason: c.Reason}, c.MayHaveRun, true)
+		now := s.now()
+		err = s.undo(ctx, s.log.With("order_id", st.OrderID, "step", st.Step), wf.UndoWaiting(st, false, now).ClaimedBy(s.id, now))
 		if errors.Is(err, order.ErrStale) {
 			return nil
 		}
@@ -237,8 +236,7 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 		if errors.Is(err, order.ErrCancelRequested) {
 			// The step is done, but the client cancelled meanwhile: its
 			// work is undone too, then the rest in reverse.
-			err = s.undo(ctx, wf, log, order.Undoing{Step: replied, From: order.Processing, Ends: order.Processed,
-				Reference: rep.Reference, Result: result, Cancelled: true}, true, true)
+			err = s.undo(ctx, log, wf.UndoCancelledSuccess(replied, rep.Reference, result, now).ClaimedBy(s.id, now))
 		}
 	case rep.Undo || wf.StopOnFailure || rep.WorkDone:
 		// An undo that cannot be done, a workflow that stops for an
@@ -253,7 +251,7 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 		}
 	default:
 		// A permanent fault did no work: the steps before it are undone.
-		err = s.undo(ctx, wf, log, order.Undoing{Step: replied, From: order.Processing, Ends: order.Failed, Reason: order.ReplyReason(rep.Reason)}, false, true)
+		err = s.undo(ctx, log, wf.UndoFault(replied, order.ReplyReason(rep.Reason), now).ClaimedBy(s.id, now))
 	}
 	if errors.Is(err, order.ErrStale) {
 		log.InfoContext(ctx, "stale or duplicate reply dropped", "message_id", msg.MessageId)
@@ -293,24 +291,11 @@ func (s *Service) complete(ctx context.Context, wf order.Workflow, log *slog.Log
 	return nil
 }
 
-// undo starts undoing an order's work: the write ends the active workflow
-// step as u says and, with claim, claims the first undo for this
-// Scheduler, whose request goes out at once; without, the first undo is
-// announced on the stream. An order with nothing to undo ends at once.
-// mayHaveRun says that the step's own work is undone first: a success did
-// it, and an earlier attempt of a cancelled step may have; a permanent
-// fault did none.
-func (s *Service) undo(ctx context.Context, wf order.Workflow, log *slog.Logger, u order.Undoing, mayHaveRun, claim bool) error {
+// undo makes u's write, which ends the active workflow step and starts
+// undoing the order's work; the first undo's request goes out at once
+// when u claims it. An order with nothing to undo ends at once.
+func (s *Service) undo(ctx context.Context, log *slog.Logger, u order.Undoing) error {
 	now := s.now()
-	u.Steps = len(wf.Steps)
-	u.Plan = wf.UndoSteps(u.Step.Index, mayHaveRun)
-	if len(u.Plan) > 0 {
-		if claim {
-			u.Owner, u.CompleteBy = s.id, now.Add(u.Plan[0].AllowanceFor(0))
-		} else {
-			u.ClaimBy = now.Add(wf.ClaimWithin)
-		}
-	}
 	o, first, err := s.store.StartUndo(ctx, u, now)
 	if err != nil {
 		return err

@@ -364,15 +364,7 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 // compensate ends the active workflow step and starts undoing the order's
 // work, in reverse; the first undo is announced for a Scheduler to claim.
 func (s *Service) compensate(ctx context.Context, wf order.Workflow, st order.StepState, rec order.Recovery, now time.Time) (order.Order, error) {
-	u := order.Undoing{Step: st, From: st.ProcessState, Ends: order.Failed, Reason: rec.Reason,
-		Cancelled: st.CancelRequested, Steps: len(wf.Steps), ClaimBy: now.Add(wf.ClaimWithin)}
-	if st.ProcessState == order.Pending {
-		u.Ends = order.Cancelled // it does not run (again); rec says whether it is undone
-	} else {
-		u.Expired = true
-	}
-	u.Plan = wf.UndoSteps(st.Index, rec.MayHaveRun)
-	o, _, err := s.store.StartUndo(ctx, u, now)
+	o, _, err := s.store.StartUndo(ctx, wf.UndoRecovery(st, rec, now), now)
 	return o, err
 }
 

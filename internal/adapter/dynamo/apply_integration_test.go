@@ -252,6 +252,11 @@ func randomWrite(rng *rand.Rand, wf order.Workflow, f order.Found, fence order.S
 	case 15:
 		return completion(rng, wf, f, fence, now)
 	case 16:
+		if fence.Index >= len(wf.Steps) {
+			// Only a workflow step starts undoing: the write says so
+			// (order.ErrInvalid) and makes none.
+			return completion(rng, wf, f, fence, now)
+		}
 		return undoing(rng, wf, fence, now)
 	default:
 		return resume(wf, f, fence, later, now)
@@ -308,19 +313,28 @@ func completion(rng *rand.Rand, wf order.Workflow, f order.Found, fence order.St
 }
 
 // undoing is the write that starts undoing the order's work from fence,
-// as a Scheduler (a permanent fault, a success after a cancel), the
-// Supervisor (a timeout), a client's cancel or an operator decides it.
+// for any of the events that start it: a permanent fault, a success after
+// a cancel, a cancel of a waiting step (the client's own, or one a
+// Scheduler finds), the Supervisor's compensation, an operator's.
 func undoing(rng *rand.Rand, wf order.Workflow, fence order.StepState, now time.Time) write {
-	u := order.Undoing{Step: fence, From: fence.ProcessState, Ends: order.Failed, Reason: "declined", Steps: len(wf.Steps),
-		Expired: rng.IntN(2) == 0, Cancelled: rng.IntN(2) == 0, CancelNow: rng.IntN(4) == 0}
-	if fence.Index < len(wf.Steps) {
-		u.Plan = wf.UndoSteps(fence.Index, rng.IntN(2) == 0)
+	var u order.Undoing
+	switch rng.IntN(5) {
+	case 0:
+		u = wf.UndoFault(fence, "declined", now)
+	case 1:
+		u = wf.UndoCancelledSuccess(fence, "ref-1", nil, now)
+	case 2:
+		u = wf.UndoWaiting(fence, rng.IntN(2) == 0, now)
+	case 3:
+		u = wf.UndoRecovery(fence, order.Recovery{Action: order.Compensate, MayHaveRun: rng.IntN(2) == 0, Reason: "timed out"}, now)
+	default:
+		u = wf.UndoFromError(fence, "redriven", now)
 	}
-	if len(u.Plan) > 0 && rng.IntN(2) == 0 {
-		u.Owner, u.CompleteBy = "s2", now.Add(timing.Allowance)
-	} else if len(u.Plan) > 0 {
-		u.ClaimBy = now.Add(timing.ClaimWithin)
+	if rng.IntN(2) == 0 {
+		u = u.ClaimedBy("s2", now)
 	}
+	// The actor's view of the cancel may be wrong.
+	u.Cancelled = !u.CancelNow && rng.IntN(2) == 0
 	made := func(f order.Found) (order.Undoing, bool) {
 		if u.Guard().Holds(fence, now, f) {
 			return u, true

@@ -93,6 +93,11 @@ func (s *Store) ended(upd expression.UpdateBuilder, status order.Status, now tim
 // order ended). A record that moved on returns order.ErrStale. The undo
 // records' attempts count on from the order's undo floor.
 func (s *Store) StartUndo(ctx context.Context, u order.Undoing, now time.Time) (order.Order, order.StepState, error) {
+	if u.Step.Index < 0 || u.Step.Index >= u.Steps {
+		// Its undo records would be written over it.
+		return order.Order{}, order.StepState{}, fmt.Errorf("start undoing order %s at record %d: only one of the workflow's %d steps starts undoing: %w",
+			u.Step.OrderID, u.Step.Index, u.Steps, order.ErrInvalid)
+	}
 	o, first, err := s.startUndo(ctx, u, now)
 	if err == nil {
 		return o, first, nil

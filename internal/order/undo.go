@@ -1,0 +1,74 @@
+package order
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// The events that start undoing an order's work, each deciding its
+// Undoing write from the record as found. The first undo is announced
+// for a Scheduler to claim within ClaimWithin, unless the writer claims
+// it itself (Undoing.ClaimedBy); with nothing to undo the write ends the
+// order.
+
+// UndoFault is a workflow step's permanent fault, which did no work: the
+// step ends Failed and the steps before it are undone.
+func (w Workflow) UndoFault(st StepState, reason string, now time.Time) Undoing {
+	return w.undoing(Undoing{Step: st, From: Processing, Ends: Failed, Reason: reason}, false, now)
+}
+
+// UndoCancelledSuccess is a workflow step's success that arrived after
+// the client's cancel: the step ends Processed with its reference and
+// result, and its own work is undone first, then the rest.
+func (w Workflow) UndoCancelledSuccess(st StepState, reference string, result json.RawMessage, now time.Time) Undoing {
+	return w.undoing(Undoing{Step: st, From: Processing, Ends: Processed, Reference: reference, Result: result, Cancelled: true}, true, now)
+}
+
+// UndoWaiting is a cancelled order's workflow step that waits for a claim
+// (Pending): it does not run (again) and ends Cancelled, and an earlier
+// attempt's work is undone with the rest (see CancelWaiting). With
+// cancelNow the write is the client's cancel itself, which holds only
+// while the order is not cancelled yet.
+func (w Workflow) UndoWaiting(st StepState, cancelNow bool, now time.Time) Undoing {
+	c := CancelWaiting(st)
+	return w.undoing(Undoing{Step: st, From: Pending, Ends: Cancelled, Reason: c.Reason, Cancelled: !cancelNow, CancelNow: cancelNow}, c.MayHaveRun, now)
+}
+
+// UndoRecovery is the Supervisor's Compensate decision about the active
+// record st: a Processing record past its deadline ends Failed (the
+// timeout counted, like one that is retried); a cancelled order's Pending
+// record ends Cancelled. rec says whether the record's own work is undone.
+func (w Workflow) UndoRecovery(st StepState, rec Recovery, now time.Time) Undoing {
+	u := Undoing{Step: st, From: st.ProcessState, Ends: Failed, Reason: rec.Reason, Cancelled: st.CancelRequested}
+	if st.ProcessState == Pending {
+		u.Ends = Cancelled
+	} else {
+		u.Expired = true
+	}
+	return w.undoing(u, rec.MayHaveRun, now)
+}
+
+// UndoFromError is an operator's compensate of a workflow step in Error:
+// it ends Failed, and its own work is undone too, since it may have done
+// it (it timed out, or its answer was unusable).
+func (w Workflow) UndoFromError(st StepState, reason string, now time.Time) Undoing {
+	return w.undoing(Undoing{Step: st, From: Error, Ends: Failed, Reason: reason, Cancelled: st.CancelRequested}, true, now)
+}
+
+func (w Workflow) undoing(u Undoing, mayHaveRun bool, now time.Time) Undoing {
+	u.Steps = len(w.Steps)
+	u.Plan = w.UndoSteps(u.Step.Index, mayHaveRun)
+	if len(u.Plan) > 0 {
+		u.ClaimBy = now.Add(w.ClaimWithin)
+	}
+	return u
+}
+
+// ClaimedBy is u with its first undo claimed by owner at now, for its
+// first allowance, so that its request is sent at once.
+func (u Undoing) ClaimedBy(owner string, now time.Time) Undoing {
+	if len(u.Plan) > 0 {
+		u.Owner, u.CompleteBy, u.ClaimBy = owner, now.Add(u.Plan[0].AllowanceFor(0)), time.Time{}
+	}
+	return u
+}
