@@ -91,12 +91,12 @@ func TestNotify(t *testing.T) {
 			}
 
 			if len(store.clears) != tt.wantClears {
-				t.Fatalf("ClearAlert called %d times, want %d", len(store.clears), tt.wantClears)
+				t.Fatalf("ClearAlert applied %d times, want %d", len(store.clears), tt.wantClears)
 			}
 			if tt.wantClears > 0 {
 				got := store.clears[0]
 				if !reflect.DeepEqual(got.st, st) || !got.now.Equal(now) {
-					t.Errorf("ClearAlert(%+v, %s), want ClearAlert(%+v, %s)", got.st, got.now, st, now)
+					t.Errorf("ClearAlert(%+v, %s) applied, want ClearAlert(%+v, %s)", got.st, got.now, st, now)
 				}
 			}
 		})

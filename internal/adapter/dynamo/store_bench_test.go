@@ -63,7 +63,7 @@ func BenchmarkClaimStep(b *testing.B) {
 			b.StartTimer()
 			_, st, err := store.Apply(ctx, order.Claim(seen, "scheduler-bench", now.Add(first.Allowance), now))
 			if err != nil || st.ProcessState != order.Processing || st.Attempt != 1 {
-				b.Fatalf("ClaimStep() = %s attempt %d, %v; want Processing attempt 1", st.ProcessState, st.Attempt, err)
+				b.Fatalf("Apply(Claim) = %s attempt %d, %v; want Processing attempt 1", st.ProcessState, st.Attempt, err)
 			}
 		}
 	})
@@ -79,7 +79,7 @@ func BenchmarkClaimStep(b *testing.B) {
 		}
 		for b.Loop() {
 			if _, _, err := store.Apply(ctx, order.Claim(seen, "scheduler-bench", now.Add(first.Allowance), now)); !errors.Is(err, order.ErrStale) {
-				b.Fatalf("ClaimStep() on a held step: error %v, want ErrStale", err)
+				b.Fatalf("Apply(Claim) on a held step: error %v, want ErrStale", err)
 			}
 		}
 	})
