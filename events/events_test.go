@@ -29,7 +29,6 @@ import (
 	"orderly/internal/actor/api"
 	"orderly/internal/actor/scheduler"
 	"orderly/internal/adapter/dynamo"
-	"orderly/internal/adapter/remote"
 	"orderly/internal/definition"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
@@ -576,11 +575,11 @@ type remoteService struct {
 	calls []order.StepRequest
 }
 
-func (r *remoteService) Call(_ context.Context, _ string, req order.StepRequest) (remote.Answer, error) {
+func (r *remoteService) Call(_ context.Context, _ string, req order.StepRequest) (order.Answer, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls = append(r.calls, req)
-	return remote.Answer{Reference: "ch_3fx8q2m7vk4npc9tz6wrj5hdya"}, nil
+	return order.Answer{Reference: "ch_3fx8q2m7vk4npc9tz6wrj5hdya"}, nil
 }
 
 // responseQueue is a hand-written agent.Replier.

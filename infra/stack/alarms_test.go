@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"orderly/internal/adapter/remote"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
 	"orderly/internal/testkit/ordertest"
@@ -23,7 +22,7 @@ import (
 func TestConfigurationFaultAlarmsNameTheServiceAndStatus(t *testing.T) {
 	alarms := ofType("AWS::CloudWatch::Alarm")
 	for _, agent := range ordertest.OrderWorkflows(order.DefaultTiming).Agents() {
-		for _, status := range remote.ConfigurationStatuses {
+		for _, status := range order.ConfigurationStatuses {
 			name := "ConfigFault" + strings.ToUpper(agent[:1]) + agent[1:] + status
 			id := findID(alarms, name)
 			if id == "" {

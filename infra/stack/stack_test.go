@@ -20,7 +20,6 @@ import (
 
 	"orderly/infra/stack"
 	"orderly/internal/actor/api/openapi"
-	"orderly/internal/adapter/remote"
 	"orderly/internal/adapter/services"
 	"orderly/internal/definition"
 	"orderly/internal/order"
@@ -131,7 +130,7 @@ func TestResourceCounts(t *testing.T) {
 		// 6 DLQs + 4 queue ages + 7 functions × (errors, throttles) +
 		// orders in Error + 3 agents' open circuit breakers + 3 agents ×
 		// 7 configuration fault statuses
-		"AWS::CloudWatch::Alarm": 6 + 4 + 14 + 1 + 3 + 3*len(remote.ConfigurationStatuses),
+		"AWS::CloudWatch::Alarm": 6 + 4 + 14 + 1 + 3 + 3*len(order.ConfigurationStatuses),
 	}
 	for typ, n := range want {
 		template.ResourceCountIs(jsii.String(typ), jsii.Number(n))

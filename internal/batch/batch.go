@@ -111,3 +111,12 @@ func Retry(ctx context.Context, fn func() error) error {
 	}
 	return err
 }
+
+// Describe returns the log attributes that identify a message an SQS
+// handler received: its id, how often it was delivered, and its size. Not
+// its body: a request carries the order's input (a payment token, an
+// address), which no log may hold. The message itself stays in its queue,
+// then its dead-letter queue, where `orderly dlq show` reads it.
+func Describe(msg events.SQSMessage) []any {
+	return []any{"message_id", msg.MessageId, "receive_count", msg.Attributes["ApproximateReceiveCount"], "body_bytes", len(msg.Body)}
+}

@@ -55,7 +55,7 @@ const (
 	CircuitOpened = "CircuitOpened"
 	// ConfigurationFaults counts calls a remote service answered with a
 	// configuration fault (a redirect, 401, 403, 404, 405, 407, 415: see
-	// remote.ErrConfiguration), with a DimStatus dimension naming it (3xx
+	// order.ErrConfiguration), with a DimStatus dimension naming it (3xx
 	// for any redirect). Each opens the agent's circuit; the stack alarms
 	// on it per agent and status.
 	ConfigurationFaults = "ConfigurationFaults"

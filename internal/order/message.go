@@ -191,7 +191,7 @@ type StepReply struct {
 	// step's (Workflow.Keeps).
 	Result json.RawMessage `json:"result,omitempty"`
 	// WorkDone says, of a failure, that the service did the work but its
-	// answer breaks the contract (remote.ErrContract): the step is undone
+	// answer breaks the contract (ErrContract): the step is undone
 	// with the others.
 	WorkDone bool `json:"workDone,omitempty"`
 }

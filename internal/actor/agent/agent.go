@@ -17,7 +17,7 @@
 // a delay, which the Supervisor counts as a backlog) instead of spending
 // their attempts on a service that is down. Timeouts count once per
 // request, so that one request that always hangs does not hold the rest
-// (see circuit). A configuration fault (remote.ErrConfiguration: a
+// (see circuit). A configuration fault (order.ErrConfiguration: a
 // redirect, 401, 403, 404, 405, 407, 415) is the same for every order
 // until someone fixes it: it is neither retried nor replied, it opens the
 // circuit at once, and its request is held like the rest, so no order
@@ -35,8 +35,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"orderly/internal/adapter/remote"
-	"orderly/internal/adapter/sqs"
 	"orderly/internal/batch"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
@@ -44,7 +42,7 @@ import (
 
 // Caller calls the remote service.
 type Caller interface {
-	Call(ctx context.Context, service string, req order.StepRequest) (remote.Answer, error)
+	Call(ctx context.Context, service string, req order.StepRequest) (order.Answer, error)
 }
 
 // Deadlines persists the agent's transitions of its attempts' records
@@ -176,7 +174,7 @@ func (s *Service) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 func (s *Service) handleMessage(ctx context.Context, msg events.SQSMessage) error {
 	req, err := order.DecodeRequest([]byte(msg.Body))
 	if err != nil {
-		s.log.ErrorContext(ctx, "malformed request", append(sqs.Describe(msg), "error", err)...)
+		s.log.ErrorContext(ctx, "malformed request", append(batch.Describe(msg), "error", err)...)
 		s.metrics.Count(metrics.PoisonMessages, 1, "source", s.name, "message_id", msg.MessageId)
 		return err
 	}
@@ -241,18 +239,18 @@ func (s *Service) Process(ctx context.Context, r order.StepRequest) error {
 		if req.keeps {
 			rep.Result = answer.Body
 		}
-	case errors.Is(err, remote.ErrContract):
+	case errors.Is(err, order.ErrContract):
 		// The work was done, but its answer cannot be used: an operator
 		// decides (the order goes to Error with an alert; a redrive
 		// retries with the same key, or undoes the step with the others).
 		rep.Outcome, rep.Reason, rep.WorkDone = order.OutcomeFailed, order.ReasonFor(err), true
 		log = log.With("error", err)
-	case errors.Is(err, remote.ErrPermanent):
+	case errors.Is(err, order.ErrPermanent):
 		// The reply says why in words clients may read; the error itself
 		// is logged with it.
 		rep.Outcome, rep.Reason = order.OutcomeFailed, order.ReasonFor(err)
 		log = log.With("error", err)
-	case errors.Is(err, remote.ErrNotInBuild):
+	case errors.Is(err, order.ErrNotInBuild):
 		// An order of a newer build's version, after a rollback: not its
 		// failure either. The request is dropped unanswered, and the
 		// order parked (VersionUnknown) until a build with its version
@@ -262,7 +260,7 @@ func (s *Service) Process(ctx context.Context, r order.StepRequest) error {
 		s.metrics.Count(metrics.StaleRequests, 1, "order_id", req.OrderID, "step", req.Step)
 		s.park(ctx, log, req.StepRequest)
 		return nil
-	case errors.Is(err, remote.ErrConfiguration):
+	case errors.Is(err, order.ErrConfiguration):
 		// Not the order's fault, so not its failure: the request waits
 		// with the others behind the circuit it opened.
 		if s.circuit != nil {
@@ -485,39 +483,39 @@ func (s *Service) sendReply(ctx context.Context, rep order.StepReply, until time
 // callWithRetry calls the remote service until it succeeds, fails
 // permanently, refuses the agent's configuration, or the next try could
 // not start before the window's stop.
-func (s *Service) callWithRetry(w *window, req job) (answer remote.Answer, calls int, err error) {
+func (s *Service) callWithRetry(w *window, req job) (answer order.Answer, calls int, err error) {
 	for n := 0; ; n++ {
 		answer, err = s.try(w, req)
-		if errors.Is(err, errCircuitOpen) || errors.Is(err, remote.ErrNotInBuild) {
-			return remote.Answer{}, calls, err
+		if errors.Is(err, errCircuitOpen) || errors.Is(err, order.ErrNotInBuild) {
+			return order.Answer{}, calls, err
 		}
 		calls++
-		if err == nil || errors.Is(err, remote.ErrPermanent) || errors.Is(err, remote.ErrContract) {
+		if err == nil || errors.Is(err, order.ErrPermanent) || errors.Is(err, order.ErrContract) {
 			return answer, calls, err
 		}
-		if errors.Is(err, remote.ErrConfiguration) {
+		if errors.Is(err, order.ErrConfiguration) {
 			status := configurationStatus(err)
 			s.log.WarnContext(w.ctx, "remote service refuses the agent's configuration", "order_id", req.OrderID, "step", req.Step,
 				"status", status, "error", err)
 			s.metrics.CountBy(metrics.ConfigurationFaults, 1, metrics.DimStatus, status, "order_id", req.OrderID, "step", req.Step)
-			return remote.Answer{}, calls, err
+			return order.Answer{}, calls, err
 		}
 		s.metrics.Count(metrics.RemoteFaults, 1, "agent", s.name)
 		if w.ctx.Err() != nil {
-			return remote.Answer{}, calls, err
+			return order.Answer{}, calls, err
 		}
 		delay := s.backoff.Delay(n, s.rand())
-		if after, ok := remote.RetryAfter(err); ok && after > delay {
+		if after, ok := order.RetryAfter(err); ok && after > delay {
 			delay = after
 		}
 		if !s.now().Add(delay).Before(w.stop()) {
-			return remote.Answer{}, calls, fmt.Errorf("next retry in %s would leave no time to reply by complete_by: %w", delay, err)
+			return order.Answer{}, calls, fmt.Errorf("next retry in %s would leave no time to reply by complete_by: %w", delay, err)
 		}
 		s.log.DebugContext(w.ctx, "transient fault; retrying", "order_id", req.OrderID, "step", req.Step,
 			"retry", n+1, "delay", delay, "error", err)
 		select {
 		case <-w.ctx.Done():
-			return remote.Answer{}, calls, fmt.Errorf("waiting to retry: %w", w.ctx.Err())
+			return order.Answer{}, calls, fmt.Errorf("waiting to retry: %w", w.ctx.Err())
 		case <-time.After(delay):
 		}
 	}
@@ -526,7 +524,7 @@ func (s *Service) callWithRetry(w *window, req job) (answer remote.Answer, calls
 // try makes one call, bounded by the try timeout as well as the window. A
 // try that times out is a transient fault like any other. While the call
 // runs, the agent heartbeats.
-func (s *Service) try(w *window, req job) (remote.Answer, error) {
+func (s *Service) try(w *window, req job) (order.Answer, error) {
 	ctx := w.ctx
 	if req.canExtend() {
 		// The window's context ends when its (moving) stop comes.
@@ -544,7 +542,7 @@ func (s *Service) try(w *window, req job) (remote.Answer, error) {
 		ctx, cancel = context.WithTimeout(ctx, s.tryFor)
 		defer cancel()
 	}
-	call := func() (remote.Answer, error) {
+	call := func() (order.Answer, error) {
 		s.metrics.Count(metrics.RemoteCalls, 1, "agent", s.name)
 		answer, err := s.remote.Call(ctx, s.name, req.StepRequest)
 		if err != nil && errors.Is(context.Cause(w.ctx), errWindowEnded) {

@@ -19,7 +19,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"orderly/internal/actor/agent"
-	"orderly/internal/adapter/remote"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
 	"orderly/internal/testkit/ordertest"
@@ -69,8 +68,8 @@ type result struct {
 
 var (
 	ok        = func(ref string) result { return result{ref: ref} }
-	transient = result{err: fmt.Errorf("payment: POST /payment/charges: status 503: busy: %w", remote.ErrTransient)}
-	permanent = result{err: fmt.Errorf("payment: POST /payment/charges: %w: %w", &order.ServiceError{Service: "payment", Status: 402, Message: "card declined"}, remote.ErrPermanent)}
+	transient = result{err: fmt.Errorf("payment: POST /payment/charges: status 503: busy: %w", order.ErrTransient)}
+	permanent = result{err: fmt.Errorf("payment: POST /payment/charges: %w: %w", &order.ServiceError{Service: "payment", Status: 402, Message: "card declined"}, order.ErrPermanent)}
 	hang      = result{block: true}
 )
 
@@ -98,7 +97,7 @@ func newFakeCaller(scripts map[string][]result) *fakeCaller {
 	return &fakeCaller{scripts: scripts, next: map[string]int{}}
 }
 
-func (f *fakeCaller) Call(ctx context.Context, service string, req order.StepRequest) (remote.Answer, error) {
+func (f *fakeCaller) Call(ctx context.Context, service string, req order.StepRequest) (order.Answer, error) {
 	deadline, hasDeadline := ctx.Deadline()
 	f.mu.Lock()
 	f.calls = append(f.calls, call{service: service, req: req, at: time.Now(), deadline: deadline, hasDeadline: hasDeadline})
@@ -107,14 +106,14 @@ func (f *fakeCaller) Call(ctx context.Context, service string, req order.StepReq
 	f.next[req.OrderID]++
 	f.mu.Unlock()
 	if len(script) == 0 {
-		return remote.Answer{}, fmt.Errorf("fake caller: no script for order %s: %w", req.OrderID, remote.ErrPermanent)
+		return order.Answer{}, fmt.Errorf("fake caller: no script for order %s: %w", req.OrderID, order.ErrPermanent)
 	}
 	r := script[min(n, len(script)-1)]
 	if r.block {
 		<-ctx.Done()
-		return remote.Answer{}, fmt.Errorf("payment: %w: %w", ctx.Err(), remote.ErrTransient)
+		return order.Answer{}, fmt.Errorf("payment: %w: %w", ctx.Err(), order.ErrTransient)
 	}
-	return remote.Answer{Reference: r.ref, Body: r.body}, r.err
+	return order.Answer{Reference: r.ref, Body: r.body}, r.err
 }
 
 func (f *fakeCaller) callsFor(orderID string) []call {

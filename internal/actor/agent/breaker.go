@@ -9,7 +9,6 @@ import (
 
 	"github.com/sony/gobreaker/v2"
 
-	"orderly/internal/adapter/remote"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
 )
@@ -73,7 +72,7 @@ func (s *Service) newCircuit(b Breaker) *circuit {
 	c.breaker = gobreaker.NewTwoStepCircuitBreaker[string](gobreaker.Settings{
 		Name: s.name, MaxRequests: 1, Timeout: b.OpenFor,
 		ReadyToTrip: func(n gobreaker.Counts) bool {
-			return n.ConsecutiveFailures >= uint32(b.Failures) || errors.Is(c.fault, remote.ErrConfiguration)
+			return n.ConsecutiveFailures >= uint32(b.Failures) || errors.Is(c.fault, order.ErrConfiguration)
 		},
 		OnStateChange: func(name string, from, to gobreaker.State) {
 			var cause error
@@ -105,15 +104,15 @@ func (c *circuit) report(done func(success bool), err error) {
 // it, and does not count against it; one cut short by its window's end
 // timed out.
 func healthy(err error) bool {
-	return err == nil || errors.Is(err, remote.ErrPermanent) || errors.Is(err, remote.ErrContract) || errors.Is(err, remote.ErrNotInBuild) ||
+	return err == nil || errors.Is(err, order.ErrPermanent) || errors.Is(err, order.ErrContract) || errors.Is(err, order.ErrNotInBuild) ||
 		(errors.Is(err, context.Canceled) && !timedOut(err))
 }
 
 // call makes one call of the request with this idempotency key, asking the
 // breaker first unless the request is a suspect.
-func (c *circuit) call(key string, call func() (remote.Answer, error)) (remote.Answer, error) {
+func (c *circuit) call(key string, call func() (order.Answer, error)) (order.Answer, error) {
 	if c.open() {
-		return remote.Answer{}, errCircuitOpen
+		return order.Answer{}, errCircuitOpen
 	}
 	if c.suspect(key) {
 		ref, err := call()
@@ -129,7 +128,7 @@ func (c *circuit) call(key string, call func() (remote.Answer, error)) (remote.A
 	}
 	done, err := c.breaker.Allow()
 	if err != nil {
-		return remote.Answer{}, errCircuitOpen
+		return order.Answer{}, errCircuitOpen
 	}
 	reported := false
 	defer func() {
@@ -202,7 +201,7 @@ func timedOut(err error) bool {
 // configuration fault (cause) is not counted there: that fault has a
 // metric and alarm of its own, naming its status, and one alert is enough.
 func (s *Service) circuitChanged(name string, from, to gobreaker.State, cause error) {
-	if errors.Is(cause, remote.ErrConfiguration) {
+	if errors.Is(cause, order.ErrConfiguration) {
 		s.log.Error("circuit breaker opened: the remote service refuses the agent's configuration; requests are held until it answers",
 			"remote", name, "from", from.String(), "to", to.String(), "status", configurationStatus(cause), "error", cause)
 		return
@@ -247,7 +246,7 @@ func (s *Service) hold(ctx context.Context, log *slog.Logger, req order.StepRequ
 // configurationStatus names the status of a configuration fault, as its
 // metric and alarms do.
 func configurationStatus(err error) string {
-	if status, ok := remote.ConfigurationStatus(err); ok {
+	if status, ok := order.ConfigurationStatus(err); ok {
 		return status
 	}
 	return "unknown"

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"orderly/internal/adapter/remote"
 	"orderly/internal/metrics"
+	"orderly/internal/order"
 )
 
 // What a call's outcome says: whether the service answered (which ends a
@@ -24,15 +24,15 @@ func TestCallOutcomes(t *testing.T) {
 		answered, health bool
 	}{
 		{"success", nil, true, true},
-		{"permanent fault", fmt.Errorf("status 402: %w", remote.ErrPermanent), true, true},
-		{"transient fault", fmt.Errorf("status 503: %w", remote.ErrTransient), true, false},
+		{"permanent fault", fmt.Errorf("status 402: %w", order.ErrPermanent), true, true},
+		{"transient fault", fmt.Errorf("status 503: %w", order.ErrTransient), true, false},
 		// The service answered, but no call can succeed until its
 		// configuration is fixed.
-		{"configuration fault", fmt.Errorf("status 403: %w", remote.ErrConfiguration), true, false},
-		{"try timeout", fmt.Errorf("payment: %w: %w", context.DeadlineExceeded, remote.ErrTransient), false, false},
-		{"network timeout", fmt.Errorf("payment: %w: %w", netTimeout, remote.ErrTransient), false, false},
-		{"cut short by its window's end", fmt.Errorf("payment: %w: %w: %w", context.Canceled, remote.ErrTransient, errWindowEnded), false, false},
-		{"cancelled: the attempt is over", fmt.Errorf("payment: %w: %w", context.Canceled, remote.ErrTransient), false, true},
+		{"configuration fault", fmt.Errorf("status 403: %w", order.ErrConfiguration), true, false},
+		{"try timeout", fmt.Errorf("payment: %w: %w", context.DeadlineExceeded, order.ErrTransient), false, false},
+		{"network timeout", fmt.Errorf("payment: %w: %w", netTimeout, order.ErrTransient), false, false},
+		{"cut short by its window's end", fmt.Errorf("payment: %w: %w: %w", context.Canceled, order.ErrTransient, errWindowEnded), false, false},
+		{"cancelled: the attempt is over", fmt.Errorf("payment: %w: %w", context.Canceled, order.ErrTransient), false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -57,18 +57,18 @@ func (*timeoutError) Timeout() bool { return true }
 func TestSuspectUntilAnswered(t *testing.T) {
 	s := &Service{name: "payment", log: slog.New(slog.NewTextHandler(io.Discard, nil)), metrics: metrics.Discard()}
 	c := s.newCircuit(Breaker{Failures: 5, OpenFor: time.Minute})
-	result := func(err error) func() (remote.Answer, error) {
-		return func() (remote.Answer, error) { return remote.Answer{}, err }
+	result := func(err error) func() (order.Answer, error) {
+		return func() (order.Answer, error) { return order.Answer{}, err }
 	}
-	timeout := fmt.Errorf("%w: %w", context.DeadlineExceeded, remote.ErrTransient)
+	timeout := fmt.Errorf("%w: %w", context.DeadlineExceeded, order.ErrTransient)
 	steps := []struct {
 		err         error
 		wantSuspect bool
 	}{
 		{timeout, true},
-		{fmt.Errorf("%w: %w", context.Canceled, remote.ErrTransient), true},
+		{fmt.Errorf("%w: %w", context.Canceled, order.ErrTransient), true},
 		{timeout, true},
-		{fmt.Errorf("status 503: %w", remote.ErrTransient), false},
+		{fmt.Errorf("status 503: %w", order.ErrTransient), false},
 		{timeout, true},
 		{nil, false},
 	}

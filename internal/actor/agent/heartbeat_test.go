@@ -83,15 +83,15 @@ type slowCaller struct {
 	calls int
 }
 
-func (c *slowCaller) Call(ctx context.Context, service string, req order.StepRequest) (remote.Answer, error) {
+func (c *slowCaller) Call(ctx context.Context, service string, req order.StepRequest) (order.Answer, error) {
 	c.mu.Lock()
 	c.calls++
 	c.mu.Unlock()
 	select {
 	case <-time.After(c.took):
-		return remote.Answer{Reference: "ref-slow"}, nil
+		return order.Answer{Reference: "ref-slow"}, nil
 	case <-ctx.Done():
-		return remote.Answer{}, fmt.Errorf("%s: %w: %w", service, ctx.Err(), remote.ErrTransient)
+		return order.Answer{}, fmt.Errorf("%s: %w: %w", service, ctx.Err(), order.ErrTransient)
 	}
 }
 

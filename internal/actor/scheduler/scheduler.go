@@ -18,7 +18,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"orderly/internal/adapter/sqs"
 	"orderly/internal/batch"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
@@ -213,7 +212,7 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 		// (the message comes again; after the queue's receive limit it
 		// waits in the dead-letter queue, and its step is retried when
 		// the order resumes).
-		s.log.WarnContext(ctx, "reply of an unknown workflow version not applied", append(sqs.Describe(msg),
+		s.log.WarnContext(ctx, "reply of an unknown workflow version not applied", append(batch.Describe(msg),
 			"version", order.Ref(rep.Workflow, rep.Version), "known", s.workflows.Known())...)
 		return fmt.Errorf("reply of order %s: workflow version %s is not in this build", rep.OrderID, rep.Version)
 	}
@@ -221,7 +220,7 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 		err = rep.Check(wf)
 	}
 	if err != nil {
-		s.log.ErrorContext(ctx, "malformed reply", append(sqs.Describe(msg), "error", err)...)
+		s.log.ErrorContext(ctx, "malformed reply", append(batch.Describe(msg), "error", err)...)
 		s.metrics.Count(metrics.PoisonMessages, 1, "source", "responses", "message_id", msg.MessageId)
 		return err
 	}

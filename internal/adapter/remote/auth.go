@@ -22,6 +22,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"orderly/internal/adapter/services"
+	"orderly/internal/order"
 )
 
 // Service is how the client reaches one remote service: its base URL and
@@ -114,7 +115,7 @@ func (c *Client) endpointOf(service string) (*endpoint, error) {
 		return c.anyService, nil
 	}
 	// The same for every order until the agent is configured.
-	return nil, fmt.Errorf("no base URL configured for service %q: %w", service, ErrConfiguration)
+	return nil, fmt.Errorf("no base URL configured for service %q: %w", service, order.ErrConfiguration)
 }
 
 // authTransport authorizes each request to one service. A request the

@@ -12,6 +12,7 @@ import (
 
 	"orderly/internal/adapter/remote"
 	"orderly/internal/adapter/services"
+	"orderly/internal/order"
 	"orderly/internal/testkit/testenv"
 )
 
@@ -64,7 +65,7 @@ func TestHeaderAuthReadsAndRotatesARealSecret(t *testing.T) {
 	// A secret that is not there is a transient fault naming it.
 	missing := services.Config{"payment": {URL: ts.URL, Auth: services.Auth{Type: services.AuthHeader, Header: "X-Api-Key", Secret: name + "-missing"}}}
 	_, err := remote.NewClientFor(remote.ServicesFrom(missing, cfg), ts.Client(), shipped).Call(ctx, "payment", stepRequest("k4"))
-	if !errors.Is(err, remote.ErrTransient) {
+	if !errors.Is(err, order.ErrTransient) {
 		t.Errorf("got %v, want a transient fault", err)
 	}
 	t.Logf("a missing secret: %v", err)

@@ -148,10 +148,10 @@ func TestHeaderAuthTakesARotatedSecretAfterARefusal(t *testing.T) {
 	svc.key.Store("revoked")
 	svc.requests.Store(0)
 	_, err = client.Call(context.Background(), "payment", stepRequest("k-revoked"))
-	if !errors.Is(err, remote.ErrConfiguration) {
+	if !errors.Is(err, order.ErrConfiguration) {
 		t.Fatalf("got %v, want a configuration fault", err)
 	}
-	if status, _ := remote.ConfigurationStatus(err); status != "401" {
+	if status, _ := order.ConfigurationStatus(err); status != "401" {
 		t.Errorf("configuration status %q, want 401", status)
 	}
 	if got, want := svc.requests.Load(), int32(1); got != want {
@@ -218,7 +218,7 @@ func TestHeaderAuthFetchFailureIsTransientAndNamesNoAccount(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			client := headerClient(ts, tc.secrets, time.Now)
 			_, err := client.Call(context.Background(), "payment", stepRequest("k-fail"))
-			if !errors.Is(err, remote.ErrTransient) || errors.Is(err, remote.ErrConfiguration) || errors.Is(err, remote.ErrPermanent) {
+			if !errors.Is(err, order.ErrTransient) || errors.Is(err, order.ErrConfiguration) || errors.Is(err, order.ErrPermanent) {
 				t.Fatalf("got %v, want a transient fault only", err)
 			}
 			if !strings.Contains(err.Error(), tc.want) {
@@ -385,7 +385,7 @@ func TestSigV4WithoutCredentialsIsTransient(t *testing.T) {
 	auth := services.Auth{Type: services.AuthSigV4, Service: services.SigningLambda, Target: "arn:aws:lambda:us-east-1:111122223333:function:f"}
 	client := remote.NewClientFor(map[string]remote.Service{"payment": {URL: ts.URL, Auth: remote.NewSigV4Auth(auth, ts.URL, failing, time.Now)}}, ts.Client(), shipped)
 	_, err := client.Call(context.Background(), "payment", stepRequest("k"))
-	if !errors.Is(err, remote.ErrTransient) || strings.Contains(err.Error(), "111122223333") {
+	if !errors.Is(err, order.ErrTransient) || strings.Contains(err.Error(), "111122223333") {
 		t.Errorf("got %v, want a transient fault that names no account", err)
 	}
 }
@@ -393,7 +393,7 @@ func TestSigV4WithoutCredentialsIsTransient(t *testing.T) {
 func TestCallOfAServiceNotConfiguredIsAConfigurationFault(t *testing.T) {
 	client := remote.NewClientFor(map[string]remote.Service{"inventory": {URL: "http://127.0.0.1:1"}}, nil, shipped)
 	_, err := client.Call(context.Background(), "payment", stepRequest("k"))
-	if !errors.Is(err, remote.ErrConfiguration) || !strings.Contains(err.Error(), `no base URL configured for service "payment"`) {
+	if !errors.Is(err, order.ErrConfiguration) || !strings.Contains(err.Error(), `no base URL configured for service "payment"`) {
 		t.Errorf("got %v, want a configuration fault naming the service", err)
 	}
 }

@@ -25,47 +25,6 @@ import (
 	"orderly/internal/order"
 )
 
-// Fault classes. Every error Call returns wraps exactly one of them.
-var (
-	// ErrTransient marks a fault that a later attempt with the same
-	// idempotency key may get past: an overloaded or unreachable service,
-	// a timeout, a cancelled context.
-	ErrTransient = errors.New("transient fault")
-	// ErrPermanent marks a fault that retrying cannot fix: the service
-	// refused the work (a declined card, an unknown SKU) or the request
-	// itself is wrong.
-	ErrPermanent = errors.New("permanent fault")
-	// ErrConfiguration marks a fault in how the service is called, not in
-	// the work: a redirect (a wrong base URL), 401 or 407 (a credential),
-	// 403 (a WAF or network rule, a permission), 404 or 405 (a wrong URL),
-	// 415 (a format the service does not take). It is the same for every
-	// order until someone fixes the configuration, so it says nothing
-	// about the order: the agent neither fails the step nor retries the
-	// call, but holds its requests (see package agent).
-	ErrConfiguration = errors.New("configuration fault")
-	// ErrNotInBuild marks a request this build cannot make: its workflow
-	// version is not in the build (an order of a newer build, after a
-	// rollback). Nothing is called; the order waits for its version.
-	ErrNotInBuild = errors.New("workflow version not in this build")
-	// ErrContract marks a success whose answer breaks the contract: over
-	// the step's result bound (when the workflow keeps it) or not matching
-	// its result schema. The work was done and a retry replays the same
-	// answer, so an operator must act (see package agent).
-	ErrContract = errors.New("contract fault")
-)
-
-// Answer is a service's successful answer: its reference for the work
-// and the whole JSON object, the step's result.
-type Answer struct {
-	Reference string
-	Body      json.RawMessage
-}
-
-// ConfigurationStatuses name the statuses that are configuration faults,
-// as ConfigurationStatus, the agent's metric and the stack's alarms do:
-// every redirect is "3xx".
-var ConfigurationStatuses = []string{"3xx", "401", "403", "404", "405", "407", "415"}
-
 const (
 	// maxResponseBytes bounds what is read of a response, so a misbehaving
 	// service cannot exhaust an agent's memory.
@@ -106,7 +65,7 @@ func NewClient(baseURL string, httpClient *http.Client, workflows order.Versions
 // follows a redirect: following one would send the step's Idempotency-Key
 // (and credential) to another host, as a GET after a 302 or 303, and take
 // that host's 2xx for the work done. A redirect is a configuration fault
-// instead (see ErrConfiguration). A nil httpClient means one like
+// instead (see order.ErrConfiguration). A nil httpClient means one like
 // http.DefaultClient; calls are then bounded only by their context. A
 // step's call and undo call (method and path) are those its version of
 // workflows defines. A call to a service not in services is a
@@ -145,35 +104,35 @@ func resultSchemas(v order.Versions) map[stepRef]definition.Schema {
 // key, and answers success when there was nothing to undo. A call repeated with the same req.IdempotencyKey after a
 // success returns the same reference without new work being done.
 //
-// Errors wrap exactly one of ErrTransient, ErrPermanent, ErrConfiguration
-// and ErrNotInBuild; a call ended by ctx also wraps ctx.Err(). See
+// Errors wrap exactly one of order.ErrTransient, order.ErrPermanent, order.ErrConfiguration
+// and order.ErrNotInBuild; a call ended by ctx also wraps ctx.Err(). See
 // RetryAfter for the service's hint on when to try again, and
 // ConfigurationStatus for the status of a configuration fault.
-func (c *Client) Call(ctx context.Context, service string, req order.StepRequest) (Answer, error) {
+func (c *Client) Call(ctx context.Context, service string, req order.StepRequest) (order.Answer, error) {
 	wf, known := c.workflows.Get(req.Workflow, req.Version)
 	if !known {
-		return Answer{}, fmt.Errorf("remote service %q: workflow version %s: %w", service, order.Ref(req.Workflow, req.Version), ErrNotInBuild)
+		return order.Answer{}, fmt.Errorf("remote service %q: workflow version %s: %w", service, order.Ref(req.Workflow, req.Version), order.ErrNotInBuild)
 	}
 	def, call, err := callOf(wf, service, req)
 	if err != nil {
-		return Answer{}, fmt.Errorf("remote service %q: %w: %w", service, err, ErrPermanent)
+		return order.Answer{}, fmt.Errorf("remote service %q: %w: %w", service, err, order.ErrPermanent)
 	}
 	op := service + ": " + call.Method + " " + call.Path
 	ep, err := c.endpointOf(service)
 	if err != nil {
-		return Answer{}, fmt.Errorf("%s: %w", op, err)
+		return order.Answer{}, fmt.Errorf("%s: %w", op, err)
 	}
 	if req.IdempotencyKey == "" {
 		// Without a key a retry could repeat the work, so refuse to call.
-		return Answer{}, fmt.Errorf("%s: order %s: no idempotency key: %w", op, req.OrderID, ErrPermanent)
+		return order.Answer{}, fmt.Errorf("%s: order %s: no idempotency key: %w", op, req.OrderID, order.ErrPermanent)
 	}
 	body, err := req.Body(def)
 	if err != nil {
-		return Answer{}, fmt.Errorf("%s: %w: %w", op, err, ErrPermanent)
+		return order.Answer{}, fmt.Errorf("%s: %w: %w", op, err, order.ErrPermanent)
 	}
 	httpReq, err := http.NewRequestWithContext(ctx, call.Method, ep.base+call.Path, bytes.NewReader(body))
 	if err != nil {
-		return Answer{}, fmt.Errorf("%s: %w: %w", op, err, ErrPermanent)
+		return order.Answer{}, fmt.Errorf("%s: %w: %w", op, err, order.ErrPermanent)
 	}
 	httpReq.Header.Set("Content-Type", "application/json")
 	httpReq.Header.Set("Accept", "application/json")
@@ -182,13 +141,13 @@ func (c *Client) Call(ctx context.Context, service string, req order.StepRequest
 	// The endpoint's transport adds the service's credential.
 	resp, err := ep.http.Do(httpReq)
 	if err != nil {
-		return Answer{}, transportError(ctx, op, err)
+		return order.Answer{}, transportError(ctx, op, err)
 	}
 	defer resp.Body.Close()
 	// One byte more than the bound tells an answer over it from one at it.
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil {
-		return Answer{}, transportError(ctx, op, fmt.Errorf("read response: %w", err))
+		return order.Answer{}, transportError(ctx, op, fmt.Errorf("read response: %w", err))
 	}
 	over := len(raw) > maxResponseBytes
 	raw = raw[:min(len(raw), maxResponseBytes)]
@@ -196,46 +155,46 @@ func (c *Client) Call(ctx context.Context, service string, req order.StepRequest
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		if over {
 			// The work was done, and no retry makes the answer shorter.
-			return Answer{}, fmt.Errorf("%s: status %d: %w: %w", op, resp.StatusCode, &order.ContractError{Service: def.Agent, Step: def.Name,
-				Problem: fmt.Sprintf("is over %d KiB, the most an agent reads", maxResponseBytes>>10)}, ErrContract)
+			return order.Answer{}, fmt.Errorf("%s: status %d: %w: %w", op, resp.StatusCode, &order.ContractError{Service: def.Agent, Step: def.Name,
+				Problem: fmt.Sprintf("is over %d KiB, the most an agent reads", maxResponseBytes>>10)}, order.ErrContract)
 		}
 		return c.answer(op, wf, def, req, resp.StatusCode, raw)
 	}
 
-	fault := &statusError{status: resp.StatusCode}
-	fault.after, fault.hasAfter = parseRetryAfter(resp.Header)
+	fault := &order.StatusFault{Status: resp.StatusCode}
+	fault.After, fault.HasAfter = parseRetryAfter(resp.Header)
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		fault.err = fmt.Errorf("%s: %s (status %d): remote services must answer at the configured URL; fix the service's base URL: %w",
-			op, redirectTarget(resp), resp.StatusCode, ErrConfiguration)
-		return Answer{}, fault
+		fault.Err = fmt.Errorf("%s: %s (status %d): remote services must answer at the configured URL; fix the service's base URL: %w",
+			op, redirectTarget(resp), resp.StatusCode, order.ErrConfiguration)
+		return order.Answer{}, fault
 	}
 	// The service's answer is an order.ServiceError, from which the agent
 	// tells clients why the step failed (order.ReasonFor).
-	fault.err = fmt.Errorf("%s: %w: %w", op, &order.ServiceError{Service: service, Status: resp.StatusCode, Message: errorMessage(resp.StatusCode, raw)}, classify(resp.StatusCode))
-	return Answer{}, fault
+	fault.Err = fmt.Errorf("%s: %w: %w", op, &order.ServiceError{Service: service, Status: resp.StatusCode, Message: errorMessage(resp.StatusCode, raw)}, classify(resp.StatusCode))
+	return order.Answer{}, fault
 }
 
 // answer reads a success's body: a JSON object with the reference in
 // "id", within the step's bound when its workflow keeps it, and matching
 // its result schema when it has one. An undo's answer needs only the
 // reference.
-func (c *Client) answer(op string, wf order.Workflow, def order.StepDef, req order.StepRequest, status int, raw []byte) (Answer, error) {
+func (c *Client) answer(op string, wf order.Workflow, def order.StepDef, req order.StepRequest, status int, raw []byte) (order.Answer, error) {
 	var created struct {
 		ID string `json:"id"`
 	}
 	if err := json.Unmarshal(raw, &created); err != nil || created.ID == "" {
 		// The work may have been done; a retry with the same key
 		// replays it and gets the reference.
-		return Answer{}, fmt.Errorf("%s: status %d without a reference in the body: %w", op, status, ErrTransient)
+		return order.Answer{}, fmt.Errorf("%s: status %d without a reference in the body: %w", op, status, order.ErrTransient)
 	}
 	if req.Undo {
-		return Answer{Reference: created.ID}, nil
+		return order.Answer{Reference: created.ID}, nil
 	}
 	contract := func(problem string) error {
-		return fmt.Errorf("%s: status %d: %w: %w", op, status, &order.ContractError{Service: def.Agent, Step: def.Name, Problem: problem}, ErrContract)
+		return fmt.Errorf("%s: status %d: %w: %w", op, status, &order.ContractError{Service: def.Agent, Step: def.Name, Problem: problem}, order.ErrContract)
 	}
 	if limit := def.ResultMaxBytes; wf.Keeps(def.Name) && limit > 0 && len(raw) > limit {
-		return Answer{}, contract(fmt.Sprintf("is %d bytes; the step keeps at most %d (its result.maxBytes)", len(raw), limit))
+		return order.Answer{}, contract(fmt.Sprintf("is %d bytes; the step keeps at most %d (its result.maxBytes)", len(raw), limit))
 	}
 	if schema, ok := c.schemas[stepRef{wf.Name, wf.Version, def.Name}]; ok {
 		if problems := schema.Check(raw); len(problems) > 0 {
@@ -247,14 +206,14 @@ func (c *Client) answer(op string, wf order.Workflow, def order.StepDef, req ord
 					fields = append(fields, f)
 				}
 			}
-			return Answer{}, contract("does not match its result schema at " + strings.Join(fields, ", "))
+			return order.Answer{}, contract("does not match its result schema at " + strings.Join(fields, ", "))
 		}
 	}
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, raw); err != nil {
-		return Answer{}, fmt.Errorf("%s: status %d with an answer that is not JSON: %w", op, status, ErrTransient)
+		return order.Answer{}, fmt.Errorf("%s: status %d with an answer that is not JSON: %w", op, status, order.ErrTransient)
 	}
-	return Answer{Reference: created.ID, Body: compact.Bytes()}, nil
+	return order.Answer{Reference: created.ID, Body: compact.Bytes()}, nil
 }
 
 // callOf returns req's step and the call it defines (its undo call for an
@@ -295,9 +254,9 @@ func redirectTarget(resp *http.Response) string {
 // transient, and names the context's error when the context ended the call.
 func transportError(ctx context.Context, op string, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
-		return fmt.Errorf("%s: %w: %w", op, ctxErr, ErrTransient)
+		return fmt.Errorf("%s: %w: %w", op, ctxErr, order.ErrTransient)
 	}
-	return fmt.Errorf("%s: %w: %w", op, err, ErrTransient)
+	return fmt.Errorf("%s: %w: %w", op, err, order.ErrTransient)
 }
 
 // classify returns the fault class of a failed status (not a redirect).
@@ -310,17 +269,17 @@ func transportError(ctx context.Context, op string, err error) error {
 func classify(code int) error {
 	switch code {
 	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooManyRequests:
-		return ErrTransient
+		return order.ErrTransient
 	case http.StatusNotImplemented:
-		return ErrPermanent
+		return order.ErrPermanent
 	case http.StatusUnauthorized, http.StatusProxyAuthRequired, http.StatusForbidden,
 		http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusUnsupportedMediaType:
-		return ErrConfiguration
+		return order.ErrConfiguration
 	}
 	if code >= 500 {
-		return ErrTransient
+		return order.ErrTransient
 	}
-	return ErrPermanent
+	return order.ErrPermanent
 }
 
 // errorMessage extracts the service's explanation from an error body:
@@ -369,40 +328,4 @@ func parseRetryAfter(h http.Header) (time.Duration, bool) {
 		now = date
 	}
 	return max(at.Sub(now), 0), true
-}
-
-// statusError is a service's failed answer: the classified error, with
-// the status and the service's Retry-After hint.
-type statusError struct {
-	err      error
-	status   int
-	after    time.Duration
-	hasAfter bool
-}
-
-func (e *statusError) Error() string { return e.err.Error() }
-func (e *statusError) Unwrap() error { return e.err }
-
-// RetryAfter returns how long the service asked the caller to wait before
-// trying again, if it sent a Retry-After header with the failure in err.
-func RetryAfter(err error) (time.Duration, bool) {
-	var se *statusError
-	if errors.As(err, &se) && se.hasAfter {
-		return se.after, true
-	}
-	return 0, false
-}
-
-// ConfigurationStatus names the status of the configuration fault in err
-// (one of ConfigurationStatuses: "403", or "3xx" for any redirect), if err
-// is one that a service answered.
-func ConfigurationStatus(err error) (string, bool) {
-	var se *statusError
-	if !errors.As(err, &se) || !errors.Is(se.err, ErrConfiguration) {
-		return "", false
-	}
-	if se.status >= 300 && se.status < 400 {
-		return "3xx", true
-	}
-	return strconv.Itoa(se.status), true
 }

@@ -136,55 +136,55 @@ func TestCallClassifiesResponses(t *testing.T) {
 	tests := []classification{
 		{name: "created", status: 201, body: `{"id":"ch_1"}`, wantRef: "ch_1"},
 		{name: "replayed", status: 200, header: http.Header{"Idempotent-Replayed": {"true"}}, body: `{"id":"ch_1"}`, wantRef: "ch_1"},
-		{name: "success without id", status: 201, body: `{}`, wantKind: remote.ErrTransient, wantMsg: "status 201 without a reference"},
-		{name: "success with garbage", status: 201, body: `<html>`, wantKind: remote.ErrTransient, wantMsg: "without a reference"},
-		{name: "503", status: 503, body: `{"error":"busy"}`, wantKind: remote.ErrTransient,
+		{name: "success without id", status: 201, body: `{}`, wantKind: order.ErrTransient, wantMsg: "status 201 without a reference"},
+		{name: "success with garbage", status: 201, body: `<html>`, wantKind: order.ErrTransient, wantMsg: "without a reference"},
+		{name: "503", status: 503, body: `{"error":"busy"}`, wantKind: order.ErrTransient,
 			wantMsg: "payment: POST /payment/charges: status 503: busy: transient fault"},
-		{name: "429", status: 429, body: `{"error":"slow down"}`, wantKind: remote.ErrTransient, wantMsg: "status 429: slow down"},
-		{name: "500 plain text", status: 500, body: "oops\n", wantKind: remote.ErrTransient, wantMsg: "status 500: oops: transient"},
-		{name: "502 empty", status: 502, wantKind: remote.ErrTransient, wantMsg: "status 502: Bad Gateway"},
-		{name: "504", status: 504, wantKind: remote.ErrTransient, wantMsg: "status 504"},
-		{name: "599", status: 599, wantKind: remote.ErrTransient, wantMsg: "status 599"},
-		{name: "408", status: 408, wantKind: remote.ErrTransient, wantMsg: "status 408"},
+		{name: "429", status: 429, body: `{"error":"slow down"}`, wantKind: order.ErrTransient, wantMsg: "status 429: slow down"},
+		{name: "500 plain text", status: 500, body: "oops\n", wantKind: order.ErrTransient, wantMsg: "status 500: oops: transient"},
+		{name: "502 empty", status: 502, wantKind: order.ErrTransient, wantMsg: "status 502: Bad Gateway"},
+		{name: "504", status: 504, wantKind: order.ErrTransient, wantMsg: "status 504"},
+		{name: "599", status: 599, wantKind: order.ErrTransient, wantMsg: "status 599"},
+		{name: "408", status: 408, wantKind: order.ErrTransient, wantMsg: "status 408"},
 		// The IETF Idempotency-Key draft answers 409 while a request with
 		// the same key is still in flight, as after an abandoned attempt.
 		{name: "409 key in flight", status: 409, body: `{"error":"a request with this key is in progress"}`,
-			wantKind: remote.ErrTransient, wantMsg: "status 409: a request with this key is in progress"},
-		{name: "422", status: 422, body: `{"error":"card declined"}`, wantKind: remote.ErrPermanent,
+			wantKind: order.ErrTransient, wantMsg: "status 409: a request with this key is in progress"},
+		{name: "422", status: 422, body: `{"error":"card declined"}`, wantKind: order.ErrPermanent,
 			wantMsg: "payment: POST /payment/charges: status 422: card declined: permanent fault"},
-		{name: "400", status: 400, body: `{"error":"bad"}`, wantKind: remote.ErrPermanent, wantMsg: "status 400: bad"},
-		{name: "402", status: 402, body: `{"error":"card declined"}`, wantKind: remote.ErrPermanent, wantMsg: "status 402: card declined"},
-		{name: "410", status: 410, wantKind: remote.ErrPermanent, wantMsg: "status 410"},
-		{name: "501", status: 501, wantKind: remote.ErrPermanent, wantMsg: "status 501"},
+		{name: "400", status: 400, body: `{"error":"bad"}`, wantKind: order.ErrPermanent, wantMsg: "status 400: bad"},
+		{name: "402", status: 402, body: `{"error":"card declined"}`, wantKind: order.ErrPermanent, wantMsg: "status 402: card declined"},
+		{name: "410", status: 410, wantKind: order.ErrPermanent, wantMsg: "status 410"},
+		{name: "501", status: 501, wantKind: order.ErrPermanent, wantMsg: "status 501"},
 		// The service, or something in front of it (a WAF, a gateway, a
 		// proxy), refuses how it is called: a credential, an address, a
 		// method or a format that is wrong for every order alike.
-		{name: "401", status: 401, body: `{"error":"token expired"}`, wantKind: remote.ErrConfiguration,
+		{name: "401", status: 401, body: `{"error":"token expired"}`, wantKind: order.ErrConfiguration,
 			wantMsg: "payment: POST /payment/charges: status 401: token expired: configuration fault", wantStatus: "401"},
-		{name: "403 from a WAF", status: 403, body: "<html>Request blocked</html>", wantKind: remote.ErrConfiguration,
+		{name: "403 from a WAF", status: 403, body: "<html>Request blocked</html>", wantKind: order.ErrConfiguration,
 			wantMsg: "status 403: <html>Request blocked</html>: configuration fault", wantStatus: "403"},
-		{name: "404", status: 404, wantKind: remote.ErrConfiguration, wantMsg: "status 404: Not Found", wantStatus: "404"},
-		{name: "405", status: 405, wantKind: remote.ErrConfiguration, wantMsg: "status 405: Method Not Allowed", wantStatus: "405"},
-		{name: "407", status: 407, wantKind: remote.ErrConfiguration, wantMsg: "status 407", wantStatus: "407"},
-		{name: "415", status: 415, wantKind: remote.ErrConfiguration, wantMsg: "status 415: Unsupported Media Type", wantStatus: "415"},
+		{name: "404", status: 404, wantKind: order.ErrConfiguration, wantMsg: "status 404: Not Found", wantStatus: "404"},
+		{name: "405", status: 405, wantKind: order.ErrConfiguration, wantMsg: "status 405: Method Not Allowed", wantStatus: "405"},
+		{name: "407", status: 407, wantKind: order.ErrConfiguration, wantMsg: "status 407", wantStatus: "407"},
+		{name: "415", status: 415, wantKind: order.ErrConfiguration, wantMsg: "status 415: Unsupported Media Type", wantStatus: "415"},
 	}
 	// Every redirect, with a Location or without.
 	for status := 300; status <= 308; status++ {
 		tests = append(tests, classification{name: strconv.Itoa(status), status: status, header: http.Header{"Location": {"https://moved.example.com/v2/charges"}},
-			wantKind: remote.ErrConfiguration, wantStatus: "3xx",
+			wantKind: order.ErrConfiguration, wantStatus: "3xx",
 			wantMsg: fmt.Sprintf("payment: POST /payment/charges: redirected to moved.example.com (status %d): remote services must answer at the configured URL; fix the service's base URL: configuration fault", status)})
 	}
-	tests = append(tests, classification{name: "302 without a Location", status: 302, wantKind: remote.ErrConfiguration, wantStatus: "3xx",
+	tests = append(tests, classification{name: "302 without a Location", status: 302, wantKind: order.ErrConfiguration, wantStatus: "3xx",
 		wantMsg: "redirected without a Location (status 302): remote services must answer at the configured URL"})
-	classes := []error{remote.ErrTransient, remote.ErrPermanent, remote.ErrConfiguration}
+	classes := []error{order.ErrTransient, order.ErrPermanent, order.ErrConfiguration}
 	var named []string
 	for _, tt := range tests {
 		if tt.wantStatus != "" && !slices.Contains(named, tt.wantStatus) {
 			named = append(named, tt.wantStatus)
 		}
 	}
-	if !slices.Equal(slices.Sorted(slices.Values(named)), slices.Sorted(slices.Values(remote.ConfigurationStatuses))) {
-		t.Errorf("ConfigurationStatuses = %v, want the statuses classified as configuration faults here, %v", remote.ConfigurationStatuses, named)
+	if !slices.Equal(slices.Sorted(slices.Values(named)), slices.Sorted(slices.Values(order.ConfigurationStatuses))) {
+		t.Errorf("order.ConfigurationStatuses = %v, want the statuses classified as configuration faults here, %v", order.ConfigurationStatuses, named)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -210,12 +210,12 @@ func TestCallClassifiesResponses(t *testing.T) {
 			if !strings.Contains(err.Error(), tt.wantMsg) {
 				t.Errorf("Call error = %q, want it to contain %q", err, tt.wantMsg)
 			}
-			got, ok := remote.ConfigurationStatus(err)
+			got, ok := order.ConfigurationStatus(err)
 			if got != tt.wantStatus || ok != (tt.wantStatus != "") {
 				t.Errorf("ConfigurationStatus = %q, %t, want %q, %t", got, ok, tt.wantStatus, tt.wantStatus != "")
 			}
-			if ok && !slices.Contains(remote.ConfigurationStatuses, got) {
-				t.Errorf("ConfigurationStatus = %q, not one of ConfigurationStatuses %v (the stack alarms on each)", got, remote.ConfigurationStatuses)
+			if ok && !slices.Contains(order.ConfigurationStatuses, got) {
+				t.Errorf("ConfigurationStatus = %q, not one of order.ConfigurationStatuses %v (the stack alarms on each)", got, order.ConfigurationStatuses)
 			}
 		})
 	}
@@ -245,10 +245,10 @@ func TestCallNeverFollowsARedirect(t *testing.T) {
 				if n := elsewhere.Load(); n != 0 {
 					t.Fatalf("%s client: the redirect's target got %d calls, want 0", name, n)
 				}
-				if ref != "" || !errors.Is(err, remote.ErrConfiguration) {
+				if ref != "" || !errors.Is(err, order.ErrConfiguration) {
 					t.Fatalf("%s client: Call = %q, %v; want no reference and a configuration fault", name, ref, err)
 				}
-				if errors.Is(err, remote.ErrPermanent) || errors.Is(err, remote.ErrTransient) {
+				if errors.Is(err, order.ErrPermanent) || errors.Is(err, order.ErrTransient) {
 					t.Errorf("%s client: Call error = %v, wraps another fault class as well", name, err)
 				}
 				host := strings.TrimPrefix(other.URL, "http://")
@@ -291,8 +291,8 @@ func TestCallRefusesBadRequestsWithoutSending(t *testing.T) {
 			defer ts.Close()
 
 			_, err := remote.NewClient(ts.URL, ts.Client(), shipped).Call(t.Context(), tt.service, stepRequest(tt.key))
-			if !errors.Is(err, remote.ErrPermanent) || !strings.Contains(err.Error(), tt.wantMsg) {
-				t.Errorf("Call error = %v, want ErrPermanent containing %q", err, tt.wantMsg)
+			if !errors.Is(err, order.ErrPermanent) || !strings.Contains(err.Error(), tt.wantMsg) {
+				t.Errorf("Call error = %v, want order.ErrPermanent containing %q", err, tt.wantMsg)
 			}
 			if n := hits.Load(); n != 0 {
 				t.Errorf("server was called %d times, want 0", n)
@@ -322,8 +322,8 @@ func TestCallEndedByContextIsTransient(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := client.Call(tt.ctx, "payment", stepRequest("k1"))
-			if !errors.Is(err, tt.wantErr) || !errors.Is(err, remote.ErrTransient) {
-				t.Errorf("Call error = %v, want it to wrap %v and ErrTransient", err, tt.wantErr)
+			if !errors.Is(err, tt.wantErr) || !errors.Is(err, order.ErrTransient) {
+				t.Errorf("Call error = %v, want it to wrap %v and order.ErrTransient", err, tt.wantErr)
 			}
 			if !strings.HasPrefix(err.Error(), "payment: POST /payment/charges: ") {
 				t.Errorf("Call error = %q, want it to name the call", err)
@@ -338,8 +338,8 @@ func TestCallNetworkErrorIsTransient(t *testing.T) {
 	ts.Close()
 
 	_, err := remote.NewClient(url, nil, shipped).Call(t.Context(), "payment", stepRequest("k1"))
-	if !errors.Is(err, remote.ErrTransient) {
-		t.Errorf("Call error = %v, want ErrTransient", err)
+	if !errors.Is(err, order.ErrTransient) {
+		t.Errorf("Call error = %v, want order.ErrTransient", err)
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Call error = %v, wraps a context error though the context is live", err)
@@ -353,8 +353,8 @@ func TestCallHTTPClientTimeoutIsTransient(t *testing.T) {
 	hc.Timeout = 50 * time.Millisecond
 
 	_, err := remote.NewClient(ts.URL, hc, shipped).Call(t.Context(), "payment", stepRequest("k1"))
-	if !errors.Is(err, remote.ErrTransient) {
-		t.Errorf("Call error = %v, want ErrTransient", err)
+	if !errors.Is(err, order.ErrTransient) {
+		t.Errorf("Call error = %v, want order.ErrTransient", err)
 	}
 }
 
@@ -369,8 +369,8 @@ func TestCallReadsAtMost64KiB(t *testing.T) {
 	}{
 		// The work was done, and no retry shortens the answer: a contract
 		// fault (before it was a cut, unreadable answer, retried in vain).
-		{"success padded past the limit", 201, `{"id":"ch_1","padding":"` + huge + `"}`, remote.ErrContract, 1000},
-		{"error text quoted in part", 503, huge, remote.ErrTransient, 1000},
+		{"success padded past the limit", 201, `{"id":"ch_1","padding":"` + huge + `"}`, order.ErrContract, 1000},
+		{"error text quoted in part", 503, huge, order.ErrTransient, 1000},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -416,16 +416,16 @@ func TestRetryAfter(t *testing.T) {
 			defer ts.Close()
 
 			_, err := remote.NewClient(ts.URL, ts.Client(), shipped).Call(t.Context(), "payment", stepRequest("k1"))
-			if !errors.Is(err, remote.ErrTransient) {
-				t.Fatalf("Call error = %v, want ErrTransient", err)
+			if !errors.Is(err, order.ErrTransient) {
+				t.Fatalf("Call error = %v, want order.ErrTransient", err)
 			}
-			got, ok := remote.RetryAfter(err)
+			got, ok := order.RetryAfter(err)
 			if got != tt.want || ok != tt.wantOK {
 				t.Errorf("RetryAfter = %v, %t, want %v, %t", got, ok, tt.want, tt.wantOK)
 			}
 		})
 	}
-	if _, ok := remote.RetryAfter(nil); ok {
+	if _, ok := order.RetryAfter(nil); ok {
 		t.Error("RetryAfter(nil) reported a delay")
 	}
 }
@@ -450,10 +450,10 @@ func TestCallTakesTheStepsDefinedCall(t *testing.T) {
 	}{
 		{"call", "check-fraud", "7", false, "", "PUT /v2/checks", nil},
 		{"undo", "check-fraud", "7", true, "", "DELETE /v2/checks/undo", nil},
-		{"no undo defined", "notify", "7", true, "mail", "", remote.ErrPermanent},
-		{"unknown step", "ship", "7", false, "", "", remote.ErrPermanent},
-		{"a version not in this build waits for it", "check-fraud", "8", false, "", "", remote.ErrNotInBuild},
-		{"another service's step", "notify", "7", false, "fraud", "", remote.ErrPermanent},
+		{"no undo defined", "notify", "7", true, "mail", "", order.ErrPermanent},
+		{"unknown step", "ship", "7", false, "", "", order.ErrPermanent},
+		{"a version not in this build waits for it", "check-fraud", "8", false, "", "", order.ErrNotInBuild},
+		{"another service's step", "notify", "7", false, "fraud", "", order.ErrPermanent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -44,13 +44,13 @@ func ClassOf(err error) Class {
 	switch {
 	case err == nil:
 		return ClassSuccess
-	case errors.Is(err, ErrContract):
+	case errors.Is(err, order.ErrContract):
 		return ClassContract
-	case errors.Is(err, ErrNotInBuild):
+	case errors.Is(err, order.ErrNotInBuild):
 		return ClassNotInBuild
-	case errors.Is(err, ErrConfiguration):
+	case errors.Is(err, order.ErrConfiguration):
 		return ClassConfiguration
-	case errors.Is(err, ErrPermanent):
+	case errors.Is(err, order.ErrPermanent):
 		return ClassPermanent
 	}
 	return ClassTransient

@@ -372,7 +372,7 @@ func TestClientClassesMatchTheContract(t *testing.T) {
 		}
 		headers, _ := resp["headers"].(map[string]any)
 		_, declared := headers["Retry-After"]
-		after, honoured := remote.RetryAfter(callErr)
+		after, honoured := order.RetryAfter(callErr)
 		if declared != (want == remote.ClassTransient) {
 			t.Errorf("status %d (%s): Retry-After declared %t", status, want, declared)
 		}

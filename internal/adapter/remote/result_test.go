@@ -33,12 +33,12 @@ func TestAnswersBreakingTheStepsResultContractAreContractFaults(t *testing.T) {
 		mention            string
 	}{
 		{"within the bound and the schema", "fraud-check", `{"id":"f1","score":0.2}`, false, nil, ""},
-		{"over the bound", "fraud-check", `{"id":"f1","score":0.2,"note":"` + strings.Repeat("s3cr3t", 20) + `"}`, false, remote.ErrContract, "keeps at most 64"},
-		{"a field missing", "fraud-check", `{"id":"f1"}`, false, remote.ErrContract, "(the answer itself)"},
-		{"a field out of range", "fraud-check", `{"id":"f1","score":7}`, false, remote.ErrContract, "at score"},
+		{"over the bound", "fraud-check", `{"id":"f1","score":0.2,"note":"` + strings.Repeat("s3cr3t", 20) + `"}`, false, order.ErrContract, "keeps at most 64"},
+		{"a field missing", "fraud-check", `{"id":"f1"}`, false, order.ErrContract, "(the answer itself)"},
+		{"a field out of range", "fraud-check", `{"id":"f1","score":7}`, false, order.ErrContract, "at score"},
 		// No later call carries charge's answer: it is not kept, so not bounded.
 		// Over what an agent reads at all, kept or not: no retry shortens it.
-		{"over 64 KiB", "charge", `{"id":"ch1","note":"` + strings.Repeat("x", 64<<10) + `"}`, false, remote.ErrContract, "over 64 KiB"},
+		{"over 64 KiB", "charge", `{"id":"ch1","note":"` + strings.Repeat("x", 64<<10) + `"}`, false, order.ErrContract, "over 64 KiB"},
 		{"not kept, not bounded", "charge", `{"id":"ch1","note":"` + strings.Repeat("x", 200) + `"}`, false, nil, ""},
 		{"an undo's answer needs only its id", "charge", `{"id":"rf1","note":"` + strings.Repeat("x", 200) + `"}`, true, nil, ""},
 	}
@@ -80,7 +80,7 @@ func TestRequestOfAnUnknownWorkflowIsNotCalled(t *testing.T) {
 	defer ts.Close()
 	req := stepRequest("k1")
 	req.Workflow = "someone-elses"
-	if _, err := remote.NewClient(ts.URL, ts.Client(), shipped).Call(t.Context(), "payment", req); !errors.Is(err, remote.ErrNotInBuild) || calls != 0 {
-		t.Errorf("Call() = %v after %d calls, want ErrNotInBuild and none", err, calls)
+	if _, err := remote.NewClient(ts.URL, ts.Client(), shipped).Call(t.Context(), "payment", req); !errors.Is(err, order.ErrNotInBuild) || calls != 0 {
+		t.Errorf("Call() = %v after %d calls, want order.ErrNotInBuild and none", err, calls)
 	}
 }

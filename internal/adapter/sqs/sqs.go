@@ -11,22 +11,12 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"orderly/internal/order"
 )
-
-// Describe returns the log attributes that identify a message an SQS
-// handler received: its id, how often it was delivered, and its size. Not
-// its body: a request carries the order's input (a payment token, an
-// address), which no log may hold. The message itself stays in its queue,
-// then its dead-letter queue, where `orderly dlq show` reads it.
-func Describe(msg events.SQSMessage) []any {
-	return []any{"message_id", msg.MessageId, "receive_count", msg.Attributes["ApproximateReceiveCount"], "body_bytes", len(msg.Body)}
-}
 
 // Client is the part of the SQS API this package uses.
 type Client interface {

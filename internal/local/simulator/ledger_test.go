@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"orderly/internal/adapter/remote"
 	"orderly/internal/local/simulator"
+	"orderly/internal/order"
 	"orderly/internal/testkit/ordertest"
 )
 
@@ -86,7 +86,7 @@ func TestOutageAnswersItsStatus(t *testing.T) {
 			}
 			sim.AddOutage(simulator.Outage{Service: "payment", From: now.Add(-time.Minute), Till: now.Add(time.Minute), Status: tt.status})
 			_, err := client.Call(t.Context(), "payment", req)
-			if got, ok := remote.ConfigurationStatus(err); !ok || got != tt.wantStatus || !strings.Contains(err.Error(), tt.wantMsg) {
+			if got, ok := order.ConfigurationStatus(err); !ok || got != tt.wantStatus || !strings.Contains(err.Error(), tt.wantMsg) {
 				t.Errorf("payment during its outage: %v (status %q), want a configuration fault with status %s containing %q", err, got, tt.wantStatus, tt.wantMsg)
 			}
 			if n := sim.Calls("payment", req.IdempotencyKey); n != 0 {

@@ -77,7 +77,7 @@ func classify(err error) outcome {
 	switch {
 	case err == nil:
 		return succeeded
-	case errors.Is(err, remote.ErrPermanent):
+	case errors.Is(err, order.ErrPermanent):
 		return permanent
 	default:
 		return transient
@@ -318,7 +318,7 @@ func TestKeyReusedForDifferentWorkIsRefused(t *testing.T) {
 	other := first
 	other.Input = order.LegacyInput("cust-1", []order.Line{{SKU: "GADGET-9", Quantity: 1}}, "")
 	_, err = client.Call(t.Context(), "payment", other)
-	if !errors.Is(err, remote.ErrPermanent) || !strings.Contains(err.Error(), "status 422") {
+	if !errors.Is(err, order.ErrPermanent) || !strings.Contains(err.Error(), "status 422") {
 		t.Errorf("same key, different lines: error %v, want a permanent 422", err)
 	}
 	// The original work is still there.
@@ -446,7 +446,7 @@ func TestHangIsReleasedByTheClientGivingUp(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	if _, err := client.Call(ctx, "shipping", req); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, remote.ErrTransient) {
+	if _, err := client.Call(ctx, "shipping", req); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, order.ErrTransient) {
 		t.Fatalf("Call error = %v, want a transient deadline error", err)
 	}
 
@@ -502,12 +502,12 @@ func TestCloseReleasesHeldCalls(t *testing.T) {
 		t.Errorf("%d log records when Close returned, want %d", len(recs), len(held))
 	}
 	for range held {
-		if err := <-errs; !errors.Is(err, remote.ErrTransient) || !strings.Contains(err.Error(), "status 503: simulator is shutting down") {
+		if err := <-errs; !errors.Is(err, order.ErrTransient) || !strings.Contains(err.Error(), "status 503: simulator is shutting down") {
 			t.Errorf("held call ended with %v, want a transient 503 for the shutdown", err)
 		}
 	}
 	_, err := client.Call(t.Context(), "inventory", stepRequest("ORDER4", stepOf["inventory"], "WIDGET-1"))
-	if !errors.Is(err, remote.ErrTransient) || !strings.Contains(err.Error(), "status 503") {
+	if !errors.Is(err, order.ErrTransient) || !strings.Contains(err.Error(), "status 503") {
 		t.Errorf("call after Close: %v, want a transient 503", err)
 	}
 	sim.Close() // a second Close is harmless
@@ -569,10 +569,10 @@ func TestRetryAfterOnTransientFaults(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, _, client := start(t, tt.opts...)
 			_, err := client.Call(t.Context(), "payment", stepRequest("ORDER1", stepOf["payment"], "TEST-PAYMENT-TRANSIENT-1"))
-			if !errors.Is(err, remote.ErrTransient) {
+			if !errors.Is(err, order.ErrTransient) {
 				t.Fatalf("Call error = %v, want ErrTransient", err)
 			}
-			if got, ok := remote.RetryAfter(err); got != tt.want || ok != tt.wantOK {
+			if got, ok := order.RetryAfter(err); got != tt.want || ok != tt.wantOK {
 				t.Errorf("RetryAfter = %v, %t, want %v, %t", got, ok, tt.want, tt.wantOK)
 			}
 		})

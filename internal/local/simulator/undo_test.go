@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"orderly/internal/adapter/remote"
 	"orderly/internal/local/simulator"
 	"orderly/internal/order"
 	"orderly/internal/testkit/ordertest"
@@ -37,7 +36,7 @@ func TestUndoReversesTheWorkOnce(t *testing.T) {
 	if !sim.Undone("payment", req.IdempotencyKey) {
 		t.Error("Undone() = false after the undo")
 	}
-	if _, err := client.Call(t.Context(), "payment", req); !errors.Is(err, remote.ErrPermanent) {
+	if _, err := client.Call(t.Context(), "payment", req); !errors.Is(err, order.ErrPermanent) {
 		t.Errorf("work after its undo: %v, want a permanent refusal", err)
 	}
 }
@@ -54,7 +53,7 @@ func TestUndoOfNothingFencesTheKey(t *testing.T) {
 	if status != 200 || body["id"] == "" {
 		t.Errorf("repeated undo = %d %v, want 200 with its id", status, body)
 	}
-	if _, err := client.Call(t.Context(), "inventory", req); !errors.Is(err, remote.ErrPermanent) {
+	if _, err := client.Call(t.Context(), "inventory", req); !errors.Is(err, order.ErrPermanent) {
 		t.Errorf("late work: %v, want a permanent refusal", err)
 	}
 	if n := sim.Calls("inventory", req.IdempotencyKey); n != 1 {
@@ -76,7 +75,7 @@ func TestUndoWinsOverAHeldCall(t *testing.T) {
 	if _, err := client.Call(t.Context(), "shipping", undoOf(req)); err != nil {
 		t.Fatalf("undo: %v", err)
 	}
-	if err := <-done; !errors.Is(err, remote.ErrPermanent) {
+	if err := <-done; !errors.Is(err, order.ErrPermanent) {
 		t.Errorf("held call after the undo: %v, want a permanent refusal", err)
 	}
 }
@@ -86,9 +85,9 @@ func TestUndoTestValues(t *testing.T) {
 		sku  string
 		want []error // per undo call
 	}{
-		{"TEST-PAYMENT-UNDO-TRANSIENT-1", []error{remote.ErrTransient, nil}},
-		{"TEST-PAYMENT-UNDO-PERMANENT", []error{remote.ErrPermanent, remote.ErrPermanent}},
-		{"TEST-PAYMENT-UNDO-PERMANENT-1", []error{remote.ErrPermanent, nil}},
+		{"TEST-PAYMENT-UNDO-TRANSIENT-1", []error{order.ErrTransient, nil}},
+		{"TEST-PAYMENT-UNDO-PERMANENT", []error{order.ErrPermanent, order.ErrPermanent}},
+		{"TEST-PAYMENT-UNDO-PERMANENT-1", []error{order.ErrPermanent, nil}},
 		// The work's own value does not touch its undo.
 		{"TEST-PAYMENT-TRANSIENT-5", []error{nil}},
 	}
@@ -110,7 +109,7 @@ func TestUndoTestValues(t *testing.T) {
 func TestPermanentForNCalls(t *testing.T) {
 	_, _, client := start(t)
 	req := stepRequest("ORDER5", ordertest.StepArrangeShipping, "TEST-SHIPPING-PERMANENT-1")
-	if _, err := client.Call(t.Context(), "shipping", req); !errors.Is(err, remote.ErrPermanent) {
+	if _, err := client.Call(t.Context(), "shipping", req); !errors.Is(err, order.ErrPermanent) {
 		t.Errorf("first call: %v, want a permanent refusal", err)
 	}
 	if _, err := client.Call(t.Context(), "shipping", req); err != nil {

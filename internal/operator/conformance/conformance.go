@@ -686,7 +686,7 @@ func (r *run) log(step string) *stepLog {
 // outcome is one call, with the attempts it took.
 type outcome struct {
 	key    string
-	answer remote.Answer
+	answer order.Answer
 	err    error
 	tries  []*exchange
 }
@@ -747,7 +747,7 @@ func (r *run) call(ctx context.Context, d order.StepDef, key string, undo bool, 
 			out.tries = append(out.tries, e)
 			log.mu.Lock()
 			log.exchanges = append(log.exchanges, e)
-			if errors.Is(out.err, remote.ErrContract) {
+			if errors.Is(out.err, order.ErrContract) {
 				log.contract = append(log.contract, contractProblem(out.err))
 			}
 			log.mu.Unlock()
@@ -756,7 +756,7 @@ func (r *run) call(ctx context.Context, d order.StepDef, key string, undo bool, 
 			return out
 		}
 		wait := time.Duration(100<<attempt) * time.Millisecond
-		if after, ok := remote.RetryAfter(out.err); ok {
+		if after, ok := order.RetryAfter(out.err); ok {
 			wait = min(after, 3*time.Second)
 		}
 		select {
