@@ -65,7 +65,7 @@ func run(log *slog.Logger) error {
 		SupervisorEvery: env.Duration("SUPERVISOR_EVERY", engine.DefaultSupervisorEvery),
 		Schedulers:      env.Int("SCHEDULERS", 2),
 		Supervisors:     env.Int("SUPERVISORS", 1),
-		ClockSkew:       env.Duration("ORDERLY_CLOCK_SKEW", 0),
+		ClockSkew:       env.Span("ORDERLY_CLOCK_SKEW", 0),
 		// The simulated services keep their work across restarts, as real
 		// ones would: what was reserved, charged or refused stays so.
 		SimulatorLedger: env.String("ORDERLY_SIM_LEDGER", filepath.Join(env.String("ORDERLY_STATE_DIR", ".local/state"), "simulator-ledger.jsonl")),

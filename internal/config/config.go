@@ -83,6 +83,21 @@ func (e *Env) Duration(name string, def time.Duration) time.Duration {
 	return d
 }
 
+// Span returns a duration of 0 or more (a clock skew, which may be none),
+// or def when unset.
+func (e *Env) Span(name string, def time.Duration) time.Duration {
+	v, ok := e.lookup(name)
+	if !ok || v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		e.problems = append(e.problems, fmt.Sprintf("%s=%q is not a duration of 0 or more like 500ms", name, v))
+		return def
+	}
+	return d
+}
+
 // Int returns a positive integer or def when unset.
 func (e *Env) Int(name string, def int) int {
 	v, ok := e.lookup(name)

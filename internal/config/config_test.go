@@ -107,6 +107,32 @@ func TestDuration(t *testing.T) {
 	}
 }
 
+// A span that may be none (a clock skew, which the local runtime
+// documents as 0 by default) takes 0 and refuses a negative one.
+func TestSpan(t *testing.T) {
+	const def = time.Second
+	tests := []struct {
+		value     string
+		want      time.Duration
+		wantProbl bool
+	}{
+		{"0", 0, false},
+		{"0s", 0, false},
+		{"250ms", 250 * time.Millisecond, false},
+		{"-1s", def, true},
+		{"soon", def, true},
+	}
+	for _, tt := range tests {
+		env := config.FromMap(map[string]string{"S": tt.value})
+		if got := env.Span("S", def); got != tt.want || (env.Err() != nil) != tt.wantProbl {
+			t.Errorf("Span(S=%q) = %s, problem %v; want %s, a problem %t", tt.value, got, env.Err(), tt.want, tt.wantProbl)
+		}
+	}
+	if got := config.FromMap(nil).Span("S", def); got != def {
+		t.Errorf("Span(unset) = %s, want %s", got, def)
+	}
+}
+
 func TestInt(t *testing.T) {
 	const def = 3
 	tests := []struct {
