@@ -35,8 +35,9 @@ type Guard struct {
 	// the client has.
 	NotCancelled, Cancelled bool
 	// NotParkedFor: the order is not parked for this workflow version
-	// already, and no alert of it waits to be sent.
-	NotParkedFor string
+	// already. NoAlertPending: no alert of the order waits to be sent.
+	NotParkedFor   string
+	NoAlertPending bool
 	// AlertPending: an alert waits to be sent; SameAlertKind: of the
 	// fence's kind. SameDueAt: the order's DueAt is the fence's.
 	AlertPending, SameAlertKind, SameDueAt bool
@@ -122,7 +123,7 @@ func (g Guard) Holds(fence StepState, at time.Time, f Found) bool {
 		return false
 	case g.NotCancelled && r.CancelRequested, g.Cancelled && !r.CancelRequested:
 		return false
-	case g.NotParkedFor != "" && (r.Parked == g.NotParkedFor || r.AlertPending):
+	case g.NotParkedFor != "" && r.Parked == g.NotParkedFor, g.NoAlertPending && r.AlertPending:
 		return false
 	case g.AlertPending && !r.AlertPending, g.SameAlertKind && r.AlertKind != fence.AlertKind:
 		return false

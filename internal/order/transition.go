@@ -123,10 +123,31 @@ func GaveUp(st StepState, now time.Time) Transition {
 func Park(st StepState, until time.Time, alert bool, reason string, now time.Time) Transition {
 	t := Transition{Name: "park", Record: st, At: now, Guard: Guard{State: st.ProcessState}, Change: Change{DueAt: until}}
 	if alert {
-		t.Guard.NotParkedFor = st.Version
+		t.Guard.NotParkedFor, t.Guard.NoAlertPending = st.Version, true
 		t.Change.Parked, t.Change.Alert, t.Change.Reason = st.Version, AlertVersionUnknown, reason
 	}
 	return t
+}
+
+// ParkRefused decides, from err, the refusal of park t with its alert,
+// whether the order is parked without the alert: when another alert of
+// the order waits to be sent (operators hear of the order with it) and
+// the order is not parked for its version yet. The mark alone then
+// records the drop, so that the step is sent again, no failure counted,
+// once a build with the version takes the order up; without it, the
+// drop would look like a request still waiting in a backlogged queue.
+func ParkRefused(t Transition, err error) (Transition, bool) {
+	f, ok := FoundBy(err)
+	if !ok || t.Change.Alert == "" {
+		return t, false
+	}
+	mark := t
+	mark.Guard.NoAlertPending = false
+	mark.Change.Alert, mark.Change.Reason = "", ""
+	if !mark.Holds(f) {
+		return t, false
+	}
+	return mark, true
 }
 
 // Claim is a Scheduler's exclusive claim of a Pending, unlocked record

@@ -56,7 +56,7 @@ func TestTransitions(t *testing.T) {
 		{"an agent gave up", order.GaveUp(processing, now),
 			order.Guard{State: order.Processing}, order.Change{Deferrals: order.MaxDeferrals}},
 		{"a park that alerts", order.Park(processing, later, true, "not in this build", now),
-			order.Guard{State: order.Processing, NotParkedFor: "2"},
+			order.Guard{State: order.Processing, NotParkedFor: "2", NoAlertPending: true},
 			order.Change{DueAt: later, Parked: "2", Alert: order.AlertVersionUnknown, Reason: "not in this build"}},
 		{"a park once alerted", order.Park(pending, later, false, "not in this build", now),
 			order.Guard{State: order.Pending}, order.Change{DueAt: later}},

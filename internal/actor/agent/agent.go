@@ -329,12 +329,16 @@ func (s *Service) park(ctx context.Context, log *slog.Logger, req order.StepRequ
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	now := s.now()
-	_, _, err := s.deadlines.Apply(ctx, order.Park(req.StepRecord(), now, true, s.workflows.Missing(req.Workflow, req.Version), now))
+	park := order.Park(req.StepRecord(), now, true, s.workflows.Missing(req.Workflow, req.Version), now)
+	_, _, err := s.deadlines.Apply(ctx, park)
+	if mark, ok := order.ParkRefused(park, err); ok {
+		// Another alert of the order waits to be sent: the mark alone.
+		_, _, err = s.deadlines.Apply(ctx, mark)
+	}
 	switch {
 	case errors.Is(err, order.ErrStale):
-		// The attempt is over, the order already parked for its version,
-		// or another alert of the order waits to be sent: the Supervisor
-		// parks it when it finds it.
+		// The attempt is over, or the order is parked for its version
+		// already.
 		log.InfoContext(ctx, "dropped request not recorded: the attempt moved on or the order is parked already")
 	case err != nil:
 		log.WarnContext(ctx, "dropped request not recorded; the Supervisor parks the order when its deadline passes", "error", err)

@@ -824,3 +824,59 @@ func TestStepDroppedByAnAgentWithoutItsVersionIsSentAgainDespiteABacklog(t *test
 			st.ProcessState, st.FailureCount, st.Deferrals, st.LastError)
 	}
 }
+
+// The agent that drops a request of a version its build lacks while
+// another alert of the order waits to be sent (the Supervisor's own
+// VersionUnknown, which a success's claim of the next step leaves
+// pending) still marks the order parked, without a second alert: without
+// the mark, the build with the version back would defer the step for
+// its queue's backlog, again and again, for a request that is not there.
+// Found by the 200-order soak, which lost such an order to its bound.
+func TestStepDroppedWhileAnAlertWaitsIsSentAgainDespiteABacklog(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	ctx := context.Background()
+	id := w.Submit(t, someOrder)
+	takeRequests(t, w)
+	// A build without the order's version parked it at step 0 and
+	// recorded its alert; then a build with the version applied step 0's
+	// success, which claimed step 1 and cleared the park, not the alert.
+	st := w.Step(t, id, first)
+	if _, _, err := w.Store.Apply(ctx, order.Park(st, w.Clock.Now(), true, "not in this build", w.Clock.Now())); err != nil {
+		t.Fatal(err)
+	}
+	o, claimed, err := w.Store.CompleteStep(ctx, w.Workflow.Completion(st, "res-1", nil, "s1", w.Clock.Now()), w.Clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if claimed.Parked != "" || !claimed.AlertPending {
+		t.Fatalf("after the success: parked %q, alert pending %v; want the park cleared and the alert pending", claimed.Parked, claimed.AlertPending)
+	}
+	other := w.Workflow
+	other.Version = "2"
+	build := order.MustVersions(other)
+	dropper := agent.New(agent.Config{
+		Name: claimed.Agent, Remote: remote.NewClient("http://127.0.0.1:9", nil, build),
+		Replies: sqs.NewReplies(w.Clients.SQS, w.Stack.ResponseQueue.URL), Deadlines: w.Store.As("agent " + claimed.Agent),
+		Workflows: build, Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard(),
+	})
+	if err := dropper.Process(ctx, order.NewRequest(o, claimed)); err != nil {
+		t.Fatal(err)
+	}
+	if st := w.Step(t, id, claimed.Step); st.Parked != w.Workflow.Version || st.AlertKind != order.AlertVersionUnknown {
+		t.Fatalf("after the drop: parked %q, alert %s; want parked for version %s, the pending alert as it was", st.Parked, st.AlertKind, w.Workflow.Version)
+	}
+	// The version is back; another order's request waits in the queue.
+	w.Submit(t, someOrder)
+	run(t, w) // sends the pending alert
+	sent := w.Step(t, id, claimed.Step)
+	next := sent.CompleteBy
+	if sent.DueAt.After(next) {
+		next = sent.DueAt
+	}
+	w.Clock.Advance(next.Sub(w.Clock.Now()) + w.Workflow.SkewGrace + time.Millisecond)
+	run(t, w)
+	if st := w.Step(t, id, claimed.Step); st.ProcessState != order.Pending || st.FailureCount != 0 || st.Deferrals != 0 {
+		t.Fatalf("past the deadline: step %s, %d failures, %d deferrals, %q; want it sent again with no failure counted",
+			st.ProcessState, st.FailureCount, st.Deferrals, st.LastError)
+	}
+}

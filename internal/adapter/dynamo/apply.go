@@ -80,6 +80,8 @@ func condition(fence order.StepState, g order.Guard, at time.Time) expression.Co
 	if g.NotParkedFor != "" {
 		add(expression.Or(expression.AttributeNotExists(expression.Name(attrParked)),
 			expression.Name(attrParked).NotEqual(expression.Value(g.NotParkedFor))))
+	}
+	if g.NoAlertPending {
 		add(expression.AttributeNotExists(expression.Name(attrAlertPending)))
 	}
 	if g.AlertPending {
