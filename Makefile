@@ -109,6 +109,13 @@ build: ## build the Lambda functions: bin/<function>/bootstrap (linux/arm64)
 			-o bin/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
 
+# The operator's CLI, for this machine (`go run ./cmd/orderly` runs it
+# without building). -buildvcs=auto stamps the commit it is built from,
+# which `orderly version` prints, even where GOFLAGS turns stamping off.
+.PHONY: cli
+cli: ## build the operator CLI for this machine: bin/orderly (bin/orderly --help lists its commands)
+	go build -buildvcs=auto -trimpath -o bin/orderly ./cmd/orderly
+
 .PHONY: emulators
 emulators: tools ## start the emulators in the background
 	bash $(EMULATORS) start

@@ -1,17 +1,14 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
+
+	"github.com/spf13/cobra"
 
 	"orderly/internal/adapter/remote"
 	"orderly/internal/definition"
@@ -23,85 +20,87 @@ import (
 // rules are already printed.
 var errNonConformant = errors.New("the service does not conform")
 
-// specList collects a repeatable flag's values, parsed after the flags:
-// the flag package would quote a refused value, and a header's may be a
-// secret.
-type specList []string
+// errCannotStart ends `conformance` when the run cannot start: a workflow,
+// input or URL it cannot use (exit 2, like a usage error).
+var errCannotStart = errors.New("conformance cannot start")
 
-func (s *specList) String() string { return fmt.Sprint(len(*s), " values") }
+// cannotStart is err, said as it is, as errCannotStart.
+type cannotStart struct{ err error }
 
-func (s *specList) Set(v string) error {
-	*s = append(*s, v)
-	return nil
-}
+func (c cannotStart) Error() string   { return c.err.Error() }
+func (c cannotStart) Unwrap() []error { return []error{c.err, errCannotStart} }
 
-// conformanceCmd runs `orderly conformance`.
-func conformanceCmd(args []string, out io.Writer, asJSON bool) error {
-	const synopsis = "conformance --workflow FILE --url BASE [--step NAME] [--header K=V]... [--input FILE] [--openapi]"
-	fs := flags("conformance", synopsis)
-	file := fs.String("workflow", "", "the workflow definition `file` whose steps' calls are checked")
-	base := fs.String("url", "", "the base `URL` the steps' services answer under")
-	step := fs.String("step", "", "check only this `step`; the earlier steps it carries results of are called once first")
-	inputFile := fs.String("input", "", "a JSON `file` with the order's input (default: the input schema's examples[0])")
-	asOpenAPI := fs.Bool("openapi", false, "print the workflow's remote-service contract (OpenAPI 3.1) and check nothing")
-	var headerSpecs specList
-	fs.Var(&headerSpecs, "header", "`NAME=VALUE` or NAME=@FILE: a header every call carries, such as a credential (repeatable; values are never printed)")
-	if err := fs.Parse(args); err != nil {
-		return err
+// conformanceCmd is `orderly conformance`: a service and a definition
+// file, no stage, no AWS.
+func (a *app) conformanceCmd() *cobra.Command {
+	var file, base, step, inputFile string
+	var asOpenAPI bool
+	var headerSpecs []string
+	cmd := &cobra.Command{
+		Use:                   "conformance --workflow FILE --url BASE [--step NAME] [--header K=V]... [--input FILE] [--openapi]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Check a team's services against the remote-service contract",
+		Long: `Check a team's services against the remote-service contract, calling them as
+the agents do: one line per rule per step. Exit 1 when a rule fails, 2 when
+the run cannot start (a usage error, or a workflow, input or URL it cannot
+use). --openapi prints the workflow's own contract (OpenAPI 3.1) and checks
+nothing.`,
+		Example: "  orderly conformance --workflow examples/workflows/checkout/v1.json --url http://127.0.0.1:8081 --step fraud-check --header Authorization=@token.txt",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case file == "":
+				return usagef("conformance: --workflow FILE is required")
+			case base == "" && !asOpenAPI:
+				return usagef("conformance: --url BASE is required")
+			}
+			header, err := parseHeaders(headerSpecs)
+			if err != nil {
+				return usagef("conformance: %w", err)
+			}
+			cannot := func(err error) error { return cannotStart{fmt.Errorf("conformance: %w", err)} }
+			w, err := loadWorkflow(file)
+			if err != nil {
+				return cannot(err)
+			}
+			if asOpenAPI {
+				doc, err := remote.ContractJSONFor(w)
+				if err != nil {
+					return cannot(err)
+				}
+				_, err = a.out.Write(doc)
+				return err
+			}
+			input, err := conformanceInput(w, inputFile)
+			if err != nil {
+				return cannot(err)
+			}
+			results, err := conformance.Run(cmd.Context(), conformance.Config{Workflow: w, Input: input, BaseURL: base, Step: step, Header: header})
+			if err != nil {
+				return cannot(err)
+			}
+			if a.asJSON() {
+				if err := writeJSON(a.out, map[string]any{"workflow": w.Name, "version": w.Version, "results": results, "failed": conformance.Failed(results)}); err != nil {
+					return err
+				}
+			} else {
+				conformance.Write(a.out, results)
+			}
+			if n := conformance.Failed(results); n > 0 {
+				return fmt.Errorf("%d rules failed: %w", n, errNonConformant)
+			}
+			return nil
+		},
 	}
-	usage := func(format string, a ...any) error {
-		fs.Usage()
-		return fmt.Errorf("conformance: "+format+": %w", append(a, flag.ErrHelp)...)
-	}
-	// cannot is a run that cannot start: exit 2, like a usage error.
-	cannot := func(err error) error { return fmt.Errorf("conformance: %w: %w", err, flag.ErrHelp) }
-	switch {
-	case fs.NArg() > 0:
-		return usage("unexpected argument %q", fs.Arg(0))
-	case *file == "":
-		return usage("--workflow FILE is required")
-	case *base == "" && !*asOpenAPI:
-		return usage("--url BASE is required")
-	}
-	header, err := parseHeaders(headerSpecs)
-	if err != nil {
-		return usage("%v", err)
-	}
-	w, err := loadWorkflow(*file)
-	if err != nil {
-		return cannot(err)
-	}
-	if *asOpenAPI {
-		doc, err := remote.ContractJSONFor(w)
-		if err != nil {
-			return cannot(err)
-		}
-		_, err = out.Write(doc)
-		return err
-	}
-	input, err := conformanceInput(w, *inputFile)
-	if err != nil {
-		return cannot(err)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	results, err := conformance.Run(ctx, conformance.Config{Workflow: w, Input: input, BaseURL: *base, Step: *step, Header: header})
-	if err != nil {
-		return cannot(err)
-	}
-	if asJSON {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(map[string]any{"workflow": w.Name, "version": w.Version, "results": results, "failed": conformance.Failed(results)}); err != nil {
-			return err
-		}
-	} else {
-		conformance.Write(out, results)
-	}
-	if n := conformance.Failed(results); n > 0 {
-		return fmt.Errorf("%d rules failed: %w", n, errNonConformant)
-	}
-	return nil
+	cmd.Flags().StringVar(&file, "workflow", "", "the workflow definition `file` whose steps' calls are checked")
+	cmd.Flags().StringVar(&base, "url", "", "the base `URL` the steps' services answer under")
+	cmd.Flags().StringVar(&step, "step", "", "check only this `step`; the earlier steps it carries results of are called once first")
+	cmd.Flags().StringVar(&inputFile, "input", "", "a JSON `file` with the order's input (default: the input schema's examples[0])")
+	cmd.Flags().BoolVar(&asOpenAPI, "openapi", false, "print the workflow's remote-service contract (OpenAPI 3.1) and check nothing")
+	// StringArray, not StringSlice: a header's value may hold commas. Its
+	// Set never fails, so no error quotes a value, which may be a secret.
+	cmd.Flags().StringArrayVar(&headerSpecs, "header", nil, "`NAME=VALUE` or NAME=@FILE: a header every call carries, such as a credential (repeatable; values are never printed)")
+	return cmd
 }
 
 // loadWorkflow reads a definition file as the functions run it, with the

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -61,7 +60,7 @@ func TestConformancePassesAgainstTheSimulator(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var out bytes.Buffer
-		if err := run(tt.args, &out); err != nil {
+		if err := runArgs(tt.args, &out); err != nil {
 			t.Errorf("%q: %v\n%s", tt.args, err, out.String())
 		}
 		lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
@@ -86,8 +85,8 @@ func TestConformanceFailsAgainstAServiceIgnoringKeys(t *testing.T) {
 	defer srv.Close()
 	input := writeTemp(t, "input.json", `{"customerId":"c-42","lines":[{"sku":"SKU-1","quantity":2}]}`)
 	var out bytes.Buffer
-	err := run([]string{"-o", "json", "conformance", "--workflow", shippedFile, "--url", srv.URL, "--input", input, "--step", "charge-payment"}, &out)
-	if !errors.Is(err, errNonConformant) || errors.Is(err, flag.ErrHelp) {
+	err := runArgs([]string{"-o", "json", "conformance", "--workflow", shippedFile, "--url", srv.URL, "--input", input, "--step", "charge-payment"}, &out)
+	if !errors.Is(err, errNonConformant) || exitCode(err) != 1 {
 		t.Errorf("error %v, want non-conformant (exit 1)", err)
 	}
 	var report struct {
@@ -108,8 +107,8 @@ func TestConformanceFailsAgainstAServiceIgnoringKeys(t *testing.T) {
 	}
 }
 
-// Wrong command lines are usage errors (exit 2), each saying what is
-// wrong, and none quotes a header's value.
+// Wrong command lines, and runs that cannot start, exit 2, each saying
+// what is wrong, and none quotes a header's value.
 func TestConformanceUsage(t *testing.T) {
 	url := simulatorURL(t)
 	bad := writeTemp(t, "v1.json", `{"name":"x"}`)
@@ -120,7 +119,9 @@ func TestConformanceUsage(t *testing.T) {
 	}{
 		{[]string{"conformance"}, "--workflow FILE is required"},
 		{[]string{"conformance", "--workflow", checkoutFile}, "--url BASE is required"},
-		{[]string{"conformance", "--workflow", checkoutFile, "--url", url, "extra"}, `unexpected argument "extra"`},
+		{[]string{"conformance", "--workflow", checkoutFile, "--url", url, "extra"}, `unknown command "extra" for "orderly conformance"`},
+		{[]string{"conformance", "--workflow", checkoutFile, "--url", url, "--nope"}, "unknown flag: --nope"},
+		{[]string{"conformance", "-workflow", checkoutFile, "-url", url, "-step", "refund"}, `has no step "refund"`},
 		{[]string{"conformance", "--workflow", checkoutFile, "--url", url, "--header", "Authorization"}, `--header "Authorization": want NAME=VALUE`},
 		{[]string{"conformance", "--workflow", checkoutFile, "--url", url, "--header", "Bad Name=s3cret"}, `--header "Bad Name": want NAME=VALUE`},
 		{[]string{"conformance", "--workflow", checkoutFile, "--url", url, "--header", "X-Key=@/nonexistent/token"}, "--header X-Key: open /nonexistent"},
@@ -132,8 +133,8 @@ func TestConformanceUsage(t *testing.T) {
 		{[]string{"conformance", "--workflow", shippedFile, "--url", url, "--input", writeTemp(t, "in.json", `{"customerId":"c"}`)}, "lines"},
 	}
 	for _, tt := range tests {
-		err := run(tt.args, &bytes.Buffer{})
-		if !errors.Is(err, flag.ErrHelp) || !strings.Contains(err.Error(), tt.want) {
+		err := runArgs(tt.args, &bytes.Buffer{})
+		if err == nil || exitCode(err) != 2 || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%q: %v, want a usage error saying %q", tt.args, err, tt.want)
 		}
 		if err != nil && strings.Contains(err.Error(), "s3cret") && !strings.Contains(tt.want, "s3cret") {
@@ -145,7 +146,7 @@ func TestConformanceUsage(t *testing.T) {
 // --openapi prints the workflow's own contract: its calls at their paths.
 func TestConformanceOpenAPI(t *testing.T) {
 	var out bytes.Buffer
-	if err := run([]string{"conformance", "--workflow", checkoutFile, "--openapi"}, &out); err != nil {
+	if err := runArgs([]string{"conformance", "--workflow", checkoutFile, "--openapi"}, &out); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,7 +59,7 @@ func TestWorkflowValidate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
-			err := run(append([]string{"workflow", "validate"}, tt.files...), &out)
+			err := runArgs(append([]string{"workflow", "validate"}, tt.files...), &out)
 			if got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n"); strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
 				t.Errorf("output:\n%s\nwant:\n%s", out.String(), strings.Join(tt.want, "\n"))
 			}
@@ -88,9 +86,28 @@ func writeFile(t *testing.T, data []byte, elem ...string) string {
 // Without files there is nothing to check: usage, not success.
 func TestWorkflowValidateNeedsFiles(t *testing.T) {
 	for _, args := range [][]string{{"workflow"}, {"workflow", "validate"}, {"workflow", "check", "x.json"}} {
-		if err := run(args, &bytes.Buffer{}); err == nil {
-			t.Errorf("%q: no error, want usage", args)
+		if err := runArgs(args, &bytes.Buffer{}); !isUsage(err) {
+			t.Errorf("%q: %v, want a usage error", args, err)
 		}
+	}
+}
+
+// -o json reports each file, valid or not, with its problems by field.
+func TestWorkflowValidateJSON(t *testing.T) {
+	shipped := filepath.Join("..", "..", "workflows", "order", "v1.json")
+	bad := filepath.Join("..", "..", "internal", "definition", "testdata", "bad", "many-problems.json")
+	var out bytes.Buffer
+	err := runArgs([]string{"workflow", "validate", shipped, bad, "-o", "json"}, &out)
+	if !errors.Is(err, errInvalidDefinitions) {
+		t.Errorf("error %v, want %v", err, errInvalidDefinitions)
+	}
+	var report []validated
+	if err := json.Unmarshal(out.Bytes(), &report); err != nil {
+		t.Fatalf("%v:\n%s", err, out.String())
+	}
+	if len(report) != 2 || !report[0].Valid || report[0].File != shipped || len(report[0].Problems) != 0 ||
+		report[1].Valid || len(report[1].Problems) != 5 || report[1].Problems[0] != (problemReport{Field: "version", Rule: "must not be empty"}) {
+		t.Errorf("report %+v", report)
 	}
 }
 
@@ -140,7 +157,8 @@ func TestWorkflowDiff(t *testing.T) {
 		name string
 		args []string
 		// want are lines the output must have, in this order.
-		want     []string
+		want []string
+		// wantErr is the error's kind; nil with exit 2, a usage error.
 		wantErr  error
 		wantCode int
 	}{
@@ -151,7 +169,7 @@ func TestWorkflowDiff(t *testing.T) {
 			"at arrange-shipping: moves; nothing changes from here",
 			"every order in flight under version 1 can move to version 2",
 		}, nil, 0},
-		{"the stage's timing from flags, after the files", []string{v1, slower, "-allowance", "45s", "-failure-threshold", "5"}, []string{
+		{"the stage's timing from flags, after the files", []string{v1, slower, "--allowance", "45s", "-failure-threshold", "5"}, []string{
 			"workflow order, version 1 -> 2 (where a step sets no timing, the stage's: allowance 45s, maxAllowance 3m0s, failureThreshold 5, maxHeartbeats 10)",
 			"no differences an order in flight can meet",
 		}, nil, 0},
@@ -171,15 +189,23 @@ func TestWorkflowDiff(t *testing.T) {
 		{"another workflow", []string{v1, other}, []string{
 			other + `: name: "trial": must be the directory's name, "testdata"`,
 		}, errNotCompared, 2},
-		{"one file", []string{v1}, nil, flag.ErrHelp, 2},
-		{"three files", []string{v1, slower, renamed}, nil, flag.ErrHelp, 2},
-		{"a stage timing that does not work", []string{v1, slower, "-failure-threshold", "0"}, nil, flag.ErrHelp, 2},
+		{"one file", []string{v1}, nil, nil, 2},
+		{"three files", []string{v1, slower, renamed}, nil, nil, 2},
+		{"a stage timing that does not work", []string{v1, slower, "-failure-threshold", "0"}, nil, nil, 2},
+		{"a flag that does not exist", []string{v1, slower, "--threshold", "0"}, nil, nil, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
-			err := run(append([]string{"workflow", "diff"}, tt.args...), &out)
-			if !errors.Is(err, tt.wantErr) || (err == nil) != (tt.wantErr == nil) || (err != nil && exitCode(err) != tt.wantCode) {
+			err := runArgs(append([]string{"workflow", "diff"}, tt.args...), &out)
+			ok := err == nil && tt.wantCode == 0
+			switch {
+			case err != nil && tt.wantErr != nil:
+				ok = errors.Is(err, tt.wantErr) && exitCode(err) == tt.wantCode
+			case err != nil:
+				ok = isUsage(err) && tt.wantCode == 2
+			}
+			if !ok {
 				t.Fatalf("error %v (exit %d), want %v (exit %d)\n%s", err, exitCode(err), tt.wantErr, tt.wantCode, out.String())
 			}
 			rest := out.String()
@@ -211,7 +237,7 @@ func TestWorkflowDiffTakesTheStagesTiming(t *testing.T) {
 	v1 := version(t, dir, "1", func([]any) {})
 	v2 := version(t, dir, "2", func(steps []any) { stepAt(steps, 1)["timing"] = map[string]any{"allowance": "45s"} })
 	var out bytes.Buffer
-	if err := run([]string{"workflow", "diff", v1, v2}, &out); err != nil {
+	if err := runArgs([]string{"workflow", "diff", v1, v2}, &out); err != nil {
 		t.Fatalf("diff: %v\n%s", err, out.String())
 	}
 	want := "workflow order, version 1 -> 2 (where a step sets no timing, the stage's: allowance 45s, maxAllowance 3m0s, failureThreshold 3, maxHeartbeats 10)\n" +
@@ -221,15 +247,16 @@ func TestWorkflowDiffTakesTheStagesTiming(t *testing.T) {
 	}
 }
 
-// -json (or -o json) prints the diff for scripts.
+// --json (or -o json, before or after) prints the diff for scripts.
 func TestWorkflowDiffJSON(t *testing.T) {
 	stageTiming(t, "")
 	dir := t.TempDir()
 	v1 := version(t, dir, "1", func([]any) {})
 	v2 := version(t, dir, "2", func(steps []any) { delete(stepAt(steps, 0), "undo") })
-	for _, args := range [][]string{{"workflow", "diff", "-json", v1, v2}, {"-o", "json", "workflow", "diff", v1, v2}} {
+	for _, args := range [][]string{{"workflow", "diff", "-json", v1, v2}, {"workflow", "diff", "--json", v1, v2}, {"-o", "json", "workflow", "diff", v1, v2},
+		{"workflow", "diff", v1, v2, "-o", "json"}} {
 		var out bytes.Buffer
-		err := run(args, &out)
+		err := runArgs(args, &out)
 		if !errors.Is(err, errCannotMove) {
 			t.Errorf("%q: error %v, want %v", args, err, errCannotMove)
 		}
@@ -239,23 +266,6 @@ func TestWorkflowDiffJSON(t *testing.T) {
 		}
 		if d.Moves || len(d.Findings) != 1 || d.Findings[0].Field != "undo" || !d.Findings[0].Blocks || len(d.Positions) != 6 {
 			t.Errorf("%q: %+v, want one blocking undo finding and 6 positions", args, d)
-		}
-	}
-}
-
-func TestExitCode(t *testing.T) {
-	for _, tt := range []struct {
-		err  error
-		want int
-	}{
-		{fmt.Errorf("x: %w", flag.ErrHelp), 2},
-		{fmt.Errorf("x: %w", errNotCompared), 2},
-		{fmt.Errorf("x: %w", errCannotMove), 1},
-		{fmt.Errorf("x: %w", errInvalidDefinitions), 1},
-		{errors.New("order o: not found"), 1},
-	} {
-		if got := exitCode(tt.err); got != tt.want {
-			t.Errorf("exitCode(%v) = %d, want %d", tt.err, got, tt.want)
 		}
 	}
 }

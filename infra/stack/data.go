@@ -44,19 +44,26 @@ func table(s *Stack, id string, t resources.Table) awsdynamodb.Table {
 	}
 	tbl := awsdynamodb.NewTable(s.Stack, jsii.String(id), props)
 	for _, ix := range t.Indexes {
-		tbl.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
+		gsi := &awsdynamodb.GlobalSecondaryIndexProps{
 			IndexName:      jsii.String(ix.Name),
 			PartitionKey:   attribute(ix.PartitionKey),
 			SortKey:        attribute(ix.SortKey),
 			ProjectionType: projection(ix.Projection),
-		})
+		}
+		if len(ix.NonKey) > 0 {
+			gsi.NonKeyAttributes = jsii.Strings(ix.NonKey...)
+		}
+		tbl.AddGlobalSecondaryIndex(gsi)
 	}
 	return tbl
 }
 
 func projection(p resources.Projection) awsdynamodb.ProjectionType {
-	if p == resources.ProjectKeysOnly {
+	switch p {
+	case resources.ProjectKeysOnly:
 		return awsdynamodb.ProjectionType_KEYS_ONLY
+	case resources.ProjectInclude:
+		return awsdynamodb.ProjectionType_INCLUDE
 	}
 	return awsdynamodb.ProjectionType_ALL
 }

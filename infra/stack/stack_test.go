@@ -384,6 +384,22 @@ func TestTablesAreRecoverableAndRetained(t *testing.T) {
 				map[string]any{"AttributeName": resources.AttrInErrorSince, "KeyType": "RANGE"},
 			},
 			"Projection": map[string]any{"ProjectionType": "KEYS_ONLY"},
+		}, map[string]any{
+			"IndexName": resources.CreatedIndexName,
+			"KeySchema": []any{
+				map[string]any{"AttributeName": resources.AttrListed, "KeyType": "HASH"},
+				map[string]any{"AttributeName": resources.AttrCreated, "KeyType": "RANGE"},
+			},
+			"Projection": map[string]any{"ProjectionType": "INCLUDE", "NonKeyAttributes": []any{resources.AttrCaller,
+				resources.AttrCustomer, resources.AttrWorkflow, resources.AttrVersion, resources.AttrOutcome, resources.AttrEnded}},
+		}, map[string]any{
+			"IndexName": resources.EndedIndexName,
+			"KeySchema": []any{
+				map[string]any{"AttributeName": resources.AttrListed, "KeyType": "HASH"},
+				map[string]any{"AttributeName": resources.AttrEnded, "KeyType": "RANGE"},
+			},
+			"Projection": map[string]any{"ProjectionType": "INCLUDE", "NonKeyAttributes": []any{resources.AttrCaller,
+				resources.AttrCustomer, resources.AttrWorkflow, resources.AttrVersion, resources.AttrOutcome, resources.AttrCreated}},
 		}},
 	})
 }

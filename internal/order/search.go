@@ -157,3 +157,25 @@ func (q Query) Key() string {
 	return strings.Join([]string{q.Caller, string(q.Status), q.CustomerID, q.Workflow, q.Version,
 		ms(q.CreatedFrom), ms(q.CreatedTo), ms(q.EndedFrom), ms(q.EndedTo), strconv.Itoa(q.Limit)}, "\x1f")
 }
+
+// Summary is an order as a search lists it.
+type Summary struct {
+	ID         string
+	Caller     string
+	CustomerID string
+	Workflow   string
+	Version    string
+	Status     Status
+	CreatedAt  time.Time
+	// EndedAt is when it reached its terminal status; zero while it runs.
+	EndedAt time.Time
+}
+
+// SearchPage is one page of a search's orders, newest first, and where
+// the next page starts (Next; nil when there is none). A page may hold
+// fewer than the query's limit while more orders follow: each page reads
+// a bounded part of the index.
+type SearchPage struct {
+	Orders []Summary
+	Next   []byte
+}

@@ -5,6 +5,7 @@
 package resources
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -36,6 +37,22 @@ const (
 	// never on one in Error; on its history once it ended. DynamoDB
 	// deletes an item within days of the time; reads ignore it from then.
 	AttrExpiresAt = "ExpiresAt"
+	// AttrListed is the order's shard (as DueShard), written by its
+	// submission and never changed: the search indexes' partition key.
+	AttrListed  = "Listed"
+	AttrCreated = "Created"
+	// AttrEnded is when the order reached a terminal status (Unix ms) and
+	// AttrOutcome that status (Processed, Failed, Cancelled or Error), both
+	// set by the write that ends it or puts it in Error and removed by a
+	// redrive: the ended-orders index's sort key, and a search filter.
+	AttrEnded   = "Ended"
+	AttrOutcome = "Outcome"
+	// The order's attributes a search filters on: who submitted it, its
+	// input's customerId, its workflow and version.
+	AttrCaller   = "Caller"
+	AttrCustomer = "CustomerID"
+	AttrWorkflow = "Workflow"
+	AttrVersion  = "Version"
 )
 
 // DefaultRetention is how long an ended order and its history are kept:
@@ -69,6 +86,9 @@ type Projection string
 const (
 	ProjectAll      Projection = "ALL"
 	ProjectKeysOnly Projection = "KEYS_ONLY"
+	// ProjectInclude copies the keys and the index's NonKey attributes: a
+	// write that changes none of them writes nothing to the index.
+	ProjectInclude Projection = "INCLUDE"
 )
 
 // Index is a global secondary index.
@@ -77,6 +97,8 @@ type Index struct {
 	PartitionKey Key
 	SortKey      Key
 	Projection   Projection
+	// NonKey names the attributes ProjectInclude copies.
+	NonKey []string
 }
 
 // StreamFilter selects the table changes that invoke the Scheduler: an
@@ -192,6 +214,21 @@ const AlertIndexName = "alerts"
 // order that never fails never writes to it.
 const ErrorIndexName = "in-error"
 
+// The search indexes (GET /orders): every order by when it was submitted
+// (CreatedIndexName), and the ended ones by when they ended
+// (EndedIndexName, sparse), each spread over the order's shard (Listed)
+// and projecting what a search filters on. Caller, Customer and Workflow
+// never change, and Outcome and Ended change when the order ends, so an
+// order writes each index at most twice: a search reads no item.
+const (
+	CreatedIndexName = "by-created"
+	EndedIndexName   = "by-ended"
+)
+
+// searchAttrs are the attributes a search filters on besides its index's
+// keys.
+var searchAttrs = []string{AttrCaller, AttrCustomer, AttrWorkflow, AttrVersion, AttrOutcome}
+
 // Catalog is the full set of resources of one deployment stage.
 type Catalog struct {
 	Stage string
@@ -248,6 +285,18 @@ func New(stage string, agents []string) Catalog {
 				PartitionKey: Key{AttrInError, String},
 				SortKey:      Key{AttrInErrorSince, Number},
 				Projection:   ProjectKeysOnly,
+			}, {
+				Name:         CreatedIndexName,
+				PartitionKey: Key{AttrListed, String},
+				SortKey:      Key{AttrCreated, Number},
+				Projection:   ProjectInclude,
+				NonKey:       append(slices.Clone(searchAttrs), AttrEnded),
+			}, {
+				Name:         EndedIndexName,
+				PartitionKey: Key{AttrListed, String},
+				SortKey:      Key{AttrEnded, Number},
+				Projection:   ProjectInclude,
+				NonKey:       append(slices.Clone(searchAttrs), AttrCreated),
 			}},
 			Stream:       true,
 			StreamFilter: StreamFilter{Present: []string{AttrUnclaimed}},

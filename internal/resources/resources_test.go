@@ -1,8 +1,8 @@
 package resources_test
 
 import (
+	"reflect"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
@@ -41,9 +41,15 @@ func TestCatalog(t *testing.T) {
 			SortKey: resources.Key{Name: resources.AttrDueAt, Type: resources.Number}, Projection: resources.ProjectKeysOnly},
 		{Name: resources.ErrorIndexName, PartitionKey: resources.Key{Name: resources.AttrInError, Type: resources.String},
 			SortKey: resources.Key{Name: resources.AttrInErrorSince, Type: resources.Number}, Projection: resources.ProjectKeysOnly},
+		{Name: resources.CreatedIndexName, PartitionKey: resources.Key{Name: resources.AttrListed, Type: resources.String},
+			SortKey: resources.Key{Name: resources.AttrCreated, Type: resources.Number}, Projection: resources.ProjectInclude,
+			NonKey: []string{resources.AttrCaller, resources.AttrCustomer, resources.AttrWorkflow, resources.AttrVersion, resources.AttrOutcome, resources.AttrEnded}},
+		{Name: resources.EndedIndexName, PartitionKey: resources.Key{Name: resources.AttrListed, Type: resources.String},
+			SortKey: resources.Key{Name: resources.AttrEnded, Type: resources.Number}, Projection: resources.ProjectInclude,
+			NonKey: []string{resources.AttrCaller, resources.AttrCustomer, resources.AttrWorkflow, resources.AttrVersion, resources.AttrOutcome, resources.AttrCreated}},
 	}
-	if ix := c.Orders.Indexes; !slices.Equal(ix, want) {
-		t.Errorf("got indexes %+v, want the sparse, keys-only due and error indexes %+v", ix, want)
+	if ix := c.Orders.Indexes; !reflect.DeepEqual(ix, want) {
+		t.Errorf("got indexes %+v, want the sparse, keys-only due and error indexes and the two search indexes %+v", ix, want)
 	}
 	if !c.Orders.Stream || len(c.Orders.StreamFilter.Present) == 0 {
 		t.Errorf("got stream %v with filter %+v, want the orders table streamed and filtered", c.Orders.Stream, c.Orders.StreamFilter)

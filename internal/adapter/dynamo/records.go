@@ -71,6 +71,13 @@ type orderRecord struct {
 	// may be earlier, and the Supervisor then moves it on.
 	DueShard string `dynamodbav:"DueShard,omitempty"`
 	DueAt    int64  `dynamodbav:"DueAt,omitempty"`
+	// Listed is the order's shard in the search indexes, written by its
+	// submission and never changed; Ended and Outcome are when and how it
+	// ended (or went into Error), until a redrive (see
+	// resources.CreatedIndexName).
+	Listed  string `dynamodbav:"Listed,omitempty"`
+	Ended   int64  `dynamodbav:"Ended,omitempty"`
+	Outcome string `dynamodbav:"Outcome,omitempty"`
 }
 
 // stepRecord is one step's state inside the order item.
@@ -119,6 +126,8 @@ const (
 	attrParked       = "Parked"
 	attrVersion      = "Version"
 	attrExpiresAt    = resources.AttrExpiresAt
+	attrEnded        = resources.AttrEnded
+	attrOutcome      = resources.AttrOutcome
 	dueIndexName     = resources.DueIndexName
 )
 
@@ -133,7 +142,7 @@ func newOrderRecord(o order.Order, steps []order.StepState, shards int) orderRec
 		OrderID: o.ID, Workflow: o.Workflow, Version: o.Version, Input: string(o.Input), Status: string(o.Status),
 		RequestHash: o.RequestHash, IdempotencyKey: o.IdempotencyKey, KeyNonce: string(o.KeyNonce), Caller: o.Caller, LastError: o.LastError,
 		CreatedAt: millis(o.CreatedAt), UpdatedAt: millis(o.UpdatedAt),
-		Steps: make([]stepRecord, len(steps)),
+		Steps: make([]stepRecord, len(steps)), Listed: shardOf(o.ID, shards), CustomerID: o.CustomerID,
 	}
 	for i, st := range steps {
 		r.Steps[i] = stepRecord{

@@ -44,7 +44,11 @@ type Store struct {
 	actor string
 	// retention is how long an ended order is kept (its TTL).
 	retention time.Duration
-	now       func() time.Time
+	// searchRead and searchBudget, when set, are how many index items
+	// one Query of a search evaluates, and one page in each shard (see
+	// WithSearchRead).
+	searchRead, searchBudget int
+	now                      func() time.Time
 }
 
 // Retain returns a store whose writes that end an order set it to expire
@@ -79,6 +83,17 @@ func expiredItem(item map[string]types.AttributeValue, now time.Time) bool {
 func (s *Store) As(actor string) *Store {
 	c := *s
 	c.actor = actor
+	return &c
+}
+
+// WithSearchRead returns the store with searches that evaluate at most
+// perQuery index items per Query (by default four times the page's
+// limit, and 16 more) and perPage in each shard for one page (by default
+// 1,000): smaller reads cost more requests and read less past a page; a
+// smaller budget bounds a page's cost lower and ends more pages short.
+func (s *Store) WithSearchRead(perQuery, perPage int) *Store {
+	c := *s
+	c.searchRead, c.searchBudget = perQuery, perPage
 	return &c
 }
 

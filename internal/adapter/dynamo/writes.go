@@ -79,9 +79,10 @@ func (s *Store) complete(ctx context.Context, c order.Completion, now time.Time)
 }
 
 // ended ends the order in status: it has no active record any more, leaves
-// the due index and expires after the retention period.
+// the due index, joins the search's ended orders and expires after the
+// retention period.
 func (s *Store) ended(upd expression.UpdateBuilder, status order.Status, now time.Time) expression.UpdateBuilder {
-	return upd.Set(expression.Name(attrStatus), expression.Value(status)).
+	return outcome(upd, status, now).Set(expression.Name(attrStatus), expression.Value(status)).
 		Set(expression.Name(attrExpiresAt), s.expiresAt(now)).
 		Remove(expression.Name(attrActive)).
 		Remove(expression.Name(attrDueShard)).

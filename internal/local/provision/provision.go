@@ -242,7 +242,7 @@ func createTable(ctx context.Context, client *dynamodb.Client, t resources.Table
 		in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, dbtypes.GlobalSecondaryIndex{
 			IndexName:  aws.String(ix.Name),
 			KeySchema:  keySchema(ix.PartitionKey, &sk),
-			Projection: &dbtypes.Projection{ProjectionType: dbtypes.ProjectionType(ix.Projection)},
+			Projection: &dbtypes.Projection{ProjectionType: dbtypes.ProjectionType(ix.Projection), NonKeyAttributes: ix.NonKey},
 		})
 	}
 	for name, typ := range attrs {

@@ -297,22 +297,49 @@ func (s *Stage) HistorySince(ctx context.Context, id string, since time.Time) ([
 
 // Alerts lists up to limit alerts sent to operators since the given time,
 // newest first, from the history's alert index (no Scan); with kind set,
-// only alerts of that kind. The stage keeps them as long as the history.
+// up to limit alerts of that kind, however many of other kinds are newer.
+// The stage keeps them as long as the history.
 func (s *Stage) Alerts(ctx context.Context, since time.Time, kind order.AlertKind, limit int) ([]order.Alert, error) {
-	all, err := s.history.Alerts(ctx, since, s.now(), limit)
+	out, err := alertsOfKind(ctx, s.history, since, s.now(), kind, limit)
 	if err != nil {
 		return nil, fmt.Errorf("alerts of stage %s: %w", s.Name, err)
 	}
-	if kind == "" {
-		return all, nil
+	return out, nil
+}
+
+// alertReader is the part of the history alertsOfKind reads: up to limit
+// alerts since a time, newest first.
+type alertReader interface {
+	Alerts(ctx context.Context, since, now time.Time, limit int) ([]order.Alert, error)
+}
+
+// alertsOfKind reads up to limit alerts of kind (any kind when empty),
+// newest first. The index has every kind mixed, so the kind is kept before
+// the limit counts: a read that comes back full with too few of the kind
+// is made again, twice as long, until enough are found or the index has
+// no more.
+func alertsOfKind(ctx context.Context, h alertReader, since, now time.Time, kind order.AlertKind, limit int) ([]order.Alert, error) {
+	if limit <= 0 {
+		return nil, nil
 	}
-	var out []order.Alert
-	for _, a := range all {
-		if a.Kind == kind {
-			out = append(out, a)
+	if kind == "" {
+		return h.Alerts(ctx, since, now, limit)
+	}
+	for read := limit; ; read = min(read, math.MaxInt/2) * 2 {
+		all, err := h.Alerts(ctx, since, now, read)
+		if err != nil {
+			return nil, err
+		}
+		var out []order.Alert
+		for _, a := range all {
+			if a.Kind == kind {
+				out = append(out, a)
+			}
+		}
+		if len(out) >= limit || len(all) < read {
+			return out[:min(len(out), limit)], nil
 		}
 	}
-	return out, nil
 }
 
 // Cancel cancels an order on its client's behalf, as the client's own

@@ -1,0 +1,278 @@
+package dynamo
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"orderly/internal/order"
+	"orderly/internal/resources"
+)
+
+// searchBudget bounds the index items one page evaluates in each shard,
+// so that a page's cost is bounded whatever the query: a page may end
+// short of its limit, with a position to go on from.
+const searchBudget = 1000
+
+// listed is an order as a search index holds it.
+type listed struct {
+	OrderID    string `dynamodbav:"OrderID"`
+	Listed     string `dynamodbav:"Listed"`
+	Caller     string `dynamodbav:"Caller"`
+	CustomerID string `dynamodbav:"CustomerID"`
+	Workflow   string `dynamodbav:"Workflow"`
+	Version    string `dynamodbav:"Version"`
+	Created    int64  `dynamodbav:"Created"`
+	Ended      int64  `dynamodbav:"Ended"`
+	Outcome    string `dynamodbav:"Outcome"`
+}
+
+// shardPosition is where a search stands in one shard: after the item
+// (Key, ID), newest first; Done once the shard has nothing more.
+type shardPosition struct {
+	Key  int64  `json:"k,omitempty"`
+	ID   string `json:"i,omitempty"`
+	Done bool   `json:"d,omitempty"`
+}
+
+// Search returns a page of the orders q matches, newest first, starting
+// at position (nil: the first page; else a page's Next). It Queries one
+// of the search indexes, every shard, with the filters as the index's
+// filter expression, and merges the shards; it reads no order item
+// except to tell the running statuses apart, which the index does not
+// hold.
+func (s *Store) Search(ctx context.Context, q order.Query, position []byte) (order.SearchPage, error) {
+	positions := make([]shardPosition, s.shards)
+	if position != nil {
+		if err := json.Unmarshal(position, &positions); err != nil || len(positions) != s.shards {
+			return order.SearchPage{}, fmt.Errorf("search position: not one of this table's: %w", order.ErrInvalid)
+		}
+	}
+	index, sortKey, from, to := resources.CreatedIndexName, resources.AttrCreated, q.CreatedFrom, q.CreatedTo
+	if !q.EndedFrom.IsZero() || !q.EndedTo.IsZero() {
+		index, sortKey, from, to = resources.EndedIndexName, resources.AttrEnded, q.EndedFrom, q.EndedTo
+	}
+	filter, hasFilter := searchFilter(q, sortKey)
+	budget := cmp.Or(s.searchBudget, searchBudget)
+	// Every shard's matches, up to the limit, and the key below which the
+	// shard is still unread (frontier) unless it is exhausted.
+	type shard struct {
+		matches  []listed
+		frontier *listed
+	}
+	shards := make([]shard, s.shards)
+	for i := range shards {
+		if positions[i].Done {
+			continue
+		}
+		kc := expression.Key(resources.AttrListed).Equal(expression.Value(strconv.Itoa(i)))
+		switch {
+		case !from.IsZero() && !to.IsZero():
+			kc = kc.And(expression.Key(sortKey).Between(expression.Value(millis(from)), expression.Value(millis(to)-1)))
+		case !from.IsZero():
+			kc = kc.And(expression.Key(sortKey).GreaterThanEqual(expression.Value(millis(from))))
+		case !to.IsZero():
+			kc = kc.And(expression.Key(sortKey).LessThan(expression.Value(millis(to))))
+		}
+		b := expression.NewBuilder().WithKeyCondition(kc)
+		if hasFilter {
+			b = b.WithFilter(filter)
+		}
+		expr, err := b.Build()
+		if err != nil {
+			return order.SearchPage{}, fmt.Errorf("build search: %w", err)
+		}
+		in := &dynamodb.QueryInput{
+			TableName: aws.String(s.table), IndexName: aws.String(index), ScanIndexForward: aws.Bool(false),
+			KeyConditionExpression: expr.KeyCondition(), FilterExpression: expr.Filter(),
+			ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+			Limit: aws.Int32(int32(min(budget, cmp.Or(s.searchRead, 4*q.Limit+16)))),
+		}
+		if p := positions[i]; p.ID != "" {
+			in.ExclusiveStartKey = map[string]types.AttributeValue{
+				attrOrderID: &types.AttributeValueMemberS{Value: p.ID}, resources.AttrListed: &types.AttributeValueMemberS{Value: strconv.Itoa(i)},
+				sortKey: &types.AttributeValueMemberN{Value: strconv.FormatInt(p.Key, 10)},
+			}
+		}
+		for evaluated := 0; ; {
+			out, err := s.client.Query(ctx, in)
+			if err != nil {
+				return order.SearchPage{}, fmt.Errorf("search shard %d of %s: %w", i, index, err)
+			}
+			var items []listed
+			if err := attributevalue.UnmarshalListOfMaps(out.Items, &items); err != nil {
+				return order.SearchPage{}, fmt.Errorf("search shard %d of %s: %w", i, index, err)
+			}
+			shards[i].matches = append(shards[i].matches, items...)
+			evaluated += int(out.ScannedCount)
+			if out.LastEvaluatedKey == nil {
+				break
+			}
+			if len(shards[i].matches) >= q.Limit || evaluated >= budget {
+				var f listed
+				if err := attributevalue.UnmarshalMap(out.LastEvaluatedKey, &f); err != nil {
+					return order.SearchPage{}, fmt.Errorf("search shard %d of %s: %w", i, index, err)
+				}
+				shards[i].frontier = &f
+				break
+			}
+			in.ExclusiveStartKey = out.LastEvaluatedKey
+		}
+	}
+	key := func(l listed) int64 {
+		if sortKey == resources.AttrEnded {
+			return l.Ended
+		}
+		return l.Created
+	}
+	// newer orders items newest first; equal times by id.
+	newer := func(a, b listed) int { return cmp.Or(cmp.Compare(key(b), key(a)), cmp.Compare(b.OrderID, a.OrderID)) }
+	// Only items at or above every unfinished shard's frontier can be
+	// listed: the shard's unread items are all below it.
+	var cutoff *listed
+	for _, sh := range shards {
+		if f := sh.frontier; f != nil && (cutoff == nil || newer(*f, *cutoff) < 0) {
+			cutoff = f
+		}
+	}
+	var all []listed
+	for _, sh := range shards {
+		for _, m := range sh.matches {
+			if cutoff == nil || newer(m, *cutoff) <= 0 {
+				all = append(all, m)
+			}
+		}
+	}
+	slices.SortFunc(all, newer)
+	page := all[:min(len(all), q.Limit)]
+	// Each shard goes on after the last item of it this page lists; a
+	// shard all of whose matches are listed goes on from its frontier, or
+	// is done.
+	listedOf := map[string]int{}
+	for i := range page {
+		sh, _ := strconv.Atoi(page[i].Listed)
+		listedOf[page[i].Listed]++
+		positions[sh].Key, positions[sh].ID = key(page[i]), page[i].OrderID
+	}
+	more := false
+	for i, sh := range shards {
+		if positions[i].Done {
+			continue
+		}
+		if listedOf[strconv.Itoa(i)] == len(sh.matches) {
+			if sh.frontier == nil {
+				positions[i] = shardPosition{Done: true}
+				continue
+			}
+			positions[i].Key, positions[i].ID = key(*sh.frontier), sh.frontier.OrderID
+		}
+		more = true
+	}
+	out := order.SearchPage{}
+	if more {
+		out.Next, _ = json.Marshal(positions) // ints and strings cannot fail
+	}
+	summaries, err := s.summaries(ctx, page)
+	if err != nil {
+		return order.SearchPage{}, err
+	}
+	for _, o := range summaries {
+		if q.Status == "" || o.Status == q.Status {
+			out.Orders = append(out.Orders, o)
+		}
+	}
+	return out, nil
+}
+
+// searchFilter is q's filters on a search index's attributes, all but the
+// sort key's range.
+func searchFilter(q order.Query, sortKey string) (expression.ConditionBuilder, bool) {
+	var conds []expression.ConditionBuilder
+	equal := func(attr, v string) {
+		if v != "" {
+			conds = append(conds, expression.Name(attr).Equal(expression.Value(v)))
+		}
+	}
+	equal(resources.AttrCaller, q.Caller)
+	equal(resources.AttrCustomer, q.CustomerID)
+	equal(resources.AttrWorkflow, q.Workflow)
+	equal(resources.AttrVersion, q.Version)
+	switch {
+	case q.Status.Terminal():
+		equal(resources.AttrOutcome, string(q.Status))
+	case q.Status != "":
+		// A running status: the index holds only that it runs.
+		conds = append(conds, expression.AttributeNotExists(expression.Name(resources.AttrOutcome)))
+	}
+	// The other time's range, on the index's copy of it.
+	other, from, to := resources.AttrEnded, q.EndedFrom, q.EndedTo
+	if sortKey == resources.AttrEnded {
+		other, from, to = resources.AttrCreated, q.CreatedFrom, q.CreatedTo
+	}
+	if !from.IsZero() {
+		conds = append(conds, expression.Name(other).GreaterThanEqual(expression.Value(millis(from))))
+	}
+	if !to.IsZero() {
+		conds = append(conds, expression.Name(other).LessThan(expression.Value(millis(to))))
+	}
+	switch len(conds) {
+	case 0:
+		return expression.ConditionBuilder{}, false
+	case 1:
+		return conds[0], true
+	}
+	return expression.And(conds[0], conds[1], conds[2:]...), true
+}
+
+// summaries are the page's orders; the status of those still running is
+// read from their items (eventually consistent: a listing, not a fence).
+func (s *Store) summaries(ctx context.Context, page []listed) ([]order.Summary, error) {
+	out := make([]order.Summary, len(page))
+	var running []map[string]types.AttributeValue
+	at := map[string]int{}
+	for i, l := range page {
+		out[i] = order.Summary{ID: l.OrderID, Caller: l.Caller, CustomerID: l.CustomerID, Workflow: order.WorkflowOf(l.Workflow),
+			Version: order.VersionOf(l.Version), Status: order.Status(l.Outcome), CreatedAt: fromMillis(l.Created), EndedAt: fromMillis(l.Ended)}
+		if l.Outcome == "" {
+			at[l.OrderID] = i
+			running = append(running, orderKey(l.OrderID))
+		}
+	}
+	for len(running) > 0 {
+		keys := running[:min(len(running), batchGetLimit)]
+		running = running[len(keys):]
+		request := map[string]types.KeysAndAttributes{s.table: {Keys: keys, ProjectionExpression: aws.String("OrderID, #s"),
+			ExpressionAttributeNames: map[string]string{"#s": attrStatus}}}
+		for len(request) > 0 {
+			resp, err := s.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: request})
+			if err != nil {
+				return nil, fmt.Errorf("read the status of %d running orders: %w", len(keys), err)
+			}
+			for _, item := range resp.Responses[s.table] {
+				var r struct{ OrderID, Status string }
+				if err := attributevalue.UnmarshalMap(item, &r); err == nil {
+					out[at[r.OrderID]].Status = order.Status(r.Status)
+				}
+			}
+			request = resp.UnprocessedKeys
+			if len(request) > 0 {
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+		}
+	}
+	return out, nil
+}
