@@ -83,7 +83,7 @@ var Lifecycle = []Row{
 		"no undo record yet; the undo floor as known",
 		"its own work and the steps before it undone; out of the error index"},
 	{"any", "build lacks the order's version", "same", "Supervisor, agent", "park",
-		"with the alert: not parked for this version, no alert pending",
+		"not parked for this version; with the alert, no alert pending (the agent writes the mark alone while another waits)",
 		"the next look moved on; the `Parked` mark and a `VersionUnknown` alert, once per version"},
 	{"any", "unsent alert found", "same", "Supervisor", "lease alert",
 		"an alert pending; `DueAt` as found",

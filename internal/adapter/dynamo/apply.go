@@ -219,16 +219,21 @@ func claimed(upd expression.UpdateBuilder, i int) expression.UpdateBuilder {
 
 // intoErrorIndex adds the order to the sparse error index (the write puts
 // it in Error) and, as ended in Error, to the search's ended orders;
-// outOfErrorIndex takes it out of both (a redrive). The error index's keys
-// go together: the order's shard, and when it went into Error.
+// outOfErrorIndex takes it out of the error index (a redrive), and
+// runningAgain out of the ended orders (unless the same write ends it
+// again). The error index's keys go together: the order's shard, and when
+// it went into Error.
 func (s *Store) intoErrorIndex(upd expression.UpdateBuilder, orderID string, now time.Time) expression.UpdateBuilder {
 	return outcome(upd.Set(expression.Name(attrInError), expression.Value(shardOf(orderID, s.shards))).
 		Set(expression.Name(attrInErrorSince), msValue(now)), order.StatusError, now)
 }
 
 func outOfErrorIndex(upd expression.UpdateBuilder) expression.UpdateBuilder {
-	return upd.Remove(expression.Name(attrInError)).Remove(expression.Name(attrInErrorSince)).
-		Remove(expression.Name(attrEnded)).Remove(expression.Name(attrOutcome))
+	return upd.Remove(expression.Name(attrInError)).Remove(expression.Name(attrInErrorSince))
+}
+
+func runningAgain(upd expression.UpdateBuilder) expression.UpdateBuilder {
+	return upd.Remove(expression.Name(attrEnded)).Remove(expression.Name(attrOutcome))
 }
 
 // outcome records that the order ended in status at now, for a search

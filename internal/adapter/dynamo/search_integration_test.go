@@ -149,3 +149,27 @@ func submitAs(t *testing.T, w *testenv.World, caller, customer string) string {
 	}
 	return out.OrderID
 }
+
+// An operator's compensate of an order in Error with nothing to undo ends
+// it in the same write that takes it out of Error: it is listed as ended
+// Failed, not as running, and the write is one DynamoDB takes.
+func TestCompensatingAnErrorWithNothingToUndoListsItFailed(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	ctx := context.Background()
+	id := w.Submit(t, ordertest.Submission{CustomerID: "c-9", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}})
+	first := w.Step(t, id, ordertest.StepReserveInventory)
+	_, stuck, err := w.Store.Apply(ctx, order.FailReply(first, "declined", w.Clock.Now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := w.Workflow.UndoFromError(stuck, "redriven by an operator (compensate)", w.Clock.Now())
+	u.Plan = nil // a first step without an undo
+	o, _, err := w.Store.StartUndo(ctx, u, w.Clock.Now())
+	if err != nil || o.Status != order.StatusFailed {
+		t.Fatalf("compensate: %s, %v; want the order Failed", o.Status, err)
+	}
+	page, err := w.Store.Search(ctx, order.Query{CustomerID: "c-9", Status: order.StatusFailed, Limit: 5}, nil)
+	if err != nil || len(page.Orders) != 1 || page.Orders[0].ID != id || page.Orders[0].EndedAt.IsZero() {
+		t.Fatalf("search for it Failed: %+v, %v; want it, ended", page.Orders, err)
+	}
+}

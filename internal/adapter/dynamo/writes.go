@@ -119,6 +119,9 @@ func (s *Store) startUndo(ctx context.Context, u order.Undoing, now time.Time) (
 		Remove(expression.Name(attrAlertKind))
 	if u.From == order.Error {
 		upd = outOfErrorIndex(upd) // an operator's redrive into compensation
+		if len(u.Plan) > 0 {
+			upd = runningAgain(upd) // with nothing to undo, the write ends it again
+		}
 	}
 	if u.Reference != "" {
 		upd = upd.Set(field("Ref"), expression.Value(u.Reference))
@@ -186,7 +189,7 @@ func (s *Store) Redrive(ctx context.Context, r order.Resume, now time.Time) (ord
 		Set(expression.Name(attrLastError), expression.Value(r.Reason)).
 		Remove(expression.Name(attrAlertPending)).
 		Remove(expression.Name(attrAlertKind))
-	upd = outOfErrorIndex(upd)
+	upd = runningAgain(outOfErrorIndex(upd))
 	if r.Forward != nil {
 		target = *r.Forward
 		for k := r.Steps; k < r.Records; k++ {

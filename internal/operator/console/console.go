@@ -141,7 +141,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.problem(w, http.StatusMisdirectedRequest, "Misdirected request",
 			fmt.Sprintf("This console answers at http://%s/ (or localhost with that port), not as %q. "+
 				"Another name that leads here is how a web page reaches a local server (DNS rebinding), so it is refused. "+
-				"To reach it under another name (an SSH tunnel, a proxy), give it that name: orderly console -host NAME[:PORT], or ORDERLY_CONSOLE_HOSTS for make run.",
+				"To reach it under another name (an SSH tunnel, a proxy), give it that name: orderly console --host NAME[:PORT], or ORDERLY_CONSOLE_HOSTS for make run.",
 				served, r.Host))
 		return
 	}

@@ -146,7 +146,7 @@ func TestPages(t *testing.T) {
 		{"/orders/not-an-id", 404, []string{"No order has that id"}},
 		{"/orders/" + stuckID + "/delete", 404, []string{"is not an action"}},
 		{"/find?id=" + url.QueryEscape("<script>"), 400, []string{"&#34;&lt;script&gt;&#34; is not an order id"}},
-		{"/dlq", 200, []string{"dlq redrive orderly-t-payment-requests-dlq -dry-run"}},
+		{"/dlq", 200, []string{"dlq redrive orderly-t-payment-requests-dlq --dry-run"}},
 		{"/alerts", 200, []string{"UndoFailed", "/orders/" + stuckID, "undo charge-payment (undone before: arrange-shipping)", "refund refused"}},
 		{"/alerts?since=-1h", 400, []string{"want a duration"}},
 	}
