@@ -23,9 +23,12 @@ func newOperatorTools(s *Stack) awsiam.ManagedPolicy {
 	orders, history := d.orders.TableArn(), d.history.TableArn()
 	index := func(table *string, name string) *string { return jsii.String(*table + "/index/" + name) }
 	// Reading: show and watch (an order), list (the due and error
-	// indexes, then the orders they name), history and alerts.
+	// indexes, then the orders they name), search (the search indexes,
+	// then the status of the running orders they name), history and
+	// alerts.
 	grant([]string{"dynamodb:GetItem", "dynamodb:BatchGetItem"}, orders)
-	grant([]string{"dynamodb:Query"}, index(orders, resources.DueIndexName), index(orders, resources.ErrorIndexName))
+	grant([]string{"dynamodb:Query"}, index(orders, resources.DueIndexName), index(orders, resources.ErrorIndexName),
+		index(orders, resources.CreatedIndexName), index(orders, resources.EndedIndexName))
 	grant([]string{"dynamodb:Query"}, history, index(history, resources.AlertIndexName))
 	// Changing: cancel, redrive and move, each one fenced UpdateItem.
 	grant([]string{"dynamodb:UpdateItem"}, orders)

@@ -29,7 +29,7 @@ const operatorTools = "operator-tools"
 // The operators' tools (the orderly CLI and its console, package ops) work
 // on a stage's tables and queues with the operator's own credentials.
 // Every call they make, recorded while they run each command against a
-// running stage (listings, show, history, alerts, versions, cancel,
+// running stage (listings, searches, show, history, alerts, versions, cancel,
 // redrive, move, and the dead-letter queues' list, show and redrive), must
 // be allowed by the stack's OperatorToolsPolicy, and every grant of it used.
 func TestOperatorToolsPolicyAllowsExactlyTheToolsCalls(t *testing.T) {
@@ -73,6 +73,10 @@ func TestOperatorToolsPolicyAllowsExactlyTheToolsCalls(t *testing.T) {
 	}
 	_, err := stage.InFlight(ctx, 0, 100)
 	must("list", err)
+	_, err = stage.Search(ctx, order.Query{Status: order.StatusProcessing}, 100)
+	must("search --status Processing", err)
+	_, err = stage.Search(ctx, order.Query{EndedFrom: time.Now().Add(-time.Hour)}, 100)
+	must("search --ended-from 1h", err)
 	_, err = stage.InStatus(ctx, order.StatusProcessing, 100)
 	must("list --status Processing", err)
 	_, err = stage.InError(ctx, 100)

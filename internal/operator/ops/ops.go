@@ -342,6 +342,25 @@ func alertsOfKind(ctx context.Context, h alertReader, since, now time.Time, kind
 	}
 }
 
+// Search lists up to max orders q matches, newest first, from the
+// search indexes (no Scan), page after page (q.Limit is set from max).
+func (s *Stage) Search(ctx context.Context, q order.Query, max int) ([]order.Summary, error) {
+	var out []order.Summary
+	var position []byte
+	for len(out) < max {
+		q.Limit = min(max-len(out), order.MaxSearchLimit)
+		page, err := s.store.Search(ctx, q, position)
+		if err != nil {
+			return nil, fmt.Errorf("search stage %s: %w", s.Name, err)
+		}
+		out = append(out, page.Orders...)
+		if position = page.Next; position == nil {
+			break
+		}
+	}
+	return out, nil
+}
+
 // Cancel cancels an order on its client's behalf, as the client's own
 // POST /orders/{id}/cancel would.
 func (s *Stage) Cancel(ctx context.Context, id string) (order.Order, error) {

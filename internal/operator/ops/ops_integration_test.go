@@ -401,3 +401,37 @@ func TestMove(t *testing.T) {
 		t.Errorf("the moved order is not listed under version 1: %+v, %v", ls, err)
 	}
 }
+
+// An operator finds yesterday's orders of one customer, newest first,
+// ended ones with them, and no more than asked for.
+func TestSearch(t *testing.T) {
+	w, stage := world(t)
+	ctx := context.Background()
+	day := w.Clock.Now().UTC().Truncate(24 * time.Hour)
+	w.Clock.Advance(day.Add(30 * time.Hour).Sub(w.Clock.Now())) // yesterday, 06:00, if today is day+1
+	var yesterday []string
+	for i := range 4 {
+		yesterday = append(yesterday, w.Submit(t, ordertest.Submission{CustomerID: "c-1", Lines: someOrder.Lines}))
+		w.Submit(t, ordertest.Submission{CustomerID: fmt.Sprintf("other-%d", i), Lines: someOrder.Lines})
+		w.Clock.Advance(time.Hour)
+	}
+	if _, err := stage.Cancel(ctx, yesterday[0]); err != nil {
+		t.Fatal(err)
+	}
+	w.Clock.Advance(24 * time.Hour) // today
+	w.Submit(t, ordertest.Submission{CustomerID: "c-1", Lines: someOrder.Lines})
+	from := day.Add(24 * time.Hour)
+	q := order.Query{CustomerID: "c-1", CreatedFrom: from, CreatedTo: from.Add(24 * time.Hour)}
+	found, err := stage.Search(ctx, q, 100)
+	var got []string
+	for _, o := range found {
+		got = append(got, o.ID)
+	}
+	slices.Reverse(yesterday) // newest first
+	if err != nil || !slices.Equal(got, yesterday) {
+		t.Fatalf("yesterday's orders of c-1: %v, %v; want %v", got, err, yesterday)
+	}
+	if found, err := stage.Search(ctx, q, 3); err != nil || len(found) != 3 || found[0].ID != yesterday[0] {
+		t.Errorf("at most 3: %+v, %v; want the newest 3", found, err)
+	}
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"orderly/internal/order"
+)
+
+func (a *app) searchCmd() *cobra.Command {
+	var maxN int
+	text := map[string]*string{}
+	cmd := &cobra.Command{
+		Use:                   "search [--customer ID] [--status STATUS] [--workflow NAME] [--version V] [--created-from T] [--created-to T] [--ended-from T] [--ended-to T] [--max 100]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Find orders by customer, status, workflow, version, and when they were created or ended",
+		Long: `Find orders, newest first, from the orders table's search indexes (no
+Scan), ended ones included until retention removes them. Every filter given
+must hold. A time is RFC 3339 (2026-11-26T00:00:00Z), a day (2026-11-26,
+midnight UTC), or a duration back from now (48h); a range's start is
+inclusive, its end exclusive.`,
+		Example: `  # customer c-1's orders submitted yesterday (UTC)
+  orderly search --customer c-1 --created-from 2026-11-26 --created-to 2026-11-27
+  # the orders that failed in the last 6 hours
+  orderly search --status Failed --ended-from 6h`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			params := map[string]string{}
+			for name, v := range text {
+				if !cmd.Flags().Changed(name) {
+					continue
+				}
+				value, err := timeParam(name, *v, time.Now())
+				if err != nil {
+					return usageError{err}
+				}
+				params[flagParams[name]] = value
+			}
+			q, err := order.ParseQuery(params)
+			if err != nil {
+				return usageError{flagNamed(err)}
+			}
+			if maxN < 1 {
+				return usagef("--max %d: want 1 or more", maxN)
+			}
+			stage, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			found, err := stage.Search(cmd.Context(), q, maxN)
+			if err != nil {
+				return err
+			}
+			return a.print(found, func(w io.Writer) {
+				tw := newTable(w, "ORDER\tSTATUS\tCUSTOMER\tWORKFLOW\tVERSION\tCREATED\tENDED")
+				for _, o := range found {
+					ended := ""
+					if !o.EndedAt.IsZero() {
+						ended = o.EndedAt.UTC().Format(time.RFC3339)
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.ID, o.Status, o.CustomerID, o.Workflow, o.Version,
+						o.CreatedAt.UTC().Format(time.RFC3339), ended)
+				}
+				tw.Flush()
+			})
+		},
+	}
+	for flag, param := range flagParams {
+		text[flag] = cmd.Flags().String(flag, "", searchHelp[param])
+	}
+	cmd.Flags().IntVar(&maxN, "max", 100, "list at most this many")
+	statuses := make([]string, len(order.Statuses))
+	for i, s := range order.Statuses {
+		statuses[i] = string(s)
+	}
+	complete(cmd, "status", statuses...)
+	return cmd
+}
+
+// flagParams are search's flags and the query parameters they set.
+var flagParams = map[string]string{
+	"status": order.ParamStatus, "customer": order.ParamCustomer, "workflow": order.ParamWorkflow, "version": order.ParamVersion,
+	"created-from": order.ParamCreatedFrom, "created-to": order.ParamCreatedTo, "ended-from": order.ParamEndedFrom, "ended-to": order.ParamEndedTo,
+}
+
+var searchHelp = map[string]string{
+	order.ParamStatus:      "only orders in this status (Pending, Processing, Processed, Compensating, Failed, Cancelling, Cancelled, Error)",
+	order.ParamCustomer:    "only this customer's orders (the input's customerId)",
+	order.ParamWorkflow:    "only orders of this workflow",
+	order.ParamVersion:     "only orders of this workflow version",
+	order.ParamCreatedFrom: "only orders submitted at or after this time",
+	order.ParamCreatedTo:   "only orders submitted before this time",
+	order.ParamEndedFrom:   "only orders that ended (or went into Error) at or after this time",
+	order.ParamEndedTo:     "only orders that ended (or went into Error) before this time",
+}
+
+// timeParam is a search flag's value as the query parameter takes it: a
+// time flag's day or duration back from now as RFC 3339; others as they
+// are.
+func timeParam(flag, v string, now time.Time) (string, error) {
+	switch flag {
+	case "created-from", "created-to", "ended-from", "ended-to":
+	default:
+		return v, nil
+	}
+	if day, err := time.Parse(time.DateOnly, v); err == nil {
+		return day.Format(time.RFC3339), nil
+	}
+	if d, err := time.ParseDuration(v); err == nil {
+		if d < 0 {
+			return "", fmt.Errorf("--%s %s: a duration back from now is positive", flag, v)
+		}
+		return now.Add(-d).UTC().Format(time.RFC3339Nano), nil
+	}
+	if _, err := time.Parse(time.RFC3339Nano, v); err != nil {
+		return "", fmt.Errorf("--%s %q: want RFC 3339 (2026-11-26T00:00:00Z), a day (2026-11-26) or a duration back from now (48h)", flag, v)
+	}
+	return v, nil
+}
+
+// flagNamed is a query's error in the CLI's words: it names the flag, not
+// the query parameter.
+func flagNamed(err error) error {
+	msg := err.Error()
+	for flag, param := range flagParams {
+		msg = strings.Replace(msg, "query parameter "+param+":", "--"+flag+":", 1)
+	}
+	return errors.New(msg)
+}
