@@ -107,7 +107,7 @@ func (s *Store) activeIn(ctx context.Context, index string, kc expression.KeyCon
 
 	out := activePage{Next: page.LastEvaluatedKey}
 	for start := 0; start < len(keys); start += batchGetLimit {
-		items, err := s.batchGet(ctx, keys[start:min(start+batchGetLimit, len(keys))])
+		items, err := s.batchGet(ctx, types.KeysAndAttributes{Keys: keys[start:min(start+batchGetLimit, len(keys))], ConsistentRead: aws.Bool(true)})
 		if err != nil {
 			return activePage{}, err
 		}
@@ -125,11 +125,13 @@ func (s *Store) activeIn(ctx context.Context, index string, kc expression.KeyCon
 	return out, nil
 }
 
-// batchGet reads the items with strongly consistent reads, asking again
-// for any keys DynamoDB left unprocessed.
-func (s *Store) batchGet(ctx context.Context, keys []map[string]types.AttributeValue) ([]map[string]types.AttributeValue, error) {
+// batchGet reads the items of read.Keys (at most batchGetLimit) as read
+// says (consistent or not, a projection), asking again for any keys
+// DynamoDB left unprocessed.
+func (s *Store) batchGet(ctx context.Context, read types.KeysAndAttributes) ([]map[string]types.AttributeValue, error) {
 	var items []map[string]types.AttributeValue
-	request := map[string]types.KeysAndAttributes{s.table: {Keys: keys, ConsistentRead: aws.Bool(true)}}
+	keys := read.Keys
+	request := map[string]types.KeysAndAttributes{s.table: read}
 	for attempt := 0; len(request) > 0; attempt++ {
 		if attempt > 0 {
 			select {

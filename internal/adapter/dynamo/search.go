@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -251,26 +250,15 @@ func (s *Store) summaries(ctx context.Context, page []listed) ([]order.Summary, 
 	for len(running) > 0 {
 		keys := running[:min(len(running), batchGetLimit)]
 		running = running[len(keys):]
-		request := map[string]types.KeysAndAttributes{s.table: {Keys: keys, ProjectionExpression: aws.String("OrderID, #s"),
-			ExpressionAttributeNames: map[string]string{"#s": attrStatus}}}
-		for len(request) > 0 {
-			resp, err := s.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: request})
-			if err != nil {
-				return nil, fmt.Errorf("read the status of %d running orders: %w", len(keys), err)
-			}
-			for _, item := range resp.Responses[s.table] {
-				var r struct{ OrderID, Status string }
-				if err := attributevalue.UnmarshalMap(item, &r); err == nil {
-					out[at[r.OrderID]].Status = order.Status(r.Status)
-				}
-			}
-			request = resp.UnprocessedKeys
-			if len(request) > 0 {
-				select {
-				case <-ctx.Done():
-					return nil, ctx.Err()
-				case <-time.After(50 * time.Millisecond):
-				}
+		items, err := s.batchGet(ctx, types.KeysAndAttributes{Keys: keys, ProjectionExpression: aws.String("OrderID, #s"),
+			ExpressionAttributeNames: map[string]string{"#s": attrStatus}})
+		if err != nil {
+			return nil, fmt.Errorf("read the status of %d running orders: %w", len(keys), err)
+		}
+		for _, item := range items {
+			var r struct{ OrderID, Status string }
+			if err := attributevalue.UnmarshalMap(item, &r); err == nil {
+				out[at[r.OrderID]].Status = order.Status(r.Status)
 			}
 		}
 	}
