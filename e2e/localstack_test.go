@@ -263,6 +263,22 @@ func TestDeployedStack(t *testing.T) {
 		if code != http.StatusOK || !strings.Contains(string(got), `"to":"Processed"`) {
 			t.Errorf("history: %d %s", code, got)
 		}
+		// Found again by search: the deployed function reads its page
+		// token key and queries the ended index, page by page.
+		query := "/orders?customer=c-e2e&status=Processed&limit=1&ended_from=" + v.CreatedAt.Add(-time.Second).UTC().Format(time.RFC3339)
+		found := false
+		for pages := 0; query != "" && !found && pages < 100; pages++ {
+			code, got := d.call(t, http.MethodGet, query, "")
+			var page api.SearchView
+			if code != http.StatusOK || json.Unmarshal(got, &page) != nil {
+				t.Fatalf("GET %s: %d %s", query, code, got)
+			}
+			found = slices.ContainsFunc(page.Orders, func(o api.OrderSummary) bool { return o.OrderID == id && o.EndedAt != nil })
+			query = page.Links["next"]
+		}
+		if !found {
+			t.Errorf("the search for c-e2e's orders Processed since %s did not find %s", v.CreatedAt, id)
+		}
 	})
 	t.Run("a permanent failure is compensated", func(t *testing.T) {
 		t.Parallel()

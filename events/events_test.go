@@ -8,10 +8,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/md5"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -32,6 +34,7 @@ import (
 	"orderly/internal/definition"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
+	"orderly/internal/pagetoken"
 	"orderly/internal/testkit/ordertest"
 )
 
@@ -58,6 +61,7 @@ func TestFixtures(t *testing.T) {
 		{"apigw-get-order-sso.json", as(checkGetOwnOrder("AROAQXJ4SSOCLIENTS001:alice@example.com", "AROAQXJ4SSOCLIENTS001:bob@example.com"))},
 		{"apigw-get-order-cognito.json", as(checkGetOwnOrder("cognito:eu-west-1:4f1e2d3c-b5a6-4c7d-8e9f-0a1b2c3d4e5f", "cognito:eu-west-1:0e9d8c7b-6a5f-4e3d-2c1b-a09f8e7d6c5b"))},
 		{"apigw-get-order-federated-user.json", as(checkGetOwnOrder("federated:partner-bob", "federated:partner-carol"))},
+		{"apigw-search-orders.json", as(checkSearchOwnOrders("AROAQXJ4CHECKOUTWEB01:checkout-web-7f3a"))},
 		{"dynamodb-stream-step-unclaimed.json", as(checkStepUnclaimed)},
 		{"sqs-agent-request.json", as(checkAgentRequest)},
 		{"sqs-scheduler-reply.json", as(checkSchedulerReplies)},
@@ -235,10 +239,14 @@ func TestLostFieldsAreDetected(t *testing.T) {
 
 // apiStore is a hand-written api.Store.
 type apiStore struct {
-	orders  map[string]order.Order
-	steps   map[string][]order.StepState
-	creates int
-	gets    []string
+	orders   map[string]order.Order
+	steps    map[string][]order.StepState
+	creates  int
+	gets     []string
+	searches []order.Query
+	// positions are where each search started; page is what it answers.
+	positions []string
+	page      order.SearchPage
 }
 
 var _ api.Store = (*apiStore)(nil)
@@ -256,6 +264,12 @@ func (s *apiStore) CreateOrder(_ context.Context, o order.Order, steps []order.S
 	return o, nil
 }
 
+func (s *apiStore) Search(_ context.Context, q order.Query, position []byte) (order.SearchPage, error) {
+	s.searches = append(s.searches, q)
+	s.positions = append(s.positions, string(position))
+	return s.page, nil
+}
+
 // sentRequests is a hand-written api.Dispatcher that records what it sends.
 type sentRequests []order.StepRequest
 
@@ -263,9 +277,11 @@ func (r *sentRequests) Send(_ context.Context, o order.Order, st order.StepState
 	*r = append(*r, order.NewRequest(o, st))
 }
 
+var pageTokens, _ = pagetoken.New([]byte("a key of events_test, 32 bytes or more"))
+
 func newAPI(store api.Store, sent *sentRequests, now time.Time) *api.Service {
 	svc, err := api.NewService(api.Config{InstanceID: "submit-test", Store: store, Dispatcher: sent,
-		Workflows: order.MustVersions(workflow), Now: fixedClock(now), Log: discard, Metrics: metrics.Discard()})
+		Workflows: order.MustVersions(workflow), Now: fixedClock(now), Log: discard, Metrics: metrics.Discard(), PageTokens: pageTokens})
 	if err != nil {
 		panic(err)
 	}
@@ -361,6 +377,77 @@ func checkSubmitRejected(t *testing.T, _ []byte, req events.APIGatewayProxyReque
 // checkGetOwnOrder returns the check of a GET /orders/{id} fixture whose
 // signer is owner: it reads the order when owner submitted it, and gets
 // 404 for the same order submitted by neighbour, as for no order at all.
+// checkSearchOwnOrders: GET /orders with its filters searches the
+// caller's own orders only; its cursor continues that search and no
+// other; a parameter sent twice is refused, naming it.
+func checkSearchOwnOrders(owner string) func(*testing.T, []byte, events.APIGatewayProxyRequest) {
+	return func(t *testing.T, _ []byte, req events.APIGatewayProxyRequest) {
+		t.Helper()
+		store := newAPIStore()
+		ended := requestTime(req).Add(-time.Hour)
+		store.page = order.SearchPage{Orders: []order.Summary{{ID: "QMVF4LBCLJ4PRZERCUY25DASBK", Caller: owner, CustomerID: "cust-8431",
+			Workflow: "order", Version: "1", Status: order.StatusProcessed, CreatedAt: ended.Add(-time.Minute), EndedAt: ended}},
+			Next: []byte(`[{"k":1,"i":"QMVF4LBCLJ4PRZERCUY25DASBK"}]`)}
+		svc := newAPI(store, new(sentRequests), requestTime(req))
+		resp, err := svc.Handle(context.Background(), req)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("Handle() = %d %s, %v; want 200", resp.StatusCode, resp.Body, err)
+		}
+		want := order.Query{Caller: owner, Status: order.StatusProcessed, CustomerID: "cust-8431", Limit: 2,
+			CreatedFrom: time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC), CreatedTo: time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)}
+		if len(store.searches) != 1 || store.searches[0] != want {
+			t.Fatalf("searched %+v, want %+v", store.searches, want)
+		}
+		var view api.SearchView
+		if err := json.Unmarshal([]byte(resp.Body), &view); err != nil {
+			t.Fatalf("response body %s: %v", resp.Body, err)
+		}
+		if len(view.Orders) != 1 || view.Orders[0].Caller != "" || view.Orders[0].EndedAt == nil || view.NextCursor == "" ||
+			!strings.HasPrefix(view.Links["next"], "/orders?") {
+			t.Fatalf("response %s, want one order without its caller, and a cursor", resp.Body)
+		}
+		if raw, _ := base64.RawURLEncoding.DecodeString(view.NextCursor); bytes.Contains(raw, store.page.Next[:10]) {
+			t.Errorf("the cursor %s shows the position it holds", view.NextCursor)
+		}
+		with := func(name string, values ...string) events.APIGatewayProxyRequest {
+			r := req
+			r.QueryStringParameters = maps.Clone(req.QueryStringParameters)
+			r.MultiValueQueryStringParameters = maps.Clone(req.MultiValueQueryStringParameters)
+			r.QueryStringParameters[name] = values[len(values)-1]
+			r.MultiValueQueryStringParameters[name] = values
+			return r
+		}
+		// The next page is the same search from the page's position.
+		if resp, err := svc.Handle(context.Background(), with("cursor", view.NextCursor)); err != nil || resp.StatusCode != http.StatusOK ||
+			store.positions[1] != string(store.page.Next) || store.searches[1] != want {
+			t.Fatalf("next page: %d %s, %v; searched %+v from %q", resp.StatusCode, resp.Body, err, store.searches[1:], store.positions[1:])
+		}
+		otherQuery := with("cursor", view.NextCursor)
+		otherQuery.QueryStringParameters["customer"], otherQuery.MultiValueQueryStringParameters["customer"] = "cust-0001", []string{"cust-0001"}
+		for _, tt := range []struct {
+			name  string
+			req   events.APIGatewayProxyRequest
+			names string
+		}{
+			{"a parameter sent twice", with("status", "Processed", "Failed"), "query parameter status: sent 2 times"},
+			{"the cursor on another query", otherQuery, "query parameter cursor"},
+			{"an altered cursor", with("cursor", view.NextCursor[:len(view.NextCursor)-2]+"AA"), "query parameter cursor"},
+			{"a made-up cursor", with("cursor", "eyJrIjoxfQ"), "query parameter cursor"},
+			{"an unknown status", with("status", "Lost"), "query parameter status"},
+			{"a limit above the maximum", with("limit", "101"), "query parameter limit"},
+		} {
+			before := len(store.searches)
+			resp, err := svc.Handle(context.Background(), tt.req)
+			if err != nil || resp.StatusCode != http.StatusBadRequest || !strings.Contains(resp.Body, tt.names) {
+				t.Errorf("%s: Handle() = %d %s, %v; want 400 naming %q", tt.name, resp.StatusCode, resp.Body, err, tt.names)
+			}
+			if len(store.searches) != before {
+				t.Errorf("%s: searched anyway", tt.name)
+			}
+		}
+	}
+}
+
 func checkGetOwnOrder(owner, neighbour string) func(*testing.T, []byte, events.APIGatewayProxyRequest) {
 	return func(t *testing.T, _ []byte, req events.APIGatewayProxyRequest) {
 		t.Helper()

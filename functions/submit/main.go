@@ -1,6 +1,7 @@
 // Command submit is the submission Lambda behind API Gateway: POST /orders
 // stores an order with its first step claimed and sends that step's
-// request; GET /orders/{id} shows an order and its steps.
+// request; GET /orders/{id} shows an order and its steps; GET /orders
+// searches them.
 package main
 
 import (
@@ -10,15 +11,18 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"orderly/internal/actor/api"
 	"orderly/internal/actor/control"
 	"orderly/internal/actor/dispatch"
 	"orderly/internal/adapter/dynamo"
+	"orderly/internal/adapter/secret"
 	"orderly/internal/adapter/sqs"
 	"orderly/internal/config"
 	"orderly/internal/definition"
+	"orderly/internal/pagetoken"
 	"orderly/internal/resources"
 )
 
@@ -45,6 +49,17 @@ func main() {
 		log.Error("cannot start", "error", err)
 		os.Exit(1)
 	}
+	// The key of the search pages' cursors, the same for every instance.
+	key, err := secret.Key(context.Background(), secretsmanager.NewFromConfig(awsCfg), env.Required(resources.EnvPageTokenSecret), pagetoken.MinKeyBytes)
+	if err != nil {
+		log.Error("cannot start", "error", err)
+		os.Exit(1)
+	}
+	pages, err := pagetoken.New(key)
+	if err != nil {
+		log.Error("cannot start", "error", err)
+		os.Exit(1)
+	}
 	m := env.Metrics(os.Stdout, "submit")
 	db := dynamodb.NewFromConfig(awsCfg)
 	store := dynamo.NewStore(db, ordersTable).Retain(retention)
@@ -61,6 +76,7 @@ func main() {
 		Metrics:    m,
 		// Empty in AWS, where the IAM authorizer names every caller.
 		AnonymousCaller: anonymous,
+		PageTokens:      pages,
 	})
 	if err != nil {
 		log.Error("cannot start", "error", err)

@@ -99,6 +99,13 @@ func newAPI(s *Stack) awsapigateway.RestApi {
 				RequestModels:    &map[string]awsapigateway.IModel{"application/json": m},
 			})
 	}
+	// GET /orders searches the caller's orders, GET /ops/orders anyone's
+	// (operators): the function checks the parameters and the cursor.
+	search := &awsapigateway.MethodOptions{RequestValidator: validator, RequestParameters: &map[string]*bool{}}
+	for _, p := range order.SearchParams {
+		(*search.RequestParameters)["method.request.querystring."+p] = jsii.Bool(false)
+	}
+	orders.AddMethod(jsii.String("GET"), integration, search)
 	getByID := &awsapigateway.MethodOptions{
 		RequestValidator:  validator,
 		RequestParameters: &map[string]*bool{"method.request.path.id": jsii.Bool(true)},
@@ -113,8 +120,9 @@ func newAPI(s *Stack) awsapigateway.RestApi {
 	// Operators read any caller's order here; a caller reads only its own
 	// on /orders/{id}. IAM tells them apart: see the two policies below.
 	byID.AddResource(jsii.String("history"), nil).AddMethod(jsii.String("GET"), integration, getByID)
-	opsByID := api.Root().AddResource(jsii.String("ops"), nil).AddResource(jsii.String("orders"), nil).
-		AddResource(jsii.String("{id}"), nil)
+	opsOrders := api.Root().AddResource(jsii.String("ops"), nil).AddResource(jsii.String("orders"), nil)
+	opsOrders.AddMethod(jsii.String("GET"), integration, search)
+	opsByID := opsOrders.AddResource(jsii.String("{id}"), nil)
 	opsByID.AddMethod(jsii.String("GET"), integration, getByID)
 	opsByID.AddResource(jsii.String("history"), nil).AddMethod(jsii.String("GET"), integration, getByID)
 
@@ -129,13 +137,13 @@ func newAPI(s *Stack) awsapigateway.RestApi {
 	}
 	s.clientPolicy = awsiam.NewManagedPolicy(s.Stack, jsii.String("ClientPolicy"), &awsiam.ManagedPolicyProps{
 		ManagedPolicyName: jsii.String("orderly-" + s.props.Stage + "-client"),
-		Description:       jsii.String("submit orders, read and cancel the caller's own orders"),
-		Document:          invoke("POST /orders", "POST /workflows/*/orders", "GET /orders/*", "POST /orders/*/cancel"),
+		Description:       jsii.String("submit orders, find, read and cancel the caller's own orders"),
+		Document:          invoke("POST /orders", "POST /workflows/*/orders", "GET /orders", "GET /orders/*", "POST /orders/*/cancel"),
 	})
 	s.operatorPolicy = awsiam.NewManagedPolicy(s.Stack, jsii.String("OperatorPolicy"), &awsiam.ManagedPolicyProps{
 		ManagedPolicyName: jsii.String("orderly-" + s.props.Stage + "-operator"),
-		Description:       jsii.String("read any caller's order, redrive an order in Error"),
-		Document:          invoke("GET /ops/orders/*", "POST /orders/*/redrive"),
+		Description:       jsii.String("find and read any caller's orders, redrive an order in Error"),
+		Document:          invoke("GET /ops/orders", "GET /ops/orders/*", "POST /orders/*/redrive"),
 	})
 	return api
 }

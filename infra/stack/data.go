@@ -3,19 +3,34 @@ package stack
 import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/jsii-runtime-go"
 
 	"orderly/internal/resources"
 )
 
 // data holds the orders table (each order and its steps' states, its
-// stream and the due index) and the history table the recorder writes.
+// stream and the due index), the history table the recorder writes, and
+// the key of the search API's cursors.
 type data struct {
 	orders, history awsdynamodb.Table
+	// pageTokenKey keys the cursors of search pages (pagetoken): random,
+	// made at deployment, read by the submission function at start. It
+	// guards no data at rest, so it goes with the stack: a new key only
+	// makes the cursors handed out before it fail with a 400.
+	pageTokenKey awssecretsmanager.Secret
 }
 
 func newData(s *Stack) *data {
-	return &data{orders: table(s, "OrdersTable", s.cat.Orders), history: table(s, "HistoryTable", s.cat.History)}
+	return &data{orders: table(s, "OrdersTable", s.cat.Orders), history: table(s, "HistoryTable", s.cat.History),
+		pageTokenKey: awssecretsmanager.NewSecret(s.Stack, jsii.String("PageTokenKey"), &awssecretsmanager.SecretProps{
+			SecretName:  jsii.String(s.cat.PageTokenSecret),
+			Description: jsii.String("keys the cursors of orderly's search pages"),
+			GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
+				PasswordLength: jsii.Number(64), ExcludePunctuation: jsii.Bool(true), IncludeSpace: jsii.Bool(false),
+			},
+			RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+		})}
 }
 
 // table builds an on-demand, point-in-time-recoverable table from its

@@ -72,8 +72,12 @@ func newFunctions(s *Stack) *functions {
 	// released (UpdateItem) for the Scheduler to claim through the stream.
 	// Submission sends only the first step of each workflow's latest
 	// version. It reads an order's history for GET /orders/{id}/history.
+	// It searches orders on the search indexes, reading the status of the
+	// running ones it lists (BatchGetItem), and seals the search pages'
+	// cursors with the stage's key, read once at start.
 	firsts := s.props.Workflows.FirstAgents()
-	submitEnv := map[string]*string{resources.EnvHistoryTable: jsii.String(s.cat.History.Name)}
+	submitEnv := map[string]*string{resources.EnvHistoryTable: jsii.String(s.cat.History.Name),
+		resources.EnvPageTokenSecret: jsii.String(s.cat.PageTokenSecret)}
 	for _, first := range firsts {
 		submitEnv[resources.EnvRequestQueueURL(first)] = m.requests[first].QueueUrl()
 	}
@@ -81,8 +85,16 @@ func newFunctions(s *Stack) *functions {
 		submitEnv[resources.EnvAnonymousCaller] = jsii.String(s.props.AnonymousCaller)
 	}
 	f.submit = f.lambda(s, "Submit", resources.FunctionSubmit, resources.SubmitTimeout, resources.SubmitMemoryMB, merge(tables, timing, submitEnv))
-	allow(f.submit, d.orders.TableArn(), "dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem")
+	allow(f.submit, d.orders.TableArn(), "dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem")
 	allow(f.submit, d.history.TableArn(), "dynamodb:Query")
+	f.submit.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{Actions: jsii.Strings("dynamodb:Query"),
+		Resources: &[]*string{jsii.String(*d.orders.TableArn() + "/index/" + resources.CreatedIndexName),
+			jsii.String(*d.orders.TableArn() + "/index/" + resources.EndedIndexName)}}))
+	// By its name, so that the grant is the secret's, whichever ARN
+	// suffix Secrets Manager gave it.
+	allow(f.submit, s.Stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("secretsmanager"), Resource: jsii.String("secret"),
+		ResourceName: jsii.String(s.cat.PageTokenSecret + "-??????"), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME}),
+		"secretsmanager:GetSecretValue")
 	for _, first := range firsts {
 		allow(f.submit, m.requests[first].QueueArn(), "sqs:SendMessage")
 	}

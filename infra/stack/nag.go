@@ -36,8 +36,10 @@ const (
 		"and an alarm fires as soon as it holds a message"
 	whyStandaloneDLQ = "this queue is itself a dead-letter destination (stream event source on-failure / EventBridge target DLQ), " +
 		"referenced outside any SQS redrive policy"
-	whyIAMAuth       = "the API uses IAM (SigV4) authorization on every method: callers are AWS principals, not Cognito users"
-	whyOrderIDs      = "order ids are made per request, so reading, cancelling or redriving orders is granted on that method of every id under the route"
+	whyIAMAuth      = "the API uses IAM (SigV4) authorization on every method: callers are AWS principals, not Cognito users"
+	whyOrderIDs     = "order ids are made per request, so reading, cancelling or redriving orders is granted on that method of every id under the route"
+	whyPageTokenKey = "the page token key seals search cursors and guards no data at rest; a new key only makes open cursors fail with a 400, " +
+		"and the submission function reads it once at start, so it is replaced by hand with a deployment, not by a rotation function"
 	whyWorkflowNames = "a client may submit to any workflow the stage runs: the wildcard is the workflow's name, and a name no workflow has is answered 400 with the names there are"
 	whyAPILogsRole   = "API Gateway's account-level logging role needs AmazonAPIGatewayPushToCloudWatchLogs, " +
 		"the AWS-documented policy for execution logs"
@@ -113,6 +115,7 @@ func suppress(s *Stack) {
 		add(q, false, "AwsSolutions-SQS3", whyStandaloneDLQ)
 	}
 	add(s.api, true, "AwsSolutions-COG4", whyIAMAuth)
+	add(s.data.pageTokenKey, false, "AwsSolutions-SMG4", whyPageTokenKey)
 	// The stage's logical id changes with the stage name, hence regexes.
 	add(s.clientPolicy, false, "AwsSolutions-IAM5", whyOrderIDs+"; "+whyWorkflowNames, `/^Resource::arn:.*:execute-api:.*\/GET\/orders\/\*$/`,
 		`/^Resource::arn:.*:execute-api:.*\/POST\/orders\/\*\/cancel$/`, `/^Resource::arn:.*:execute-api:.*\/POST\/workflows\/\*\/orders$/`)

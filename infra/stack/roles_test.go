@@ -175,6 +175,10 @@ func recordCalls(t *testing.T) []callrecord.Call {
 	// deploy parks it and alerts.
 	parked := submitOrder(t, e, "TEST-SHIPPING-HANG")
 	awaitOrder(t, e, parked, func(v api.OrderView) bool { return onStep(v, ordertest.StepArrangeShipping) })
+	// Searches: a client's on the created index (the running order's
+	// status read from its item), an operator's on the ended one.
+	call(t, e, http.MethodGet, "/orders?customer=c-roles&limit=100", nil, http.StatusOK)
+	call(t, e, http.MethodGet, "/ops/orders?limit=100&ended_from="+time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), nil, http.StatusOK)
 	stop()
 	cfg.Workflows = order.MustVersions(v1)
 	enginetest.Run(t, cfg)

@@ -118,10 +118,11 @@ func TestResourceCounts(t *testing.T) {
 		"AWS::KMS::Key":                   1,
 		"AWS::Events::EventBus":           1,
 		"AWS::ApiGateway::RestApi":        1,
-		// POST /orders, GET /orders/{id}, its history, cancel and redrive,
-		// GET /ops/orders/{id} and its history, POST /workflows/{workflow}/orders
-		// and POST /workflows/order/orders
-		"AWS::ApiGateway::Method":           9,
+		// POST and GET /orders, GET /orders/{id}, its history, cancel and
+		// redrive, GET /ops/orders, GET /ops/orders/{id} and its history,
+		// POST /workflows/{workflow}/orders and POST /workflows/order/orders
+		"AWS::ApiGateway::Method":           11,
+		"AWS::SecretsManager::Secret":       1, // the page token key
 		"AWS::IAM::ManagedPolicy":           3, // the client and operator policies, and the operators' tools
 		"AWS::ApiGateway::RequestValidator": 1,
 		"AWS::ApiGateway::Model":            2, // POST /orders's, and the order workflow's
@@ -498,6 +499,11 @@ func TestEveryAPIMethodIsAuthorizedAndValidated(t *testing.T) {
 		"HttpMethod":        "GET",
 		"RequestParameters": map[string]any{"method.request.path.id": true},
 	})
+	// The searches declare their query parameters, all optional.
+	template.ResourcePropertiesCountIs(jsii.String("AWS::ApiGateway::Method"), map[string]any{
+		"HttpMethod":        "GET",
+		"RequestParameters": map[string]any{"method.request.querystring.customer": false, "method.request.querystring.cursor": false},
+	}, jsii.Number(2))
 	template.HasResourceProperties(jsii.String("AWS::ApiGateway::Stage"), map[string]any{
 		"AccessLogSetting": map[string]any{"DestinationArn": assertions.Match_AnyValue()},
 		"TracingEnabled":   true,

@@ -1,12 +1,17 @@
 // Package pagetoken seals a search's position into an opaque page token
-// that only the stage's own key makes: an HMAC-SHA256 over the position
-// and the query it continues. A caller can neither alter a token (to
-// read past its own orders' positions, or to crash a reader with a
-// malformed one) nor use one with another query.
+// that only the stage's own key makes and reads: AES-256-GCM over the
+// position, with the query it continues as the authenticated data. A
+// caller can neither read a token (a shard's position may name an order
+// of another caller, which the search passed over), nor alter one (to
+// read past its own orders, or to crash a reader with a malformed one),
+// nor use one with another query.
 package pagetoken
 
 import (
-	"crypto/hmac"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
@@ -17,50 +22,64 @@ import (
 const MinKeyBytes = 32
 
 // version leads every token, so that a later format can tell its own.
-const version byte = 1
+const version byte = 2
 
 // ErrInvalid marks a token that was altered, belongs to another query or
 // key, or is not a token at all.
 var ErrInvalid = errors.New("not a page token of this query")
 
-// A Sealer seals and opens page tokens with one key.
-type Sealer struct{ key []byte }
+// A Sealer seals and opens page tokens with one key. It is safe for
+// concurrent use.
+type Sealer struct{ aead cipher.AEAD }
 
 // New returns a Sealer with key, which must be at least MinKeyBytes of
-// secret randomness and is the same for every instance of a stage.
+// secret randomness and is the same for every instance of a stage. The
+// cipher's key is derived from it (HKDF-SHA256), so any secret string of
+// that length serves.
 func New(key []byte) (*Sealer, error) {
 	if len(key) < MinKeyBytes {
 		return nil, fmt.Errorf("page token key: %d bytes, want at least %d", len(key), MinKeyBytes)
 	}
-	return &Sealer{key: append([]byte(nil), key...)}, nil
+	derived, err := hkdf.Key(sha256.New, key, nil, "orderly page token v2", 32)
+	if err != nil {
+		return nil, fmt.Errorf("page token key: %w", err)
+	}
+	block, err := aes.NewCipher(derived)
+	if err != nil {
+		return nil, fmt.Errorf("page token key: %w", err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, fmt.Errorf("page token key: %w", err)
+	}
+	return &Sealer{aead: aead}, nil
 }
 
 // Seal returns the token of position in the query whose canonical form is
 // query.
 func (s *Sealer) Seal(query string, position []byte) string {
-	body := append([]byte{version}, position...)
-	return base64.RawURLEncoding.EncodeToString(append(body, s.mac(query, body)...))
+	nonce := make([]byte, s.aead.NonceSize())
+	rand.Read(nonce) // never fails (crypto/rand)
+	out := append([]byte{version}, nonce...)
+	out = s.aead.Seal(out, nonce, position, s.data(query))
+	return base64.RawURLEncoding.EncodeToString(out)
 }
 
 // Open returns the position token holds, if it was sealed with this key
 // for this query; otherwise ErrInvalid.
 func (s *Sealer) Open(query, token string) ([]byte, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(token)
-	if err != nil || len(raw) < 1+sha256.Size || raw[0] != version {
+	n := s.aead.NonceSize()
+	if err != nil || len(raw) < 1+n+s.aead.Overhead() || raw[0] != version {
 		return nil, ErrInvalid
 	}
-	body, sum := raw[:len(raw)-sha256.Size], raw[len(raw)-sha256.Size:]
-	if !hmac.Equal(sum, s.mac(query, body)) {
+	position, err := s.aead.Open(nil, raw[1:1+n], raw[1+n:], s.data(query))
+	if err != nil {
 		return nil, ErrInvalid
 	}
-	return body[1:], nil
+	return position, nil
 }
 
-func (s *Sealer) mac(query string, body []byte) []byte {
-	m := hmac.New(sha256.New, s.key)
-	// The query's length first, so that no split of query and body
-	// reads as another.
-	fmt.Fprintf(m, "%d:%s", len(query), query)
-	m.Write(body)
-	return m.Sum(nil)
-}
+// data is the authenticated data of a token of query: the version and
+// the query.
+func (s *Sealer) data(query string) []byte { return append([]byte{version}, query...) }

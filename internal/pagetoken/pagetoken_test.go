@@ -44,6 +44,14 @@ func TestSealAndOpen(t *testing.T) {
 			}
 		})
 	}
+	// The position stays hidden: a shard's position may name another
+	// caller's order.
+	if bytes.Contains(raw, []byte("o-1")) {
+		t.Errorf("token %q shows the position's order id", token)
+	}
+	if again := s.Seal("status=Error", position); again == token {
+		t.Error("two seals of one position made one token: the nonce is not fresh")
+	}
 	if strings.ContainsAny(token, "+/=") {
 		t.Errorf("token %q is not URL-safe", token)
 	}

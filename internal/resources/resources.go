@@ -249,6 +249,10 @@ type Catalog struct {
 	// status queue's rule routes (e.g. the terminal ones, for a reader
 	// that needs no others); none: every status.
 	StatusEvents []string
+	// PageTokenSecret is the Secrets Manager secret whose value keys the
+	// search API's page tokens (pagetoken): random, made at deployment,
+	// read by the submission function.
+	PageTokenSecret string
 }
 
 // Event source and detail-type prefix of status events: detail-type is
@@ -317,8 +321,9 @@ func New(stage string, agents []string) Catalog {
 			}},
 			TTL: AttrExpiresAt,
 		},
-		EventBus:    name("events"),
-		StatusQueue: queue("status-events", RecorderTimeout),
+		EventBus:        name("events"),
+		StatusQueue:     queue("status-events", RecorderTimeout),
+		PageTokenSecret: name("page-token-key"),
 	}
 	for _, a := range agents {
 		c.RequestQueues[a] = queue(a+"-requests", AgentTimeout)
@@ -356,6 +361,9 @@ const (
 	// EnvAnonymousCaller names the caller of API requests that name none:
 	// set only for LocalStack, whose API Gateway passes no identity.
 	EnvAnonymousCaller = "ANONYMOUS_CALLER"
+	// EnvPageTokenSecret names the secret that keys the search API's page
+	// tokens (Catalog.PageTokenSecret).
+	EnvPageTokenSecret = "PAGE_TOKEN_SECRET"
 )
 
 // EnvRequestQueueURL names the variable holding an agent's request queue

@@ -1,7 +1,8 @@
 // Package api is the submission function: POST /orders writes an order and
 // its workflow state in one conditional write and sends the first step's
-// request; GET /orders/{id} shows an order and every step's state; POST
-// /orders/{id}/cancel cancels it and an operator's POST
+// request; GET /orders/{id} shows an order and every step's state; GET
+// /orders finds the caller's orders (and an operator's GET /ops/orders
+// anyone's); POST /orders/{id}/cancel cancels it and an operator's POST
 // /orders/{id}/redrive resumes it from Error. It speaks API Gateway REST
 // (v1) proxy events.
 package api
@@ -25,12 +26,16 @@ import (
 	"orderly/internal/definition"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
+	"orderly/internal/pagetoken"
 )
 
 // Store is what the API needs of the state store.
 type Store interface {
 	CreateOrder(ctx context.Context, o order.Order, steps []order.StepState) (order.Order, error)
 	GetOrder(ctx context.Context, id string) (order.Order, []order.StepState, error)
+	// Search returns a page of the orders q matches, newest first, from
+	// position (nil: the first page).
+	Search(ctx context.Context, q order.Query, position []byte) (order.SearchPage, error)
 }
 
 // Controls cancels and redrives orders.
@@ -59,6 +64,10 @@ const (
 	// ResourceOperatorOrder shows any caller's order. In AWS a separate
 	// IAM permission guards it, so only operators can reach it.
 	ResourceOperatorOrder = "/ops/orders/{id}"
+	// ResourceOperatorOrders searches every caller's orders; a client
+	// searches its own on GET ResourceOrders. IAM guards it as it guards
+	// ResourceOperatorOrder.
+	ResourceOperatorOrders = "/ops/orders"
 	// ResourceCancel is a client's cancel of its own order.
 	ResourceCancel = "/orders/{id}/cancel"
 	// ResourceRedrive is an operator's redrive of any order in Error; in
@@ -84,6 +93,7 @@ type Service struct {
 	log       *slog.Logger
 	metrics   *metrics.Recorder
 	anonymous string
+	pages     *pagetoken.Sealer
 }
 
 // Config wires the submission service.
@@ -104,11 +114,16 @@ type Config struct {
 	// passes no caller identity; in AWS the IAM authorizer names the
 	// caller of every request, and this stays empty.
 	AnonymousCaller string
+	// PageTokens seals the cursors of search pages with the stage's key.
+	PageTokens *pagetoken.Sealer
 }
 
 // NewService returns the submission service.
 // Its error names a workflow whose input schema does not compile.
 func NewService(c Config) (*Service, error) {
+	if c.PageTokens == nil {
+		return nil, errors.New("the submission service needs the stage's page token key to search")
+	}
 	inputs := map[string]order.InputCheck{}
 	for _, name := range c.Workflows.Names() {
 		wf, _ := c.Workflows.LatestOf(name)
@@ -119,7 +134,7 @@ func NewService(c Config) (*Service, error) {
 		inputs[name] = check
 	}
 	return &Service{id: c.InstanceID, store: c.Store, controls: c.Controls, history: c.History, dispatcher: c.Dispatcher, workflows: c.Workflows,
-		inputs: inputs, now: c.Now, log: c.Log, metrics: c.Metrics, anonymous: c.AnonymousCaller}, nil
+		inputs: inputs, now: c.Now, log: c.Log, metrics: c.Metrics, anonymous: c.AnonymousCaller, pages: c.PageTokens}, nil
 }
 
 // inputCheck checks submissions against wf's input schema. A workflow
@@ -187,6 +202,10 @@ func (s *Service) Handle(ctx context.Context, req events.APIGatewayProxyRequest)
 	switch {
 	case (resource == ResourceOrders || resource == ResourceWorkflowOrders) && req.HTTPMethod == http.MethodPost:
 		resp, err = s.submit(ctx, req)
+	case resource == ResourceOrders && req.HTTPMethod == http.MethodGet:
+		resp, err = s.search(ctx, req, false)
+	case resource == ResourceOperatorOrders && req.HTTPMethod == http.MethodGet:
+		resp, err = s.search(ctx, req, true)
 	case resource == ResourceOrder && req.HTTPMethod == http.MethodGet:
 		resp, err = s.get(ctx, req, false)
 	case resource == ResourceOperatorOrder && req.HTTPMethod == http.MethodGet:
@@ -199,7 +218,7 @@ func (s *Service) Handle(ctx context.Context, req events.APIGatewayProxyRequest)
 		resp, err = s.showHistory(ctx, req, false)
 	case resource == ResourceOperatorHistory && req.HTTPMethod == http.MethodGet:
 		resp, err = s.showHistory(ctx, req, true)
-	case resource == ResourceOrders || resource == ResourceWorkflowOrders || resource == ResourceOrder || resource == ResourceOperatorOrder ||
+	case resource == ResourceOrders || resource == ResourceWorkflowOrders || resource == ResourceOrder || resource == ResourceOperatorOrder || resource == ResourceOperatorOrders ||
 		resource == ResourceCancel || resource == ResourceRedrive || resource == ResourceHistory || resource == ResourceOperatorHistory:
 		err = fmt.Errorf("%s %s: %w", req.HTTPMethod, resource, errMethod)
 	default:
@@ -650,7 +669,9 @@ func jsonResponse(status int, body any) events.APIGatewayProxyResponse {
 
 func allowed(path string) string {
 	switch resourceOf(path) {
-	case ResourceOrders, ResourceCancel, ResourceRedrive:
+	case ResourceOrders:
+		return http.MethodGet + ", " + http.MethodPost
+	case ResourceWorkflowOrders, ResourceCancel, ResourceRedrive:
 		return http.MethodPost
 	}
 	return http.MethodGet
@@ -673,6 +694,8 @@ func resourceOf(path string) string {
 	switch {
 	case path == ResourceOrders:
 		return ResourceOrders
+	case path == ResourceOperatorOrders:
+		return ResourceOperatorOrders
 	case !isOrder || id == "" || strings.Contains(action, "/"):
 		return ""
 	case action == "":

@@ -16,7 +16,6 @@ import (
 
 	"orderly/internal/actor/api"
 	"orderly/internal/definition"
-	"orderly/internal/metrics"
 	"orderly/internal/order"
 	"orderly/internal/testkit/ordertest"
 	"orderly/internal/testkit/testenv"
@@ -143,8 +142,9 @@ func TestSubmitWritesOrderAndEveryStepAtomically(t *testing.T) {
 // sent, the answer is still 202 and the claim is released for the stream.
 func TestSubmitReleasesTheClaimWhenTheRequestIsNotSent(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
-	broken, err := api.NewService(api.Config{InstanceID: "submit-test", Store: w.Store, Dispatcher: w.BrokenDispatcher(),
-		Workflows: w.Versions(), Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard()})
+	cfg := w.APIConfig()
+	cfg.Store, cfg.Dispatcher = w.Store, w.BrokenDispatcher()
+	broken, err := api.NewService(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,13 +316,24 @@ func TestGetUnknownOrder(t *testing.T) {
 
 func TestWrongMethodAndRoute(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
-	resp, err := w.API.Handle(context.Background(), events.APIGatewayProxyRequest{HTTPMethod: http.MethodDelete, Resource: api.ResourceOrders, Path: "/orders"})
-	if err != nil || resp.StatusCode != http.StatusMethodNotAllowed || resp.Headers["Allow"] != http.MethodPost {
-		t.Errorf("DELETE /orders: got %d %v (%v), want 405 with Allow: POST", resp.StatusCode, resp.Headers, err)
-	}
-	resp, err = w.API.Handle(context.Background(), events.APIGatewayProxyRequest{HTTPMethod: http.MethodGet, Path: "/nope"})
-	if err != nil || resp.StatusCode != http.StatusNotFound {
-		t.Errorf("GET /nope: got %d (%v), want 404", resp.StatusCode, err)
+	for _, tt := range []struct {
+		method, path string
+		status       int
+		allow        string
+	}{
+		{http.MethodDelete, "/orders", http.StatusMethodNotAllowed, "GET, POST"},
+		{http.MethodGet, "/workflows/order/orders", http.StatusMethodNotAllowed, "POST"},
+		{http.MethodPost, "/ops/orders", http.StatusMethodNotAllowed, "GET"},
+		{http.MethodGet, "/orders/" + order.NewID() + "/cancel", http.StatusMethodNotAllowed, "POST"},
+		{http.MethodPost, "/orders/" + order.NewID() + "/history", http.StatusMethodNotAllowed, "GET"},
+		{http.MethodGet, "/nope", http.StatusNotFound, ""},
+		{http.MethodGet, "/ops/nope", http.StatusNotFound, ""},
+	} {
+		// As a direct invocation, which names no resource.
+		resp, err := w.API.Handle(context.Background(), events.APIGatewayProxyRequest{HTTPMethod: tt.method, Path: tt.path, RequestContext: testenv.As(testenv.Caller)})
+		if err != nil || resp.StatusCode != tt.status || resp.Headers["Allow"] != tt.allow {
+			t.Errorf("%s %s: got %d %v (%v), want %d with Allow %q", tt.method, tt.path, resp.StatusCode, resp.Headers, err, tt.status, tt.allow)
+		}
 	}
 }
 

@@ -41,6 +41,7 @@ import (
 	"orderly/internal/adapter/dynamo"
 	orderlyeb "orderly/internal/adapter/eventbridge"
 	"orderly/internal/adapter/remote"
+	"orderly/internal/adapter/secret"
 	"orderly/internal/adapter/services"
 	"orderly/internal/adapter/sns"
 	"orderly/internal/adapter/sqs"
@@ -52,6 +53,7 @@ import (
 	"orderly/internal/operator/console"
 	"orderly/internal/operator/ops"
 	"orderly/internal/order"
+	"orderly/internal/pagetoken"
 	"orderly/internal/resources"
 )
 
@@ -257,12 +259,21 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 	e.Store = e.store(fns)
 	e.History = dynamo.NewHistory(fns.DynamoDB, catalog.History.Name)
 	submit := e.functionClients(resources.FunctionSubmit)
+	// The submission function reads its page token key as in AWS.
+	key, err := secret.Key(ctx, submit.SecretsManager, catalog.PageTokenSecret, pagetoken.MinKeyBytes)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	pages, err := pagetoken.New(key)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
 	if e.API, err = api.NewService(api.Config{
 		InstanceID: "submit-local-" + rand.Text()[:6], Store: e.store(submit).As("submit"),
 		Controls:   control.New(e.store(submit).As(control.ByClientCancel), e.store(submit).As(control.ByOperatorRedrive), workflows, time.Now),
 		History:    dynamo.NewHistory(submit.DynamoDB, catalog.History.Name),
 		Dispatcher: e.dispatcher(submit, "submit"), Workflows: workflows, Now: time.Now,
-		Log: cfg.Log.With("service", "submit"), Metrics: e.metrics("submit"),
+		Log: cfg.Log.With("service", "submit"), Metrics: e.metrics("submit"), PageTokens: pages,
 	}); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
@@ -406,6 +417,8 @@ func (e *Engine) Run(ctx context.Context) error {
 	gateway := localrun.NewAPIGateway(e.API.Handle, []localrun.Route{
 		{Method: http.MethodPost, Resource: api.ResourceOrders},
 		{Method: http.MethodPost, Resource: api.ResourceWorkflowOrders},
+		{Method: http.MethodGet, Resource: api.ResourceOrders},
+		{Method: http.MethodGet, Resource: api.ResourceOperatorOrders},
 		{Method: http.MethodGet, Resource: api.ResourceOrder},
 		{Method: http.MethodGet, Resource: api.ResourceOperatorOrder},
 		{Method: http.MethodPost, Resource: api.ResourceCancel},

@@ -6,6 +6,7 @@ package provision
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,8 @@ import (
 	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -51,6 +54,7 @@ func (s Stack) Env() map[string]string {
 		resources.EnvAlertTopicARN:    s.AlertTopicARN,
 		resources.EnvHistoryTable:     s.Catalog.History.Name,
 		resources.EnvEventBus:         s.Catalog.EventBus,
+		resources.EnvPageTokenSecret:  s.Catalog.PageTokenSecret,
 	}
 	for agent, q := range s.RequestQueues {
 		env[resources.EnvRequestQueueURL(agent)] = q.URL
@@ -79,6 +83,8 @@ type Clients struct {
 	Deliveries  *sqs.Client
 	SNS         *sns.Client
 	EventBridge *eventbridge.Client
+	// SecretsManager holds the stage's page token key.
+	SecretsManager *secretsmanager.Client
 }
 
 // NewClients builds the clients from cfg. Each service's endpoint is the
@@ -88,11 +94,12 @@ type Clients struct {
 // region's own endpoints).
 func NewClients(cfg aws.Config) Clients {
 	return Clients{
-		DynamoDB:    dynamodb.NewFromConfig(cfg),
-		SQS:         sqs.NewFromConfig(cfg),
-		Deliveries:  DeliveriesSQS(cfg),
-		SNS:         sns.NewFromConfig(cfg),
-		EventBridge: eventbridge.NewFromConfig(cfg),
+		DynamoDB:       dynamodb.NewFromConfig(cfg),
+		SQS:            sqs.NewFromConfig(cfg),
+		Deliveries:     DeliveriesSQS(cfg),
+		SNS:            sns.NewFromConfig(cfg),
+		EventBridge:    eventbridge.NewFromConfig(cfg),
+		SecretsManager: secretsmanager.NewFromConfig(cfg),
 	}
 }
 
@@ -143,7 +150,25 @@ func Create(ctx context.Context, c Clients, cat resources.Catalog) (Stack, error
 	if err := createBus(ctx, c.EventBridge, cat, st.StatusQueue.ARN); err != nil {
 		return st, err
 	}
+	if err := createPageTokenKey(ctx, c.SecretsManager, cat.PageTokenSecret); err != nil {
+		return st, err
+	}
 	return st, nil
+}
+
+// createPageTokenKey creates the stage's page token key, random, unless
+// the secret exists: a key that changes breaks the cursors handed out.
+func createPageTokenKey(ctx context.Context, client *secretsmanager.Client, name string) error {
+	if client == nil || name == "" {
+		return nil
+	}
+	_, err := client.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: aws.String(name),
+		Description: aws.String("keys the cursors of orderly's search pages"), SecretString: aws.String(rand.Text() + rand.Text())})
+	var exists *smtypes.ResourceExistsException
+	if err != nil && !errors.As(err, &exists) {
+		return fmt.Errorf("create secret %s: %w", name, err)
+	}
+	return nil
 }
 
 // createBus creates the event bus and a rule that sends every status event
@@ -209,6 +234,14 @@ func Delete(ctx context.Context, c Clients, st Stack) error {
 			if _, err := q.on.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(url)}); err != nil {
 				errs = append(errs, fmt.Errorf("delete queue %s: %w", url, err))
 			}
+		}
+	}
+	if st.Catalog.PageTokenSecret != "" && c.SecretsManager != nil {
+		_, err := c.SecretsManager.DeleteSecret(ctx, &secretsmanager.DeleteSecretInput{SecretId: aws.String(st.Catalog.PageTokenSecret),
+			ForceDeleteWithoutRecovery: aws.Bool(true)})
+		var nf *smtypes.ResourceNotFoundException
+		if err != nil && !errors.As(err, &nf) {
+			errs = append(errs, fmt.Errorf("delete secret %s: %w", st.Catalog.PageTokenSecret, err))
 		}
 	}
 	if st.AlertTopicARN != "" {

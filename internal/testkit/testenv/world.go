@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -30,6 +31,7 @@ import (
 	"orderly/internal/local/provision"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
+	"orderly/internal/pagetoken"
 	"orderly/internal/resources"
 	"orderly/internal/testkit/ordertest"
 )
@@ -91,8 +93,17 @@ func (w *World) APIConfig() api.Config {
 		InstanceID: "submit-test", Store: w.Store.As("submit"),
 		Controls: control.New(w.Store.As(control.ByClientCancel), w.Store.As(control.ByOperatorRedrive), w.Versions(), w.Clock.Now),
 		History:  dynamo.NewHistory(w.Clients.DynamoDB, w.Stack.Catalog.History.Name), Dispatcher: w.Dispatcher(), Workflows: w.Versions(),
-		Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard(),
+		Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard(), PageTokens: PageTokens(),
 	}
+}
+
+// PageTokens is a page token sealer with a random key, as a stage's.
+func PageTokens() *pagetoken.Sealer {
+	s, err := pagetoken.New([]byte(rand.Text() + rand.Text()))
+	if err != nil {
+		panic(err) // 52 bytes is long enough
+	}
+	return s
 }
 
 type testWriter struct{ t testing.TB }

@@ -83,8 +83,34 @@ func Document(wfs order.Versions) map[string]any {
 				"409": errorResponse("idempotency_conflict: the key was used with another body")}),
 		}}
 	}
+	search := func(summary string) map[string]any {
+		text := func(name, desc string) map[string]any {
+			return map[string]any{"name": name, "in": "query", "required": false, "description": desc,
+				"schema": map[string]any{"type": "string", "minLength": 1, "maxLength": order.MaxFilterBytes}}
+		}
+		at := func(name, desc string) map[string]any {
+			return map[string]any{"name": name, "in": "query", "required": false, "description": desc + " (RFC 3339)",
+				"schema": map[string]any{"type": "string", "format": "date-time"}}
+		}
+		return map[string]any{"summary": summary, "parameters": []any{
+			map[string]any{"name": order.ParamStatus, "in": "query", "required": false, "schema": ref("Status")},
+			text(order.ParamCustomer, "the order's customerId"),
+			text(order.ParamWorkflow, "the workflow's name"), text(order.ParamVersion, "the workflow version"),
+			at(order.ParamCreatedFrom, "submitted at or after"), at(order.ParamCreatedTo, "submitted before"),
+			at(order.ParamEndedFrom, "reached a terminal status at or after; excludes running orders"),
+			at(order.ParamEndedTo, "reached a terminal status before; excludes running orders"),
+			map[string]any{"name": order.ParamLimit, "in": "query", "required": false, "description": "orders per page at most",
+				"schema": map[string]any{"type": "integer", "minimum": 1, "maximum": order.MaxSearchLimit, "default": order.DefaultSearchLimit}},
+			map[string]any{"name": order.ParamCursor, "in": "query", "required": false,
+				"description": "the nextCursor of the page before, with the same other parameters; opaque, sealed by the stage",
+				"schema":      map[string]any{"type": "string"}},
+		}, "responses": with(map[string]any{"200": response("a page of orders, newest first; go on while nextCursor is set "+
+			"(a page may hold fewer orders than the limit and still have one)", ref("Search"))})}
+	}
 	paths := map[string]any{
-		"/orders":                  submit("submit an order of the stage's default workflow ("+wfs.Default()+")", "Submission"),
+		"/orders": merge(submit("submit an order of the stage's default workflow ("+wfs.Default()+")", "Submission"),
+			map[string]any{"get": search("the caller's own orders, newest first, filtered; every parameter at most once")}),
+		"/ops/orders":              map[string]any{"get": search("every caller's orders, newest first, filtered (operators)")},
 		"/orders/{id}":             getOrder("the caller's order"),
 		"/orders/{id}/history":     getHistory("the caller's order's history"),
 		"/ops/orders/{id}":         getOrder("any order (operators)"),
@@ -112,6 +138,16 @@ func Document(wfs order.Versions) map[string]any {
 				"orderId": map[string]any{"type": "string"}, "status": ref("Status"),
 				"links": map[string]any{"type": "object", "properties": map[string]any{"self": map[string]any{"type": "string"}}}}},
 			"Status": map[string]any{"type": "string", "enum": statuses()},
+			"Search": map[string]any{"type": "object", "required": []string{"orders"}, "properties": map[string]any{
+				"orders": map[string]any{"type": "array", "items": map[string]any{"type": "object",
+					"required": []string{"orderId", "status", "workflow", "version", "createdAt"}, "properties": map[string]any{
+						"orderId": map[string]any{"type": "string"}, "status": ref("Status"),
+						"caller":     map[string]any{"type": "string", "description": "who submitted it: operators' route only"},
+						"customerId": map[string]any{"type": "string"}, "workflow": map[string]any{"type": "string"}, "version": map[string]any{"type": "string"},
+						"createdAt": map[string]any{"type": "string", "format": "date-time"},
+						"endedAt":   map[string]any{"type": "string", "format": "date-time", "description": "when it reached a terminal status"}}}},
+				"nextCursor": map[string]any{"type": "string"},
+				"links":      map[string]any{"type": "object", "properties": map[string]any{"next": map[string]any{"type": "string"}}}}},
 			"Order": map[string]any{"type": "object", "required": []string{"orderId", "status", "steps"}, "properties": map[string]any{
 				"orderId": map[string]any{"type": "string"}, "customerId": map[string]any{"type": "string"}, "status": ref("Status"),
 				"workflow":  map[string]any{"type": "string", "description": "the workflow the order runs"},

@@ -26,7 +26,7 @@ func TestDocumentDescribesEveryRoute(t *testing.T) {
 		t.Fatalf("document: %v, version %q", err, doc.OpenAPI)
 	}
 	routes := []struct{ method, resource string }{
-		{"post", api.ResourceOrders}, {"get", api.ResourceOrder}, {"get", api.ResourceOperatorOrder},
+		{"post", api.ResourceOrders}, {"get", api.ResourceOrders}, {"get", api.ResourceOperatorOrders}, {"get", api.ResourceOrder}, {"get", api.ResourceOperatorOrder},
 		{"post", api.ResourceCancel}, {"post", api.ResourceRedrive}, {"get", api.ResourceHistory}, {"get", api.ResourceOperatorHistory},
 		// ResourceWorkflowOrders, once per workflow the stage runs.
 		{"post", "/workflows/order/orders"},
@@ -36,8 +36,12 @@ func TestDocumentDescribesEveryRoute(t *testing.T) {
 			t.Errorf("%s %s is not described", strings.ToUpper(r.method), r.resource)
 		}
 	}
-	if len(doc.Paths) != len(routes) {
-		t.Errorf("%d paths described, the API has %d", len(doc.Paths), len(routes))
+	described := 0
+	for _, item := range doc.Paths {
+		described += len(item)
+	}
+	if described != len(routes) {
+		t.Errorf("%d routes described, the API has %d", described, len(routes))
 	}
 	for _, part := range strings.Split(string(raw), `"$ref": "#/components/schemas/`)[1:] {
 		name := part[:strings.Index(part, `"`)]
