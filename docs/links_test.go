@@ -4,7 +4,6 @@
 package docs_test
 
 import (
-	"fmt"
 	"io/fs"
 	"net/url"
 	"os"
@@ -12,17 +11,14 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"unicode"
+
+	"orderly/internal/docslug"
 )
 
 // skipped are the folders whose Markdown is not the repository's own.
 var skipped = map[string]bool{"node_modules": true, ".tools": true, ".local": true, "cdk.out": true, ".git": true}
 
-var (
-	link    = regexp.MustCompile(`\[[^\]]*\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
-	heading = regexp.MustCompile(`(?m)^#{1,6}\s+(.+?)\s*#*\s*$`)
-	fence   = regexp.MustCompile("(?ms)^```.*?^```")
-)
+var link = regexp.MustCompile(`\[[^\]]*\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
 
 func TestRelativeLinksResolve(t *testing.T) {
 	root := ".."
@@ -35,7 +31,7 @@ func TestRelativeLinksResolve(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		a := slugs(string(raw))
+		a := docslug.Anchors(string(raw))
 		anchors[path] = a
 		return a, nil
 	}
@@ -54,7 +50,7 @@ func TestRelativeLinksResolve(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		text := fence.ReplaceAllString(string(raw), "")
+		text := docslug.WithoutCodeBlocks(string(raw))
 		for _, m := range link.FindAllStringSubmatch(text, -1) {
 			target := m[1]
 			u, err := url.Parse(target)
@@ -91,41 +87,6 @@ func TestRelativeLinksResolve(t *testing.T) {
 		t.Fatal("no relative link found: the check checks nothing")
 	}
 	t.Logf("%d relative links resolve", checked)
-}
-
-// slugs are the anchors GitHub gives a Markdown document's headings:
-// lower case, punctuation dropped, spaces as hyphens, a repeated one
-// numbered (-1, -2), plus any explicit <a id> or {#id}.
-func slugs(doc string) map[string]bool {
-	out := map[string]bool{}
-	seen := map[string]int{}
-	for _, m := range heading.FindAllStringSubmatch(fence.ReplaceAllString(doc, ""), -1) {
-		s := slug(m[1])
-		if n := seen[s]; n > 0 {
-			out[fmt.Sprintf("%s-%d", s, n)] = true
-		} else {
-			out[s] = true
-		}
-		seen[s]++
-	}
-	for _, m := range regexp.MustCompile(`<a\s+(?:id|name)="([^"]+)"`).FindAllStringSubmatch(doc, -1) {
-		out[m[1]] = true
-	}
-	return out
-}
-
-func slug(title string) string {
-	title = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`).ReplaceAllString(title, "$1") // a link's text
-	var b strings.Builder
-	for _, r := range strings.ToLower(title) {
-		switch {
-		case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_':
-			b.WriteRune(r)
-		case r == ' ':
-			b.WriteRune('-')
-		}
-	}
-	return b.String()
 }
 
 func rel(root, path string) string {

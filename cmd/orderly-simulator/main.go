@@ -1,6 +1,6 @@
 // Command orderly-simulator serves the simulated remote services
 // (inventory, payment, shipping and their undos, with the test values
-// README lists) on their own, for a deployed stack to call: `make
+// docs/remote-services.md lists) on their own, for a deployed stack to call: `make
 // deploy-local` starts it for the stack on LocalStack, whose agents run as
 // host processes and reach it on the loopback address.
 //

@@ -8,6 +8,8 @@
 //	orderly list [--late 5m | --status Error|Pending|Processing|Compensating|Cancelling] [--max 100]
 //	orderly show ID
 //	orderly history ID
+//	orderly search [--customer C] [--status S] [--workflow W] [--version V] [--created-from T] [--created-to T] [--ended-from T] [--ended-to T] [--max 100]
+//	orderly counts [--customer C] [--workflow W] [--version V] [--created-from T] ... [--max-read 200000]
 //	orderly watch ID [--every 1s] [--timeout 10m]
 //	orderly cancel ID
 //	orderly redrive ID [--action retry|compensate]

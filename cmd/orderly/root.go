@@ -91,7 +91,7 @@ func newRoot(out, errOut io.Writer) *cobra.Command {
 		&cobra.Group{ID: groupDefinitions, Title: "Workflow definitions and services (no stage, no AWS):"})
 	for _, c := range []*cobra.Command{
 		a.listCmd(), a.showCmd(), a.historyCmd(), a.watchCmd(), a.cancelCmd(), a.redriveCmd(), a.moveCmd(),
-		a.versionsCmd(), a.alertsCmd(), a.searchCmd(), a.dlqCmd(), a.consoleCmd(),
+		a.versionsCmd(), a.alertsCmd(), a.searchCmd(), a.countsCmd(), a.dlqCmd(), a.consoleCmd(),
 	} {
 		c.GroupID = groupOrders
 		root.AddCommand(c)

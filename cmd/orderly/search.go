@@ -14,7 +14,7 @@ import (
 
 func (a *app) searchCmd() *cobra.Command {
 	var maxN int
-	text := map[string]*string{}
+	var filters queryFlags
 	cmd := &cobra.Command{
 		Use:                   "search [--customer ID] [--status STATUS] [--workflow NAME] [--version V] [--created-from T] [--created-to T] [--ended-from T] [--ended-to T] [--max 100]",
 		DisableFlagsInUseLine: true,
@@ -30,20 +30,9 @@ inclusive, its end exclusive.`,
   orderly search --status Failed --ended-from 6h`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			params := map[string]string{}
-			for name, v := range text {
-				if !cmd.Flags().Changed(name) {
-					continue
-				}
-				value, err := timeParam(name, *v, time.Now())
-				if err != nil {
-					return usageError{err}
-				}
-				params[flagParams[name]] = value
-			}
-			q, err := order.ParseQuery(params)
+			q, err := filters.query(cmd, time.Now())
 			if err != nil {
-				return usageError{flagNamed(err)}
+				return err
 			}
 			if maxN < 1 {
 				return usagef("--max %d: want 1 or more", maxN)
@@ -70,16 +59,64 @@ inclusive, its end exclusive.`,
 			})
 		},
 	}
-	for flag, param := range flagParams {
-		text[flag] = cmd.Flags().String(flag, "", searchHelp[param])
-	}
+	filters.add(cmd, true)
 	cmd.Flags().IntVar(&maxN, "max", 100, "list at most this many")
-	statuses := make([]string, len(order.Statuses))
-	for i, s := range order.Statuses {
-		statuses[i] = string(s)
-	}
-	complete(cmd, "status", statuses...)
 	return cmd
+}
+
+// queryFlags are the filters of a search (search, counts): a flag for
+// each query parameter.
+type queryFlags struct {
+	text map[string]*string
+}
+
+// add gives cmd the filter flags, --status only withStatus.
+func (f *queryFlags) add(cmd *cobra.Command, withStatus bool) {
+	f.text = map[string]*string{}
+	for flag, param := range flagParams {
+		if flag == "status" && !withStatus {
+			continue
+		}
+		f.text[flag] = cmd.Flags().String(flag, "", searchHelp[param])
+	}
+	if withStatus {
+		statuses := make([]string, len(order.Statuses))
+		for i, s := range order.Statuses {
+			statuses[i] = string(s)
+		}
+		complete(cmd, "status", statuses...)
+	}
+}
+
+// query is the query the flags given to cmd make, a time given as a
+// duration back from now; a bad value is a usage error naming its flag.
+func (f *queryFlags) query(cmd *cobra.Command, now time.Time) (order.Query, error) {
+	params := map[string]string{}
+	for name, v := range f.text {
+		if !cmd.Flags().Changed(name) {
+			continue
+		}
+		value, err := timeParam(name, *v, now)
+		if err != nil {
+			return order.Query{}, usageError{err}
+		}
+		params[flagParams[name]] = value
+	}
+	q, err := order.ParseQuery(params)
+	if err != nil {
+		return order.Query{}, usageError{flagNamed(err)}
+	}
+	return q, nil
+}
+
+// window reports whether any of the flags given to cmd bounds a time.
+func (f *queryFlags) window(cmd *cobra.Command) bool {
+	for _, flag := range []string{"created-from", "created-to", "ended-from", "ended-to"} {
+		if cmd.Flags().Changed(flag) {
+			return true
+		}
+	}
+	return false
 }
 
 // flagParams are search's flags and the query parameters they set.

@@ -56,7 +56,8 @@ var configurationCauses = map[string]string{
 // newAlarms wires every alarm to the alert topic: anything in a
 // dead-letter queue, messages waiting too long, function errors and
 // throttles, and orders entering Error.
-// Each names its runbook entry in README and links the stage's dashboard.
+// Each links its runbook entry in docs/operations.md and the stage's
+// dashboard.
 func newAlarms(s *Stack) []awscloudwatch.IAlarm {
 	action := awscloudwatchactions.NewSnsAction(s.msg.topic)
 	var alarms []awscloudwatch.IAlarm
@@ -65,7 +66,7 @@ func newAlarms(s *Stack) []awscloudwatch.IAlarm {
 	alarmOver := func(id, description string, metric awscloudwatch.IMetric, threshold float64, periods int) {
 		a := awscloudwatch.NewAlarm(s.Stack, jsii.String(id), &awscloudwatch.AlarmProps{
 			AlarmName: jsii.String("orderly-" + s.props.Stage + "-" + id),
-			AlarmDescription: jsii.String(description + ". Runbook: README, Runbook, " + runbookEntry(id) +
+			AlarmDescription: jsii.String(description + ". Runbook: docs/operations.md#" + runbookAnchor(id) +
 				". Dashboard: " + s.dashboardURL()),
 			Metric:             metric,
 			Threshold:          jsii.Number(threshold),
@@ -132,26 +133,27 @@ func newAlarms(s *Stack) []awscloudwatch.IAlarm {
 	return alarms
 }
 
-// runbookEntry names the README runbook entry of an alarm, by the kind of
-// alarm its id shows.
-func runbookEntry(id string) string {
-	for _, k := range []struct{ suffix, entry string }{
-		{"NotEmpty", "\"A dead-letter queue is not empty\""},
-		{"OldestMessage", "\"Messages wait too long\""},
-		{"Errors", "\"A function fails\""},
-		{"Throttles", "\"A function is throttled\""},
+// runbookAnchor is the anchor of an alarm's runbook entry in
+// docs/operations.md (the GitHub slug of the entry's heading), by the kind
+// of alarm its id shows. A test holds every one to a heading of that page.
+func runbookAnchor(id string) string {
+	for _, k := range []struct{ suffix, anchor string }{
+		{"NotEmpty", "dead-letter-queue-not-empty"},
+		{"OldestMessage", "messages-wait-too-long"},
+		{"Errors", "function-fails-or-is-throttled"},
+		{"Throttles", "function-fails-or-is-throttled"},
 	} {
 		if strings.HasSuffix(id, k.suffix) {
-			return k.entry
+			return k.anchor
 		}
 	}
 	switch {
 	case strings.HasPrefix(id, "CircuitOpen"):
-		return "\"A circuit breaker opened\""
+		return "circuit-breaker-opened"
 	case strings.HasPrefix(id, "ConfigFault"):
-		return "\"A remote service refuses the agent's configuration\""
+		return "configuration-fault"
 	case id == "OrdersInError":
-		return "\"Orders in Error\""
+		return "orders-in-error"
 	}
-	return "(none: add one)"
+	return "none-add-one"
 }

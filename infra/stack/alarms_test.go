@@ -3,9 +3,13 @@ package stack_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
+	"orderly/internal/docslug"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
 	"orderly/internal/testkit/ordertest"
@@ -46,11 +50,56 @@ func TestConfigurationFaultAlarmsNameTheServiceAndStatus(t *testing.T) {
 				}
 			}
 			for _, want := range []string{"the " + agent + " agent's remote service", "answers " + status + " (", "configuration fault", "No order fails",
-				`Runbook: README, Runbook, "A remote service refuses the agent's configuration"`} {
+				"Runbook: docs/operations.md#configuration-fault"} {
 				if !strings.Contains(d.String(), want) {
 					t.Errorf("alarm %s: description %q, want it to contain %q", name, d.String(), want)
 				}
 			}
 		}
+	}
+}
+
+// Every alarm's description links its runbook entry by a stable anchor,
+// and the anchor is a heading of docs/operations.md: a renamed entry fails
+// here, not for an operator woken by the alarm. Each description stays
+// within CloudWatch's 1,024 characters, the region's tokens counted at 20.
+func TestAlarmsLinkARunbookEntryThatExists(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := docslug.Anchors(string(raw))
+	runbook := regexp.MustCompile(`Runbook: docs/operations\.md#([^\s.]+)`)
+	alarms := ofType("AWS::CloudWatch::Alarm")
+	for id, a := range alarms {
+		var d strings.Builder
+		length := 0
+		switch desc := props(a)["AlarmDescription"].(type) {
+		case string:
+			d.WriteString(desc)
+		case map[string]any:
+			for _, part := range list(list(desc["Fn::Join"])[1]) {
+				if text, ok := part.(string); ok {
+					d.WriteString(text)
+				} else {
+					length += 20 // a token: the region
+				}
+			}
+		}
+		length += utf8.RuneCountInString(d.String())
+		if length > 1024 {
+			t.Errorf("alarm %s: description of about %d characters, CloudWatch takes 1024", logicalName(id), length)
+		}
+		m := runbook.FindStringSubmatch(d.String())
+		if m == nil {
+			t.Errorf("alarm %s: description %q links no runbook entry", logicalName(id), d.String())
+			continue
+		}
+		if !anchors[m[1]] {
+			t.Errorf("alarm %s: links docs/operations.md#%s, which is no heading there", logicalName(id), m[1])
+		}
+	}
+	if len(alarms) == 0 {
+		t.Fatal("no alarm in the template")
 	}
 }

@@ -83,7 +83,7 @@ func newDashboard(s *Stack, alarms []awscloudwatch.IAlarm) awscloudwatch.Dashboa
 	d.AddWidgets(
 		awscloudwatch.NewTextWidget(&awscloudwatch.TextWidgetProps{Width: jsii.Number(24), Height: jsii.Number(2), Markdown: jsii.String(
 			"# orderly " + s.props.Stage + "\n" +
-				"Each alarm and alert kind has a runbook entry in README (Runbook). Orders in Error: `orderly --stage " + s.props.Stage +
+				"Each alarm and alert kind has a runbook entry: docs/operations.md#runbook. Orders in Error: `orderly --stage " + s.props.Stage +
 				" list --status Error`; one order's timeline: `orderly --stage " + s.props.Stage + " console`. Metrics: namespace `" + s.namespace() + "`.")}),
 		awscloudwatch.NewAlarmStatusWidget(&awscloudwatch.AlarmStatusWidgetProps{Title: jsii.String("Alarms"), Width: jsii.Number(24),
 			Height: jsii.Number(3), Alarms: &refs}),

@@ -116,7 +116,7 @@ func TestAlarmsLinkTheDashboardAndRunbook(t *testing.T) {
 	for id, a := range ofType("AWS::CloudWatch::Alarm") {
 		raw, _ := json.Marshal(props(a)["AlarmDescription"])
 		d := string(raw)
-		if !strings.Contains(d, "#dashboards:name=orderly-"+stage) || !strings.Contains(d, "Runbook: README") || strings.Contains(d, "(none: add one)") {
+		if !strings.Contains(d, "#dashboards:name=orderly-"+stage) || !strings.Contains(d, "Runbook: docs/operations.md#") || strings.Contains(d, "none-add-one") {
 			t.Errorf("alarm %s: description %s lacks the dashboard or its runbook entry", logicalName(id), d)
 		}
 	}

@@ -106,7 +106,7 @@ const (
 	// is deployed; CtxDefaultWorkflow is the one POST /orders submits to.
 	CtxWorkflowsDir    = "workflowsDir"
 	CtxDefaultWorkflow = "defaultWorkflow"
-	// The workflow's timing (README, Configuration): Go durations, and a
+	// The workflow's timing (docs/configuration.md): Go durations, and a
 	// count that may be 0.
 	CtxStepAllowance    = "stepAllowance"
 	CtxStepMaxAllowance = "stepMaxAllowance"

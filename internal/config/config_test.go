@@ -196,7 +196,7 @@ func TestTiming(t *testing.T) {
 				config.EnvFailureThreshold: "4", config.EnvClaimWithin: "3s", config.EnvSkewGrace: "1500ms", config.EnvMaxHeartbeats: "2"},
 			order.Timing{Allowance: 2 * time.Second, MaxAllowance: 5 * time.Second, FailureThreshold: 4, ClaimWithin: 3 * time.Second,
 				SkewGrace: 1500 * time.Millisecond, MaxHeartbeats: 2}, nil},
-		{"heartbeats off (README: 0 turns them off)",
+		{"heartbeats off (docs/configuration.md: 0 turns them off)",
 			map[string]string{config.EnvMaxHeartbeats: "0"},
 			order.Timing{Allowance: d.Allowance, MaxAllowance: d.MaxAllowance, FailureThreshold: d.FailureThreshold,
 				ClaimWithin: d.ClaimWithin, SkewGrace: d.SkewGrace, MaxHeartbeats: 0}, nil},

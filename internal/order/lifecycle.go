@@ -22,8 +22,8 @@ type Row struct {
 // its guard and its effects: the state machine in one table. Each row is
 // decided by one of the domain's functions (Claim, Workflow.Completion,
 // Workflow.UndoFault, Recovery.Transition and the others); TestLifecycle
-// checks every row against the function that decides it, and README's
-// table is this one (TestREADMEShowsTheLifecycle).
+// checks every row against the function that decides it, and the table in
+// docs/architecture.md is this one (TestDocsShowTheLifecycle).
 var Lifecycle = []Row{
 	{Pending, "claimed", Processing, "Scheduler (stream)", "claim",
 		"unclaimed; failures as the image showed (they set the allowance); a workflow step's order not cancelled",
@@ -99,7 +99,7 @@ var Lifecycle = []Row{
 		"the new version; the park cleared; the next look now (unless in Error)"},
 }
 
-// Markdown is r as a row of README's table.
+// Markdown is r as a row of the table in docs/architecture.md.
 func (r Row) Markdown() string {
 	cell := func(s string) string {
 		if s == "" {

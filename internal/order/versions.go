@@ -111,7 +111,7 @@ func (v Versions) Known() []string { return slices.Clone(v.known) }
 // with the versions v: the reason its park records and its
 // VersionUnknown alert gives.
 func (v Versions) Missing(workflow, version string) string {
-	return fmt.Sprintf("workflow version %s is not in this build (known: %s): the order waits for it; deploy it back, or move the order on (README, Runbook)",
+	return fmt.Sprintf("workflow version %s is not in this build (known: %s): the order waits for it; deploy it back, or move the order on (runbook: docs/operations.md#version-unknown)",
 		Ref(workflow, version), strings.Join(v.known, ", "))
 }
 

@@ -337,7 +337,7 @@ func TestWrongMethodAndRoute(t *testing.T) {
 	}
 }
 
-// Bad input on the cancel and redrive routes gets a 4xx with README's error
+// Bad input on the cancel and redrive routes gets a 4xx with docs/api.md's error
 // code, and writes nothing.
 func TestLifecycleRoutesRejectBadInputAndWriteNothing(t *testing.T) {
 	if !testenv.Enabled() {

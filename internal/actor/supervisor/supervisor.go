@@ -442,7 +442,7 @@ func (s *Service) reportUnreadable(ctx context.Context, u order.Unreadable, now 
 		return fmt.Errorf("unreadable order item %s: %w", u.OrderID, err)
 	}
 	err = s.notifier.Publish(ctx, order.Alert{Kind: order.AlertItemUnreadable, OrderID: u.OrderID, At: now.UTC(),
-		Reason: fmt.Sprintf("the order item cannot be read by this build (%v); the Supervisor skips it until it is repaired or removed (README, Runbook)", u.Err)})
+		Reason: fmt.Sprintf("the order item cannot be read by this build (%v); the Supervisor skips it until it is repaired or removed (runbook: docs/operations.md#item-unreadable)", u.Err)})
 	if err != nil {
 		if uerr := s.store.UnreportUnreadable(ctx, u); uerr != nil && !errors.Is(uerr, order.ErrStale) {
 			log.WarnContext(ctx, "report mark not taken back: the item is not alerted again", "error", uerr)

@@ -74,16 +74,7 @@ func (s *Store) Search(ctx context.Context, q order.Query, position []byte) (ord
 		if positions[i].Done {
 			continue
 		}
-		kc := expression.Key(resources.AttrListed).Equal(expression.Value(strconv.Itoa(i)))
-		switch {
-		case !from.IsZero() && !to.IsZero():
-			kc = kc.And(expression.Key(sortKey).Between(expression.Value(millis(from)), expression.Value(millis(to)-1)))
-		case !from.IsZero():
-			kc = kc.And(expression.Key(sortKey).GreaterThanEqual(expression.Value(millis(from))))
-		case !to.IsZero():
-			kc = kc.And(expression.Key(sortKey).LessThan(expression.Value(millis(to))))
-		}
-		b := expression.NewBuilder().WithKeyCondition(kc)
+		b := expression.NewBuilder().WithKeyCondition(windowKey(i, sortKey, from, to))
 		if hasFilter {
 			b = b.WithFilter(filter)
 		}
@@ -234,32 +225,24 @@ func searchFilter(q order.Query, sortKey string) (expression.ConditionBuilder, b
 }
 
 // summaries are the page's orders; the status of those still running is
-// read from their items (eventually consistent: a listing, not a fence).
+// read from their items.
 func (s *Store) summaries(ctx context.Context, page []listed) ([]order.Summary, error) {
 	out := make([]order.Summary, len(page))
-	var running []map[string]types.AttributeValue
-	at := map[string]int{}
+	var running []string
 	for i, l := range page {
 		out[i] = order.Summary{ID: l.OrderID, Caller: l.Caller, CustomerID: l.CustomerID, Workflow: order.WorkflowOf(l.Workflow),
 			Version: order.VersionOf(l.Version), Status: order.Status(l.Outcome), CreatedAt: fromMillis(l.Created), EndedAt: fromMillis(l.Ended)}
 		if l.Outcome == "" {
-			at[l.OrderID] = i
-			running = append(running, orderKey(l.OrderID))
+			running = append(running, l.OrderID)
 		}
 	}
-	for len(running) > 0 {
-		keys := running[:min(len(running), batchGetLimit)]
-		running = running[len(keys):]
-		items, err := s.batchGet(ctx, types.KeysAndAttributes{Keys: keys, ProjectionExpression: aws.String("OrderID, #s"),
-			ExpressionAttributeNames: map[string]string{"#s": attrStatus}})
-		if err != nil {
-			return nil, fmt.Errorf("read the status of %d running orders: %w", len(keys), err)
-		}
-		for _, item := range items {
-			var r struct{ OrderID, Status string }
-			if err := attributevalue.UnmarshalMap(item, &r); err == nil {
-				out[at[r.OrderID]].Status = order.Status(r.Status)
-			}
+	status, err := s.statuses(ctx, running)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if st, ok := status[out[i].ID]; ok {
+			out[i].Status = st
 		}
 	}
 	return out, nil

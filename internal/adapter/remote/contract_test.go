@@ -24,7 +24,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite contract.json from remote.Contract")
 
-// The contract in the repository (contract.json, which README links) is
+// The contract in the repository (contract.json, which docs/remote-services.md links) is
 // the one the code describes.
 func TestContractFileIsTheDocument(t *testing.T) {
 	want := remote.ContractJSON()

@@ -67,7 +67,7 @@ func TestConfigurationFaultHoldsOrdersUntilTheServiceAnswers(t *testing.T) {
 	pay := step(v, ordertest.StepChargePayment)
 	// A Supervisor run that reads the queue in the instant an agent has
 	// taken the held request, before it is held again, counts a timeout
-	// (README: A long outage); on a busy machine that instant is longer.
+	// (docs/remote-services.md: A long outage); on a busy machine that instant is longer.
 	// The promise is that the outage fails nothing: no undo, and fewer
 	// timeouts than the threshold.
 	if v.Status != order.StatusProcessed || pay.FailureCount >= enginetest.Fast.FailureThreshold || len(v.Steps) != 3 {

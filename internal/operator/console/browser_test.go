@@ -5,9 +5,14 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +20,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"orderly/internal/local/engine"
+	"orderly/internal/operator/console"
+	"orderly/internal/operator/ops"
 	"orderly/internal/order"
 	"orderly/internal/testkit/enginetest"
 	"orderly/internal/testkit/ordertest"
@@ -63,31 +70,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		return err == nil && o.Status == order.StatusError, "order " + string(o.Status) + " " + describe(steps)
 	})
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1400, 1000))
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	ctx, cancelBrowser := chromedp.NewContext(allocCtx)
-	defer cancelBrowser()
-	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-
-	shots := artifacts(t)
-	shoot := func(name string) {
-		t.Helper()
-		png := run(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
-		path := filepath.Join(shots, name)
-		if err := os.WriteFile(path, png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("screenshot %s", path)
-	}
-	text := func(sel string) string {
-		t.Helper()
-		return run(t, ctx, "read "+sel, chromedp.Text(chromedp.CSS(sel)))
-	}
+	ctx, shoot, text := browse(t, browser)
 
 	// The overview lists it in Error; its link opens the order.
 	do(t, ctx, "open the overview", chromedp.Navigate(e.ConsoleURL()), chromedp.WaitVisible(chromedp.CSS("#orders")))
@@ -229,4 +212,161 @@ func TestConsoleRefusesARebindingNameInABrowser(t *testing.T) {
 	}
 	do(t, ctx, "open it at the console's own address",
 		chromedp.Navigate("http://127.0.0.1:"+port+confirm), chromedp.WaitVisible(chromedp.CSS("#confirm")))
+}
+
+// An operator, in a real browser, finds yesterday's orders of one
+// customer on the console's search page: only those are listed, newest
+// first, with their counts by status, and Next pages through them; a
+// count's link lists its status's orders, and the search box opens an
+// order by its id. Over a stage on the emulators whose clock put the
+// orders on two days, two customers' each.
+func TestSearchInABrowser(t *testing.T) {
+	if !testenv.Enabled() {
+		t.Skip("set ORDERLY_INTEGRATION=1 to run against the emulators")
+	}
+	browser := chromium(t)
+	w := testenv.NewWorld(t, enginetest.Fast)
+	stage := ops.Open(w.Stack.Catalog.Stage, w.Clients.DynamoDB, w.Clients.SQS, w.Versions())
+	srv := httptest.NewServer(console.New(w.Stack.Catalog.Stage, stage, slog.New(slog.NewTextHandler(io.Discard, nil))))
+	t.Cleanup(srv.Close)
+
+	// Yesterday from 06:00, then today: 22 orders of c-1 and 4 of c-2
+	// yesterday, 3 and 2 today. One of c-1's yesterday is cancelled
+	// (Cancelling: its step is still out), one is in Error.
+	ctx := context.Background()
+	today := w.Clock.Now().UTC().Truncate(24 * time.Hour)
+	yesterday := today.Add(-24 * time.Hour)
+	w.Clock.Advance(yesterday.Add(6 * time.Hour).Sub(w.Clock.Now()))
+	var wanted []string // c-1's yesterday, newest first
+	for i := range 26 {
+		customer := "c-1"
+		if i%6 == 5 {
+			customer = "c-2"
+		}
+		id := w.Submit(t, ordertest.Submission{CustomerID: customer, Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}})
+		if customer == "c-1" {
+			wanted = append([]string{id}, wanted...)
+		}
+		w.Clock.Advance(17 * time.Minute)
+	}
+	cancelled, failed := wanted[3], wanted[7]
+	if _, err := stage.Cancel(ctx, cancelled); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := w.Store.Apply(ctx, order.FailReply(w.Step(t, failed, ordertest.StepReserveInventory), "declined", w.Clock.Now())); err != nil {
+		t.Fatal(err)
+	}
+	w.Clock.Advance(today.Add(time.Hour).Sub(w.Clock.Now()))
+	for i := range 5 {
+		w.Submit(t, ordertest.Submission{CustomerID: []string{"c-1", "c-2"}[i%2], Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}})
+		w.Clock.Advance(time.Minute)
+	}
+	if len(wanted) != 22 {
+		t.Fatalf("seeded %d orders of c-1 yesterday, want 22", len(wanted))
+	}
+
+	bctx, shoot, text := browse(t, browser)
+	listed := func() []string {
+		t.Helper()
+		links := run(t, bctx, "read the results", chromedp.AttributesAll(chromedp.CSSAll("#results td a")))
+		var ids []string
+		for _, a := range links {
+			ids = append(ids, strings.TrimPrefix(a["href"], "/orders/"))
+		}
+		return ids
+	}
+
+	// From the overview to the search page; the filters: c-1, yesterday,
+	// 10 a page.
+	do(t, bctx, "open the overview", chromedp.Navigate(srv.URL), chromedp.WaitVisible(chromedp.CSS("#nav-search")))
+	do(t, bctx, "open the search page", chromedp.Click(chromedp.CSS("#nav-search")), chromedp.WaitVisible(chromedp.CSS("#search")))
+	do(t, bctx, "fill in the filters",
+		chromedp.SendKeys(chromedp.CSS("#f-customer"), "c-1"),
+		chromedp.SetValue(chromedp.CSS("#f-created_from"), yesterday.Format("2006-01-02T15:04")),
+		chromedp.SetValue(chromedp.CSS("#f-created_to"), today.Format("2006-01-02T15:04")),
+		chromedp.SetValue(chromedp.CSS("#f-limit"), "10"))
+	// The page the search answers has the filters in its form's markup
+	// (typing sets only the field's value).
+	do(t, bctx, "search", chromedp.Click(chromedp.CSS("#search-go")), chromedp.WaitVisible(chromedp.CSS(`#f-customer[value="c-1"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#results")))
+	shoot("console-search.png")
+
+	// The counts: every status over yesterday, c-1's.
+	counts := map[string]string{}
+	for _, s := range []string{"total", "Pending", "Cancelling", "Error", "Processed"} {
+		counts[s] = text(`[data-count="` + s + `"] .n`)
+	}
+	if want := map[string]string{"total": "22", "Pending": "20", "Cancelling": "1", "Error": "1", "Processed": "0"}; fmt.Sprint(counts) != fmt.Sprint(want) {
+		t.Errorf("counts %v, want %v", counts, want)
+	}
+	span := fmt.Sprintf("created from %s to %s, customer c-1", yesterday.Format(time.RFC3339), today.Format(time.RFC3339))
+	if got := text("#counts-span"); !strings.Contains(got, span) {
+		t.Errorf("the counts say %q, want them to say %q", got, span)
+	}
+
+	// Next pages through them, newest first; the last page has no Next,
+	// and a page links back to the first.
+	got := listed()
+	for page := 2; page <= 3 && len(got) > 0; page++ {
+		previous := got[len(got)-1]
+		do(t, bctx, fmt.Sprint("open page ", page), chromedp.Click(chromedp.CSS("#next")),
+			chromedp.WaitNotPresent(chromedp.CSS(`#results a[href="/orders/`+previous+`"]`)), chromedp.WaitVisible(chromedp.CSS("#first")))
+		got = append(got, listed()...)
+	}
+	if !slices.Equal(got, wanted) {
+		t.Errorf("listed %d orders\n%v\nwant c-1's %d of yesterday, newest first\n%v", len(got), got, len(wanted), wanted)
+	}
+	if html := run(t, bctx, "read the last page", chromedp.OuterHTML(chromedp.CSS("main"))); strings.Contains(html, `id="next"`) {
+		t.Error("the last page has a Next link")
+	}
+	do(t, bctx, "back to the first page", chromedp.Click(chromedp.CSS("#first")), chromedp.WaitNotPresent(chromedp.CSS("#first")),
+		chromedp.WaitVisible(chromedp.CSS("#results")))
+	if first := listed(); !slices.Equal(first, wanted[:10]) {
+		t.Errorf("the first page again: %v, want %v", first, wanted[:10])
+	}
+
+	// A count's link lists its status's orders: the one in Error.
+	do(t, bctx, "list the orders in Error", chromedp.Click(chromedp.CSS(`[data-count="Error"]`)), chromedp.WaitVisible(chromedp.CSS(`[data-count="Error"].selected`)))
+	if inError := listed(); !slices.Equal(inError, []string{failed}) {
+		t.Errorf("c-1's yesterday in Error: %v, want %v", inError, []string{failed})
+	}
+	shoot("console-search-error.png")
+
+	// The search box opens an order by its id.
+	do(t, bctx, "open an order from the box", chromedp.SendKeys(chromedp.CSS("#box"), cancelled+"\n"), chromedp.WaitVisible(chromedp.CSS("#status")))
+	if status := text("#status"); status != string(order.StatusCancelling) {
+		t.Errorf("the box opened a page of status %q, want order %s, Cancelling", status, cancelled)
+	}
+}
+
+// browse starts Chromium for the test, for at most 90 seconds, and
+// returns its context and what screenshots the page (into the test's
+// artifacts) and reads an element's text.
+func browse(t *testing.T, browser string) (ctx context.Context, shoot func(name string), text func(sel string) string) {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1400, 1000))
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancelBrowser := chromedp.NewContext(allocCtx)
+	t.Cleanup(cancelBrowser)
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(cancel)
+	shots := artifacts(t)
+	shoot = func(name string) {
+		t.Helper()
+		png := run(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
+		path := filepath.Join(shots, name)
+		if err := os.WriteFile(path, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot %s", path)
+	}
+	text = func(sel string) string {
+		t.Helper()
+		return run(t, ctx, "read "+sel, chromedp.Text(chromedp.CSS(sel)))
+	}
+	return ctx, shoot, text
 }

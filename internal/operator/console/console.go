@@ -2,9 +2,11 @@
 // `make run`): server-rendered pages over a stage, through the same
 // operations as the CLI (package ops). The overview counts the orders in
 // flight by status, those stuck past their deadline and those in Error;
-// an order's page shows its records, a timeline of their attempts,
-// deadlines, retries and undos, its full history, and cancel and redrive
-// behind a confirmation page.
+// the search page finds orders by customer, status, workflow, version and
+// when they were created or ended, newest first, page by page, with their
+// counts by status; an order's page shows its records, a timeline of
+// their attempts, deadlines, retries and undos, its full history, and
+// cancel and redrive behind a confirmation page.
 //
 // Every change is a POST carrying the console's own token, so another
 // site open in the operator's browser cannot make one (CSRF). The console
@@ -35,6 +37,7 @@ import (
 	"orderly/internal/actor/api"
 	"orderly/internal/operator/ops"
 	"orderly/internal/order"
+	"orderly/internal/pagetoken"
 )
 
 // Stage is what the console reads and changes: *ops.Stage.
@@ -47,6 +50,8 @@ type Stage interface {
 	Redrive(ctx context.Context, id, action string) (order.Order, error)
 	DeadLetters(ctx context.Context) ([]ops.DeadLetterQueue, error)
 	Alerts(ctx context.Context, since time.Time, kind order.AlertKind, limit int) ([]order.Alert, error)
+	SearchPage(ctx context.Context, q order.Query, position []byte) (order.SearchPage, error)
+	Count(ctx context.Context, q order.Query, budget int) (order.Counts, error)
 }
 
 // CountLimit caps how many orders the overview reads per listing; a count
@@ -71,11 +76,16 @@ type Console struct {
 	now   func() time.Time
 	mux   *http.ServeMux
 	hosts []hostAndPort // names it answers under besides loopback; port "" is any
+	// positions seals a search's page position into the page's Next
+	// link, bound to its query, with a key made at start: a position
+	// cannot be altered, nor carried over to another query.
+	positions *pagetoken.Sealer
 }
 
 // New returns the console of the stage named name.
 func New(name string, stage Stage, log *slog.Logger) *Console {
-	c := &Console{stage: stage, name: name, token: newToken(), log: log, now: time.Now, pages: map[string]*template.Template{}}
+	c := &Console{stage: stage, name: name, token: newToken(), log: log, now: time.Now, pages: map[string]*template.Template{},
+		positions: newSealer()}
 	funcs := template.FuncMap{
 		"ago":   func(t time.Time) string { return ago(c.now(), t) },
 		"clock": clock,
@@ -97,12 +107,13 @@ func New(name string, stage Stage, log *slog.Logger) *Console {
 			return b.String()
 		},
 	}
-	for _, page := range []string{"overview", "order", "confirm", "dlq", "alerts", "problem"} {
+	for _, page := range []string{"overview", "order", "confirm", "dlq", "alerts", "problem", "search"} {
 		c.pages[page] = template.Must(template.New(page).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+page+".html"))
 	}
 	c.mux = http.NewServeMux()
 	c.mux.HandleFunc("GET /{$}", c.overview)
 	c.mux.HandleFunc("GET /find", c.find)
+	c.mux.HandleFunc("GET /search", c.search)
 	c.mux.HandleFunc("GET /orders/{id}", c.order)
 	c.mux.HandleFunc("GET /orders/{id}/{action}", c.confirm)
 	c.mux.HandleFunc("POST /orders/{id}/{action}", c.act)

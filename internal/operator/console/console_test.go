@@ -2,14 +2,19 @@ package console_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"html"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,11 +48,17 @@ func stuckAtUndo(id string, tweak func(*order.StepState)) api.OrderView {
 	return api.NewOrderView(o, steps)
 }
 
-// fakeStage is a stage with one order in Error and one in flight. It
-// records the changes asked of it.
+// fakeStage is a stage with one order in Error and one in flight, and
+// the orders of searchable to search. It records the changes asked of it,
+// and the searches and counts.
 type fakeStage struct {
 	actions  []string
 	failWith error
+
+	mu       sync.Mutex
+	searched []order.Query
+	counted  []order.Query
+	countErr error
 }
 
 func (f *fakeStage) InFlight(context.Context, time.Duration, int) ([]ops.Listed, error) {
@@ -96,6 +107,80 @@ func (f *fakeStage) DeadLetters(context.Context) ([]ops.DeadLetterQueue, error) 
 func (f *fakeStage) Alerts(context.Context, time.Time, order.AlertKind, int) ([]order.Alert, error) {
 	return []order.Alert{{Kind: order.AlertUndoFailed, OrderID: stuckID, Step: ordertest.StepChargePayment, Undo: true, Attempt: 1,
 		Reason: "refund refused", Undone: []string{ordertest.StepArrangeShipping}, At: t0}}, nil
+}
+
+// searchable are the orders the fake stage searches, newest first: five
+// of customer c-1 and two of c-2, an hour apart, in the hours before t0;
+// the newest is Pending, the others Processed.
+func searchable() []order.Summary {
+	var out []order.Summary
+	for i := range 7 {
+		customer := "c-1"
+		if i%3 == 2 {
+			customer = "c-2"
+		}
+		s := order.Summary{ID: fmt.Sprintf("SEARCHORDER%c%s", 'A'+i, strings.Repeat("Z", 14)), CustomerID: customer, Workflow: "order", Version: "1",
+			Status: order.StatusProcessed, CreatedAt: t0.Add(-time.Duration(i+1) * time.Hour)}
+		if i == 0 {
+			s.Status = order.StatusPending
+		} else {
+			s.EndedAt = s.CreatedAt.Add(time.Minute)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// SearchPage pages through searchable's matches, a position being the
+// offset of the page.
+func (f *fakeStage) SearchPage(_ context.Context, q order.Query, position []byte) (order.SearchPage, error) {
+	f.mu.Lock()
+	f.searched = append(f.searched, q)
+	f.mu.Unlock()
+	from := 0
+	if position != nil {
+		n, err := strconv.Atoi(string(position))
+		if err != nil {
+			return order.SearchPage{}, fmt.Errorf("search position: %w", order.ErrInvalid)
+		}
+		from = n
+	}
+	var matches []order.Summary
+	for _, s := range searchable() {
+		o := order.Order{ID: s.ID, CustomerID: s.CustomerID, Workflow: s.Workflow, Version: s.Version, Status: s.Status, CreatedAt: s.CreatedAt}
+		if q.Matches(o, s.EndedAt) {
+			matches = append(matches, s)
+		}
+	}
+	var page order.SearchPage
+	page.Orders = matches[min(from, len(matches)):min(from+q.Limit, len(matches))]
+	if from+q.Limit < len(matches) {
+		page.Next = []byte(strconv.Itoa(from + q.Limit))
+	}
+	return page, nil
+}
+
+// Count counts searchable's matches of q.
+func (f *fakeStage) Count(_ context.Context, q order.Query, _ int) (order.Counts, error) {
+	f.mu.Lock()
+	f.counted = append(f.counted, q)
+	f.mu.Unlock()
+	c := order.NewCounts(q)
+	for _, s := range searchable() {
+		o := order.Order{ID: s.ID, CustomerID: s.CustomerID, Workflow: s.Workflow, Version: s.Version, Status: s.Status, CreatedAt: s.CreatedAt}
+		if q.Matches(o, s.EndedAt) {
+			c.Add(s.Status)
+		}
+	}
+	c.Evaluated = len(searchable())
+	return c, f.countErr
+}
+
+// reads are the searches and counts asked of the stage.
+func (f *fakeStage) reads() (searched, counted []order.Query) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.searched), slices.Clone(f.counted)
 }
 
 func serve(t *testing.T, f *fakeStage) *httptest.Server {
@@ -392,5 +477,210 @@ func TestActionsFromAnotherOriginAreRefused(t *testing.T) {
 	}
 	if len(f.actions) != 3 {
 		t.Errorf("actions %v, want the three accepted redrives", f.actions)
+	}
+}
+
+// The ids of searchable's orders by their letter: c-1's are A, B, D, E
+// and G, newest first.
+func searchID(letter byte) string { return "SEARCHORDER" + string(letter) + strings.Repeat("Z", 14) }
+
+// The search page lists what its filters match, newest first, with the
+// counts by status over its window, each a link to its status's orders.
+// Bad input is a 400 naming the field, and reads nothing.
+func TestSearchPage(t *testing.T) {
+	tests := []struct {
+		name   string
+		path   string
+		status int
+		want   []string
+		not    []string
+		// reads: whether the page searched and counted.
+		reads bool
+	}{
+		{"one customer's, a page", "/search?customer=c-1&limit=2", 200,
+			[]string{`id="results"`, `href="/orders/` + searchID('A') + `"`, searchID('B'), `id="next" href="/search?cursor=`, "order@1",
+				`data-count="Pending"><div class="n">1</div>`, `data-count="Processed"><div class="n">4</div>`, `data-count="total"><div class="n">5</div>`,
+				"Orders created in the last 24 hours, by status", "Counted: the orders created from 2026-11-21T10:01:00Z on, customer c-1",
+				`value="c-1"`, `<option selected>2</option>`},
+			[]string{searchID('C'), searchID('D'), `id="first"`, `id="problem"`}, true},
+		// A count links to its status's orders over the same window.
+		{"the counts' links", "/search?customer=c-1", 200,
+			[]string{`href="/search?created_from=2026-11-21T10%3A01%3A00Z&amp;customer=c-1&amp;status=Pending" data-count="Pending"`,
+				`class="card selected" href="/search?created_from=2026-11-21T10%3A01%3A00Z&amp;customer=c-1" data-count="total"`},
+			nil, true},
+		{"one status, selected", "/search?customer=c-1&status=Processed", 200,
+			[]string{searchID('B'), `<option selected>Processed</option>`, `class="card selected" href="/search?created_from=2026-11-21T10%3A01%3A00Z&amp;customer=c-1&amp;status=Processed"`},
+			[]string{`href="/orders/` + searchID('A')}, true},
+		// A date and a datetime-local input's values are UTC.
+		{"a window of dates and times", "/search?customer=c-1&created_from=2026-11-22T05:00&created_to=2026-11-22T09:30", 200,
+			[]string{searchID('A'), searchID('E'), `value="2026-11-22T05:00:00"`, `value="2026-11-22T09:30:00"`,
+				"Orders of this search, by status", "the orders created from 2026-11-22T05:00:00Z to 2026-11-22T09:30:00Z",
+				`data-count="Processed"><div class="n">3</div>`},
+			[]string{searchID('G'), "last 24 hours"}, true},
+		{"an ended window", "/search?ended_from=2026-11-22&ended_to=2026-11-22T05:30:00Z", 200,
+			[]string{searchID('E'), searchID('F'), searchID('G'), "the orders ended from 2026-11-22T00:00:00Z to 2026-11-22T05:30:00Z"}, []string{searchID('D')}, true},
+		{"nothing: the newest orders", "/search", 200, []string{searchID('A'), searchID('C'), "Orders created in the last 24 hours"}, nil, true},
+		{"a time that is none", "/search?customer=c-1&created_from=yesterday", 400,
+			[]string{`query parameter created_from: &#34;yesterday&#34; is not an RFC 3339 time`, `id="f-created_from" value="yesterday" class="invalid"`, `value="c-1"`},
+			[]string{`id="results"`, `id="counts"`}, false},
+		{"a status that is none", "/search?status=Done", 400, []string{"query parameter status: &#34;Done&#34; is not a status", `id="f-status" class="invalid"`}, nil, false},
+		{"a range that ends before it starts", "/search?ended_from=2026-11-22&ended_to=2026-11-21", 400,
+			[]string{"query parameter ended_to: must be later than ended_from", `id="f-ended_to" value="2026-11-21" class="invalid"`}, nil, false},
+		{"a page size over the maximum", "/search?limit=500", 400, []string{"query parameter limit:"}, nil, false},
+		{"a parameter of no search", "/search?sort=oldest", 400, []string{"query parameter sort: not a search parameter"}, nil, false},
+		{"a position that is none", "/search?customer=c-1&cursor=AAAA", 400,
+			[]string{"is not one of this search", `id="first" href="/search?customer=c-1"`}, []string{`id="results"`}, false},
+		{"a customer id with markup", "/search?customer=" + url.QueryEscape(`<script>alert(1)</script>`), 200,
+			[]string{`value="&lt;script&gt;alert(1)&lt;/script&gt;"`, "customer &lt;script&gt;"}, []string{"<script>alert"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeStage{}
+			srv := serve(t, f)
+			status, body := get(t, srv.URL+tt.path)
+			if status != tt.status {
+				t.Errorf("status %d, want %d", status, tt.status)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("page lacks %q", w)
+				}
+			}
+			for _, w := range tt.not {
+				if strings.Contains(body, w) {
+					t.Errorf("page has %q", w)
+				}
+			}
+			if searched, counted := f.reads(); (len(searched) == 1 && len(counted) == 1) != tt.reads || len(searched) > 1 || len(counted) > 1 {
+				t.Errorf("searched %d and counted %d times, want once each: %t", len(searched), len(counted), tt.reads)
+			}
+			if t.Failed() {
+				t.Logf("page:\n%s", body)
+			}
+		})
+	}
+}
+
+// A count is of every status over the search's window, whatever status
+// the search lists; a search with no window is counted over the last 24
+// hours.
+func TestSearchPageCountsTheWindow(t *testing.T) {
+	now := t0.Add(time.Minute)
+	day := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		path string
+		want order.Query
+	}{
+		{"/search?status=Error&customer=c-1", order.Query{CustomerID: "c-1", CreatedFrom: now.Add(-24 * time.Hour)}},
+		{"/search?created_to=2026-11-22&workflow=order&limit=50", order.Query{Workflow: "order", CreatedTo: day, Limit: 50}},
+		{"/search?ended_from=2026-11-22T00:00:00%2B01:00&status=Failed", order.Query{EndedFrom: day.Add(-time.Hour), Limit: order.DefaultSearchLimit}},
+	}
+	for _, tt := range tests {
+		f := &fakeStage{}
+		srv := serve(t, f)
+		if status, body := get(t, srv.URL+tt.path); status != http.StatusOK {
+			t.Fatalf("%s: status %d:\n%s", tt.path, status, body)
+		}
+		_, counted := f.reads()
+		want := tt.want
+		if want.Limit == 0 {
+			want.Limit = order.DefaultSearchLimit
+		}
+		if len(counted) != 1 || counted[0] != want {
+			t.Errorf("%s: counted %+v, want %+v", tt.path, counted, want)
+		}
+	}
+}
+
+var (
+	nextLink  = regexp.MustCompile(`id="next" href="([^"]+)"`)
+	firstLink = regexp.MustCompile(`id="first" href="([^"]+)"`)
+	resultIDs = regexp.MustCompile(`href="/orders/([A-Z2-7]{26})"`)
+)
+
+// Next pages through the search, each page's position sealed and bound
+// to its query: a later page links back to the first, and a position
+// altered or carried over to another search reads nothing.
+func TestSearchPagesThrough(t *testing.T) {
+	f := &fakeStage{}
+	srv := serve(t, f)
+	var pages [][]string
+	var cursors []string
+	path := "/search?customer=c-1&limit=2"
+	for len(pages) < 5 {
+		status, body := get(t, srv.URL+path)
+		if status != http.StatusOK {
+			t.Fatalf("%s: status %d:\n%s", path, status, body)
+		}
+		var ids []string
+		for _, m := range resultIDs.FindAllStringSubmatch(body, -1) {
+			ids = append(ids, m[1])
+		}
+		pages = append(pages, ids)
+		first := firstLink.FindStringSubmatch(body)
+		if (first == nil) != (len(pages) == 1) || (first != nil && html.UnescapeString(first[1]) != "/search?customer=c-1&limit=2") {
+			t.Errorf("page %d: first-page link %q", len(pages), first)
+		}
+		next := nextLink.FindStringSubmatch(body)
+		if next == nil {
+			break
+		}
+		path = html.UnescapeString(next[1])
+		u, _ := url.Parse(path)
+		cursors = append(cursors, u.Query().Get("cursor"))
+	}
+	want := [][]string{{searchID('A'), searchID('B')}, {searchID('D'), searchID('E')}, {searchID('G')}}
+	if fmt.Sprint(pages) != fmt.Sprint(want) {
+		t.Fatalf("pages %v, want %v", pages, want)
+	}
+	searched, _ := f.reads()
+	for _, tt := range []struct{ name, path string }{
+		{"another customer's", "/search?customer=c-2&limit=2&cursor=" + cursors[0]},
+		{"another page size", "/search?customer=c-1&limit=3&cursor=" + cursors[0]},
+		{"altered", "/search?customer=c-1&limit=2&cursor=" + cursors[0][:len(cursors[0])-2] + "AA"},
+		{"the position alone", "/search?customer=c-1&limit=2&cursor=Mg"},
+	} {
+		if status, body := get(t, srv.URL+tt.path); status != http.StatusBadRequest || !strings.Contains(body, "is not one of this search") {
+			t.Errorf("%s position: status %d, want 400 saying so", tt.name, status)
+		}
+	}
+	if after, _ := f.reads(); len(after) != len(searched) {
+		t.Errorf("refused positions searched %d times", len(after)-len(searched))
+	}
+}
+
+// The search box opens the order an id names; anything else, or an id no
+// order has, searches that customer's orders.
+func TestSearchBox(t *testing.T) {
+	srv := serve(t, &fakeStage{})
+	for _, tt := range []struct{ path, to string }{
+		{"/search?q=" + stuckID, "/orders/" + stuckID},
+		{"/search?q=+" + stuckID + "+", "/orders/" + stuckID},
+		{"/search?q=c-1", "/search?customer=c-1"},
+		{"/search?q=NOSUCHORDERAAAAAAAAAAAAAAA", "/search?customer=NOSUCHORDERAAAAAAAAAAAAAAA"},
+		{"/search?q=c-1&status=Failed&cursor=x", "/search?customer=c-1&status=Failed"},
+		{"/search?q=&status=Error", "/search?status=Error"},
+		{"/search?q=" + url.QueryEscape("a&b=c"), "/search?customer=a%26b%3Dc"},
+	} {
+		resp, err := noRedirect.Get(srv.URL + tt.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || loc != tt.to {
+			t.Errorf("%s: %d to %q, want 303 to %q", tt.path, resp.StatusCode, loc, tt.to)
+		}
+	}
+	if _, body := get(t, srv.URL+"/"); !strings.Contains(body, `<form action="/search" method="get" role="search"><input name="q"`) || !strings.Contains(body, `id="nav-search"`) {
+		t.Error("the overview has no search box and no link to the search page")
+	}
+}
+
+// Counts that cannot be read leave the listing, and say why.
+func TestSearchPageWithoutCounts(t *testing.T) {
+	srv := serve(t, &fakeStage{countErr: errors.New("ProvisionedThroughputExceededException")})
+	status, body := get(t, srv.URL+"/search?customer=c-1")
+	if status != http.StatusOK || !strings.Contains(body, searchID('A')) || !strings.Contains(body, "The counts could not be read: ProvisionedThroughputExceededException") || strings.Contains(body, `id="counts"`) {
+		t.Errorf("status %d:\n%s\nwant the orders, and the counts' error in their place", status, body)
 	}
 }

@@ -407,20 +407,7 @@ func TestMove(t *testing.T) {
 func TestSearch(t *testing.T) {
 	w, stage := world(t)
 	ctx := context.Background()
-	day := w.Clock.Now().UTC().Truncate(24 * time.Hour)
-	w.Clock.Advance(day.Add(30 * time.Hour).Sub(w.Clock.Now())) // yesterday, 06:00, if today is day+1
-	var yesterday []string
-	for i := range 4 {
-		yesterday = append(yesterday, w.Submit(t, ordertest.Submission{CustomerID: "c-1", Lines: someOrder.Lines}))
-		w.Submit(t, ordertest.Submission{CustomerID: fmt.Sprintf("other-%d", i), Lines: someOrder.Lines})
-		w.Clock.Advance(time.Hour)
-	}
-	if _, err := stage.Cancel(ctx, yesterday[0]); err != nil {
-		t.Fatal(err)
-	}
-	w.Clock.Advance(24 * time.Hour) // today
-	w.Submit(t, ordertest.Submission{CustomerID: "c-1", Lines: someOrder.Lines})
-	from := day.Add(24 * time.Hour)
+	yesterday, from := seedYesterday(t, w, stage, 4)
 	q := order.Query{CustomerID: "c-1", CreatedFrom: from, CreatedTo: from.Add(24 * time.Hour)}
 	found, err := stage.Search(ctx, q, 100)
 	var got []string
@@ -434,4 +421,26 @@ func TestSearch(t *testing.T) {
 	if found, err := stage.Search(ctx, q, 3); err != nil || len(found) != 3 || found[0].ID != yesterday[0] {
 		t.Errorf("at most 3: %+v, %v; want the newest 3", found, err)
 	}
+}
+
+// seedYesterday submits, yesterday from 06:00 one an hour, n orders of
+// customer c-1 (cancelling the first) and n of other customers, then one
+// of c-1 today. It returns c-1's of yesterday, oldest first, and
+// yesterday's midnight (UTC).
+func seedYesterday(t *testing.T, w *testenv.World, stage *ops.Stage, n int) ([]string, time.Time) {
+	t.Helper()
+	day := w.Clock.Now().UTC().Truncate(24 * time.Hour)
+	w.Clock.Advance(day.Add(30 * time.Hour).Sub(w.Clock.Now())) // yesterday, 06:00, if today is day+1
+	var yesterday []string
+	for i := range n {
+		yesterday = append(yesterday, w.Submit(t, ordertest.Submission{CustomerID: "c-1", Lines: someOrder.Lines}))
+		w.Submit(t, ordertest.Submission{CustomerID: fmt.Sprintf("other-%d", i), Lines: someOrder.Lines})
+		w.Clock.Advance(time.Hour)
+	}
+	if _, err := stage.Cancel(context.Background(), yesterday[0]); err != nil {
+		t.Fatal(err)
+	}
+	w.Clock.Advance(24 * time.Hour) // today
+	w.Submit(t, ordertest.Submission{CustomerID: "c-1", Lines: someOrder.Lines})
+	return yesterday, day.Add(24 * time.Hour)
 }

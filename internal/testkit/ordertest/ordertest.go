@@ -49,7 +49,7 @@ func OrderWorkflow(t order.Timing) order.Workflow {
 // OrderWorkflows returns the shipped workflow versions: version 1, the
 // three-step order workflow. To change the workflow, add a version (copy
 // the latest, change it, give it the next number) and keep the old ones
-// until `orderly versions` shows no order uses them (README, Runbook).
+// until `orderly versions` shows no order uses them (docs/operations.md, Rolling out a new workflow version).
 func OrderWorkflows(t order.Timing) order.Versions {
 	return order.MustVersions(OrderWorkflow(t))
 }

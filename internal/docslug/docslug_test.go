@@ -1,6 +1,10 @@
-package docs_test
+package docslug_test
 
-import "testing"
+import (
+	"testing"
+
+	"orderly/internal/docslug"
+)
 
 func TestSlug(t *testing.T) {
 	tests := map[string]string{
@@ -11,16 +15,20 @@ func TestSlug(t *testing.T) {
 		"Known limits and noise":            "known-limits-and-noise",
 		"Step 1 — deploy":                   "step-1--deploy",
 		"[Runbook](#runbook) for operators": "runbook-for-operators",
+		"The local runtime's variables":     "the-local-runtimes-variables",
 	}
 	for title, want := range tests {
-		if got := slug(title); got != want {
-			t.Errorf("slug(%q) = %q, want %q", title, got, want)
+		if got := docslug.Slug(title); got != want {
+			t.Errorf("Slug(%q) = %q, want %q", title, got, want)
 		}
 	}
-	got := slugs("# A\n## A\n```\n# not a heading\n```\n## B ##\n")
-	for _, want := range []string{"a", "a-1", "b"} {
+}
+
+func TestAnchors(t *testing.T) {
+	got := docslug.Anchors("# A\n## A\n```\n# not a heading\n```\n## B ##\n<a id=\"c\"></a>\n")
+	for _, want := range []string{"a", "a-1", "b", "c"} {
 		if !got[want] {
-			t.Errorf("slugs lack %q: %v", want, got)
+			t.Errorf("anchors lack %q: %v", want, got)
 		}
 	}
 	if got["not-a-heading"] {
