@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"golang.org/x/sync/errgroup"
 
 	"orderly/internal/order"
 	"orderly/internal/resources"
@@ -70,6 +71,9 @@ func (s *Store) Search(ctx context.Context, q order.Query, position []byte) (ord
 		frontier *listed
 	}
 	shards := make([]shard, s.shards)
+	// The shards are read at once: a page waits for its slowest shard,
+	// not for the sum of them.
+	g, gctx := errgroup.WithContext(ctx)
 	for i := range shards {
 		if positions[i].Done {
 			continue
@@ -86,7 +90,6 @@ func (s *Store) Search(ctx context.Context, q order.Query, position []byte) (ord
 			TableName: aws.String(s.table), IndexName: aws.String(index), ScanIndexForward: aws.Bool(false),
 			KeyConditionExpression: expr.KeyCondition(), FilterExpression: expr.Filter(),
 			ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
-			Limit: aws.Int32(int32(min(budget, cmp.Or(s.searchRead, 4*q.Limit+16)))),
 		}
 		if p := positions[i]; p.ID != "" {
 			in.ExclusiveStartKey = map[string]types.AttributeValue{
@@ -94,30 +97,49 @@ func (s *Store) Search(ctx context.Context, q order.Query, position []byte) (ord
 				sortKey: &types.AttributeValueMemberN{Value: strconv.FormatInt(p.Key, 10)},
 			}
 		}
-		for evaluated := 0; ; {
-			out, err := s.client.Query(ctx, in)
-			if err != nil {
-				return order.SearchPage{}, fmt.Errorf("search shard %d of %s: %w", i, index, err)
+		g.Go(func() error {
+			// The first read is a page's worth when nothing filters (the
+			// page's orders may all be this shard's), more when filters
+			// will pass over items; each read after it twice the one
+			// before: an unfiltered page reads no more than it may list, a
+			// filtered one in few round trips.
+			read := q.Limit + 1
+			if hasFilter {
+				read = 4*q.Limit + 16
 			}
-			var items []listed
-			if err := attributevalue.UnmarshalListOfMaps(out.Items, &items); err != nil {
-				return order.SearchPage{}, fmt.Errorf("search shard %d of %s: %w", i, index, err)
-			}
-			shards[i].matches = append(shards[i].matches, items...)
-			evaluated += int(out.ScannedCount)
-			if out.LastEvaluatedKey == nil {
-				break
-			}
-			if len(shards[i].matches) >= q.Limit || evaluated >= budget {
-				var f listed
-				if err := attributevalue.UnmarshalMap(out.LastEvaluatedKey, &f); err != nil {
-					return order.SearchPage{}, fmt.Errorf("search shard %d of %s: %w", i, index, err)
+			read = cmp.Or(s.searchRead, read)
+			for evaluated := 0; ; {
+				in.Limit = aws.Int32(int32(min(read, budget-evaluated)))
+				if s.searchRead == 0 {
+					read *= 2
 				}
-				shards[i].frontier = &f
-				break
+				out, err := s.client.Query(gctx, in)
+				if err != nil {
+					return fmt.Errorf("search shard %d of %s: %w", i, index, err)
+				}
+				var items []listed
+				if err := attributevalue.UnmarshalListOfMaps(out.Items, &items); err != nil {
+					return fmt.Errorf("search shard %d of %s: %w", i, index, err)
+				}
+				shards[i].matches = append(shards[i].matches, items...)
+				evaluated += int(out.ScannedCount)
+				if out.LastEvaluatedKey == nil {
+					return nil
+				}
+				if len(shards[i].matches) >= q.Limit || evaluated >= budget {
+					var f listed
+					if err := attributevalue.UnmarshalMap(out.LastEvaluatedKey, &f); err != nil {
+						return fmt.Errorf("search shard %d of %s: %w", i, index, err)
+					}
+					shards[i].frontier = &f
+					return nil
+				}
+				in.ExclusiveStartKey = out.LastEvaluatedKey
 			}
-			in.ExclusiveStartKey = out.LastEvaluatedKey
-		}
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return order.SearchPage{}, err
 	}
 	key := func(l listed) int64 {
 		if sortKey == resources.AttrEnded {
