@@ -281,7 +281,7 @@ var pageTokens, _ = pagetoken.New([]byte("a key of events_test, 32 bytes or more
 
 func newAPI(store api.Store, sent *sentRequests, now time.Time) *api.Service {
 	svc, err := api.NewService(api.Config{InstanceID: "submit-test", Store: store, Dispatcher: sent,
-		Workflows: order.MustVersions(workflow), Now: fixedClock(now), Log: discard, Metrics: metrics.Discard(), PageTokens: pageTokens})
+		Workflows: order.MustVersions(workflow), Now: fixedClock(now), Log: discard, Metrics: metrics.Discard(), PageTokens: pagetoken.Fixed(pageTokens)})
 	if err != nil {
 		panic(err)
 	}

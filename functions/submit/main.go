@@ -49,17 +49,13 @@ func main() {
 		log.Error("cannot start", "error", err)
 		os.Exit(1)
 	}
-	// The key of the search pages' cursors, the same for every instance.
-	key, err := secret.Key(context.Background(), secretsmanager.NewFromConfig(awsCfg), env.Required(resources.EnvPageTokenSecret), pagetoken.MinKeyBytes)
-	if err != nil {
-		log.Error("cannot start", "error", err)
-		os.Exit(1)
-	}
-	pages, err := pagetoken.New(key)
-	if err != nil {
-		log.Error("cannot start", "error", err)
-		os.Exit(1)
-	}
+	// The key of the search pages' cursors, the same for every instance,
+	// read at the first search: a key that cannot be read fails searches
+	// (503), never a submission.
+	secrets, keyName := secretsmanager.NewFromConfig(awsCfg), env.Required(resources.EnvPageTokenSecret)
+	pages := pagetoken.Loaded(func(ctx context.Context) ([]byte, error) {
+		return secret.Key(ctx, secrets, keyName, pagetoken.MinKeyBytes)
+	})
 	m := env.Metrics(os.Stdout, "submit")
 	db := dynamodb.NewFromConfig(awsCfg)
 	store := dynamo.NewStore(db, ordersTable).Retain(retention)

@@ -581,11 +581,15 @@ func TestClientAndOperatorPolicies(t *testing.T) {
 		want               bool
 	}{
 		{"client", client, `/POST/orders"`, true},
+		{"client", client, `/GET/orders"`, true},
 		{"client", client, `/GET/orders/*"`, true},
+		{"client", client, `/GET/ops/orders"`, false},
 		{"client", client, `/GET/ops/orders/*"`, false},
 		{"client", client, `/POST/orders/*/cancel"`, true},
 		{"client", client, `/POST/orders/*/redrive"`, false},
+		{"operator", operator, `/GET/ops/orders"`, true},
 		{"operator", operator, `/GET/ops/orders/*"`, true},
+		{"operator", operator, `/GET/orders"`, false},
 		{"operator", operator, `/POST/orders/*/redrive"`, true},
 		{"operator", operator, `/POST/orders"`, false},
 		{"operator", operator, `/GET/orders/*"`, false},

@@ -95,7 +95,9 @@ func ParseQuery(params map[string]string) (Query, error) {
 		if err != nil {
 			return invalid(name, fmt.Sprintf("%q is not an RFC 3339 time (like 2026-11-26T00:00:00Z)", clip(v, 64)))
 		}
-		*field = t.UTC()
+		// To the millisecond, as the indexes hold times: a range within
+		// one millisecond is empty, and refused below.
+		*field = t.UTC().Truncate(time.Millisecond)
 	}
 	if !q.CreatedFrom.IsZero() && !q.CreatedTo.IsZero() && !q.CreatedFrom.Before(q.CreatedTo) {
 		return invalid(ParamCreatedTo, "must be later than "+ParamCreatedFrom)
@@ -154,8 +156,14 @@ func (q Query) Key() string {
 		}
 		return strconv.FormatInt(t.UnixMilli(), 10)
 	}
-	return strings.Join([]string{q.Caller, string(q.Status), q.CustomerID, q.Workflow, q.Version,
-		ms(q.CreatedFrom), ms(q.CreatedTo), ms(q.EndedFrom), ms(q.EndedTo), strconv.Itoa(q.Limit)}, "\x1f")
+	// Each field quoted, so that no value's characters can move a
+	// field's boundary.
+	fields := []string{q.Caller, string(q.Status), q.CustomerID, q.Workflow, q.Version,
+		ms(q.CreatedFrom), ms(q.CreatedTo), ms(q.EndedFrom), ms(q.EndedTo), strconv.Itoa(q.Limit)}
+	for i, f := range fields {
+		fields[i] = strconv.Quote(f)
+	}
+	return strings.Join(fields, ",")
 }
 
 // Summary is an order as a search lists it.

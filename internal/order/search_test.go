@@ -25,6 +25,10 @@ func TestParseQuery(t *testing.T) {
 		{"an unknown status", map[string]string{"status": "Done"}, order.Query{}, "status"},
 		{"a time that does not parse", map[string]string{"created_from": "yesterday"}, order.Query{}, "created_from"},
 		{"a range that ends before it starts", map[string]string{"ended_from": "2026-11-27T00:00:00Z", "ended_to": "2026-11-26T00:00:00Z"}, order.Query{}, "ended_to"},
+		// Times count to the millisecond, as the indexes hold them.
+		{"a range within one millisecond", map[string]string{"created_from": "2026-01-01T00:00:00.0001Z", "created_to": "2026-01-01T00:00:00.0002Z"}, order.Query{}, "created_to"},
+		{"times to the millisecond", map[string]string{"created_from": "2026-11-26T00:00:00.0009Z", "created_to": "2026-11-27T00:00:00.0011Z"},
+			order.Query{CreatedFrom: day, CreatedTo: day.Add(24*time.Hour + time.Millisecond), Limit: order.DefaultSearchLimit}, ""},
 		{"a limit over the maximum", map[string]string{"limit": "101"}, order.Query{}, "limit"},
 		{"a limit of zero", map[string]string{"limit": "0"}, order.Query{}, "limit"},
 		{"a limit that is not a number", map[string]string{"limit": "ten"}, order.Query{}, "limit"},
@@ -77,7 +81,27 @@ func TestQueryMatches(t *testing.T) {
 			}
 		})
 	}
-	if (order.Query{Status: order.StatusError}).Key() == (order.Query{Status: order.StatusFailed}).Key() {
-		t.Error("two queries share a key")
+}
+
+// Two queries that differ have different keys, whatever their values
+// hold: a page token of one does not continue the other.
+func TestQueryKey(t *testing.T) {
+	day := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	pairs := [][2]order.Query{
+		{{Status: order.StatusError}, {Status: order.StatusFailed}},
+		{{Caller: "a"}, {}},
+		{{CustomerID: "x\x1fy", Workflow: "z", Version: "v"}, {CustomerID: "x", Workflow: "y\x1fz", Version: "v"}},
+		{{CustomerID: "x\x1fy", Workflow: "z", Version: "v"}, {CustomerID: "x", Workflow: "y", Version: "z\x1fv"}},
+		{{CustomerID: `a","b`}, {CustomerID: "a", Workflow: "b"}},
+		{{CreatedFrom: day}, {EndedFrom: day}},
+		{{Limit: 20}, {Limit: 21}},
+	}
+	for _, p := range pairs {
+		if p[0].Key() == p[1].Key() {
+			t.Errorf("%+v and %+v share the key %q", p[0], p[1], p[0].Key())
+		}
+	}
+	if q := (order.Query{CustomerID: "c", CreatedFrom: day, Limit: 5}); q.Key() != q.Key() {
+		t.Error("a query's key changes")
 	}
 }

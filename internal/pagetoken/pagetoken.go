@@ -8,6 +8,7 @@
 package pagetoken
 
 import (
+	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hkdf"
@@ -16,6 +17,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"sync"
 )
 
 // MinKeyBytes is the shortest key a Sealer takes.
@@ -83,3 +85,38 @@ func (s *Sealer) Open(query, token string) ([]byte, error) {
 // data is the authenticated data of a token of query: the version and
 // the query.
 func (s *Sealer) data(query string) []byte { return append([]byte{version}, query...) }
+
+// A Source gives the Sealer of a stage's key.
+type Source func(context.Context) (*Sealer, error)
+
+// Fixed is the Source of a Sealer already made.
+func Fixed(s *Sealer) Source {
+	return func(context.Context) (*Sealer, error) { return s, nil }
+}
+
+// Loaded is a Source that reads the key with load when first asked, and
+// keeps the Sealer once it has one; a failed read is tried again when
+// next asked. So a key that cannot be read (Secrets Manager unreachable,
+// the secret not there yet) fails only what needs it, only until it can
+// be read. It is safe for concurrent use.
+func Loaded(load func(context.Context) ([]byte, error)) Source {
+	var mu sync.Mutex
+	var sealer *Sealer
+	return func(ctx context.Context) (*Sealer, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if sealer != nil {
+			return sealer, nil
+		}
+		key, err := load(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s, err := New(key)
+		if err != nil {
+			return nil, err
+		}
+		sealer = s
+		return s, nil
+	}
+}

@@ -2,6 +2,7 @@ package pagetoken_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"errors"
 	"strings"
@@ -57,5 +58,33 @@ func TestSealAndOpen(t *testing.T) {
 	}
 	if _, err := pagetoken.New(key[:16]); err == nil {
 		t.Error("a 16-byte key was taken")
+	}
+}
+
+// A Loaded source reads the key once it can, and keeps it.
+func TestLoaded(t *testing.T) {
+	key := bytes.Repeat([]byte{7}, pagetoken.MinKeyBytes)
+	reads, fail := 0, true
+	source := pagetoken.Loaded(func(context.Context) ([]byte, error) {
+		reads++
+		if fail {
+			return nil, errors.New("Secrets Manager could not be reached")
+		}
+		return key, nil
+	})
+	if s, err := source(context.Background()); s != nil || err == nil {
+		t.Fatalf("a key that cannot be read: %v, %v", s, err)
+	}
+	fail = false
+	first, err := source(context.Background())
+	if err != nil || first == nil {
+		t.Fatalf("the key once it can be read: %v", err)
+	}
+	if again, _ := source(context.Background()); again != first || reads != 2 {
+		t.Errorf("read the key %d times, want 2 (once failing, once for good)", reads)
+	}
+	short := pagetoken.Loaded(func(context.Context) ([]byte, error) { return key[:8], nil })
+	if _, err := short(context.Background()); err == nil {
+		t.Error("an 8-byte key was taken")
 	}
 }

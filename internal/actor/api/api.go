@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -93,7 +94,7 @@ type Service struct {
 	log       *slog.Logger
 	metrics   *metrics.Recorder
 	anonymous string
-	pages     *pagetoken.Sealer
+	pages     pagetoken.Source
 }
 
 // Config wires the submission service.
@@ -114,8 +115,10 @@ type Config struct {
 	// passes no caller identity; in AWS the IAM authorizer names the
 	// caller of every request, and this stays empty.
 	AnonymousCaller string
-	// PageTokens seals the cursors of search pages with the stage's key.
-	PageTokens *pagetoken.Sealer
+	// PageTokens gives what seals the cursors of search pages with the
+	// stage's key; a key it cannot give fails searches alone (503), not
+	// submissions.
+	PageTokens pagetoken.Source
 }
 
 // NewService returns the submission service.
@@ -161,6 +164,7 @@ var (
 	errUnsupportedMedia = errors.New("unsupported media type")
 	errNoRoute          = errors.New("no such route")
 	errMethod           = errors.New("method not allowed")
+	errUnavailable      = errors.New("temporarily unavailable")
 )
 
 // statusOf is the one table that maps errors to HTTP statuses and the
@@ -180,6 +184,19 @@ var statusOf = []struct {
 	{order.ErrConflict, http.StatusConflict, "idempotency_conflict"},
 	{order.ErrNotAllowed, http.StatusConflict, "invalid_state"},
 	{control.ErrBusy, http.StatusServiceUnavailable, "busy"},
+	{errUnavailable, http.StatusServiceUnavailable, "unavailable"},
+}
+
+// ErrorCodes are the codes an error body's "error" takes, in statusOf's
+// order.
+func ErrorCodes() []string {
+	var codes []string
+	for _, m := range statusOf {
+		if !slices.Contains(codes, m.code) {
+			codes = append(codes, m.code)
+		}
+	}
+	return codes
 }
 
 // Handle routes one request. It returns an error only for failures API

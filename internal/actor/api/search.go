@@ -60,11 +60,24 @@ func (s *Service) search(ctx context.Context, req events.APIGatewayProxyRequest,
 	if !operator {
 		q.Caller = caller.ID
 	}
+	route := ResourceOrders
+	if operator {
+		route = ResourceOperatorOrders
+	}
+	pages, err := s.pages(ctx)
+	if err != nil {
+		// The reason is the operators', in the log; the client retries.
+		s.log.ErrorContext(ctx, "search without the page token key", "error", err)
+		return events.APIGatewayProxyResponse{}, fmt.Errorf("search cannot seal its cursors now; retry later: %w", errUnavailable)
+	}
+	// A cursor holds the route with the query: one of the operators'
+	// route never continues a client's search, nor the other way round.
+	sealedFor := route + " " + q.Key()
 	badCursor := fmt.Errorf("query parameter %s: not a cursor of this search (send back the nextCursor of the page before, "+
 		"with the same other parameters): %w", order.ParamCursor, order.ErrInvalid)
 	var position []byte
 	if cursor, ok := params[order.ParamCursor]; ok {
-		if position, err = s.pages.Open(q.Key(), cursor); err != nil {
+		if position, err = pages.Open(sealedFor, cursor); err != nil {
 			return events.APIGatewayProxyResponse{}, badCursor
 		}
 	}
@@ -88,31 +101,33 @@ func (s *Service) search(ctx context.Context, req events.APIGatewayProxyRequest,
 		view.Orders = append(view.Orders, sum)
 	}
 	if page.Next != nil {
-		view.NextCursor = s.pages.Seal(q.Key(), page.Next)
+		view.NextCursor = pages.Seal(sealedFor, page.Next)
 		next := url.Values{}
 		for name, v := range params {
 			next.Set(name, v)
 		}
 		next.Set(order.ParamCursor, view.NextCursor)
-		route := ResourceOrders
-		if operator {
-			route = ResourceOperatorOrders
-		}
 		view.Links = map[string]string{"next": route + "?" + next.Encode()}
 	}
 	return jsonResponse(http.StatusOK, view), nil
 }
 
 // queryParams are a request's query string parameters, each sent once: a
-// parameter sent twice is ambiguous, and refused rather than guessed.
+// parameter sent twice is ambiguous, and refused rather than guessed. API
+// Gateway puts every value in the multi-value map and the last in the
+// other; a direct invocation may send either.
 func queryParams(req events.APIGatewayProxyRequest) (map[string]string, error) {
+	params := map[string]string{}
 	for name, values := range req.MultiValueQueryStringParameters {
-		if len(values) > 1 {
+		if len(values) != 1 {
 			return nil, fmt.Errorf("query parameter %s: sent %d times; send it once: %w", excerpt(name), len(values), order.ErrInvalid)
 		}
+		params[name] = values[0]
 	}
-	params := map[string]string{}
 	for name, v := range req.QueryStringParameters {
+		if multi, ok := params[name]; ok && multi != v {
+			return nil, fmt.Errorf("query parameter %s: two values; send it once: %w", excerpt(name), order.ErrInvalid)
+		}
 		params[name] = v
 	}
 	return params, nil

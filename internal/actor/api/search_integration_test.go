@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"orderly/internal/actor/api"
+	"orderly/internal/pagetoken"
 	"orderly/internal/testkit/testenv"
 )
 
@@ -147,5 +149,31 @@ func TestSearchRefusesBadParameters(t *testing.T) {
 				t.Errorf("%s on %s: %d %s, want 400 naming %q", tt.name, resource, resp.StatusCode, resp.Body, tt.names)
 			}
 		}
+	}
+}
+
+// A page token key that cannot be read fails searches alone, with a 503
+// that shows nothing of why (the log has it), and only until it can be
+// read: orders are still taken.
+func TestSearchWithoutItsKeyIsUnavailableAndSubmitsStillWork(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	readable := false
+	cfg := w.APIConfig()
+	cfg.PageTokens = pagetoken.Loaded(func(context.Context) ([]byte, error) {
+		if !readable {
+			return nil, errors.New("read secret orderly-test-page-token-key: Secrets Manager answered AccessDeniedException")
+		}
+		return []byte("a page token key of 32 bytes or more"), nil
+	})
+	w.API = testenv.NewAPI(t, cfg)
+	id := orderID(t, post(t, w, validBody, nil))
+	resp, _ := searchAs(t, w, testenv.Caller, api.ResourceOrders, nil)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(resp.Body, `"unavailable"`) ||
+		strings.Contains(resp.Body, "AccessDenied") || strings.Contains(resp.Body, "page-token-key") {
+		t.Fatalf("a search without the key: %d %s, want 503 unavailable saying nothing of the secret", resp.StatusCode, resp.Body)
+	}
+	readable = true
+	if got := everyPage(t, w, testenv.Caller, api.ResourceOrders, nil); !slices.Equal(got, []string{id}) {
+		t.Errorf("once the key is read, the search lists %q, want [%s]", got, id)
 	}
 }

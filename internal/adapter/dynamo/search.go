@@ -147,10 +147,14 @@ func (s *Store) Search(ctx context.Context, q order.Query, position []byte) (ord
 		}
 		return l.Created
 	}
-	// newer orders items newest first; equal times by id.
-	newer := func(a, b listed) int { return cmp.Or(cmp.Compare(key(b), key(a)), cmp.Compare(b.OrderID, a.OrderID)) }
-	// Only items at or above every unfinished shard's frontier can be
-	// listed: the shard's unread items are all below it.
+	// newer orders items newest first. Equal times keep the order
+	// DynamoDB returned them in, which is not the ids' (and differs
+	// between DynamoDB Local and AWS): a shard goes on after the last item
+	// it listed in that order, so each shard's listed items must be a
+	// prefix of what it returned.
+	newer := func(a, b listed) int { return cmp.Compare(key(b), key(a)) }
+	// Only items no older than every unfinished shard's frontier can be
+	// listed: the shard's unread items are no newer than it.
 	var cutoff *listed
 	for _, sh := range shards {
 		if f := sh.frontier; f != nil && (cutoff == nil || newer(*f, *cutoff) < 0) {
@@ -165,7 +169,7 @@ func (s *Store) Search(ctx context.Context, q order.Query, position []byte) (ord
 			}
 		}
 	}
-	slices.SortFunc(all, newer)
+	slices.SortStableFunc(all, newer)
 	page := all[:min(len(all), q.Limit)]
 	// Each shard goes on after the last item of it this page lists; a
 	// shard all of whose matches are listed goes on from its frontier, or

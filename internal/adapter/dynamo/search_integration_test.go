@@ -173,3 +173,44 @@ func TestCompensatingAnErrorWithNothingToUndoListsItFailed(t *testing.T) {
 		t.Fatalf("search for it Failed: %+v, %v; want it, ended", page.Orders, err)
 	}
 }
+
+// Orders submitted in one millisecond are each listed once, whatever the
+// page size: DynamoDB orders equal times in its own way, and each shard
+// goes on from where DynamoDB left it, not from a place of our order.
+func TestSearchListsOrdersOfOneInstantOnceEach(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	ctx := context.Background()
+	want := map[string]bool{}
+	for range 48 {
+		want[w.Submit(t, ordertest.Submission{CustomerID: "c-1", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}})] = true
+	}
+	for _, limit := range []int{1, 2, 5, 100} {
+		t.Run(fmt.Sprintf("limit %d", limit), func(t *testing.T) {
+			seen := map[string]int{}
+			var position []byte
+			for pages := 0; ; pages++ {
+				if pages > 200 {
+					t.Fatal("more than 200 pages")
+				}
+				page, err := w.Store.Search(ctx, order.Query{CustomerID: "c-1", Limit: limit}, position)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, o := range page.Orders {
+					seen[o.ID]++
+				}
+				if position = page.Next; position == nil {
+					break
+				}
+			}
+			for id, n := range seen {
+				if n != 1 || !want[id] {
+					t.Errorf("order %s listed %d times (one of the 48: %v)", id, n, want[id])
+				}
+			}
+			if len(seen) != len(want) {
+				t.Errorf("listed %d of the 48 orders", len(seen))
+			}
+		})
+	}
+}

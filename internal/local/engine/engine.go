@@ -259,15 +259,11 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 	e.Store = e.store(fns)
 	e.History = dynamo.NewHistory(fns.DynamoDB, catalog.History.Name)
 	submit := e.functionClients(resources.FunctionSubmit)
-	// The submission function reads its page token key as in AWS.
-	key, err := secret.Key(ctx, submit.SecretsManager, catalog.PageTokenSecret, pagetoken.MinKeyBytes)
-	if err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
-	}
-	pages, err := pagetoken.New(key)
-	if err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
-	}
+	// The submission function reads its page token key as in AWS: at its
+	// first search.
+	pages := pagetoken.Loaded(func(ctx context.Context) ([]byte, error) {
+		return secret.Key(ctx, submit.SecretsManager, catalog.PageTokenSecret, pagetoken.MinKeyBytes)
+	})
 	if e.API, err = api.NewService(api.Config{
 		InstanceID: "submit-local-" + rand.Text()[:6], Store: e.store(submit).As("submit"),
 		Controls:   control.New(e.store(submit).As(control.ByClientCancel), e.store(submit).As(control.ByOperatorRedrive), workflows, time.Now),

@@ -163,6 +163,15 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				r.Header.Get("Origin"), r.Host))
 		return
 	}
+	// A read another site's page makes behind the operator's back (an
+	// image, a script, a fetch: anything but following a link) would make
+	// the console read with the operator's credentials (a search counts up
+	// to 200,000 index items), although the page cannot see the answer.
+	if site := r.Header.Get("Sec-Fetch-Site"); (site == "cross-site" || site == "same-site") && r.Header.Get("Sec-Fetch-Mode") != "navigate" {
+		c.problem(w, http.StatusForbidden, "Refused",
+			"A page of another site asked for this console's page without you following a link to it: nothing was read.")
+		return
+	}
 	c.mux.ServeHTTP(w, r)
 }
 

@@ -480,6 +480,38 @@ func TestActionsFromAnotherOriginAreRefused(t *testing.T) {
 	}
 }
 
+// A read that another site's page makes without the operator following a
+// link (an image, a script, a fetch) reads nothing; following a link from
+// elsewhere opens the page.
+func TestReadsFromAnotherSitesPageAreRefused(t *testing.T) {
+	f := &fakeStage{}
+	srv := serve(t, f)
+	self := srv.Listener.Addr().String()
+	for _, tt := range []struct {
+		name    string
+		headers []string
+		status  int
+	}{
+		{"an image of another site", []string{"Sec-Fetch-Site: cross-site", "Sec-Fetch-Mode: no-cors"}, http.StatusForbidden},
+		{"a fetch of another site", []string{"Sec-Fetch-Site: cross-site", "Sec-Fetch-Mode: cors"}, http.StatusForbidden},
+		{"a fetch of another port of localhost", []string{"Sec-Fetch-Site: same-site", "Sec-Fetch-Mode: no-cors"}, http.StatusForbidden},
+		{"a link followed from another site", []string{"Sec-Fetch-Site: cross-site", "Sec-Fetch-Mode: navigate"}, http.StatusOK},
+		{"typed in the address bar", []string{"Sec-Fetch-Site: none", "Sec-Fetch-Mode: navigate"}, http.StatusOK},
+		{"no browser (curl)", nil, http.StatusOK},
+	} {
+		f.mu.Lock()
+		f.searched, f.counted = nil, nil
+		f.mu.Unlock()
+		status, _ := request(t, srv, http.MethodGet, "/search?customer=c-1", self, nil, tt.headers...)
+		f.mu.Lock()
+		read := len(f.searched) + len(f.counted)
+		f.mu.Unlock()
+		if status != tt.status || (status == http.StatusForbidden) != (read == 0) {
+			t.Errorf("%s: status %d after %d reads, want %d (and reads only when served)", tt.name, status, read, tt.status)
+		}
+	}
+}
+
 // The ids of searchable's orders by their letter: c-1's are A, B, D, E
 // and G, newest first.
 func searchID(letter byte) string { return "SEARCHORDER" + string(letter) + strings.Repeat("Z", 14) }

@@ -97,13 +97,13 @@ func (w *World) APIConfig() api.Config {
 	}
 }
 
-// PageTokens is a page token sealer with a random key, as a stage's.
-func PageTokens() *pagetoken.Sealer {
+// PageTokens is a page token source with a random key, as a stage's.
+func PageTokens() pagetoken.Source {
 	s, err := pagetoken.New([]byte(rand.Text() + rand.Text()))
 	if err != nil {
 		panic(err) // 52 bytes is long enough
 	}
-	return s
+	return pagetoken.Fixed(s)
 }
 
 type testWriter struct{ t testing.TB }

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"orderly/internal/actor/api"
 	"orderly/internal/order"
 )
 
@@ -22,10 +23,6 @@ func inputSchema(w order.Workflow) map[string]any {
 	delete(schema, "$schema") // OpenAPI 3.1 reads draft 2020-12 itself
 	return schema
 }
-
-// errorCodes are the codes an error body's "error" takes (internal/actor/api).
-var errorCodes = []string{"invalid_request", "too_large", "forbidden", "unsupported_media_type", "not_found", "no_route",
-	"method_not_allowed", "idempotency_conflict", "invalid_state", "busy"}
 
 func ref(name string) map[string]any { return map[string]any{"$ref": "#/components/schemas/" + name} }
 
@@ -59,7 +56,7 @@ func Document(wfs order.Versions) map[string]any {
 		"413": errorResponse("too_large: the body is over 64 KiB"),
 		"415": errorResponse("unsupported_media_type: send application/json in UTF-8"),
 		"502": response("the function failed (API Gateway's own body); retry with the same Idempotency-Key", nil),
-		"503": errorResponse("busy: the order kept changing; retry"),
+		"503": errorResponse("busy: the order kept changing; or unavailable: a search cannot read the stage's page token key now; retry"),
 	}
 	with := func(codes map[string]any) map[string]any { return merge(common, codes) }
 	getOrder := func(summary string) map[string]any {
@@ -164,7 +161,7 @@ func Document(wfs order.Versions) map[string]any {
 				"orderId": map[string]any{"type": "string"}, "status": ref("Status"), "history": map[string]any{"type": "array", "items": map[string]any{
 					"type": "object", "required": []string{"at", "record", "event"}}}}},
 			"Error": map[string]any{"type": "object", "required": []string{"error", "message"}, "properties": map[string]any{
-				"error": map[string]any{"type": "string", "enum": errorCodes}, "message": map[string]any{"type": "string"},
+				"error": map[string]any{"type": "string", "enum": api.ErrorCodes()}, "message": map[string]any{"type": "string"},
 				"fields": map[string]any{"type": "array"}}},
 		})},
 	}
