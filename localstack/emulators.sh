@@ -280,7 +280,7 @@ preflight() {
     rm -f "$(pid_file "$name")" "$(port_file "$name")"
     local holder
     if holder="$(port_holder "$port")"; then
-        die "port $port ($(serves "$name")) is taken by ${holder:-another process}: if that is an earlier run of orderly, run 'make stop' (in its checkout); otherwise stop it or set $(port_var "$name")"
+        die "port $port ($(serves "$name")) is taken by ${holder:-another process}: if that is an earlier run of orderly, run 'make stop' (in its checkout); otherwise stop it or set $(port_var "$name"). Emulators are shared only within one checkout: a second checkout beside a running one needs ports of its own, all three (e.g. DYNAMODB_PORT=18000 ELASTICMQ_PORT=19324 MOTO_PORT=15000, exported for every command of that checkout)"
     fi
     return 0
 }

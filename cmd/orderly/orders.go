@@ -121,11 +121,11 @@ func (a *app) historyCmd() *cobra.Command {
 				return err
 			}
 			id := args[0]
-			ts, err := stage.History(cmd.Context(), id)
+			status, ts, err := stage.History(cmd.Context(), id)
 			if err != nil {
 				return err
 			}
-			return a.print(api.HistoryView{OrderID: id, History: ts}, func(w io.Writer) { writeHistory(w, ts) })
+			return a.print(api.HistoryView{OrderID: id, Status: status, History: ts}, func(w io.Writer) { writeHistory(w, ts) })
 		},
 	}
 }

@@ -41,9 +41,13 @@ inclusive, its end exclusive.`,
 			if err != nil {
 				return err
 			}
-			found, err := stage.Search(cmd.Context(), q, maxN)
+			found, more, err := stage.Search(cmd.Context(), q, maxN)
 			if err != nil {
 				return err
+			}
+			if more {
+				// On stderr, so that -o json stays one document.
+				fmt.Fprintf(cmd.ErrOrStderr(), "orderly: the first %d listed; more orders may match: raise --max or narrow the search\n", maxN)
 			}
 			return a.print(found, func(w io.Writer) {
 				tw := newTable(w, "ORDER\tSTATUS\tCUSTOMER\tWORKFLOW\tVERSION\tCREATED\tENDED")

@@ -179,7 +179,7 @@ func workflowDiff(out io.Writer, oldFile, newFile string, stage order.Timing, as
 	}
 	if len(ps) > 0 {
 		fmt.Fprintln(out, ps)
-		return fmt.Errorf("%d problems: %w", len(ps), errNotCompared)
+		return fmt.Errorf("problems found: %d: %w", len(ps), errNotCompared)
 	}
 	if asJSON {
 		if err := writeJSON(out, d); err != nil {

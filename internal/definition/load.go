@@ -184,7 +184,8 @@ func selectDefinitions(all, unnamed []Definition, names []string) ([]Definition,
 			}
 		}
 		if len(mine) == n {
-			return nil, fmt.Errorf("workflow %q: not built into this binary: %w", name, order.ErrInvalid)
+			return nil, fmt.Errorf("workflow %q: not built into this binary, which embeds workflows/ as it was built "+
+				"(after adding a workflow, build again: make cli, make build): %w", name, order.ErrInvalid)
 		}
 	}
 	return mine, nil

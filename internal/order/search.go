@@ -168,15 +168,15 @@ func (q Query) Key() string {
 
 // Summary is an order as a search lists it.
 type Summary struct {
-	ID         string
-	Caller     string
-	CustomerID string
-	Workflow   string
-	Version    string
-	Status     Status
-	CreatedAt  time.Time
+	ID         string    `json:"orderId"`
+	Caller     string    `json:"caller"`
+	CustomerID string    `json:"customerId,omitempty"`
+	Workflow   string    `json:"workflow"`
+	Version    string    `json:"version"`
+	Status     Status    `json:"status"`
+	CreatedAt  time.Time `json:"createdAt"`
 	// EndedAt is when it reached its terminal status; zero while it runs.
-	EndedAt time.Time
+	EndedAt time.Time `json:"endedAt,omitzero"`
 }
 
 // SearchPage is one page of a search's orders, newest first, and where

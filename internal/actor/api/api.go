@@ -643,7 +643,8 @@ func (s *Service) errorResponse(ctx context.Context, req events.APIGatewayProxyR
 		if !errors.Is(err, m.err) {
 			continue
 		}
-		body := map[string]any{"error": m.code, "message": err.Error()}
+		// The code says the class; the message, what is wrong.
+		body := map[string]any{"error": m.code, "message": strings.TrimSuffix(err.Error(), ": "+m.err.Error())}
 		var verr *order.ValidationError
 		if errors.As(err, &verr) {
 			body["message"] = "the request has invalid fields"

@@ -145,7 +145,8 @@ func TestSearchRefusesBadParameters(t *testing.T) {
 	} {
 		for _, resource := range []string{api.ResourceOrders, api.ResourceOperatorOrders} {
 			resp, _ := searchAs(t, w, testenv.Caller, resource, tt.query)
-			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(resp.Body, tt.names) || !strings.Contains(resp.Body, `"invalid_request"`) {
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(resp.Body, tt.names) || !strings.Contains(resp.Body, `"invalid_request"`) ||
+				strings.Contains(resp.Body, "invalid input") {
 				t.Errorf("%s on %s: %d %s, want 400 naming %q", tt.name, resource, resp.StatusCode, resp.Body, tt.names)
 			}
 		}

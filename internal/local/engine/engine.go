@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -231,6 +232,9 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 		fallback = "http://" + cfg.SimulatorAddr
 	}
 	if _, err := cfg.Services.Resolve(workflows.Agents(), fallback, "services", "the remote URL"); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	if err := checkSimulated(cfg); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	if err := checkLocalSecrets(ctx, awsCfg, cfg); err != nil {
@@ -663,6 +667,37 @@ func checkLocalSecrets(ctx context.Context, awsCfg aws.Config, cfg Config) error
 		}
 	}
 	return nil
+}
+
+// checkSimulated stops a run whose workflows send an agent's calls to
+// the engine's simulator (no service of its own in Services, no
+// RemoteURL) at a path the simulator does not serve: each call would be
+// answered 404, and the agent's circuit breaker would hold the orders
+// with nothing on them to say why.
+func checkSimulated(cfg Config) error {
+	if cfg.RemoteURL != "" {
+		return nil
+	}
+	var problems []string
+	for _, wf := range cfg.Workflows.Workflows() {
+		for _, st := range wf.Steps {
+			if _, own := cfg.Services[st.Agent]; own {
+				continue
+			}
+			for _, c := range []order.Endpoint{st.Call, st.UndoCall} {
+				if c.Path != "" && !simulator.Serves(c.Method, c.Path) {
+					problems = append(problems, fmt.Sprintf("workflow %s version %s, step %s: %s %s", wf.Name, wf.Version, st.Name, c.Method, c.Path))
+				}
+			}
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	slices.Sort(problems)
+	return fmt.Errorf("no service is configured for these calls, and the simulator does not serve them: %s; "+
+		"give their agents a service in ORDERLY_SERVICES (docs/remote-services.md#services-and-credentials)",
+		strings.Join(slices.Compact(problems), "; "))
 }
 
 // localSecret reads a secret's value, creating the secret with a random

@@ -50,6 +50,14 @@ var services = map[string]service{
 	"/fraud/checks":           {name: fraudService, refPrefix: "fc_", refusal: "order flagged as a fraud risk", scores: true},
 }
 
+// Serves reports whether the simulator answers a call: POST to one of
+// the paths it serves.
+func Serves(method, path string) bool {
+	_, work := services[path]
+	_, undo := undoServices[path]
+	return method == http.MethodPost && (work || undo)
+}
+
 // resultMakers names, for each step result a call may carry (a
 // workflow's request.carries, as the checkout example's do), the service
 // that made it, so the simulator can check the result names work it did,

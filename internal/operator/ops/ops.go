@@ -271,18 +271,20 @@ func statusOf(st order.StepState) order.Status {
 func (s *Stage) Show(ctx context.Context, id string) (api.OrderView, error) {
 	o, steps, err := s.store.GetOrder(ctx, id)
 	if err != nil {
-		return api.OrderView{}, fmt.Errorf("order %s: %w", id, err)
+		return api.OrderView{}, fmt.Errorf("stage %s: %w", s.Name, err) // the store's error names the order
 	}
 	return api.NewOrderView(o, steps), nil
 }
 
-// History lists every transition of an order, in order.
-func (s *Stage) History(ctx context.Context, id string) ([]order.HistoryEntry, error) {
+// History is the status of an order and every transition of it, in
+// order.
+func (s *Stage) History(ctx context.Context, id string) (order.Status, []order.HistoryEntry, error) {
 	o, _, err := s.store.GetOrder(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("history of order %s: %w", id, err)
+		return "", nil, fmt.Errorf("history of order %s: %w", id, err)
 	}
-	return s.HistorySince(ctx, id, o.CreatedAt)
+	ts, err := s.HistorySince(ctx, id, o.CreatedAt)
+	return o.Status, ts, err
 }
 
 // HistorySince lists the transitions of the order with that id since it
@@ -343,22 +345,22 @@ func alertsOfKind(ctx context.Context, h alertReader, since, now time.Time, kind
 }
 
 // Search lists up to max orders q matches, newest first, from the
-// search indexes (no Scan), page after page (q.Limit is set from max).
-func (s *Stage) Search(ctx context.Context, q order.Query, max int) ([]order.Summary, error) {
-	var out []order.Summary
+// search indexes (no Scan), page after page (q.Limit is set from max);
+// more reports that it stopped at max with more pages to read.
+func (s *Stage) Search(ctx context.Context, q order.Query, max int) (found []order.Summary, more bool, err error) {
 	var position []byte
-	for len(out) < max {
-		q.Limit = min(max-len(out), order.MaxSearchLimit)
+	for len(found) < max {
+		q.Limit = min(max-len(found), order.MaxSearchLimit)
 		page, err := s.store.Search(ctx, q, position)
 		if err != nil {
-			return nil, fmt.Errorf("search stage %s: %w", s.Name, err)
+			return nil, false, fmt.Errorf("search stage %s: %w", s.Name, err)
 		}
-		out = append(out, page.Orders...)
+		found = append(found, page.Orders...)
 		if position = page.Next; position == nil {
-			break
+			return found, false, nil
 		}
 	}
-	return out, nil
+	return found, true, nil
 }
 
 // Cancel cancels an order on its client's behalf, as the client's own
@@ -366,7 +368,7 @@ func (s *Stage) Search(ctx context.Context, q order.Query, max int) ([]order.Sum
 func (s *Stage) Cancel(ctx context.Context, id string) (order.Order, error) {
 	o, _, err := s.store.GetOrder(ctx, id)
 	if err != nil {
-		return o, fmt.Errorf("order %s: %w", id, err)
+		return o, fmt.Errorf("stage %s: %w", s.Name, err) // the store's error names the order
 	}
 	return s.controls.Cancel(ctx, order.Principal{ID: o.Caller}, id)
 }

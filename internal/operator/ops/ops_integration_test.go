@@ -94,9 +94,9 @@ func TestShowHistoryAndRedrive(t *testing.T) {
 	if err := dynamo.NewHistory(w.Clients.DynamoDB, w.Stack.Catalog.History.Name).Record(context.Background(), id, "1", want, nil, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
-	ts, err := stage.History(context.Background(), id)
-	if err != nil || len(ts) != 1 || !ts[0].At.Equal(want[0].At) || ts[0].By != want[0].By {
-		t.Errorf("history %+v, %v; want %+v", ts, err, want)
+	status, ts, err := stage.History(context.Background(), id)
+	if err != nil || len(ts) != 1 || !ts[0].At.Equal(want[0].At) || ts[0].By != want[0].By || status != order.StatusCompensating {
+		t.Errorf("history %s %+v, %v; want Compensating %+v", status, ts, err, want)
 	}
 }
 
@@ -409,17 +409,17 @@ func TestSearch(t *testing.T) {
 	ctx := context.Background()
 	yesterday, from := seedYesterday(t, w, stage, 4)
 	q := order.Query{CustomerID: "c-1", CreatedFrom: from, CreatedTo: from.Add(24 * time.Hour)}
-	found, err := stage.Search(ctx, q, 100)
+	found, more, err := stage.Search(ctx, q, 100)
 	var got []string
 	for _, o := range found {
 		got = append(got, o.ID)
 	}
 	slices.Reverse(yesterday) // newest first
-	if err != nil || !slices.Equal(got, yesterday) {
+	if err != nil || more || !slices.Equal(got, yesterday) {
 		t.Fatalf("yesterday's orders of c-1: %v, %v; want %v", got, err, yesterday)
 	}
-	if found, err := stage.Search(ctx, q, 3); err != nil || len(found) != 3 || found[0].ID != yesterday[0] {
-		t.Errorf("at most 3: %+v, %v; want the newest 3", found, err)
+	if found, more, err := stage.Search(ctx, q, 3); err != nil || len(found) != 3 || found[0].ID != yesterday[0] || !more {
+		t.Errorf("at most 3: %+v, more %v, %v; want the newest 3, and more", found, more, err)
 	}
 }
 
