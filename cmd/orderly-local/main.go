@@ -44,6 +44,9 @@ func main() {
 	log := config.Logger("") // the engine names each component's records
 	if err := run(log); err != nil {
 		log.Error("orderly-local stopped", "error", err)
+		// And as plain lines for the person at the terminal: a workflow
+		// definition's problems are one a line.
+		fmt.Fprintf(os.Stderr, "orderly-local stopped: %v\n", err)
 		os.Exit(1)
 	}
 }

@@ -74,8 +74,12 @@ Cancelling. An order that ended is looked up by id: orderly show ID.`,
 				tw := newTable(w, "ORDER\tSTATUS\tVERSION\tRECORD\tSTATE\tATTEMPT\tFAILURES\tCOMPLETE BY\tLATE\tLAST ERROR")
 				for _, l := range ls {
 					step := order.RecordLabel(l.Step, l.Undo)
+					completeBy, late := "-", "-" // no deadline: in Error, or not yet claimed
+					if !l.CompleteBy.IsZero() {
+						completeBy, late = l.CompleteBy.UTC().Format(time.RFC3339), l.Late.Round(time.Second).String()
+					}
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", l.OrderID, l.Status, l.Version, step, l.State, l.Attempt, l.Failures,
-						l.CompleteBy.UTC().Format(time.RFC3339), l.Late.Round(time.Second), clip(l.LastError, 50))
+						completeBy, late, clip(l.LastError, 50))
 				}
 				tw.Flush()
 			})

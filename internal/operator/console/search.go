@@ -63,6 +63,9 @@ type searchPage struct {
 	AnyStatus   string
 	Default     bool
 	CountsError string
+	// Later marks a page after the first, which counts nothing again: the
+	// first page's counts are of the same search.
+	Later bool
 	// Next is the next page's link; First, on a later page, the first's.
 	Next, First string
 }
@@ -146,7 +149,10 @@ func (c *Console) search(w http.ResponseWriter, r *http.Request) {
 	var counts order.Counts
 	var countErr error
 	var wg sync.WaitGroup
-	wg.Go(func() { counts, countErr = c.stage.Count(r.Context(), cq, 0) })
+	page.Later = position != nil
+	if !page.Later {
+		wg.Go(func() { counts, countErr = c.stage.Count(r.Context(), cq, 0) })
+	}
 	found, err := c.stage.SearchPage(r.Context(), q, position)
 	wg.Wait()
 	switch {
@@ -164,10 +170,12 @@ func (c *Console) search(w http.ResponseWriter, r *http.Request) {
 		next.Set(fieldCursor, c.positions.Seal(q.Key(), found.Next))
 		page.Next = searchHref(next)
 	}
-	if countErr != nil {
+	switch {
+	case page.Later:
+	case countErr != nil:
 		c.log.Error("count orders for the search page", "error", countErr)
 		page.CountsError = countErr.Error()
-	} else {
+	default:
 		page.Counts = &counts
 		base := cloneValues(given)
 		if page.Default {

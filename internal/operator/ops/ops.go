@@ -96,7 +96,7 @@ type Listed struct {
 	State      string    `json:"state"`
 	Attempt    int       `json:"attempt"`
 	Failures   int       `json:"failureCount"`
-	CompleteBy time.Time `json:"completeBy"`
+	CompleteBy time.Time `json:"completeBy,omitzero"`
 	// Late is how long ago CompleteBy passed; 0 while it has not.
 	Late      time.Duration `json:"lateNanos"`
 	LastError string        `json:"lastError,omitempty"`
@@ -242,8 +242,13 @@ func (s *Stage) collect(ctx context.Context, limit int,
 
 func listed(st order.StepState, now time.Time) Listed {
 	l := Listed{OrderID: st.OrderID, Status: statusOf(st), Workflow: order.WorkflowOf(st.Workflow), Version: order.VersionOf(st.Version), Step: st.Step, Undo: st.Undo, State: string(st.ProcessState), Attempt: st.Attempt,
-		Failures: st.FailureCount, CompleteBy: st.CompleteBy, LastError: st.LastError}
-	if !st.CompleteBy.IsZero() && now.After(st.CompleteBy) {
+		Failures: st.FailureCount, LastError: st.LastError}
+	// A record in Error waits for an operator, not for a deadline: the
+	// one it stopped with is nobody's to watch.
+	if st.ProcessState != order.Error {
+		l.CompleteBy = st.CompleteBy
+	}
+	if !l.CompleteBy.IsZero() && now.After(l.CompleteBy) {
 		l.Late = now.Sub(st.CompleteBy)
 	}
 	return l

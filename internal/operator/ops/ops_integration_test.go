@@ -69,7 +69,8 @@ func TestShowHistoryAndRedrive(t *testing.T) {
 	// order, in flight, is not.
 	other := w.Submit(t, someOrder)
 	ls, err := stage.InError(context.Background(), 100)
-	if err != nil || len(ls) != 1 || ls[0].OrderID != id || ls[0].Step != ordertest.StepChargePayment || !ls[0].Undo || ls[0].State != string(order.Error) {
+	if err != nil || len(ls) != 1 || ls[0].OrderID != id || ls[0].Step != ordertest.StepChargePayment || !ls[0].Undo || ls[0].State != string(order.Error) ||
+		!ls[0].CompleteBy.IsZero() || ls[0].Late != 0 { // in Error, no deadline is watched
 		t.Fatalf("list -status Error: %+v, %v; want %s's payment undo only (not %s)", ls, err, id, other)
 	}
 	o, err := stage.Redrive(context.Background(), id, "")
