@@ -10,9 +10,6 @@ import (
 	"orderly/internal/operator/ops"
 )
 
-// defaultCountWindow is how far back counts looks without a time flag.
-const defaultCountWindow = 24 * time.Hour
-
 func (a *app) countsCmd() *cobra.Command {
 	var maxRead int
 	var filters queryFlags
@@ -44,9 +41,7 @@ start is inclusive, its end exclusive.`,
 			if err != nil {
 				return err
 			}
-			if !filters.window(cmd) {
-				q.CreatedFrom = now.Add(-defaultCountWindow).UTC()
-			}
+			q, _ = q.Bounded(now)
 			if maxRead < 1 {
 				return usagef("--max-read %d: want 1 or more", maxRead)
 			}

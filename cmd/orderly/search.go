@@ -113,16 +113,6 @@ func (f *queryFlags) query(cmd *cobra.Command, now time.Time) (order.Query, erro
 	return q, nil
 }
 
-// window reports whether any of the flags given to cmd bounds a time.
-func (f *queryFlags) window(cmd *cobra.Command) bool {
-	for _, flag := range []string{"created-from", "created-to", "ended-from", "ended-to"} {
-		if cmd.Flags().Changed(flag) {
-			return true
-		}
-	}
-	return false
-}
-
 // flagParams are search's flags and the query parameters they set.
 var flagParams = map[string]string{
 	"status": order.ParamStatus, "customer": order.ParamCustomer, "workflow": order.ParamWorkflow, "version": order.ParamVersion,

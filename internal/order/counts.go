@@ -23,6 +23,21 @@ func (q Query) Window() (by string, from, to time.Time) {
 	return WindowCreated, q.CreatedFrom, q.CreatedTo
 }
 
+// DefaultCountWindow is how far back a count looks when its query
+// bounds no time.
+const DefaultCountWindow = 24 * time.Hour
+
+// Bounded is q as a count reads it: as it is when it bounds a time;
+// else the orders created in the DefaultCountWindow before now, and
+// defaulted says so.
+func (q Query) Bounded(now time.Time) (bounded Query, defaulted bool) {
+	if _, from, to := q.Window(); !from.IsZero() || !to.IsZero() {
+		return q, false
+	}
+	q.CreatedFrom = now.Add(-DefaultCountWindow).UTC()
+	return q, true
+}
+
 // Counts is how many orders a query matches in each status, over the
 // query's window (Query.Window): `orderly counts` and the console's
 // search page show them.

@@ -74,3 +74,25 @@ func TestCountsSpan(t *testing.T) {
 		}
 	}
 }
+
+// A count's query without a time is bounded to the last day's orders; one
+// with a time is left as it is.
+func TestQueryBounded(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	day := now.Add(-order.DefaultCountWindow)
+	tests := []struct {
+		name      string
+		q         order.Query
+		want      order.Query
+		defaulted bool
+	}{
+		{"no time: the last day", order.Query{CustomerID: "c-1"}, order.Query{CustomerID: "c-1", CreatedFrom: day}, true},
+		{"created before", order.Query{CreatedTo: now}, order.Query{CreatedTo: now}, false},
+		{"ended since", order.Query{EndedFrom: day}, order.Query{EndedFrom: day}, false},
+	}
+	for _, tt := range tests {
+		if got, defaulted := tt.q.Bounded(now); got != tt.want || defaulted != tt.defaulted {
+			t.Errorf("%s: %+v, %v; want %+v, %v", tt.name, got, defaulted, tt.want, tt.defaulted)
+		}
+	}
+}

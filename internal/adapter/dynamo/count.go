@@ -58,12 +58,7 @@ func (s *Store) Count(ctx context.Context, q order.Query, budget int) (order.Cou
 	budget = max(budget, s.shards)
 	q.Status, q.Limit = "", 0
 	out := order.NewCounts(q)
-	by, from, to := q.Window()
-	index, sortKey := resources.CreatedIndexName, resources.AttrCreated
-	if by == order.WindowEnded {
-		index, sortKey = resources.EndedIndexName, resources.AttrEnded
-	}
-	filter, hasFilter := searchFilter(q, sortKey)
+	index, sortKey := searchIndex(q)
 	// A shard's frontier is the sort key of the last item read from it:
 	// what it has not read is no newer. Unread yet, it is above all.
 	type shard struct {
@@ -73,20 +68,11 @@ func (s *Store) Count(ctx context.Context, q order.Query, budget int) (order.Cou
 	}
 	shards := make([]shard, s.shards)
 	for i := range shards {
-		b := expression.NewBuilder().WithKeyCondition(windowKey(i, sortKey, from, to)).
-			WithProjection(expression.NamesList(expression.Name(attrOrderID), expression.Name(sortKey), expression.Name(resources.AttrOutcome)))
-		if hasFilter {
-			b = b.WithFilter(filter)
-		}
-		expr, err := b.Build()
+		in, _, err := s.shardQuery(i, q, attrOrderID, sortKey, resources.AttrOutcome)
 		if err != nil {
-			return order.Counts{}, fmt.Errorf("build count: %w", err)
+			return order.Counts{}, err
 		}
-		shards[i] = shard{frontier: math.MaxInt64, in: &dynamodb.QueryInput{
-			TableName: aws.String(s.table), IndexName: aws.String(index), ScanIndexForward: aws.Bool(false),
-			KeyConditionExpression: expr.KeyCondition(), FilterExpression: expr.Filter(), ProjectionExpression: expr.Projection(),
-			ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
-		}}
+		shards[i] = shard{frontier: math.MaxInt64, in: in}
 	}
 	// A Query reads a quarter of the budget's share of its shard, so
 	// that the shards stay close behind one another.

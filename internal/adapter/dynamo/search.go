@@ -58,11 +58,7 @@ func (s *Store) Search(ctx context.Context, q order.Query, position []byte) (ord
 			return order.SearchPage{}, fmt.Errorf("search position: not one of this table's: %w", order.ErrInvalid)
 		}
 	}
-	index, sortKey, from, to := resources.CreatedIndexName, resources.AttrCreated, q.CreatedFrom, q.CreatedTo
-	if !q.EndedFrom.IsZero() || !q.EndedTo.IsZero() {
-		index, sortKey, from, to = resources.EndedIndexName, resources.AttrEnded, q.EndedFrom, q.EndedTo
-	}
-	filter, hasFilter := searchFilter(q, sortKey)
+	index, sortKey := searchIndex(q)
 	budget := cmp.Or(s.searchBudget, searchBudget)
 	// Every shard's matches, up to the limit, and the key below which the
 	// shard is still unread (frontier) unless it is exhausted.
@@ -78,18 +74,9 @@ func (s *Store) Search(ctx context.Context, q order.Query, position []byte) (ord
 		if positions[i].Done {
 			continue
 		}
-		b := expression.NewBuilder().WithKeyCondition(windowKey(i, sortKey, from, to))
-		if hasFilter {
-			b = b.WithFilter(filter)
-		}
-		expr, err := b.Build()
+		in, hasFilter, err := s.shardQuery(i, q)
 		if err != nil {
-			return order.SearchPage{}, fmt.Errorf("build search: %w", err)
-		}
-		in := &dynamodb.QueryInput{
-			TableName: aws.String(s.table), IndexName: aws.String(index), ScanIndexForward: aws.Bool(false),
-			KeyConditionExpression: expr.KeyCondition(), FilterExpression: expr.Filter(),
-			ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+			return order.SearchPage{}, err
 		}
 		if p := positions[i]; p.ID != "" {
 			in.ExclusiveStartKey = map[string]types.AttributeValue{
@@ -208,6 +195,45 @@ func (s *Store) Search(ctx context.Context, q order.Query, position []byte) (ord
 		}
 	}
 	return out, nil
+}
+
+// searchIndex is the search index q reads (by its Window), and that
+// index's sort key.
+func searchIndex(q order.Query) (index, sortKey string) {
+	if by, _, _ := q.Window(); by == order.WindowEnded {
+		return resources.EndedIndexName, resources.AttrEnded
+	}
+	return resources.CreatedIndexName, resources.AttrCreated
+}
+
+// shardQuery is the newest-first Query of one shard of q's search index
+// over q's window, q's other filters its filter expression (filtered
+// says whether it has one), reading only the attributes named, when
+// any are.
+func (s *Store) shardQuery(shard int, q order.Query, names ...string) (in *dynamodb.QueryInput, filtered bool, err error) {
+	index, sortKey := searchIndex(q)
+	_, from, to := q.Window()
+	b := expression.NewBuilder().WithKeyCondition(windowKey(shard, sortKey, from, to))
+	filter, filtered := searchFilter(q, sortKey)
+	if filtered {
+		b = b.WithFilter(filter)
+	}
+	if len(names) > 0 {
+		projection := expression.NamesList(expression.Name(names[0]))
+		for _, n := range names[1:] {
+			projection = projection.AddNames(expression.Name(n))
+		}
+		b = b.WithProjection(projection)
+	}
+	expr, err := b.Build()
+	if err != nil {
+		return nil, false, fmt.Errorf("build the query of shard %d of %s: %w", shard, index, err)
+	}
+	return &dynamodb.QueryInput{
+		TableName: aws.String(s.table), IndexName: aws.String(index), ScanIndexForward: aws.Bool(false),
+		KeyConditionExpression: expr.KeyCondition(), FilterExpression: expr.Filter(), ProjectionExpression: expr.Projection(),
+		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+	}, filtered, nil
 }
 
 // searchFilter is q's filters on a search index's attributes, all but the

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -14,10 +15,6 @@ import (
 	"orderly/internal/order"
 	"orderly/internal/pagetoken"
 )
-
-// CountWindow is how far back the search page counts when the search
-// bounds no time: the orders created in the last 24 hours.
-const CountWindow = 24 * time.Hour
 
 // Form fields of the search page besides the query's parameters: the
 // search box, and the sealed page position.
@@ -56,7 +53,8 @@ type searchPage struct {
 	Problem string
 	Query   order.Query
 	Orders  []order.Summary
-	// Counts, over the query's window (or the last CountWindow: Default),
+	// Counts, over the query's window (or order.DefaultCountWindow's:
+	// Default),
 	// each a link to the search of its status.
 	Counts      *order.Counts
 	CountLinks  []countLink
@@ -141,11 +139,9 @@ func (c *Console) search(w http.ResponseWriter, r *http.Request) {
 
 	// The counts are of every status over the query's window, or the last
 	// day's when it has none, while the page is read.
-	cq := q
-	cq.Status = ""
-	if _, from, to := q.Window(); from.IsZero() && to.IsZero() {
-		cq.CreatedFrom, page.Default = c.now().Add(-CountWindow).UTC().Truncate(time.Second), true
-	}
+	// (To the second: the count links carry the window.)
+	cq, defaulted := q.Bounded(c.now().Truncate(time.Second))
+	cq.Status, page.Default = "", defaulted
 	var counts order.Counts
 	var countErr error
 	var wg sync.WaitGroup
@@ -166,7 +162,7 @@ func (c *Console) search(w http.ResponseWriter, r *http.Request) {
 	}
 	page.Orders = found.Orders
 	if found.Next != nil {
-		next := cloneValues(given)
+		next := maps.Clone(given)
 		next.Set(fieldCursor, c.positions.Seal(q.Key(), found.Next))
 		page.Next = searchHref(next)
 	}
@@ -177,14 +173,14 @@ func (c *Console) search(w http.ResponseWriter, r *http.Request) {
 		page.CountsError = countErr.Error()
 	default:
 		page.Counts = &counts
-		base := cloneValues(given)
+		base := maps.Clone(given)
 		if page.Default {
 			base.Set(order.ParamCreatedFrom, cq.CreatedFrom.Format(time.RFC3339))
 		}
 		base.Del(order.ParamStatus)
 		page.AnyStatus = searchHref(base)
 		for _, sc := range counts.InOrder() {
-			link := cloneValues(base)
+			link := maps.Clone(base)
 			link.Set(order.ParamStatus, string(sc.Status))
 			page.CountLinks = append(page.CountLinks, countLink{Status: sc.Status, N: sc.N, Href: searchHref(link), Selected: sc.Status == q.Status})
 		}
@@ -208,7 +204,7 @@ func (c *Console) searchBox(w http.ResponseWriter, r *http.Request, params url.V
 			return
 		}
 	}
-	rest := cloneValues(params)
+	rest := maps.Clone(params)
 	rest.Del(fieldBox)
 	rest.Del(fieldCursor)
 	if box != "" {
@@ -234,14 +230,6 @@ func searchHref(v url.Values) string {
 		return "/search"
 	}
 	return "/search?" + v.Encode()
-}
-
-func cloneValues(v url.Values) url.Values {
-	out := url.Values{}
-	for k, vs := range v {
-		out[k] = slices.Clone(vs)
-	}
-	return out
 }
 
 // Selected reports whether s is the status the page's form selects.
