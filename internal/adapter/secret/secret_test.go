@@ -38,7 +38,8 @@ func TestKey(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := secret.Key(context.Background(), tt.reader, "orderly-dev-page-token-key", 32)
+			// By ARN: the errors name the secret, not the account.
+			got, err := secret.Key(context.Background(), tt.reader, "arn:aws:secretsmanager:eu-west-1:123456789012:secret:orderly-dev-page-token-key-Ab12Cd", 32)
 			if tt.want != "" {
 				if err != nil || string(got) != tt.want {
 					t.Fatalf("Key = %q, %v", got, err)

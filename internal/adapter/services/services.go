@@ -469,11 +469,15 @@ func (a Auth) SecretRegion() string {
 // SecretName is the secret's name as it may be shown: its ARN's resource
 // name without the account, or the name as configured. Errors and logs
 // name a secret by it.
-func (a Auth) SecretName() string {
-	if m := arnPattern.FindStringSubmatch(a.Secret); m != nil {
+func (a Auth) SecretName() string { return SecretShown(a.Secret) }
+
+// SecretShown is a secret, given by name or ARN, as it may be shown: its
+// name, without an ARN's account and region.
+func SecretShown(secret string) string {
+	if m := arnPattern.FindStringSubmatch(secret); m != nil {
 		return strings.TrimPrefix(m[6], "secret:")
 	}
-	return a.Secret
+	return secret
 }
 
 // JSON is the authentication as EnvAuth carries it.
