@@ -159,7 +159,7 @@ func (d deployed) submit(t *testing.T, skus ...string) string {
 // time since submission, so a slow or failed run shows where time went.
 func (d deployed) logHistory(t *testing.T, id string) {
 	t.Helper()
-	code, got := d.call(t, http.MethodGet, "/orders/"+id+"/history", "")
+	code, got := d.call(t, http.MethodGet, "/ops/orders/"+id+"/history", "") // the operators' route names each writer
 	var v api.HistoryView
 	if code != http.StatusOK || json.Unmarshal(got, &v) != nil || len(v.History) == 0 {
 		t.Logf("history of %s: %d %s", id, code, got)
@@ -172,12 +172,13 @@ func (d deployed) logHistory(t *testing.T, id string) {
 	t.Logf("history of %s (%s):%s", id, v.Status, b.String())
 }
 
-// await polls the order until its status is one of want.
+// await polls the order on the operators' route (which shows every
+// record's attempt and result) until its status is one of want.
 func (d deployed) await(t *testing.T, id string, timeout time.Duration, want ...order.Status) api.OrderView {
 	t.Helper()
 	var v api.OrderView
 	testenv.Eventually(t, timeout, func() (bool, string) {
-		code, got := d.call(t, http.MethodGet, "/orders/"+id, "")
+		code, got := d.call(t, http.MethodGet, "/ops/orders/"+id, "")
 		if code != http.StatusOK || json.Unmarshal(got, &v) != nil {
 			return false, fmt.Sprintf("GET: %d %s", code, got)
 		}

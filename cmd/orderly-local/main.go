@@ -7,8 +7,10 @@
 //
 // Every service is called at the simulator, unless ORDERLY_SERVICES names
 // a file of services (the shape of CDK context "services", see package
-// services) that says otherwise for the services it lists; REMOTE_URL, a
-// loopback URL, replaces the simulator for the rest.
+// services) that says otherwise for the services it lists, or
+// ORDERLY_SERVICES_DEFAULTS one for the services the named workflows call
+// that ORDERLY_SERVICES leaves out; REMOTE_URL, a loopback URL, replaces
+// the simulator for the rest.
 //
 // For the chaos soak it also takes faults to inject into the functions' AWS
 // calls (ORDERLY_FAULTS, see internal/local/faults), a simulator ledger
@@ -19,7 +21,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -31,7 +35,6 @@ import (
 
 	"github.com/aws/smithy-go/middleware"
 
-	"orderly/internal/adapter/services"
 	"orderly/internal/config"
 	"orderly/internal/definition"
 	"orderly/internal/local/engine"
@@ -111,14 +114,9 @@ func run(log *slog.Logger) error {
 	// made in the emulators' Secrets Manager if it has none yet, and the
 	// simulator checks it (see engine.Config.LocalSecrets).
 	cfg.LocalSecrets = true
-	if file := env.String("ORDERLY_SERVICES", ""); file != "" {
-		raw, err := os.ReadFile(file)
-		if err != nil {
-			return fmt.Errorf("ORDERLY_SERVICES: %w", err)
-		}
-		if cfg.Services, err = services.Parse(file, raw); err != nil {
-			return fmt.Errorf("ORDERLY_SERVICES:\n%w", err)
-		}
+	cfg.Services, err = localServices(env.String("ORDERLY_SERVICES", ""), env.String("ORDERLY_SERVICES_DEFAULTS", ""), cfg.Workflows.Agents())
+	if err != nil {
+		return err
 	}
 	if spec := env.String("ORDERLY_SIM_OUTAGE", ""); spec != "" {
 		o, err := parseOutage(spec)
@@ -143,13 +141,61 @@ func run(log *slog.Logger) error {
 	if err := config.CheckEndpoints(ctx, awsCfg); err != nil {
 		return err
 	}
+	// `make run` asks for a warm-up (see warmUp); a failed one leaves the
+	// first orders slower, nothing worse.
+	if env.String("ORDERLY_WARMUP", "") == "1" {
+		fmt.Fprintf(os.Stderr, "warming up the emulators with throwaway orders (stage %s-warmup, deleted after)...\n", cfg.Stage)
+		res, err := warmUp(ctx, awsCfg, cfg, warmUpBudget)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			log.Warn("warm-up failed: the first orders may be slower", "error", err)
+		} else {
+			log.Info("emulators warmed up", "rounds", res.Rounds, "orders", res.Orders,
+				"sequential_p50_ms", res.P50.Milliseconds(), "took_ms", res.Took.Milliseconds())
+		}
+	}
 	e, err := engine.New(ctx, awsCfg, cfg)
 	if err != nil {
 		return err
 	}
+	// Ready is said once the engine serves, not before it starts.
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	if !awaitServing(ctx, e.URL(), done) {
+		return <-done
+	}
 	fmt.Fprintf(os.Stderr, "\norderly is running on stage %s\n  API:     %s\n  console: %s\n  remote:  %s\nCtrl-C stops it.\n\n",
 		cfg.Stage, e.URL(), e.ConsoleURL(), e.RemoteURL())
-	return e.Run(ctx)
+	return <-done
+}
+
+// awaitServing waits until the API answers its description. It is false
+// when the engine stopped first (its result put back in done) or ctx ended.
+func awaitServing(ctx context.Context, url string, done chan error) bool {
+	client := &http.Client{Timeout: time.Second}
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/openapi.json", nil)
+		if err != nil {
+			return false
+		}
+		if resp, err := client.Do(req); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return true
+			}
+		}
+		select {
+		case err := <-done:
+			done <- err
+			return false
+		case <-ctx.Done():
+			return false
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // consoleAddr is where the console listens; "off" starts none.

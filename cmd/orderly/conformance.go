@@ -33,11 +33,11 @@ func (c cannotStart) Unwrap() []error { return []error{c.err, errCannotStart} }
 // conformanceCmd is `orderly conformance`: a service and a definition
 // file, no stage, no AWS.
 func (a *app) conformanceCmd() *cobra.Command {
-	var file, base, step, inputFile string
+	var file, base, step, inputFile, unknownFile string
 	var asOpenAPI bool
 	var headerSpecs []string
 	cmd := &cobra.Command{
-		Use:                   "conformance --workflow FILE --url BASE [--step NAME] [--header K=V]... [--input FILE] [--openapi]",
+		Use:                   "conformance --workflow FILE --url BASE [--step NAME] [--header K=V]... [--input FILE] [--unknown-input FILE] [--openapi]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Check a team's services against the remote-service contract",
 		Long: `Check a team's services against the remote-service contract, calling them as
@@ -75,7 +75,13 @@ nothing.`,
 			if err != nil {
 				return cannot(err)
 			}
-			results, err := conformance.Run(cmd.Context(), conformance.Config{Workflow: w, Input: input, BaseURL: base, Step: step, Header: header})
+			var unknown json.RawMessage
+			if unknownFile != "" {
+				if unknown, err = conformanceInput(w, unknownFile); err != nil {
+					return cannot(fmt.Errorf("--unknown-input: %w", err))
+				}
+			}
+			results, err := conformance.Run(cmd.Context(), conformance.Config{Workflow: w, Input: input, UnknownInput: unknown, BaseURL: base, Step: step, Header: header})
 			if err != nil {
 				return cannot(err)
 			}
@@ -96,6 +102,7 @@ nothing.`,
 	cmd.Flags().StringVar(&base, "url", "", "the base `URL` the steps' services answer under")
 	cmd.Flags().StringVar(&step, "step", "", "check only this `step`; the earlier steps it carries results of are called once first")
 	cmd.Flags().StringVar(&inputFile, "input", "", "a JSON `file` with the order's input (default: the input schema's examples[0])")
+	cmd.Flags().StringVar(&unknownFile, "unknown-input", "", "a JSON `file` with an order's input naming what the services do not know, for the unknown-entity rule (default: the input with its strings made unknown)")
 	cmd.Flags().BoolVar(&asOpenAPI, "openapi", false, "print the workflow's remote-service contract (OpenAPI 3.1) and check nothing")
 	// StringArray, not StringSlice: a header's value may hold commas. Its
 	// Set never fails, so no error quotes a value, which may be a secret.

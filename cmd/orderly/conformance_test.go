@@ -50,13 +50,20 @@ func TestConformancePassesAgainstTheSimulator(t *testing.T) {
 	url := simulatorURL(t, simulator.WithRequiredHeader("fraud", "Authorization", secret))
 	token := writeTemp(t, "token", secret+"\n")
 	input := writeTemp(t, "input.json", `{"customerId":"c-42","lines":[{"sku":"SKU-1","quantity":2}]}`)
+	// Lines the simulator's services do not know: each answers 404.
+	unknown := writeTemp(t, "unknown.json", `{"customerId":"c-42","lines":[{"sku":"TEST-INVENTORY-UNKNOWN","quantity":1},`+
+		`{"sku":"TEST-PAYMENT-UNKNOWN","quantity":1},{"sku":"TEST-SHIPPING-UNKNOWN","quantity":1}]}`)
 	tests := []struct {
 		args  []string
 		lines int
+		// passes is a line the output must have.
+		passes string
 	}{
-		{[]string{"conformance", "--workflow", checkoutFile, "--url", url, "--header", "Authorization=@" + token}, 4*10 + 1},
-		{[]string{"conformance", "--workflow", shippedFile, "--url", url, "--input", input}, 3*10 + 1},
-		{[]string{"conformance", "--workflow", checkoutFile, "--url", url, "--header", "Authorization=" + secret, "--step", "fraud-check"}, 10 + 1},
+		{[]string{"conformance", "--workflow", checkoutFile, "--url", url, "--header", "Authorization=@" + token}, 4*12 + 1, ""},
+		{[]string{"conformance", "--workflow", shippedFile, "--url", url, "--input", input}, 3*12 + 1, ""},
+		{[]string{"conformance", "--workflow", shippedFile, "--url", url, "--input", input, "--unknown-input", unknown, "--step", "charge-payment"}, 12 + 1,
+			"PASS  charge-payment  unknown-entity       an order of the given unknown input: answered 404 while the step's call succeeds for other orders"},
+		{[]string{"conformance", "--workflow", checkoutFile, "--url", url, "--header", "Authorization=" + secret, "--step", "fraud-check"}, 12 + 1, ""},
 	}
 	for _, tt := range tests {
 		var out bytes.Buffer
@@ -69,6 +76,9 @@ func TestConformancePassesAgainstTheSimulator(t *testing.T) {
 		}
 		if strings.Contains(out.String(), "s3cret") {
 			t.Errorf("the output says the credential:\n%s", out.String())
+		}
+		if !strings.Contains(out.String(), tt.passes) {
+			t.Errorf("%q: no line %q:\n%s", tt.args, tt.passes, out.String())
 		}
 	}
 }
@@ -131,6 +141,7 @@ func TestConformanceUsage(t *testing.T) {
 		{[]string{"conformance", "--workflow", filepath.Join(t.TempDir(), "none.json"), "--url", url}, "no such file"},
 		{[]string{"conformance", "--workflow", checkoutFile, "--url", "localhost:1"}, "want http:// or https://"},
 		{[]string{"conformance", "--workflow", shippedFile, "--url", url, "--input", writeTemp(t, "in.json", `{"customerId":"c"}`)}, "lines"},
+		{[]string{"conformance", "--workflow", shippedFile, "--url", url, "--unknown-input", writeTemp(t, "unknown.json", `{"customerId":"c"}`)}, "--unknown-input: the input breaks"},
 	}
 	for _, tt := range tests {
 		err := runArgs(tt.args, &bytes.Buffer{})

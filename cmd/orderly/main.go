@@ -20,8 +20,9 @@
 //	orderly versions
 //	orderly move ID --version V
 //	orderly console [--addr 127.0.0.1:8082] [--host NAME[:PORT],...]
-//	orderly workflow validate FILE...
-//	orderly workflow diff [--json] OLD NEW
+//	orderly workflow validate [--cdk-json FILE] [--allowance D] [--max-allowance D] [--failure-threshold N] [--max-heartbeats N] FILE...
+//	orderly workflow diff [--json] [--cdk-json FILE] [--allowance D] ... OLD NEW
+//	orderly services validate [--workflows DIR|FILE,...] [--remote-url URL] FILE...
 //	orderly conformance --workflow FILE --url BASE [--step NAME] [--header K=V]... [--input FILE] [--openapi]
 //	orderly version
 //	orderly completion bash|zsh|fish|powershell

@@ -30,8 +30,9 @@ is still accepted.
 Exit status:
   0  done
   1  the operation failed: an AWS error, an order not found, a change
-     refused; workflow validate: a file is invalid; workflow diff: some
-     orders in flight cannot move; conformance: a rule failed
+     refused; workflow validate, services validate: a file is invalid;
+     workflow diff: some orders in flight cannot move; conformance: a
+     rule failed
   2  usage error: an unknown command or flag, a flag's bad value, the
      wrong number of arguments; workflow diff: an invalid file;
      conformance: a run that cannot start`
@@ -88,7 +89,7 @@ func newRoot(out, errOut io.Writer) *cobra.Command {
 	complete(root, "output", "text", "json")
 
 	root.AddGroup(&cobra.Group{ID: groupOrders, Title: "A stage's orders and queues (with your AWS credentials):"},
-		&cobra.Group{ID: groupDefinitions, Title: "Workflow definitions and services (no stage, no AWS):"})
+		&cobra.Group{ID: groupDefinitions, Title: "Workflow definitions and services (offline: no deployed stage, no AWS):"})
 	for _, c := range []*cobra.Command{
 		a.listCmd(), a.showCmd(), a.historyCmd(), a.watchCmd(), a.cancelCmd(), a.redriveCmd(), a.moveCmd(),
 		a.versionsCmd(), a.alertsCmd(), a.searchCmd(), a.countsCmd(), a.dlqCmd(), a.consoleCmd(),
@@ -96,7 +97,7 @@ func newRoot(out, errOut io.Writer) *cobra.Command {
 		c.GroupID = groupOrders
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{a.workflowCmd(), a.conformanceCmd()} {
+	for _, c := range []*cobra.Command{a.workflowCmd(), a.servicesCmd(), a.conformanceCmd()} {
 		c.GroupID = groupDefinitions
 		root.AddCommand(c)
 	}

@@ -7,16 +7,16 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"orderly/internal/config"
+	"orderly/internal/adapter/services"
 	"orderly/internal/definition"
 	"orderly/internal/order"
 )
 
-// workflowCmd is `orderly workflow`: definition files, no stage, no AWS.
+// workflowCmd is `orderly workflow`: definition files, offline (no
+// deployed stage, no AWS).
 func (a *app) workflowCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "workflow",
@@ -43,53 +43,116 @@ type problemReport struct {
 }
 
 func (a *app) workflowValidateCmd() *cobra.Command {
-	return &cobra.Command{
+	var flags stageFlags
+	cmd := &cobra.Command{
 		Use:   "validate FILE...",
 		Short: "Check workflow definition files (workflows/NAME/vVERSION.json)",
 		Long: `Check workflow definition files (workflows/NAME/vVERSION.json) as cdk synth
-and the functions do, the file's place included: "FILE: valid" for each, or
-one line per problem, naming the file and field. Exit 1 when a file is
-invalid.`,
-		Example: "  orderly workflow validate workflows/order/*.json",
-		Args:    cobra.MinimumNArgs(1),
-		RunE: func(_ *cobra.Command, files []string) error {
-			var report []validated
-			invalid := 0
-			for _, file := range files {
-				_, err := readDefinition(file)
-				report = append(report, validated{File: file, Valid: err == nil, Problems: problemsOf(err)})
-				if err != nil {
-					invalid++
-				}
-				if a.asJSON() {
-					continue
-				}
-				if err != nil {
-					fmt.Fprintln(a.out, err)
-				} else {
-					fmt.Fprintf(a.out, "%s: valid\n", file)
-				}
+and the functions do, the file's place and the stage's timing included:
+"FILE: valid" for each, or one line per problem, naming the file and
+field, in synth's words. Exit 1 when a file is invalid, 2 for a usage
+error.
+
+A service's agent is the Lambda function orderly-STAGE-SERVICE-agent, at
+most 64 characters, for the stage synth deploys: --stage, over
+--cdk-json's context stage; else $` + envStage + ` when set; else
+infra/cdk.json's context stage where the command runs; else dev, synth's
+default.
+
+` + stageTimingHelp,
+		Example: "  orderly workflow validate workflows/order/*.json\n" +
+			"  orderly workflow validate --cdk-json infra/cdk.json workflows/shop/v1.json\n" +
+			"  orderly workflow validate --stage prod workflows/shop/v1.json",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, files []string) error {
+			stage, err := flags.timing(cmd)
+			if err != nil {
+				return err
 			}
-			if a.asJSON() {
-				if err := writeJSON(a.out, report); err != nil {
-					return err
+			stageName, err := flags.name(cmd)
+			if err != nil {
+				return err
+			}
+			return a.reportFiles(files, errInvalidDefinitions, func(file string) error {
+				def, err := readDefinition(file)
+				if err == nil {
+					// The stage's timing must fit the steps' own, as at
+					// deploy.
+					_, err = def.Workflow(stage)
 				}
-			}
-			if invalid > 0 {
-				return fmt.Errorf("%d of %d files: %w", invalid, len(files), errInvalidDefinitions)
-			}
-			return nil
+				// Every problem at once: the file's, then its agents'
+				// names in the stage.
+				if ps := def.CheckAgentNames(stageName); len(ps) > 0 {
+					var more definition.Problems
+					switch {
+					case err == nil:
+						err = ps
+					case errors.As(err, &more):
+						err = append(more, ps...)
+					}
+				}
+				if err == nil {
+					// On stderr, so -o json stays one document: a warning
+					// does not make the file invalid.
+					for _, w := range def.Warnings() {
+						fmt.Fprintln(cmd.ErrOrStderr(), "warning: "+w.String())
+					}
+				}
+				return err
+			})
 		},
 	}
+	flags.add(cmd)
+	return cmd
 }
 
-// problemsOf is a definition's error as -o json reports it.
+// reportFiles checks each file, printing "FILE: valid" or its problems,
+// one a line (with -o json, one document of every file's), for workflow
+// validate and services validate alike. Its error wraps invalid when a
+// file is invalid.
+func (a *app) reportFiles(files []string, invalid error, check func(file string) error) error {
+	var report []validated
+	failed := 0
+	for _, file := range files {
+		err := check(file)
+		report = append(report, validated{File: file, Valid: err == nil, Problems: problemsOf(err)})
+		if err != nil {
+			failed++
+		}
+		switch {
+		case a.asJSON():
+		case err != nil:
+			fmt.Fprintln(a.out, err)
+		default:
+			fmt.Fprintf(a.out, "%s: valid\n", file)
+		}
+	}
+	if a.asJSON() {
+		if err := writeJSON(a.out, report); err != nil {
+			return err
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d files: %w", failed, len(files), invalid)
+	}
+	return nil
+}
+
+// problemsOf is a definition's or a services file's error as -o json
+// reports it.
 func problemsOf(err error) []problemReport {
 	if err == nil {
 		return nil
 	}
-	var ps definition.Problems
-	if !errors.As(err, &ps) {
+	var ps []definition.Problem
+	var defProblems definition.Problems
+	var svcProblems services.Problems
+	switch {
+	case errors.As(err, &defProblems):
+		ps = defProblems
+	case errors.As(err, &svcProblems):
+		ps = svcProblems
+	default:
 		return []problemReport{{Rule: err.Error()}}
 	}
 	out := make([]problemReport, len(ps))
@@ -110,9 +173,7 @@ var errCannotMove = errors.New("some orders in flight cannot move")
 // workflowDiffCmd is `orderly workflow diff OLD NEW`: what orders in flight
 // under OLD would do under NEW (definition.Compare), for a stage's timing.
 func (a *app) workflowDiffCmd() *cobra.Command {
-	env := config.FromOS()
-	stage := env.Timing()
-	var maxAllowance time.Duration
+	var flags stageFlags
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "diff OLD NEW",
@@ -121,32 +182,20 @@ func (a *app) workflowDiffCmd() *cobra.Command {
 move), for each place they can be at.
 
 Exit 0 when every one can move, 1 when some cannot, 2 for a usage error or an
-invalid file. The stage's timing applies where a step sets none: the flags,
-else ` + config.EnvAllowance + `, ` + config.EnvMaxAllowance + `, ` + config.EnvFailureThreshold + ` and
-` + config.EnvMaxHeartbeats + `, else the defaults.`,
+invalid file.
+
+` + stageTimingHelp,
 		Example: "  orderly workflow diff workflows/order/v1.json workflows/order/v2.json",
 		Args:    cobra.ExactArgs(2),
-		RunE: func(_ *cobra.Command, files []string) error {
-			if err := env.Err(); err != nil {
-				return usagef("workflow diff: the stage's timing: %w", err)
-			}
-			switch {
-			case maxAllowance > 0:
-				stage.MaxAllowance = maxAllowance
-			case os.Getenv(config.EnvMaxAllowance) == "":
-				// As the functions: a maximum not given keeps the default ratio.
-				stage.MaxAllowance = stage.Allowance * (order.DefaultTiming.MaxAllowance / order.DefaultTiming.Allowance)
-			}
-			if err := stage.Validate(); err != nil {
-				return usagef("workflow diff: the stage's timing: %w", err)
+		RunE: func(cmd *cobra.Command, files []string) error {
+			stage, err := flags.timing(cmd)
+			if err != nil {
+				return err
 			}
 			return workflowDiff(a.out, files[0], files[1], stage, asJSON || a.asJSON())
 		},
 	}
-	cmd.Flags().DurationVar(&stage.Allowance, "allowance", stage.Allowance, "the stage's step allowance")
-	cmd.Flags().DurationVar(&maxAllowance, "max-allowance", 0, "the stage's maximum allowance (default "+config.EnvMaxAllowance+", else 4× the allowance)")
-	cmd.Flags().IntVar(&stage.FailureThreshold, "failure-threshold", stage.FailureThreshold, "the stage's failure threshold")
-	cmd.Flags().IntVar(&stage.MaxHeartbeats, "max-heartbeats", stage.MaxHeartbeats, "the stage's heartbeats per attempt")
+	flags.add(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (as -o json)")
 	return cmd
 }
@@ -199,14 +248,19 @@ func workflowDiff(out io.Writer, oldFile, newFile string, stage order.Timing, as
 func readDefinition(file string) (definition.Definition, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
-		rule := err.Error()
-		var pathErr *os.PathError
-		if errors.As(err, &pathErr) {
-			rule = pathErr.Err.Error() // the file is named already
-		}
-		return definition.Definition{}, definition.Problems{{Source: file, Rule: "cannot read: " + rule}}
+		return definition.Definition{}, definition.Problems{{Source: file, Rule: cannotRead(err)}}
 	}
 	return validateFile(file, data)
+}
+
+// cannotRead is the rule of a file that could not be read, in a problem
+// that names the file already.
+func cannotRead(err error) string {
+	var pathErr *os.PathError
+	if errors.As(err, &pathErr) {
+		err = pathErr.Err
+	}
+	return "cannot read: " + err.Error()
 }
 
 // validateFile checks one definition, and that its place names it

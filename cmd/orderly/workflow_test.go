@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +19,7 @@ import (
 // else; with a bad one, one line per problem, naming the file and field,
 // and an error (exit 1).
 func TestWorkflowValidate(t *testing.T) {
+	stageTiming(t, "")
 	shipped := filepath.Join("..", "..", "workflows", "order", "v1.json")
 	bad := filepath.Join("..", "..", "internal", "definition", "testdata", "bad", "many-problems.json")
 	missing := filepath.Join(t.TempDir(), "v9.json")
@@ -94,6 +97,7 @@ func TestWorkflowValidateNeedsFiles(t *testing.T) {
 
 // -o json reports each file, valid or not, with its problems by field.
 func TestWorkflowValidateJSON(t *testing.T) {
+	stageTiming(t, "")
 	shipped := filepath.Join("..", "..", "workflows", "order", "v1.json")
 	bad := filepath.Join("..", "..", "internal", "definition", "testdata", "bad", "many-problems.json")
 	var out bytes.Buffer
@@ -166,7 +170,10 @@ func TestWorkflowDiff(t *testing.T) {
 			"workflow order, version 1 -> 2 (where a step sets no timing, the stage's: allowance 30s, maxAllowance 2m0s, failureThreshold 3, maxHeartbeats 10)",
 			"charge-payment: timing.allowance: 30s (the stage's) -> 45s: applies from the next attempt of this step and of its undo",
 			"at reserve-inventory: moves; changed from here: charge-payment timing.allowance",
-			"at arrange-shipping: moves; nothing changes from here",
+			// Past the step, an order meets its timing if it compensates:
+			// the step's undo runs with it.
+			"at arrange-shipping: moves; changed from here: charge-payment timing.allowance",
+			"undoing reserve-inventory: moves; nothing changes from here",
 			"every order in flight under version 1 can move to version 2",
 		}, nil, 0},
 		{"the stage's timing from flags, after the files", []string{v1, slower, "--allowance", "45s", "-failure-threshold", "5"}, []string{
@@ -267,5 +274,183 @@ func TestWorkflowDiffJSON(t *testing.T) {
 		if d.Moves || len(d.Findings) != 1 || d.Findings[0].Field != "undo" || !d.Findings[0].Blocks || len(d.Positions) != 6 {
 			t.Errorf("%q: %+v, want one blocking undo finding and 6 positions", args, d)
 		}
+	}
+}
+
+// cdkJSON writes a cdk.json whose context is ctx, at elem under a new
+// directory (there, when elem is empty), and returns its path.
+func cdkJSON(t *testing.T, ctx map[string]any, elem ...string) string {
+	t.Helper()
+	if len(elem) == 0 {
+		elem = []string{"cdk.json"}
+	}
+	raw, err := json.Marshal(map[string]any{"app": "go run .", "context": ctx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeFile(t, raw, append([]string{t.TempDir()}, elem...)...)
+}
+
+// validate builds each file for the stage's timing, as cdk synth and diff
+// do, with synth's words: a step's allowance of 2m10s without a
+// maxAllowance of its own is above the stage's maximum (2m by default)
+// and refused, as synth and diff refuse it. The stage's timing is
+// infra/cdk.json's context unless flags say otherwise.
+func TestWorkflowValidateAppliesTheStagesTiming(t *testing.T) {
+	stageTiming(t, "")
+	long := version(t, t.TempDir(), "2", func(steps []any) {
+		stepAt(steps, 1)["timing"] = map[string]any{"allowance": "2m10s"}
+	})
+	refused := func(max string) string {
+		return long + `: steps[1].timing: allowance 2m10s with maxAllowance ` + max + ` (the stage's where not set): maxAllowance is below allowance`
+	}
+	tests := []struct {
+		name string
+		args []string
+		// want is the output, or with exit 2 what the error says.
+		want     string
+		wantCode int
+	}{
+		{"the default stage", []string{long}, refused("2m0s"), 1},
+		{"a maximum from a flag", []string{long, "--max-allowance", "2m20s"}, long + ": valid", 0},
+		{"a maximum from cdk.json", []string{long, "--cdk-json", cdkJSON(t, map[string]any{"stepMaxAllowance": "2m20s"})}, long + ": valid", 0},
+		{"a shorter stage from cdk.json", []string{long, "--cdk-json", cdkJSON(t, map[string]any{"stepAllowance": "20s"})}, refused("1m20s"), 1},
+		{"a stage synth refuses", []string{long, "--cdk-json", cdkJSON(t, map[string]any{"stepAllowance": "40s"})},
+			"max allowance 2m40s leaves the agents' 2m30s timeout no margin", 2},
+		{"a stage's timing that does not parse", []string{long, "--cdk-json", cdkJSON(t, map[string]any{"stepAllowance": "fast"})},
+			`context stepAllowance, stepMaxAllowance or maxHeartbeats: configuration: STEP_ALLOWANCE="fast" is not a positive duration like 30s`, 2},
+		{"a flag over cdk.json", []string{long, "--cdk-json", cdkJSON(t, map[string]any{"stepAllowance": "40s"}), "--max-allowance", "2m20s"}, long + ": valid", 0},
+		{"no cdk.json there", []string{long, "--cdk-json", filepath.Join(t.TempDir(), "cdk.json")}, "cdk.json: cannot read: no such file or directory", 2},
+		{"a cdk.json that is not one", []string{long, "--cdk-json", writeFile(t, []byte(`{"context": []}`), t.TempDir(), "cdk.json")}, `"context" is not an object`, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := runArgs(append([]string{"workflow", "validate"}, tt.args...), &out)
+			if code := exitCode(err); err != nil && code != tt.wantCode || err == nil && tt.wantCode != 0 {
+				t.Fatalf("error %v (exit %d), want exit %d\n%s", err, code, tt.wantCode, out.String())
+			}
+			if tt.wantCode == 2 {
+				if !strings.Contains(err.Error(), tt.want) {
+					t.Errorf("error %v, want it to say %q", err, tt.want)
+				}
+				return
+			}
+			if got := strings.TrimSuffix(out.String(), "\n"); got != tt.want {
+				t.Errorf("output:\n%s\nwant:\n%s", got, tt.want)
+			}
+		})
+	}
+}
+
+// The stage's timing, for validate and diff alike: the flags, over
+// --cdk-json's context, over the functions' variables when one is set,
+// over infra/cdk.json's context where the command runs, over the
+// defaults. diff's first line says which timing it took.
+func TestStageTimingSources(t *testing.T) {
+	stageTiming(t, "")
+	dir := t.TempDir()
+	v1 := version(t, dir, "1", func([]any) {})
+	v2 := version(t, dir, "2", func([]any) {})
+	repo := filepath.Dir(filepath.Dir(cdkJSON(t, map[string]any{"stepAllowance": "10s"}, "infra", "cdk.json")))
+	other := cdkJSON(t, map[string]any{"stepAllowance": "20s", "stepMaxAllowance": "1m", "maxHeartbeats": 0})
+	tests := []struct {
+		name      string
+		chdir     string
+		allowance string // STEP_ALLOWANCE
+		flags     []string
+		want      string
+	}{
+		{"the defaults", "", "", nil, "allowance 30s, maxAllowance 2m0s, failureThreshold 3, maxHeartbeats 10"},
+		{"infra/cdk.json", repo, "", nil, "allowance 10s, maxAllowance 40s, failureThreshold 3, maxHeartbeats 10"},
+		{"the variables over infra/cdk.json", repo, "45s", nil, "allowance 45s, maxAllowance 3m0s, failureThreshold 3, maxHeartbeats 10"},
+		{"--cdk-json over the variables", repo, "45s", []string{"--cdk-json", other}, "allowance 20s, maxAllowance 1m0s, failureThreshold 3, maxHeartbeats 0"},
+		{"flags over --cdk-json", repo, "", []string{"--cdk-json", other, "--allowance", "5s", "--max-heartbeats", "2"},
+			"allowance 5s, maxAllowance 1m0s, failureThreshold 3, maxHeartbeats 2"},
+		{"a flag's allowance keeps the ratio", repo, "", []string{"--allowance", "5s"}, "allowance 5s, maxAllowance 20s, failureThreshold 3, maxHeartbeats 10"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.chdir != "" {
+				t.Chdir(tt.chdir)
+			}
+			t.Setenv(config.EnvAllowance, tt.allowance)
+			var out bytes.Buffer
+			if err := runArgs(append([]string{"workflow", "diff", v1, v2}, tt.flags...), &out); err != nil {
+				t.Fatalf("diff: %v\n%s", err, out.String())
+			}
+			if first, _, _ := strings.Cut(out.String(), "\n"); !strings.Contains(first, "the stage's: "+tt.want+")") {
+				t.Errorf("first line %q, want the stage's %s", first, tt.want)
+			}
+			out.Reset()
+			if err := runArgs(append([]string{"workflow", "validate", v1}, tt.flags...), &out); err != nil {
+				t.Errorf("validate: %v\n%s", err, out.String())
+			}
+		})
+	}
+}
+
+// A service's agent is the Lambda function orderly-<stage>-<service>-agent,
+// and Lambda takes at most 64 characters: validate checks the name for the
+// stage synth deploys, which is --stage, over --cdk-json's context, over
+// $ORDERLY_STAGE, over infra/cdk.json's context where the command runs,
+// over synth's default, dev. A service of 47 characters fits a stage of
+// two ("qa") but not dev.
+func TestWorkflowValidateChecksAgentNamesForTheStage(t *testing.T) {
+	stageTiming(t, "")
+	service := strings.Repeat("s", 47)
+	long := version(t, t.TempDir(), "2", func(steps []any) {
+		stepAt(steps, 1)["service"] = service
+	})
+	repo := filepath.Dir(filepath.Dir(cdkJSON(t, map[string]any{"stage": "qa"}, "infra", "cdk.json")))
+	refused := func(stage string) string {
+		fn := "orderly-" + stage + "-" + service + "-agent"
+		return fmt.Sprintf(`%s: steps[1].service: %q: the service's agent is the Lambda function %q, %d characters with stage %q, and Lambda takes at most 64: use a service of at most %d characters, or a shorter stage`,
+			long, service, fn, len(fn), stage, 64-len("orderly-"+stage+"--agent"))
+	}
+	tests := []struct {
+		name   string
+		chdir  string
+		env    string // ORDERLY_STAGE
+		args   []string
+		want   string
+		wantOK bool
+	}{
+		{"synth's default, dev", "", "", nil, refused("dev"), false},
+		{"--stage", "", "", []string{"--stage", "qa"}, long + ": valid", true},
+		{"a longer --stage", "", "", []string{"--stage", "prod"}, refused("prod"), false},
+		{"$ORDERLY_STAGE", "", "qa", nil, long + ": valid", true},
+		{"infra/cdk.json's context", repo, "", nil, long + ": valid", true},
+		{"$ORDERLY_STAGE over infra/cdk.json", repo, "prod", nil, refused("prod"), false},
+		{"--cdk-json's context over $ORDERLY_STAGE", "", "prod", []string{"--cdk-json", cdkJSON(t, map[string]any{"stage": "qa"})}, long + ": valid", true},
+		{"--cdk-json without a stage: synth's default", repo, "qa", []string{"--cdk-json", cdkJSON(t, map[string]any{})}, refused("dev"), false},
+		{"a stage that is not a string: synth's default", "", "", []string{"--cdk-json", cdkJSON(t, map[string]any{"stage": 7})}, refused("dev"), false},
+		{"--stage over --cdk-json", "", "", []string{"--cdk-json", cdkJSON(t, map[string]any{"stage": "production"}), "--stage", "qa"}, long + ": valid", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.chdir != "" {
+				t.Chdir(tt.chdir)
+			}
+			t.Setenv(envStage, tt.env)
+			var out bytes.Buffer
+			err := runArgs(append([]string{"workflow", "validate", long}, tt.args...), &out)
+			if got := strings.TrimSuffix(out.String(), "\n"); got != tt.want {
+				t.Errorf("output:\n%s\nwant:\n%s", got, tt.want)
+			}
+			if ok := err == nil; ok != tt.wantOK || err != nil && !errors.Is(err, errInvalidDefinitions) {
+				t.Errorf("error %v, want valid: %t", err, tt.wantOK)
+			}
+		})
+	}
+}
+
+// An empty --stage names no stage: a usage error.
+func TestWorkflowValidateRefusesAnEmptyStage(t *testing.T) {
+	stageTiming(t, "")
+	v1 := version(t, t.TempDir(), "1", func([]any) {})
+	err := runArgs([]string{"workflow", "validate", v1, "--stage", ""}, io.Discard)
+	if !isUsage(err) || !strings.Contains(err.Error(), "--stage") {
+		t.Errorf("error %v, want a usage error naming --stage", err)
 	}
 }

@@ -107,10 +107,10 @@ const (
 	CtxWorkflowsDir    = "workflowsDir"
 	CtxDefaultWorkflow = "defaultWorkflow"
 	// The workflow's timing (docs/configuration.md): Go durations, and a
-	// count that may be 0.
-	CtxStepAllowance    = "stepAllowance"
-	CtxStepMaxAllowance = "stepMaxAllowance"
-	CtxMaxHeartbeats    = "maxHeartbeats"
+	// count that may be 0 (package config reads them).
+	CtxStepAllowance    = config.CtxStepAllowance
+	CtxStepMaxAllowance = config.CtxStepMaxAllowance
+	CtxMaxHeartbeats    = config.CtxMaxHeartbeats
 )
 
 // FromContext reads Props from CDK context (cdk.json or -c key=value).
@@ -138,18 +138,11 @@ func FromContext(scope constructs.Construct) (Props, error) {
 		return def
 	}
 	// The workflow's timing is read by the functions' own parser, from
-	// the context keys that stand for their variables.
-	timingVars := map[string]string{}
-	for key, name := range map[string]string{CtxStepAllowance: config.EnvAllowance,
-		CtxStepMaxAllowance: config.EnvMaxAllowance, CtxMaxHeartbeats: config.EnvMaxHeartbeats} {
-		if v := node.TryGetContext(jsii.String(key)); v != nil {
-			timingVars[name] = fmt.Sprint(v)
-		}
-	}
-	timingEnv := config.FromMap(timingVars)
-	timing := timingEnv.Timing()
-	if err := timingEnv.Err(); err != nil {
-		errs = append(errs, fmt.Errorf("context %s, %s or %s: %w", CtxStepAllowance, CtxStepMaxAllowance, CtxMaxHeartbeats, err))
+	// the context keys that stand for their variables; the CLI's
+	// workflow validate and diff read cdk.json with the same reader.
+	timing, _, err := config.TimingFromContext(func(key string) any { return node.TryGetContext(jsii.String(key)) })
+	if err != nil {
+		errs = append(errs, err)
 	}
 	prices, err := prices.Load(str(CtxPricesFile, filepath.Join("..", "cost", "prices.json")))
 	if err != nil {
@@ -241,8 +234,10 @@ func (p Props) Validate() error {
 		return fmt.Errorf("agent max concurrency %v: Lambda allows 2 to 1000", p.AgentMaxConcurrency)
 	case p.ReplyMaxConcurrency < 2 || p.ReplyMaxConcurrency > 1000:
 		return fmt.Errorf("reply max concurrency %v: Lambda allows 2 to 1000", p.ReplyMaxConcurrency)
-	case p.Timing.MaxAllowance+10*time.Second > resources.AgentTimeout:
-		return fmt.Errorf("max allowance %s leaves the agents' %s timeout no margin", p.Timing.MaxAllowance, resources.AgentTimeout)
+	}
+	// The stage's timing, as workflow validate and diff check it.
+	if err := definition.CheckStage(p.Timing); err != nil {
+		return err
 	}
 	// A step's own timing too: an attempt longer than the agent's
 	// invocation would be cut short every time.
@@ -254,7 +249,7 @@ func (p Props) Validate() error {
 			}
 		}
 	}
-	return p.Timing.Validate()
+	return nil
 }
 
 // retention maps days to the nearest allowed retention at or above it.

@@ -137,6 +137,22 @@ func TestResourceCounts(t *testing.T) {
 		template.ResourceCountIs(jsii.String(typ), jsii.Number(n))
 	}
 	t.Logf("%d resources in all", len(resourcesOf))
+
+	// docs/deploy.md says how many resources a deploy makes: the
+	// template's, and the CDKMetadata resource `cdk synth` adds (the
+	// assertions' template leaves it out). The test's services are as
+	// many as cdk.json's, each with the same resources.
+	page, err := os.ReadFile(filepath.Join("..", "..", "docs", "deploy.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	said := regexp.MustCompile(`(?m)^(\d+) resources with`).FindSubmatch(page)
+	if said == nil {
+		t.Fatal("docs/deploy.md does not say how many resources a deploy makes (a line starting \"N resources with\")")
+	}
+	if got := fmt.Sprint(len(resourcesOf) + 1); string(said[1]) != got {
+		t.Errorf("docs/deploy.md says %s resources, a synthesis makes %s", said[1], got)
+	}
 }
 
 // logicalName strips CDK's 8-character hash from a logical id.
@@ -634,6 +650,9 @@ func TestTimingFromContext(t *testing.T) {
 			}(), false},
 		{"not a duration", map[string]any{stack.CtxStepAllowance: "fast"}, order.Timing{}, true},
 		{"negative heartbeats", map[string]any{stack.CtxMaxHeartbeats: "-1"}, order.Timing{}, true},
+		// 4 × 40s: above what the agents' invocation leaves an attempt
+		// (definition.CheckStage, which workflow validate applies too).
+		{"a maximum the agents cannot run", map[string]any{stack.CtxStepAllowance: "40s"}, order.Timing{}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,10 +7,14 @@ package definition
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"orderly/internal/order"
 	"orderly/internal/resources"
@@ -47,6 +51,10 @@ type Result struct {
 	Schema json.RawMessage `json:"schema,omitempty"`
 	// MaxBytes bounds a kept answer (order.DefaultResultMaxBytes).
 	MaxBytes *int `json:"maxBytes,omitempty"`
+	// ShownToClient shows the answer to the order's client (GET
+	// /orders/{id} and its history), and so keeps it; left out, only
+	// operators see it.
+	ShownToClient bool `json:"shownToClient,omitempty"`
 }
 
 // Call is a remote call: a method and a path under the service's base URL.
@@ -93,6 +101,37 @@ const agentMargin = 10 * time.Second
 // minResultBytes is the least result.maxBytes: room for a reference.
 const minResultBytes = 64
 
+// What carries an order, and how much each holds. Every request to an
+// agent is one SQS message with the order's input and every kept result
+// (order.NewRequest); the order with all its records is one DynamoDB
+// item with the input, a copy of its customerId, every kept result, and
+// a record per step and per undo. Validate adds up the most each may
+// hold and refuses a definition whose orders might not fit.
+const (
+	// MaxMessageBytes is what an SQS message holds, its body and its
+	// attributes together (the queues' default, 256 KiB).
+	MaxMessageBytes = 256 << 10
+	// MaxItemBytes is what a DynamoDB item holds, attribute names
+	// included: 400 KB, DynamoDB's KB being 1,024 bytes.
+	MaxItemBytes = 400 << 10
+	// RequestOverheadBytes bounds a request message beside the input and
+	// the results: its own fields at their longest (names of 63
+	// characters) and the message's attributes; ResultOverheadBytes is
+	// each kept result's name in it. TestLargestOrderFits
+	// (internal/measure/cost) measures them on the largest order Validate
+	// lets through: 567 and 68 bytes, rounded up here.
+	RequestOverheadBytes = 1024
+	ResultOverheadBytes  = 72
+	// ItemOverheadBytes bounds the order item beside the input, its
+	// customerId copy and its records: the order's own attributes at
+	// their longest (a caller of 1 KiB, a LastError of 1 KiB);
+	// RecordOverheadBytes bounds one record beside its result (a
+	// reference of 256 characters of up to 4 bytes, a LastError of 1 KiB).
+	// The same test measures 2981 and 2416 bytes.
+	ItemOverheadBytes   = 4096
+	RecordOverheadBytes = 2560
+)
+
 // Methods are the HTTP methods a call may use.
 var Methods = []string{"GET", "POST", "PUT", "PATCH", "DELETE"}
 
@@ -112,6 +151,34 @@ func (ps Problems) Unwrap() error { return order.ErrInvalid }
 
 // maxNameLen bounds names, so they fit in resource names and keys.
 const maxNameLen = 63
+
+// maxFunctionNameLen is Lambda's limit on a function's name. A service's
+// agent is the function orderly-<stage>-<service>-agent (infra/stack,
+// resources.AgentFunction), so a service name leaves room for the
+// shortest stage, one character; a longer stage leaves less, and synth
+// refuses the function's name (CheckAgentNames checks a stage's own).
+const (
+	maxFunctionNameLen = 64
+	maxServiceLen      = maxFunctionNameLen - len("orderly-") - len("x-") - len("-agent")
+)
+
+// Bounds on a step's timing.
+const (
+	// minAllowance is the least allowance a step may set: within it a
+	// request crosses a queue and may start a function (a cold start takes
+	// hundreds of milliseconds) before the call begins, and the agent
+	// heartbeats every third of it, each heartbeat one write.
+	minAllowance = time.Second
+	// maxFailureThreshold bounds the timeouts a step may take: a service
+	// that times out this often is down, not slow, and the order waits
+	// for every attempt (each up to the agent's limit) before its
+	// compensation starts.
+	maxFailureThreshold = 100
+	// maxHeartbeatsLimit is the most heartbeats one attempt can use: one
+	// every third of the allowance (at least minAllowance) within the
+	// agent's invocation. More would never be reached.
+	maxHeartbeatsLimit = 3 * int(resources.AgentTimeout/minAllowance)
+)
 
 var namePattern = regexp.MustCompile(`^[a-z0-9-]+$`)
 
@@ -185,7 +252,15 @@ func (d Definition) Validate() Problems {
 		} else {
 			seen[s.Name] = i
 		}
-		checkName(at+".service", s.Service)
+		if s.Name == CarriesOrder {
+			add(at+".name", "%q: is the item of \"carries\" that is the order's input; call the step something else", s.Name)
+		}
+		if n := len(s.Service); n > maxServiceLen {
+			add(at+".service", "is %d characters, the limit is %d: the service's agent is the Lambda function orderly-<stage>-<service>-agent, and Lambda takes at most %d characters (a service of at most %d with stage \"dev\")",
+				n, maxServiceLen, maxFunctionNameLen, maxServiceLen+1-len("dev"))
+		} else {
+			checkName(at+".service", s.Service)
+		}
 		if s.Call == nil {
 			add(at+".call", "is required: the remote call that does the step's work")
 		} else {
@@ -223,7 +298,125 @@ func (d Definition) Validate() Problems {
 			}
 		}
 	}
+	d.checkSize(add)
 	return ps
+}
+
+// CheckAgentNames reports each step whose service's agent, the Lambda
+// function orderly-<stage>-<service>-agent (infra/stack), is named longer
+// than Lambda takes in the given stage: cdk synth refuses it. Validate
+// checks the bound of the shortest stage; this checks the stage's own. A
+// service Validate refuses is not reported again.
+func (d Definition) CheckAgentNames(stage string) Problems {
+	var ps Problems
+	for i, s := range d.Steps {
+		if len(s.Service) > maxServiceLen || !namePattern.MatchString(s.Service) {
+			continue // Validate says what is wrong
+		}
+		fn := "orderly-" + stage + "-" + resources.AgentFunction(s.Service)
+		if len(fn) <= maxFunctionNameLen {
+			continue
+		}
+		ps = append(ps, Problem{Source: d.File, Field: fmt.Sprintf("steps[%d].service", i),
+			Rule: fmt.Sprintf("%q: the service's agent is the Lambda function %q, %d characters with stage %q, and Lambda takes at most %d: use a service of at most %d characters, or a shorter stage",
+				s.Service, fn, len(fn), stage, maxFunctionNameLen, maxFunctionNameLen-(len(fn)-len(s.Service)))})
+	}
+	return ps
+}
+
+// Warnings reports what the definition allows but may not mean, in the
+// form of Problems: a definition with warnings loads and runs. An undo
+// that carries its own step's result is sent without it when the step
+// timed out after its work was done (its answer never came), so its
+// service must then undo by the Idempotency-Key alone.
+func (d Definition) Warnings() Problems {
+	var ws Problems
+	for i, s := range d.Steps {
+		if s.Undo == nil {
+			continue
+		}
+		for k, c := range s.Undo.Carries {
+			if c == s.Name {
+				ws = append(ws, Problem{Source: d.File, Field: fmt.Sprintf("steps[%d].undo.carries[%d]", i, k),
+					Rule: fmt.Sprintf("%q: the step's own result: an undo after the step timed out (its work may be done, its answer never came) is sent without results.%s, so the service must undo by the Idempotency-Key alone", c, c)})
+			}
+		}
+	}
+	return ws
+}
+
+// Sizes are the most an order of a definition may hold: one request to
+// an agent (an SQS message) and its item (DynamoDB).
+type Sizes struct {
+	// Kept is how many steps' results are kept, and Results the most
+	// they hold together (their maxBytes, DefaultResultMaxBytes where
+	// unset).
+	Kept, Results int
+	// Records is the item's records: one per step, one per undo.
+	Records int
+	// Message and Item are the largest request and item.
+	Message, Item int
+}
+
+// Sizes adds up the most an order of d may hold. The input is at most the
+// submission's body (order.MaxBodyBytes); the item holds it and a copy of
+// its customerId, which may be most of it.
+func (d Definition) Sizes() Sizes {
+	var z Sizes
+	for _, s := range d.Steps {
+		z.Records++
+		if s.Undo != nil {
+			z.Records++
+		}
+		if !d.keeps(s.Name) {
+			continue
+		}
+		z.Kept++
+		z.Results += order.DefaultResultMaxBytes
+		if s.Result != nil && s.Result.MaxBytes != nil {
+			z.Results += *s.Result.MaxBytes - order.DefaultResultMaxBytes
+		}
+	}
+	z.Message = RequestOverheadBytes + z.Kept*ResultOverheadBytes + order.MaxBodyBytes + z.Results
+	z.Item = ItemOverheadBytes + z.Records*RecordOverheadBytes + 2*order.MaxBodyBytes + z.Results
+	return z
+}
+
+// keeps reports whether the named step's result is kept: some call or
+// undo carries it, or its client is shown it, as order.Workflow.Keeps
+// says of the workflow.
+func (d Definition) keeps(name string) bool {
+	for _, s := range d.Steps {
+		if s.Name == name && s.Result != nil && s.Result.ShownToClient {
+			return true
+		}
+		carries := []string{CarriesOrder}
+		if s.Request != nil {
+			carries = s.Request.Carries
+		}
+		if slices.Contains(carries, name) {
+			return true
+		}
+		if s.Undo != nil && s.Undo.Carries != nil && slices.Contains(s.Undo.Carries, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkSize refuses a definition whose largest order would not fit an
+// SQS message or a DynamoDB item.
+func (d Definition) checkSize(add func(string, string, ...any)) {
+	z := d.Sizes()
+	kept := fmt.Sprintf("kept results: their maxBytes add up to %d bytes (%d steps' results, %d each where unset)", z.Results, z.Kept, order.DefaultResultMaxBytes)
+	if z.Message > MaxMessageBytes {
+		add("steps", "%s; with the input (at most %d bytes) and the request's own fields (at most %d bytes), a request to an agent may be %d bytes, %d over the %d an SQS message holds; lower some result.maxBytes, or carry fewer results",
+			kept, order.MaxBodyBytes, z.Message-order.MaxBodyBytes-z.Results, z.Message, z.Message-MaxMessageBytes, MaxMessageBytes)
+	}
+	if z.Item > MaxItemBytes {
+		add("steps", "%s; with the input and its customerId (at most %d bytes) and %d records (at most %d bytes), the order's item may be %d bytes, %d over the %d a DynamoDB item holds; lower some result.maxBytes, or carry fewer results",
+			kept, 2*order.MaxBodyBytes, z.Records, z.Item-2*order.MaxBodyBytes-z.Results, z.Item, z.Item-MaxItemBytes, MaxItemBytes)
+	}
 }
 
 // checkCarries checks what step i's call (or, with undo, its undo call)
@@ -271,12 +464,117 @@ func checkCall(add func(string, string, ...any), at, method, path string) {
 	if !slices.Contains(Methods, method) {
 		add(at+".method", "%q: unknown, want one of %s", method, strings.Join(Methods, ", "))
 	}
+	if rule := pathRule(path); rule != "" {
+		add(at+".path", "%q: %s", path, rule)
+	}
+}
+
+// pathRule is the first rule a call's path breaks, or "". A path is
+// appended to the service's base URL as written, and (for a service
+// behind API Gateway with IAM auth) named in the agent's IAM policy as
+// written (services.APIResource), so it must be a URL path that means one
+// thing to everyone: what is sent, what the service resolves, what IAM
+// grants.
+func pathRule(path string) string {
 	switch {
 	case !strings.HasPrefix(path, "/"):
-		add(at+".path", "%q: must start with \"/\"", path)
-	case strings.ContainsAny(path, " \t\r\n?#"):
-		add(at+".path", "%q: must be a path alone, without spaces, query or fragment", path)
+		return "must start with \"/\""
+	case strings.ContainsFunc(path, unicode.IsControl):
+		// Refused, not shown escaped: escaped, it is refused below too.
+		return "must not hold control characters"
+	case strings.ContainsAny(path, " ?#"):
+		return "must be a path alone, without spaces, query or fragment"
 	}
+	for i := 0; i < len(path); i++ {
+		if path[i] != '%' {
+			continue
+		}
+		if esc := path[i:min(i+3, len(path))]; len(esc) < 3 || !isHex(esc[1:]) {
+			return fmt.Sprintf("%q is not an escape: \"%%\" starts two hex digits (\"%%2F\"), and \"%%\" itself is written \"%%25\"", esc)
+		}
+	}
+	// A server unescapes the path, and an escaped control character is
+	// one again there ("%0D%0A" ends a header line, "%00" a C string).
+	if esc, ok := escapedControl(path); ok {
+		return fmt.Sprintf("%q escapes a control character: a path must not hold control characters, escaped or not", esc)
+	}
+	if strings.Contains(path, "*") {
+		return "\"*\" is refused: a service behind API Gateway with IAM auth is granted execute-api:Invoke on each call's method and path, where \"*\" is a wildcard that would grant every path"
+	}
+	// Escaped, a dot segment is one still to a server that unescapes
+	// first ("%2e%2e", "a%2F.."); and some take "\" for "/".
+	dotSegment := func(seg string) bool { return seg == "." || seg == ".." }
+	for seg := range strings.SplitSeq(path, "/") {
+		unescaped, err := url.PathUnescape(seg)
+		if err == nil && slices.ContainsFunc(strings.FieldsFunc(unescaped, func(r rune) bool { return r == '/' || r == '\\' }), dotSegment) {
+			return "dot segments (\".\" and \"..\") are refused: a server or proxy resolves them to another path than the one called, and than the one the agent's IAM policy names"
+		}
+	}
+	if r, ok := unsafePathRune(path); ok {
+		return fmt.Sprintf("must be written as sent, %q escaped: %q", string(r), escapePath(path))
+	}
+	// What the checks above let through parses; this says so if not.
+	if _, err := url.Parse("https://service.example" + path); err != nil {
+		return "is not a URL path: " + err.Error()
+	}
+	return ""
+}
+
+// escapedControl returns the first escape in path, as written, that
+// unescapes to a control character: one byte ("%0D", "%7F") or the
+// UTF-8 of one (C1's "%C2%85"). Every "%" in path starts an escape.
+func escapedControl(path string) (string, bool) {
+	for i := 0; i < len(path); {
+		if path[i] != '%' {
+			i++
+			continue
+		}
+		// The bytes of the run of escapes from i, as many as a rune takes.
+		var b []byte
+		for j := i; len(b) < utf8.UTFMax && j+3 <= len(path) && path[j] == '%'; j += 3 {
+			c, err := strconv.ParseUint(path[j+1:j+3], 16, 8)
+			if err != nil {
+				break
+			}
+			b = append(b, byte(c))
+		}
+		r, n := utf8.DecodeRune(b)
+		if r != utf8.RuneError && unicode.IsControl(r) {
+			return path[i : i+3*n], true
+		}
+		i += 3 * n
+	}
+	return "", false
+}
+
+// pathByte reports whether c may stand for itself in a path: RFC 3986's
+// unreserved characters, its sub-delimiters but "*", ":", "@", "/" and
+// "%" (checked as escapes).
+func pathByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~!$&'()+,;=:@/%", c) >= 0
+}
+
+// unsafePathRune returns the first rune of path that must be escaped.
+func unsafePathRune(path string) (rune, bool) {
+	for i, r := range path {
+		if r >= utf8.RuneSelf || !pathByte(path[i]) {
+			return r, true
+		}
+	}
+	return 0, false
+}
+
+// escapePath is path with every byte that must be escaped escaped.
+func escapePath(path string) string {
+	var b strings.Builder
+	for i := 0; i < len(path); i++ {
+		if c := path[i]; pathByte(c) {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
 }
 
 func checkTiming(add func(string, string, ...any), at string, t Timing) {
@@ -295,11 +593,30 @@ func checkTiming(add func(string, string, ...any), at string, t Timing) {
 			add(at+"."+f.field, "%s: an attempt must end within the agent's %s invocation: at most %s", f.d, resources.AgentTimeout, limit)
 		}
 	}
-	if t.FailureThreshold != nil && *t.FailureThreshold < 1 {
-		add(at+".failureThreshold", "%d: must be at least 1", *t.FailureThreshold)
+	for _, f := range []struct {
+		field string
+		d     time.Duration
+	}{{"allowance", allowance}, {"maxAllowance", maxAllowance}} {
+		if f.d > 0 && f.d < minAllowance {
+			add(at+"."+f.field, "%s: must be at least %s: a request crosses a queue and starts a function before its call begins, and the agent heartbeats every third of the allowance", f.d, minAllowance)
+		}
 	}
-	if t.MaxHeartbeats != nil && *t.MaxHeartbeats < 0 {
-		add(at+".maxHeartbeats", "%d: must not be negative", *t.MaxHeartbeats)
+	switch ft := t.FailureThreshold; {
+	case ft == nil:
+	case *ft < 1:
+		add(at+".failureThreshold", "%d: must be at least 1", *ft)
+	case *ft > maxFailureThreshold:
+		longest := resources.AgentTimeout - agentMargin
+		add(at+".failureThreshold", "%d: at most %d: a step that times out that often is down, not slow, and %d timeouts of up to %s each hold the order about %.0f hours before its compensation starts",
+			*ft, maxFailureThreshold, maxFailureThreshold, longest, (maxFailureThreshold * longest).Hours())
+	}
+	switch hb := t.MaxHeartbeats; {
+	case hb == nil:
+	case *hb < 0:
+		add(at+".maxHeartbeats", "%d: must not be negative", *hb)
+	case *hb > maxHeartbeatsLimit:
+		add(at+".maxHeartbeats", "%d: at most %d: the agent heartbeats every third of the allowance (at least %s) within its %s invocation, so no attempt can use more",
+			*hb, maxHeartbeatsLimit, minAllowance, resources.AgentTimeout)
 	}
 }
 
@@ -348,7 +665,7 @@ func (d Definition) Workflow(t order.Timing) (order.Workflow, error) {
 			}
 		}
 		if r := s.Result; r != nil {
-			def.ResultSchema = r.Schema
+			def.ResultSchema, def.ResultShownToClient = r.Schema, r.ShownToClient
 			if r.MaxBytes != nil {
 				def.ResultMaxBytes = *r.MaxBytes
 			}

@@ -121,10 +121,24 @@ var badDefinitions = []struct {
 	{"carries-itself", []string{`steps[1].request.carries[0]: "charge": the step itself; a call carries earlier steps' results (its undo may carry its own)`}, false},
 	{"undo-carries-unknown", []string{`steps[0].undo.carries[1]: "ship": unknown; want "order" or the name of an earlier step`}, false},
 	{"result-bound", []string{`steps[0].result.maxBytes: 100000: must be between 64 and 16384`}, true},
+	{"result-shown-not-boolean", []string{`steps[0].result.shownToClient: must be true or false, not a string`}, true},
 	{"result-schema-not-schema", []string{`steps[0].result.schema: is not a valid JSON Schema: at /type: value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string'; at /type: got string, want array`}, true},
 	{"input-reserved-name", []string{`input.properties.orderId: is a name orderly gives its own field (orderId, results, workflow, version, status, steps, lastError, createdAt, updatedAt, redrive); call it something else`}, false},
 	{"timing-over-agent", []string{`steps[1].timing.maxAllowance: 5m0s: an attempt must end within the agent's 2m30s invocation: at most 2m20s`}, false},
 	{"input-not-object", []string{`input.type: must be "object": a submission is a JSON object`}, false},
+	{"path-dot-segment", []string{`steps[0].call.path: "/reservations/../admin": dot segments ("." and "..") are refused: a server or proxy resolves them to another path than the one called, and than the one the agent's IAM policy names`}, true},
+	{"path-escaped-dot-segment", []string{`steps[0].call.path: "/reservations/%2e%2E/admin": dot segments ("." and "..") are refused: a server or proxy resolves them to another path than the one called, and than the one the agent's IAM policy names`}, true},
+	{"path-bad-escape", []string{`steps[1].call.path: "/charges/%zz": "%zz" is not an escape: "%" starts two hex digits ("%2F"), and "%" itself is written "%25"`}, true},
+	{"path-control-character", []string{`steps[1].call.path: "/charges\a": must not hold control characters`}, true},
+	{"path-escaped-control-character", []string{`steps[1].call.path: "/charges%0D%0AX-Admin:%20yes": "%0D" escapes a control character: a path must not hold control characters, escaped or not`}, true},
+	{"path-wildcard", []string{`steps[0].undo.path: "/releases/*": "*" is refused: a service behind API Gateway with IAM auth is granted execute-api:Invoke on each call's method and path, where "*" is a wildcard that would grant every path`}, true},
+	{"path-not-escaped", []string{`steps[1].call.path: "/café": must be written as sent, "é" escaped: "/caf%C3%A9"`}, true},
+	{"step-named-order", []string{`steps[1].name: "order": is the item of "carries" that is the order's input; call the step something else`}, true},
+	{"allowance-too-short", []string{`steps[1].timing.allowance: 500ms: must be at least 1s: a request crosses a queue and starts a function before its call begins, and the agent heartbeats every third of the allowance`}, false},
+	{"threshold-too-high", []string{`steps[1].timing.failureThreshold: 101: at most 100: a step that times out that often is down, not slow, and 100 timeouts of up to 2m20s each hold the order about 4 hours before its compensation starts`}, true},
+	{"heartbeats-too-many", []string{`steps[1].timing.maxHeartbeats: 451: at most 450: the agent heartbeats every third of the allowance (at least 1s) within its 2m30s invocation, so no attempt can use more`}, true},
+	{"service-name-too-long", []string{`steps[1].service: is 49 characters, the limit is 48: the service's agent is the Lambda function orderly-<stage>-<service>-agent, and Lambda takes at most 64 characters (a service of at most 46 with stage "dev")`}, true},
+	{"results-over-message", []string{`steps: kept results: their maxBytes add up to 212992 bytes (13 steps' results, 4096 each where unset); with the input (at most 65536 bytes) and the request's own fields (at most 1960 bytes), a request to an agent may be 280488 bytes, 18344 over the 262144 an SQS message holds; lower some result.maxBytes, or carry fewer results`}, false},
 	{"many-problems", []string{
 		`version: must not be empty`,
 		`steps[0].call.path: "reservations": must start with "/"`,
@@ -180,9 +194,10 @@ func TestParseAcceptsAGoodDefinition(t *testing.T) {
 			Allowance: stage.Allowance, MaxAllowance: stage.MaxAllowance, FailureThreshold: stage.FailureThreshold, MaxHeartbeats: stage.MaxHeartbeats,
 			Call: order.Endpoint{Method: "POST", Path: "/reservations"}, UndoCall: order.Endpoint{Method: "POST", Path: "/releases"},
 			Carries: []string{"order"}, UndoCarries: []string{"order"}, ResultMaxBytes: order.DefaultResultMaxBytes},
-		// Its own timing, no undo.
+		// Its own timing, no undo, its answer shown to clients.
 		{Name: "charge", Agent: "payment", Allowance: 10 * time.Second, MaxAllowance: time.Minute, FailureThreshold: 2, MaxHeartbeats: 3,
-			Call: order.Endpoint{Method: "POST", Path: "/charges"}, Carries: []string{"order"}, ResultMaxBytes: order.DefaultResultMaxBytes},
+			Call: order.Endpoint{Method: "POST", Path: "/charges"}, Carries: []string{"order"}, ResultMaxBytes: order.DefaultResultMaxBytes,
+			ResultShownToClient: true},
 	}}
 	if !reflect.DeepEqual(w, want) {
 		t.Errorf("Workflow =\n%+v\nwant\n%+v", w, want)
@@ -327,5 +342,233 @@ func TestSchemaCheckNeverQuotesAFormatsValue(t *testing.T) {
 	got := s.Check([]byte(`{"email":"not-an-email-s3cr3t"}`))
 	if len(got) != 1 || got[0].Field != "email" || strings.Contains(got[0].Problem, "s3cr3t") {
 		t.Errorf("problems %+v, want one at email that does not quote the value", got)
+	}
+}
+
+// A property the schema requires and the document lacks is named as the
+// field, as every other problem is (address: is required), not left at
+// the object that lacks it.
+func TestSchemaCheckNamesAMissingProperty(t *testing.T) {
+	s, err := definition.CompileSchema([]byte(`{"type":"object","required":["customerId","address"],
+		"properties":{"lines":{"type":"array","items":{"type":"object","required":["sku"]}},
+		"card":{"type":"object","dependentRequired":{"number":["expiry"]}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		doc  string
+		want []definition.FieldProblem
+	}{
+		{"one missing", `{"customerId":"c"}`, []definition.FieldProblem{{Field: "address", Problem: "is required"}}},
+		{"two missing", `{}`, []definition.FieldProblem{{Field: "customerId", Problem: "is required"}, {Field: "address", Problem: "is required"}}},
+		{"missing in an item", `{"customerId":"c","address":"a","lines":[{"sku":"A"},{}]}`,
+			[]definition.FieldProblem{{Field: "lines[1].sku", Problem: "is required"}}},
+		{"missing with another", `{"customerId":"c","address":"a","card":{"number":"4"}}`,
+			[]definition.FieldProblem{{Field: "card.expiry", Problem: `is required when "number" is given`}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := s.Check([]byte(tt.doc)); !slices.Equal(got, tt.want) {
+				t.Errorf("Check(%s) = %+v, want %+v", tt.doc, got, tt.want)
+			}
+		})
+	}
+}
+
+// An undo that carries its own step's result is warned of, not refused:
+// after a timeout the undo is sent without that result.
+func TestWarningsNameAnUndoCarryingItsOwnStep(t *testing.T) {
+	read := func(file string) definition.Definition {
+		t.Helper()
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		def, err := definition.Parse(file, data)
+		if err != nil {
+			t.Fatalf("Parse: %v", err)
+		}
+		return def
+	}
+	ownUndo := read("testdata/good.json")
+	ownUndo.Steps[0].Undo.Carries = []string{"order", "reserve"}
+	tests := []struct {
+		name string
+		def  definition.Definition
+		want []string
+	}{
+		{"no undo carries its step", read("testdata/good.json"), nil},
+		{"the checkout example's refund", read("../../examples/workflows/checkout/v1.json"), []string{
+			`../../examples/workflows/checkout/v1.json: steps[2].undo.carries[1]: "charge-payment": the step's own result: an undo after the step timed out (its work may be done, its answer never came) is sent without results.charge-payment, so the service must undo by the Idempotency-Key alone`}},
+		{"an undo carrying its step", ownUndo, []string{
+			`testdata/good.json: steps[0].undo.carries[1]: "reserve": the step's own result: an undo after the step timed out (its work may be done, its answer never came) is sent without results.reserve, so the service must undo by the Idempotency-Key alone`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if ps := tt.def.Validate(); len(ps) > 0 {
+				t.Fatalf("Validate = %v, want a valid definition: a warning is not a problem", ps)
+			}
+			var got []string
+			for _, w := range tt.def.Warnings() {
+				got = append(got, w.String())
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Warnings =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
+
+// Sizes counts the results the workflow keeps, as the engine does
+// (order.Workflow.Keeps), for every embedded definition and ones that keep
+// results in each way: carried on, carried by an undo, shown to clients.
+func TestSizesCountWhatTheWorkflowKeeps(t *testing.T) {
+	shipped, examples, err := definition.Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs := append(slices.Clone(shipped), examples...)
+	data, _ := os.ReadFile("testdata/good.json")
+	for _, change := range []func(*definition.Definition){
+		func(d *definition.Definition) {
+			d.Steps[1].Request = &definition.Request{Carries: []string{"order", "reserve"}}
+		},
+		func(d *definition.Definition) { d.Steps[0].Undo.Carries = []string{"reserve"} },
+		func(d *definition.Definition) { d.Steps[1].Result = &definition.Result{ShownToClient: true} },
+	} {
+		def, err := definition.Parse("good.json", data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		change(&def)
+		defs = append(defs, def)
+	}
+	for _, def := range defs {
+		w, err := def.Workflow(order.DefaultTiming)
+		if err != nil {
+			t.Fatalf("%s: %v", def.File, err)
+		}
+		want, records := 0, 0
+		for _, s := range w.Steps {
+			if w.Keeps(s.Name) {
+				want++
+			}
+			records++
+			if s.Undo != "" {
+				records++
+			}
+		}
+		if z := def.Sizes(); z.Kept != want || z.Records != records || z.Kept == 0 && z.Results != 0 {
+			t.Errorf("%s %s: Sizes = %+v, want %d kept, %d records", def.Name, def.File, z, want, records)
+		}
+	}
+}
+
+// A call's path is a URL path written as sent: the loader and the
+// published schema take the same ones, but for dot segments hidden
+// behind an escaped "/", which only the loader sees.
+func TestCallPaths(t *testing.T) {
+	sch := publishedSchema(t)
+	data, err := os.ReadFile("testdata/good.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		path    string
+		problem string // "" when the path is taken
+		schema  bool   // the schema refuses it too
+	}{
+		{"/", "", false},
+		{"/v1/orders:cancel", "", false},
+		{"/a/.b/...", "", false},
+		{"/caf%C3%A9/%2F/a%25b", "", false},
+		{"/-._~!$&'()+,;=:@", "", false},
+		{"/a/%2", `"%2" is not an escape`, true},
+		{"/a/./b", "dot segments", true},
+		{"/a/b/..", "dot segments", true},
+		{"/a/%2E", "dot segments", true},
+		{"/a%2F..%2Fb", "dot segments", false},
+		{"/a%5C..", "dot segments", false},
+		{"/a*", `"*" is refused`, true},
+		{"/a%2A", "", false},
+		{"/a\x7f", "control characters", true},
+		// A control character is refused, not shown escaped: escaped, a
+		// server unescapes it ("%0D%0A" splits a header), so it is
+		// refused there too.
+		{"/a\v", "must not hold control characters", true},
+		{"/a\f", "must not hold control characters", true},
+		{"/a\t", "must not hold control characters", true},
+		{"/a\u0085", "must not hold control characters", true},
+		{"/a%0B", `"%0B" escapes a control character`, true},
+		{"/a%00", `"%00" escapes a control character`, true},
+		{"/a%0d%0a", `"%0d" escapes a control character`, true},
+		{"/a%1F", `"%1F" escapes a control character`, true},
+		{"/a%7f", `"%7f" escapes a control character`, true},
+		{"/a%C2%85", `"%C2%85" escapes a control character`, true},
+		{"/a%c2%9F", `"%c2%9F" escapes a control character`, true},
+		{"/a%20b%7E%C2%A0%2F", "", false},
+		{"/a b", "without spaces", true},
+		{"/a[b]", `must be written as sent, "[" escaped: "/a%5Bb%5D"`, true},
+		{"/a\"b", `"\"" escaped`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			var doc map[string]any
+			if err := json.Unmarshal(data, &doc); err != nil {
+				t.Fatal(err)
+			}
+			doc["steps"].([]any)[1].(map[string]any)["call"].(map[string]any)["path"] = tt.path
+			raw, _ := json.Marshal(doc)
+			_, err := definition.Parse("x.json", raw)
+			if tt.problem == "" && err != nil || tt.problem != "" && (err == nil || !strings.Contains(err.Error(), `steps[1].call.path: `) || !strings.Contains(err.Error(), tt.problem)) {
+				t.Errorf("Parse = %v, want a problem with %q", err, tt.problem)
+			}
+			inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if refused := sch.Validate(inst) != nil; refused != tt.schema {
+				t.Errorf("the published schema refuses it: %t, want %t", refused, tt.schema)
+			}
+		})
+	}
+}
+
+// A service's agent, orderly-<stage>-<service>-agent, must fit Lambda's 64
+// characters in the stage deployed: the longest service Validate takes
+// (48) fits a stage of one character only.
+func TestCheckAgentNames(t *testing.T) {
+	data, err := os.ReadFile("testdata/good.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		service, stage string
+		want           string // "" when it fits
+	}{
+		{"payment", "dev", ""},
+		{strings.Repeat("s", 46), "dev", ""},
+		{strings.Repeat("s", 47), "dev", `x.json: steps[1].service: "` + strings.Repeat("s", 47) + `": the service's agent is the Lambda function "orderly-dev-` + strings.Repeat("s", 47) + `-agent", 65 characters with stage "dev", and Lambda takes at most 64: use a service of at most 46 characters, or a shorter stage`},
+		{strings.Repeat("s", 48), "x", ""},
+		{strings.Repeat("s", 48), "qa", `x.json: steps[1].service: "` + strings.Repeat("s", 48) + `": the service's agent is the Lambda function "orderly-qa-` + strings.Repeat("s", 48) + `-agent", 65 characters with stage "qa", and Lambda takes at most 64: use a service of at most 47 characters, or a shorter stage`},
+		// Validate refuses it already, with its own words.
+		{strings.Repeat("s", 49), "dev", ""},
+		{"Payment", "dev", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.stage+"/"+tt.service, func(t *testing.T) {
+			var doc map[string]any
+			if err := json.Unmarshal(data, &doc); err != nil {
+				t.Fatal(err)
+			}
+			doc["steps"].([]any)[1].(map[string]any)["service"] = tt.service
+			raw, _ := json.Marshal(doc)
+			def, _ := definition.Parse("x.json", raw) // the bad ones are Validate's
+			got := def.CheckAgentNames(tt.stage)
+			if tt.want == "" && len(got) > 0 || tt.want != "" && (len(got) == 0 || got.Error() != tt.want) {
+				t.Errorf("CheckAgentNames(%q) = %v, want %q", tt.stage, got, tt.want)
+			}
+		})
 	}
 }

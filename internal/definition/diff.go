@@ -391,12 +391,14 @@ func (c *comparison) compareTiming(i int, s, n Step) {
 				effect += fmt.Sprintf("; an order at it whose failure count is %d or more gives it up at its next timeout", nv-1)
 			}
 		}
+		// An order past the step meets the new timing too when it
+		// compensates: the step's undo runs with it.
 		c.add(s.Name, field, show(oldV[k], oldOwn[k]), show(newV[k], newOwn[k]), effect,
 			func(p Position) (bool, string) {
 				if p.Undo {
 					return n.Undo != nil && p.Index >= i, ""
 				}
-				return p.Index <= i, ""
+				return p.Index <= i || n.Undo != nil, ""
 			})
 	}
 }
@@ -417,13 +419,19 @@ func (c *comparison) compareRequestCarries(i int, s, n Step) {
 	if slices.Equal(o, nw) {
 		return
 	}
-	c.add(s.Name, "request.carries", strings.Join(o, ", "), strings.Join(nw, ", "),
-		"the request of an order before or at this step carries what "+c.to+" says, and so does this step's undo",
+	// The undo carries the same only when it says nothing of its own; an
+	// order past the step then meets the change if it compensates.
+	undoToo := n.Undo != nil && n.Undo.Carries == nil
+	effect := "the request of an order before or at this step carries what " + c.to + " says"
+	if undoToo {
+		effect += ", and so does this step's undo"
+	}
+	c.add(s.Name, "request.carries", strings.Join(o, ", "), strings.Join(nw, ", "), effect,
 		func(p Position) (bool, string) {
 			if p.Undo {
-				return n.Undo != nil && p.Index >= i, ""
+				return undoToo && p.Index >= i, ""
 			}
-			return p.Index <= i, ""
+			return p.Index <= i || undoToo, ""
 		})
 }
 
@@ -467,11 +475,14 @@ func undoCarriesOf(s Step) []string {
 
 // keptResults is the steps whose results an order of d stores: those some
 // step's request names (undo.carries, once definitions have it, adds its
-// own). A result is stored when the step answers, under the order's
+// own), and those shown to clients. A result is stored when the step answers, under the order's
 // version then.
 func keptResults(d Definition) map[string]bool {
 	kept := map[string]bool{}
 	for _, s := range d.Steps {
+		if s.Result != nil && s.Result.ShownToClient {
+			kept[s.Name] = true // shown to clients, so kept
+		}
 		for _, item := range append(carriesOf(s), undoCarriesOf(s)...) {
 			if item != CarriesOrder {
 				kept[item] = true

@@ -78,9 +78,10 @@ func TestCompare(t *testing.T) {
 				step(t, new, charge).Timing = &definition.Timing{Allowance: "45s"}
 			},
 			findings: []string{charge + " timing.allowance: 30s (the stage's) -> 45s"},
-			// The step's next attempt, and its undo's.
+			// The step's next attempt, and its undo's: an order past it
+			// meets the new allowance when it compensates.
 			changed: map[string][]string{
-				atReserve: {charge + " timing.allowance"}, atCharge: {charge + " timing.allowance"},
+				atReserve: {charge + " timing.allowance"}, atCharge: {charge + " timing.allowance"}, atShip: {charge + " timing.allowance"},
 				undoingShip: {charge + " timing.allowance"}, undoingCharge: {charge + " timing.allowance"},
 			},
 		},
@@ -185,6 +186,19 @@ func TestCompare(t *testing.T) {
 			},
 		},
 		{
+			name: "a result carried that the old version kept to show its clients",
+			change: func(t *testing.T, old, new *definition.Definition) {
+				step(t, old, charge).Result = &definition.Result{ShownToClient: true}
+				step(t, new, charge).Result = &definition.Result{ShownToClient: true}
+				step(t, new, ship).Request.Carries = []string{"order", charge}
+			},
+			findings: []string{ship + " request.carries: order -> order, " + charge},
+			changed: map[string][]string{
+				atReserve: {ship + " request.carries"}, atCharge: {ship + " request.carries"}, atShip: {ship + " request.carries"},
+				undoingShip: {ship + " request.carries"},
+			},
+		},
+		{
 			name: "a result carried that the old version kept already",
 			change: func(t *testing.T, old, new *definition.Definition) {
 				step(t, old, ship).Request.Carries = []string{"order", charge}
@@ -195,6 +209,32 @@ func TestCompare(t *testing.T) {
 				atReserve: {ship + " request.carries"}, atCharge: {ship + " request.carries"}, atShip: {ship + " request.carries"},
 				undoingShip: {ship + " request.carries"},
 			},
+		},
+		{
+			name: "what a step with an undo carries",
+			change: func(t *testing.T, old, new *definition.Definition) {
+				step(t, old, charge).Request.Carries = []string{"order", reserve}
+				step(t, new, charge).Request.Carries = []string{"order"}
+			},
+			findings: []string{charge + " request.carries: order, " + reserve + " -> order"},
+			// Its undo carries the same: an order past it meets the
+			// change when it compensates.
+			changed: map[string][]string{
+				atReserve: {charge + " request.carries"}, atCharge: {charge + " request.carries"}, atShip: {charge + " request.carries"},
+				undoingShip: {charge + " request.carries"}, undoingCharge: {charge + " request.carries"},
+			},
+		},
+		{
+			name: "what a step carries, its undo carrying its own",
+			change: func(t *testing.T, old, new *definition.Definition) {
+				for _, d := range []*definition.Definition{old, new} {
+					step(t, d, charge).Undo.Carries = []string{"order"}
+				}
+				step(t, old, charge).Request.Carries = []string{"order", reserve}
+				step(t, new, charge).Request.Carries = []string{"order"}
+			},
+			findings: []string{charge + " request.carries: order, " + reserve + " -> order"},
+			changed:  map[string][]string{atReserve: {charge + " request.carries"}, atCharge: {charge + " request.carries"}},
 		},
 	}
 	for _, tt := range tests {

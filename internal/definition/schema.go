@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -152,13 +153,37 @@ func (s Schema) Check(doc []byte) []FieldProblem {
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) == 0 {
-			out = append(out, FieldProblem{Field: fieldPath(e.InstanceLocation), Problem: describe(e.ErrorKind)})
+			out = append(out, problemsAt(e.InstanceLocation, e.ErrorKind)...)
 		}
 		for _, c := range e.Causes {
 			walk(c)
 		}
 	}
 	walk(ve)
+	return out
+}
+
+// problemsAt is one broken rule at an instance location. A missing
+// property is a problem of that property, named as the field (address:
+// is required), not of the object that lacks it: a client fixes the
+// field the message names.
+func problemsAt(loc []string, k jsonschema.ErrorKind) []FieldProblem {
+	var missing []string
+	var rule string
+	switch k := k.(type) {
+	case *kind.Required:
+		missing, rule = k.Missing, "is required"
+	case *kind.DependentRequired:
+		missing, rule = k.Missing, fmt.Sprintf("is required when %q is given", k.Prop)
+	case *kind.Dependency:
+		missing, rule = k.Missing, fmt.Sprintf("is required when %q is given", k.Prop)
+	default:
+		return []FieldProblem{{Field: fieldPath(loc), Problem: describe(k)}}
+	}
+	out := make([]FieldProblem, len(missing))
+	for i, name := range missing {
+		out[i] = FieldProblem{Field: fieldPath(append(slices.Clone(loc), name)), Problem: rule}
+	}
 	return out
 }
 

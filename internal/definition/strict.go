@@ -8,6 +8,7 @@ import "orderly/internal/strictjson"
 // schema: JSON Schemas, which have rules of their own).
 var (
 	integer   = &strictjson.Shape{Kind: strictjson.Integer}
+	boolean   = &strictjson.Shape{Kind: strictjson.Bool}
 	scalar    = &strictjson.Shape{Kind: strictjson.String}
 	callShape = &strictjson.Shape{Fields: map[string]*strictjson.Shape{"method": scalar, "path": scalar}}
 	carries   = &strictjson.Shape{Elem: scalar}
@@ -15,7 +16,7 @@ var (
 	stepShape = &strictjson.Shape{Fields: map[string]*strictjson.Shape{"name": scalar, "service": scalar, "call": callShape, "undo": undoShape,
 		"timing":  {Fields: map[string]*strictjson.Shape{"allowance": scalar, "maxAllowance": scalar, "failureThreshold": integer, "maxHeartbeats": integer}},
 		"request": {Fields: map[string]*strictjson.Shape{"carries": carries}},
-		"result":  {Fields: map[string]*strictjson.Shape{"schema": nil, "maxBytes": integer}}}}
+		"result":  {Fields: map[string]*strictjson.Shape{"schema": nil, "maxBytes": integer, "shownToClient": boolean}}}}
 	definitionShape = &strictjson.Shape{Fields: map[string]*strictjson.Shape{"$schema": scalar, "name": scalar, "version": scalar,
 		"description": scalar, "input": nil, "steps": {Elem: stepShape}}}
 )

@@ -33,6 +33,18 @@ type HistoryEntry struct {
 	Result json.RawMessage `json:"result,omitempty" dynamodbav:"Res,omitempty"`
 }
 
+// ReasonSubmitted is the reason of an order's first status entry.
+const ReasonSubmitted = "submitted"
+
+// ReferencePrefix starts the reason of a record's history entry that
+// recorded the service's reference (its id for the work), as
+// ReferenceReason writes it.
+const ReferencePrefix = "reference "
+
+// ReferenceReason is the reason of the history entry that recorded a
+// record's reference.
+func ReferenceReason(reference string) string { return ReferencePrefix + reference }
+
 // RecordLabel names one of an order's records: its step, or the undo of
 // its step.
 func RecordLabel(step string, undo bool) string {

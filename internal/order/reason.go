@@ -8,9 +8,10 @@ import (
 	"unicode/utf8"
 )
 
-// Reasons are what clients read of why a step or an order is where it is:
-// a step's and an order's LastError, the reasons in its history and in its
-// status events. They are made here, in the engine's words, from what
+// Reasons say why a step or an order is where it is: a step's and an
+// order's LastError, the reasons in its history and in its status events.
+// Clients read the order's own (its LastError, its status entries and
+// events); operators read every one. They are made here, in the engine's words, from what
 // happened, never from an error's text: an AWS error can name the account
 // and its roles, and a remote service's answer can be long. The error
 // itself goes to the logs of the actor that met it.
@@ -40,7 +41,7 @@ func (e *ServiceError) Error() string { return fmt.Sprintf("status %d: %s", e.St
 // Refused is the reason of a step whose remote service refused its work,
 // with the service's own words, cut to MaxDetailBytes.
 func Refused(service, detail string) string {
-	if detail = clip(detail, MaxDetailBytes); detail == "" {
+	if detail = Cut(detail, MaxDetailBytes); detail == "" {
 		return "remote service " + service + " refused the request"
 	}
 	return "remote service " + service + " refused the request: " + detail
@@ -70,7 +71,7 @@ func ReasonFor(err error) string {
 	}
 	var ce *ContractError
 	if errors.As(err, &ce) {
-		return clip(ce.Error()+"; an operator must act", MaxReasonBytes)
+		return Cut(ce.Error()+"; an operator must act", MaxReasonBytes)
 	}
 	return InternalError
 }
@@ -79,7 +80,7 @@ func ReasonFor(err error) string {
 // the agent gave (ReasonFor's, from this build's agents), cut to
 // MaxReasonBytes, since a reply is a message from another process.
 func ReplyReason(reason string) string {
-	if reason = clip(reason, MaxReasonBytes); reason == "" {
+	if reason = Cut(reason, MaxReasonBytes); reason == "" {
 		return "the agent reported a permanent fault without a reason"
 	}
 	return reason
@@ -91,17 +92,19 @@ func NotSent(agent string) string {
 	return fmt.Sprintf("request not sent to the %s agent (%s); the step waits for a claim again", agent, InternalError)
 }
 
-// clip makes s one line of valid UTF-8, spaces collapsed, at most max
-// bytes, marked with an ellipsis where it was cut.
-func clip(s string, max int) string {
+// Cut makes s, text from outside the engine (a remote service's words, a
+// client's parameter), fit to quote in a reason, an error or a log: one
+// line of valid UTF-8, spaces and control characters collapsed to single
+// spaces, at most maxBytes bytes, ended by an ellipsis where it was cut.
+func Cut(s string, maxBytes int) string {
 	s = strings.Join(strings.FieldsFunc(strings.ToValidUTF8(s, "\uFFFD"), func(r rune) bool {
 		return unicode.IsSpace(r) || unicode.IsControl(r)
 	}), " ")
-	if len(s) <= max {
+	if len(s) <= maxBytes {
 		return s
 	}
 	const ellipsis = "…"
-	cut := max - len(ellipsis)
+	cut := max(maxBytes-len(ellipsis), 0)
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}

@@ -75,3 +75,28 @@ func TestReplyReason(t *testing.T) {
 		})
 	}
 }
+
+func TestCut(t *testing.T) {
+	tests := []struct {
+		name, s string
+		max     int
+		want    string
+	}{
+		{"short text is kept", "card declined", 64, "card declined"},
+		{"at the bound", "abcdef", 6, "abcdef"},
+		{"over the bound, on a character's boundary", "ééé", 5, "é…"},
+		{"a cut inside a character", "ééé", 4, "…"},
+		{"over the bound", "abcdefgh", 6, "abc…"},
+		{"lines become one", "a\n\tb\r\n\x00c", 64, "a b c"},
+		{"bytes that are not UTF-8", "d\xffclined", 64, "d\uFFFDclined"},
+		{"a bound under the ellipsis", "abcdef", 1, "…"},
+		{"only spaces", " \n\t", 64, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := order.Cut(tt.s, tt.max); got != tt.want {
+				t.Errorf("Cut(%q, %d) = %q, want %q", tt.s, tt.max, got, tt.want)
+			}
+		})
+	}
+}

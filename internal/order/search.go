@@ -66,12 +66,12 @@ func ParseQuery(params map[string]string) (Query, error) {
 	}
 	for name := range params {
 		if !slices.Contains(SearchParams, name) {
-			return invalid(clip(name, 64), "not a search parameter (they are "+strings.Join(SearchParams, ", ")+")")
+			return invalid(Cut(name, 64), "not a search parameter (they are "+strings.Join(SearchParams, ", ")+")")
 		}
 	}
 	if s, ok := params[ParamStatus]; ok {
 		if !slices.Contains(Statuses, Status(s)) {
-			return invalid(ParamStatus, fmt.Sprintf("%q is not a status (one of %s)", clip(s, 64), statusNames()))
+			return invalid(ParamStatus, fmt.Sprintf("%q is not a status (one of %s)", Cut(s, 64), statusNames()))
 		}
 		q.Status = Status(s)
 	}
@@ -93,7 +93,7 @@ func ParseQuery(params map[string]string) (Query, error) {
 		}
 		t, err := time.Parse(time.RFC3339Nano, v)
 		if err != nil {
-			return invalid(name, fmt.Sprintf("%q is not an RFC 3339 time (like 2026-11-26T00:00:00Z)", clip(v, 64)))
+			return invalid(name, fmt.Sprintf("%q is not an RFC 3339 time (like 2026-11-26T00:00:00Z)", Cut(v, 64)))
 		}
 		// To the millisecond, as the indexes hold times: a range within
 		// one millisecond is empty, and refused below.
@@ -108,7 +108,7 @@ func ParseQuery(params map[string]string) (Query, error) {
 	if v, ok := params[ParamLimit]; ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > MaxSearchLimit {
-			return invalid(ParamLimit, fmt.Sprintf("%q is not a whole number from 1 to %d", clip(v, 64), MaxSearchLimit))
+			return invalid(ParamLimit, fmt.Sprintf("%q is not a whole number from 1 to %d", Cut(v, 64), MaxSearchLimit))
 		}
 		q.Limit = n
 	}

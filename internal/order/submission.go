@@ -86,6 +86,14 @@ func ParseInput(body []byte, check InputCheck) (input json.RawMessage, hash stri
 	if check != nil {
 		problems = append(problems, check(body)...)
 	}
+	// A queue message cannot carry U+FFFE or U+FFFF, and written as JSON
+	// escapes they would take twice the bytes the body's limit counts.
+	// A schema that names the field says so first.
+	if i := bytes.IndexFunc(body, func(r rune) bool { return r == 0xFFFE || r == 0xFFFF }); i >= 0 && len(problems) == 0 {
+		r, _ := utf8.DecodeRune(body[i:])
+		problems = append(problems, FieldError{Field: "body", Problem: fmt.Sprintf(
+			"holds the noncharacter %U at byte %d, which orderly's queues cannot carry; if it is meant, write it escaped (\\u%04x)", r, i, r)})
+	}
 	if len(problems) > 0 {
 		return nil, "", &ValidationError{Fields: problems}
 	}

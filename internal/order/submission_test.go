@@ -85,23 +85,23 @@ func TestParseInputRejects(t *testing.T) {
 		// wantProblem is a fragment of that field's problem.
 		wantProblem string
 	}{
-		{"missing customerId", `{"lines":[` + valid + `]}`, "body", "customerId"},
+		{"missing customerId", `{"lines":[` + valid + `]}`, "customerId", "required"},
 		{"empty customerId", submissionBody("", valid), "customerId", "Length"},
 		{"customerId over limit", submissionBody(strings.Repeat("c", 129), valid), "customerId", "Length"},
 		{"customerId with control character", submissionBody("cust\x01omer", valid), "customerId", "U+0001"},
 		{"customerId with DEL", submissionBody("cust\x7f", valid), "customerId", "U+007F"},
 		{"customerId with newline", submissionBody("cust\nomer", valid), "customerId", "U+000A"},
-		{"missing lines", `{"customerId":"c-1"}`, "body", "lines"},
+		{"missing lines", `{"customerId":"c-1"}`, "lines", "required"},
 		{"empty lines", submissionBody("c-1"), "lines", "0"},
 		{"101 lines", submissionBody("c-1", distinctLines(101)...), "lines", "101"},
 		{"SKU with space", submissionBody("c-1", line("A B", 1)), "lines[0].sku", "form"},
 		{"SKU with slash", submissionBody("c-1", line("A/../B", 1)), "lines[0].sku", "form"},
 		{"SKU starting with dash", submissionBody("c-1", line("-A", 1)), "lines[0].sku", "form"},
 		{"SKU not ASCII", submissionBody("c-1", line("ÄPFEL", 1)), "lines[0].sku", "form"},
-		{"SKU missing", submissionBody("c-1", `{"quantity":1}`), "lines[0]", "sku"},
+		{"SKU missing", submissionBody("c-1", `{"quantity":1}`), "lines[0].sku", "required"},
 		{"SKU over limit", submissionBody("c-1", line(strings.Repeat("S", 65), 1)), "lines[0].sku", "Length"},
 		{"quantity 0", submissionBody("c-1", line("A", 0)), "lines[0].quantity", "minimum"},
-		{"quantity missing", submissionBody("c-1", `{"sku":"A"}`), "lines[0]", "quantity"},
+		{"quantity missing", submissionBody("c-1", `{"sku":"A"}`), "lines[0].quantity", "required"},
 		{"quantity over max", submissionBody("c-1", line("A", 10001)), "lines[0].quantity", "maximum"},
 		{"quantity 1.5", submissionBody("c-1", `{"sku":"A","quantity":1.5}`), "lines[0].quantity", "integer"},
 		{"quantity as string", submissionBody("c-1", `{"sku":"A","quantity":"3"}`), "lines[0].quantity", "integer"},
@@ -312,5 +312,21 @@ func TestParseInputRefusesReservedNames(t *testing.T) {
 		if got := fieldNames(err); !slices.Contains(got, name) {
 			t.Errorf("%s: fields %v (%v), want it refused", name, got, err)
 		}
+	}
+}
+
+// A queue message cannot carry U+FFFE or U+FFFF: a body holding one is
+// refused, naming it; written escaped, it is taken as sent.
+func TestParseInputRefusesWhatAQueueCannotCarry(t *testing.T) {
+	for _, body := range []string{"{\"note\":\"a\uFFFFb\"}", "{\"a\uFFFE\":1}"} {
+		_, _, err := order.ParseInput([]byte(body), nil)
+		var v *order.ValidationError
+		if !errors.As(err, &v) || len(v.Fields) != 1 || v.Fields[0].Field != "body" || !strings.Contains(v.Fields[0].Problem, "U+FFF") {
+			t.Errorf("ParseInput(%q): %v, want a problem of body naming the character", body, err)
+		}
+	}
+	escaped := `{"note":"a\uffffb"}`
+	if input, _, err := order.ParseInput([]byte(escaped), nil); err != nil || string(input) != escaped {
+		t.Errorf("ParseInput(%s) = %s, %v; want it as sent", escaped, input, err)
 	}
 }

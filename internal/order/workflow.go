@@ -46,6 +46,12 @@ type StepDef struct {
 	// answer must match. An answer breaking either is a contract fault.
 	ResultMaxBytes int
 	ResultSchema   json.RawMessage
+	// ResultShownToClient shows the step's answer (and its reference) to
+	// the order's client; otherwise only operators see it. A service's
+	// answer is its own business until the definition says otherwise:
+	// a fraud score shown to clients lets a fraudster tune orders until
+	// it passes.
+	ResultShownToClient bool
 }
 
 // CarriesOrder is the item of Carries that is the order's input.
@@ -130,15 +136,22 @@ func (w Workflow) UndoPlan(active int, activeMayHaveRun bool) []int {
 }
 
 // Keeps reports whether the named step's answer is stored with the order:
-// only when some call's request carries it, so that workflows that pass
-// no results pay nothing for them.
+// only when some call's request carries it or its client is shown it, so
+// that workflows that pass and show no results pay nothing for them.
 func (w Workflow) Keeps(step string) bool {
 	for _, d := range w.Steps {
-		if slices.Contains(d.Carries, step) || slices.Contains(d.UndoCarries, step) {
+		if slices.Contains(d.Carries, step) || slices.Contains(d.UndoCarries, step) || (d.Name == step && d.ResultShownToClient) {
 			return true
 		}
 	}
 	return false
+}
+
+// ShowsResult reports whether the order's client is shown the named
+// step's answer and reference (StepDef.ResultShownToClient).
+func (w Workflow) ShowsResult(step string) bool {
+	d, ok := w.Step(step)
+	return ok && d.ResultShownToClient
 }
 
 // Timing tunes a workflow's deadlines; tests shrink it to run fast.

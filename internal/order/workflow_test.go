@@ -276,16 +276,24 @@ func TestRequestBodyCarriesWhatTheStepNames(t *testing.T) {
 	}
 }
 
-// Only results some call carries are kept with the order.
-func TestWorkflowKeepsOnlyCarriedResults(t *testing.T) {
+// Only results some call carries, or the client is shown, are kept with
+// the order; only those the definition shows are shown.
+func TestWorkflowKeepsOnlyCarriedOrShownResults(t *testing.T) {
 	w := order.Workflow{Steps: []order.StepDef{
 		{Name: "fraud", Carries: []string{"order"}},
 		{Name: "charge", Carries: []string{"order", "fraud"}, UndoCarries: []string{"charge"}},
 		{Name: "ship", Carries: []string{"order"}},
+		{Name: "track", Carries: []string{"order"}, ResultShownToClient: true},
 	}}
-	for step, want := range map[string]bool{"fraud": true, "charge": true, "ship": false} {
-		if got := w.Keeps(step); got != want {
-			t.Errorf("Keeps(%s) = %t, want %t", step, got, want)
+	for _, tt := range []struct {
+		step        string
+		keeps, show bool
+	}{{"fraud", true, false}, {"charge", true, false}, {"ship", false, false}, {"track", true, true}, {"unknown", false, false}} {
+		if got := w.Keeps(tt.step); got != tt.keeps {
+			t.Errorf("Keeps(%s) = %t, want %t", tt.step, got, tt.keeps)
+		}
+		if got := w.ShowsResult(tt.step); got != tt.show {
+			t.Errorf("ShowsResult(%s) = %t, want %t", tt.step, got, tt.show)
 		}
 	}
 }

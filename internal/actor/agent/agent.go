@@ -21,7 +21,10 @@
 // redirect, 401, 403, 404, 405, 407, 415) is the same for every order
 // until someone fixes it: it is neither retried nor replied, it opens the
 // circuit at once, and its request is held like the rest, so no order
-// fails or is undone because of it.
+// fails or is undone because of it. The exception is a 403 or 404 that
+// only one order's key gets while the same call succeeds for others (an
+// unknown SKU): that order's step fails, with the service's words, and
+// the circuit stays closed (circuit.judge has the rule).
 package agent
 
 import (
@@ -494,6 +497,13 @@ func (s *Service) callWithRetry(w *window, req job) (answer order.Answer, calls 
 			return order.Answer{}, calls, err
 		}
 		calls++
+		var own *ordersOwnFault
+		if errors.As(err, &own) {
+			// Not counted as a configuration fault: its alarm is for
+			// what every order meets.
+			s.log.WarnContext(w.ctx, "remote service refused this order alone with a configuration status while it answers others; the step fails",
+				"order_id", req.OrderID, "step", req.Step, "status", own.said.Status, "error", err)
+		}
 		if err == nil || errors.Is(err, order.ErrPermanent) || errors.Is(err, order.ErrContract) {
 			return answer, calls, err
 		}
@@ -557,7 +567,7 @@ func (s *Service) try(w *window, req job) (order.Answer, error) {
 	if s.circuit == nil {
 		return call()
 	}
-	return s.circuit.call(req.IdempotencyKey, call)
+	return s.circuit.call(req.StepRequest, call)
 }
 
 // heartbeat moves the deadline on every third of the window until done, the

@@ -1,9 +1,11 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,15 +19,28 @@ import (
 type Breaker struct {
 	// Failures is how many calls in a row must fail (transient faults, and
 	// timeouts of different requests) to open the circuit. One
-	// configuration fault is enough: it fails every call alike.
+	// configuration fault is enough, unless it is one order's own 404 (see
+	// circuit.judge).
 	Failures int
 	// OpenFor is how long the circuit stays open before one probe call
 	// may go through; requests are held about that long.
 	OpenFor time.Duration
+	// RefusedKeys is how many distinct idempotency keys of one call must
+	// be answered 404, with no success of that call between, to open the
+	// circuit; the keys before them fail their steps alone. Zero means
+	// DefaultBreaker's.
+	RefusedKeys int
+	// SucceededWithin is how recent another key's success of the same
+	// call must be for a 404 to be taken as one order's own.
+	// Zero means DefaultBreaker's.
+	SucceededWithin time.Duration
 }
 
-// DefaultBreaker opens after 5 failed calls in a row and probes after 30 s.
-var DefaultBreaker = Breaker{Failures: 5, OpenFor: 30 * time.Second}
+// DefaultBreaker opens after 5 failed calls in a row and probes after 30
+// s; a 404 fails one order's step while the same call succeeded for
+// another key in the last 10 minutes, until a third key is refused with
+// no success between.
+var DefaultBreaker = Breaker{Failures: 5, OpenFor: 30 * time.Second, RefusedKeys: 3, SucceededWithin: 10 * time.Minute}
 
 // errCircuitOpen says that a call was not made because the circuit is open.
 var errCircuitOpen = errors.New("circuit breaker open")
@@ -60,15 +75,51 @@ type circuit struct {
 	reporting sync.Mutex
 	fault     error
 
+	// refusedKeys and succeededWithin tune judge; now is its clock.
+	refusedKeys     int
+	succeededWithin time.Duration
+	now             func() time.Time
+
 	mu       sync.Mutex
 	suspects map[string]time.Time // by idempotency key: when its call timed out
+	// calls is what the circuit has seen of each call (one step's work,
+	// or its undo), for judge: a few per workflow version, so it stays
+	// small.
+	calls map[callRef]*callSeen
+}
+
+// callRef names one call of a service: a step's work or its undo, in one
+// workflow version. Each has its own method and path, so one's success
+// says nothing of another's configuration.
+type callRef struct {
+	workflow, version, step string
+	undo                    bool
+}
+
+func refOf(req order.StepRequest) callRef {
+	return callRef{workflow: req.Workflow, version: req.Version, step: req.Step, undo: req.Undo}
+}
+
+// callSeen is the evidence judge weighs for one call.
+type callSeen struct {
+	// succeeded is when the call last succeeded, for the key by.
+	succeeded time.Time
+	by        string
+	// refused are the distinct keys answered 404 since, fewer than
+	// refusedKeys.
+	refused []string
 }
 
 func (s *Service) newCircuit(b Breaker) *circuit {
 	if b == (Breaker{}) {
 		b = DefaultBreaker
 	}
-	c := &circuit{openFor: b.OpenFor, suspects: map[string]time.Time{}}
+	now := s.now
+	if now == nil {
+		now = time.Now
+	}
+	c := &circuit{openFor: b.OpenFor, suspects: map[string]time.Time{}, calls: map[callRef]*callSeen{},
+		refusedKeys: cmp.Or(b.RefusedKeys, DefaultBreaker.RefusedKeys), succeededWithin: cmp.Or(b.SucceededWithin, DefaultBreaker.SucceededWithin), now: now}
 	c.breaker = gobreaker.NewTwoStepCircuitBreaker[string](gobreaker.Settings{
 		Name: s.name, MaxRequests: 1, Timeout: b.OpenFor,
 		ReadyToTrip: func(n gobreaker.Counts) bool {
@@ -108,14 +159,18 @@ func healthy(err error) bool {
 		(errors.Is(err, context.Canceled) && !timedOut(err))
 }
 
-// call makes one call of the request with this idempotency key, asking the
-// breaker first unless the request is a suspect.
-func (c *circuit) call(key string, call func() (order.Answer, error)) (order.Answer, error) {
+// call makes one call of the request, asking the breaker first unless the
+// request (its idempotency key) is a suspect. The outcome is judged
+// before the breaker hears it: a configuration answer may be the
+// order's own.
+func (c *circuit) call(req order.StepRequest, call func() (order.Answer, error)) (order.Answer, error) {
+	key := req.IdempotencyKey
 	if c.open() {
 		return order.Answer{}, errCircuitOpen
 	}
 	if c.suspect(key) {
 		ref, err := call()
+		err = c.judge(req, err)
 		if answered(err) {
 			c.clear(key)
 			// The answer counts, as the probe if the circuit is half-open
@@ -142,10 +197,82 @@ func (c *circuit) call(key string, call func() (order.Answer, error)) (order.Ans
 		// made meanwhile already goes around it.
 		c.add(key, time.Now())
 	}
+	err = c.judge(req, err)
 	c.report(done, err)
 	reported = true
 	return ref, err
 }
+
+// judge decides whose a call's outcome is, and records what it shows.
+//
+// The rule ("one key's refusal"): a 404 (a status an order's own data
+// can cause: an unknown SKU, customer or account) is the order's own, and
+// fails its step with the service's words, when the same call (the
+// step's work, or its undo, in the request's workflow version) succeeded
+// for another key within succeededWithin, and fewer than refusedKeys
+// distinct keys have been refused by it since that success, this one
+// included. That holds for the half-open probe too: its 404 is then the
+// service answering, reported as such, and closes the circuit, which a
+// bad order's request would otherwise reopen each time it is the probe.
+// Otherwise it is the service's configuration, and opens the circuit:
+// refusedKeys keys refused with no success between (a wrong URL, a
+// removed route: every key gets it); no recent success of another key (a
+// fresh agent, say a new Lambda instance, knows of none, and holds as
+// before: a one-order 404 then holds the others for a probe or two,
+// until a request of another order succeeds); or any other configuration
+// status (a redirect, 401, 403, 405, 407, 415), which no order's data
+// causes.
+func (c *circuit) judge(req order.StepRequest, err error) error {
+	success := err == nil || errors.Is(err, order.ErrContract) // a 2xx
+	if !success && !errors.Is(err, order.ErrConfiguration) {
+		return err
+	}
+	now, ref, key := c.now(), refOf(req), req.IdempotencyKey
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if success {
+		c.calls[ref] = &callSeen{succeeded: now, by: key}
+		return err
+	}
+	seen := c.calls[ref]
+	status, _ := order.ConfigurationStatus(err)
+	var said *order.ServiceError
+	switch {
+	case !OrdersOwnStatus(status), !errors.As(err, &said),
+		seen == nil, seen.by == key, now.Sub(seen.succeeded) > c.succeededWithin:
+		return err
+	}
+	if !slices.Contains(seen.refused, key) {
+		if len(seen.refused)+1 >= c.refusedKeys {
+			return err
+		}
+		seen.refused = append(seen.refused, key)
+	}
+	return &ordersOwnFault{err: err, said: said}
+}
+
+// OrdersOwnStatus reports whether a configuration status ("404", as
+// order.ConfigurationStatus names it) may be one order's own, so that
+// the circuit fails that order's step alone while the service answers
+// others (see circuit.judge): only 404, an unknown entity. 403 is how an
+// expired or not yet rotated credential, or a bad signature, is
+// answered, which every order meets, so it holds. 410 Gone is not a
+// configuration status: the client fails it as permanent.
+func OrdersOwnStatus(status string) bool { return status == "404" }
+
+// ordersOwnFault is a configuration answer taken as one order's own: a
+// permanent fault, whose reason is the service's words (said, already
+// cut by the client).
+type ordersOwnFault struct {
+	err  error
+	said *order.ServiceError
+}
+
+func (f *ordersOwnFault) Error() string {
+	return f.err.Error() + " (the service answers other orders: taken as this order's own)"
+}
+
+func (f *ordersOwnFault) Unwrap() []error { return []error{f.said, order.ErrPermanent} }
 
 // open reports whether calls are being turned away.
 func (c *circuit) open() bool { return c.breaker.State() == gobreaker.StateOpen }

@@ -1,8 +1,10 @@
 // Package api is the submission function: POST /orders writes an order and
 // its workflow state in one conditional write and sends the first step's
-// request; GET /orders/{id} shows an order and every step's state; GET
-// /orders finds the caller's orders (and an operator's GET /ops/orders
-// anyone's); POST /orders/{id}/cancel cancels it and an operator's POST
+// request; GET /orders/{id} shows the caller its order and every step's
+// state (an operator's GET /ops/orders/{id} shows any order with the
+// engine's internals and every step's result); GET /orders finds the
+// caller's orders (and an operator's GET /ops/orders anyone's); POST
+// /orders/{id}/cancel cancels it and an operator's POST
 // /orders/{id}/redrive resumes it from Error. It speaks API Gateway REST
 // (v1) proxy events.
 package api
@@ -404,8 +406,8 @@ type HistoryView struct {
 }
 
 // showHistory lists every transition of an order and its steps, in order:
-// to the caller that submitted it, or, on the operator route, to anyone
-// API Gateway let through.
+// to the caller that submitted it (as ClientHistory shows it), or, on the
+// operator route, to anyone API Gateway let through (all of it).
 func (s *Service) showHistory(ctx context.Context, req events.APIGatewayProxyRequest, operator bool) (events.APIGatewayProxyResponse, error) {
 	caller, err := PrincipalOf(req.RequestContext.Identity)
 	if err != nil {
@@ -427,10 +429,55 @@ func (s *Service) showHistory(ctx context.Context, req events.APIGatewayProxyReq
 	if err != nil {
 		return events.APIGatewayProxyResponse{}, err
 	}
+	if !operator {
+		wf, _ := s.workflows.Get(o.Workflow, o.Version) // a version this build lacks shows no result
+		ts = ClientHistory(wf, ts)
+	}
 	if ts == nil {
 		ts = []order.HistoryEntry{}
 	}
 	return jsonResponse(http.StatusOK, HistoryView{OrderID: id, Status: o.Status, History: ts}), nil
+}
+
+// clientEvents are the history's events a client reads: its order's
+// status, its cancel, and each record's state. Heartbeats, deferrals,
+// re-announcements and alerts are how the engine and its operators work.
+var clientEvents = []string{"status", "cancel requested", "state", "removed"}
+
+// ClientHistory is what an order's client reads of its history: when and
+// how the order and each record changed, and why the order did; who
+// changed it only when a person did (a client's cancel, an operator's
+// redrive or cancel); a step's result only where wf shows it to clients
+// (StepDef.ResultShownToClient), with its reference. The order's reasons
+// are said as order.ClientReason says them. Attempts (the fences), the
+// instances and agents that wrote, and records' other reasons (timeouts,
+// deadlines, a reference not shown) are the operators'. Each entry is built anew from
+// the fields allowed, so a field added to order.HistoryEntry stays the
+// operators' until it is allowed here.
+func ClientHistory(wf order.Workflow, ts []order.HistoryEntry) []order.HistoryEntry {
+	out := make([]order.HistoryEntry, 0, len(ts))
+	for _, e := range ts {
+		if !slices.Contains(clientEvents, e.Event) {
+			continue
+		}
+		c := order.HistoryEntry{At: e.At, Record: e.Record, Step: e.Step, Undo: e.Undo, Event: e.Event, From: e.From, To: e.To}
+		if strings.HasPrefix(e.By, "client ") || strings.HasPrefix(e.By, "operator ") {
+			c.By = e.By
+		}
+		switch {
+		case e.Event == "status" && e.Reason != order.ReasonSubmitted:
+			c.Reason = order.ClientReason(order.Status(e.To), e.Reason) // the order's reason, as clients read it
+		case e.Record < 0:
+			c.Reason = e.Reason // a submission's, a cancel's: the engine's plain words
+		case !e.Undo && wf.ShowsResult(e.Step) && strings.HasPrefix(e.Reason, order.ReferencePrefix):
+			c.Reason = e.Reason // the reference, shown like the step's result
+		}
+		if !e.Undo && wf.ShowsResult(e.Step) {
+			c.Result = e.Result
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // replay answers a submission whose Idempotency-Key was seen before: the
@@ -460,7 +507,8 @@ func accepted(o order.Order, replayed bool) events.APIGatewayProxyResponse {
 	return resp
 }
 
-// StepView is one step's state as GET /orders/{id} shows it.
+// StepView is one record's state as an operator's GET /ops/orders/{id},
+// the CLI and the console show it: everything the engine keeps of it.
 type StepView struct {
 	Step string `json:"step"`
 	// Undo marks an undo record: the undo of Step's work.
@@ -479,7 +527,70 @@ type StepView struct {
 	UpdatedAt time.Time       `json:"updatedAt"`
 }
 
-// OrderView is the body of GET /orders/{id}.
+// ClientStepView is one record's state as the order's client reads it
+// (GET /orders/{id}): the step and its state, and the service's reference
+// and answer only where the workflow shows them to clients
+// (StepDef.ResultShownToClient). Its attempt (the fence), deadline,
+// owner, service, failure count and reason are the operators' (see
+// StepView); the order's own lastError says why it failed.
+type ClientStepView struct {
+	Step      string          `json:"step"`
+	Undo      bool            `json:"undo,omitempty"`
+	State     string          `json:"state"`
+	Reference string          `json:"reference,omitempty"`
+	Result    json.RawMessage `json:"result,omitempty"`
+	UpdatedAt time.Time       `json:"updatedAt"`
+}
+
+// ClientOrderView is the body of a client's GET /orders/{id}: its order as
+// it submitted it, where it stands and why it failed (as order.ClientReason
+// says it), and each record as ClientStepView shows it. Like OrderView, it
+// shows the input's fields beside its own.
+type ClientOrderView struct {
+	OrderID    string           `json:"orderId"`
+	Status     order.Status     `json:"status"`
+	Workflow   string           `json:"workflow"`
+	Version    string           `json:"version"`
+	LastError  string           `json:"lastError,omitempty"`
+	CreatedAt  time.Time        `json:"createdAt"`
+	UpdatedAt  time.Time        `json:"updatedAt"`
+	Steps      []ClientStepView `json:"steps"`
+	Input      json.RawMessage  `json:"-"`
+	CustomerID string           `json:"-"`
+}
+
+// MarshalJSON writes the view's fields and then the input's.
+func (v ClientOrderView) MarshalJSON() ([]byte, error) {
+	type own ClientOrderView // without this method
+	raw, err := json.Marshal(own(v))
+	if err != nil {
+		return nil, err
+	}
+	return withInput(raw, v.Input)
+}
+
+// NewClientView is what the order's client reads of it: see
+// ClientOrderView. wf is the order's workflow version; a version this
+// build lacks (the zero Workflow) shows no step's result.
+func NewClientView(o order.Order, steps []order.StepState, wf order.Workflow) ClientOrderView {
+	view := ClientOrderView{
+		OrderID: o.ID, Workflow: o.Workflow, Version: o.Version, Status: o.Status, Input: o.Input, CustomerID: o.CustomerID,
+		LastError: order.ClientReason(o.Status, o.LastError),
+		CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt, Steps: make([]ClientStepView, len(steps)),
+	}
+	for i, st := range steps {
+		v := ClientStepView{Step: st.Step, Undo: st.Undo, State: string(st.ProcessState), UpdatedAt: st.UpdatedAt}
+		if !st.Undo && wf.ShowsResult(st.Step) {
+			v.Reference, v.Result = st.Reference, st.Result
+		}
+		view.Steps[i] = v
+	}
+	return view
+}
+
+// OrderView is the body of an operator's GET /ops/orders/{id}, and what
+// the CLI and the console show: the order and every record as the engine
+// keeps them (a client reads ClientOrderView).
 //
 // The order's input fields are shown beside the view's own, as the client
 // submitted them (the shipped workflow's customerId, lines and
@@ -539,8 +650,14 @@ func (v OrderView) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return withInput(raw, v.Input)
+}
+
+// withInput adds the input's fields to a view's JSON object raw, beside
+// (never over) the view's own.
+func withInput(raw []byte, in json.RawMessage) ([]byte, error) {
 	var input map[string]json.RawMessage
-	if json.Unmarshal(v.Input, &input) != nil || len(input) == 0 {
+	if json.Unmarshal(in, &input) != nil || len(input) == 0 {
 		return raw, nil
 	}
 	var fields map[string]json.RawMessage
@@ -608,16 +725,16 @@ func (s *Service) get(ctx context.Context, req events.APIGatewayProxyRequest, op
 	if err != nil {
 		return events.APIGatewayProxyResponse{}, err
 	}
-	view := NewOrderView(o, steps)
 	if !operator {
-		view.Redrive = nil // an operator's choice: a client cannot redrive
+		wf, _ := s.workflows.Get(o.Workflow, o.Version) // a version this build lacks shows no result
+		return jsonResponse(http.StatusOK, NewClientView(o, steps, wf)), nil
 	}
-	return jsonResponse(http.StatusOK, view), nil
+	return jsonResponse(http.StatusOK, NewOrderView(o, steps)), nil
 }
 
-// NewOrderView is how the API (and the operator's CLI) shows an order and
-// its records, with, for an order in Error, what each redrive does (the
-// API leaves that out for clients).
+// NewOrderView is how the operators' route, the CLI and the console show
+// an order and its records, with, for an order in Error, what each
+// redrive does.
 func NewOrderView(o order.Order, steps []order.StepState) OrderView {
 	view := OrderView{
 		OrderID: o.ID, Workflow: o.Workflow, Version: o.Version, Status: o.Status, Input: o.Input, CustomerID: o.CustomerID, LastError: o.LastError,

@@ -2,21 +2,13 @@ package scheduler_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"orderly/internal/actor/api"
-	"orderly/internal/actor/recorder"
-	"orderly/internal/adapter/dynamo"
-	"orderly/internal/adapter/eventbridge"
-	"orderly/internal/metrics"
 	"orderly/internal/testkit/testenv"
 )
 
@@ -24,10 +16,9 @@ import (
 // events from its stream records) and reads everything clients and
 // operators are shown of it.
 type watcher struct {
-	w    *testenv.World
-	id   string
-	rec  *recorder.Service
-	last map[string]events.DynamoDBAttributeValue
+	w   *testenv.World
+	id  string
+	rec *testenv.Recording
 	// events are the bodies of the status events published so far.
 	events []string
 }
@@ -35,28 +26,14 @@ type watcher struct {
 // watch records the order's submission.
 func watch(t *testing.T, w *testenv.World, id string) *watcher {
 	t.Helper()
-	o := &watcher{w: w, id: id, rec: recorder.New(dynamo.NewHistory(w.Clients.DynamoDB, w.Stack.Catalog.History.Name),
-		eventbridge.NewPublisher(w.Clients.EventBridge, w.Stack.Catalog.EventBus), slog.New(slog.NewTextHandler(io.Discard, nil)), metrics.Discard())}
+	o := &watcher{w: w, id: id, rec: w.Follow(id)}
 	o.record(t)
 	return o
 }
 
 // record records the order's change since the last one recorded, as its
 // stream record would deliver it.
-func (o *watcher) record(t *testing.T) {
-	t.Helper()
-	ev := o.w.StreamEvent(t, o.id)
-	r := &ev.Records[0]
-	r.EventName, r.Change.OldImage = "MODIFY", o.last
-	if o.last == nil {
-		r.EventName = "INSERT"
-	}
-	o.last = r.Change.NewImage
-	resp, err := o.rec.HandleStream(context.Background(), ev)
-	if err != nil || len(resp.BatchItemFailures) > 0 {
-		t.Fatalf("record the change of order %s: %+v, %v", o.id, resp, err)
-	}
-}
+func (o *watcher) record(t *testing.T) { t.Helper(); o.rec.Record(t) }
 
 // shown returns, by where it is shown, what clients and operators read of
 // the order: its views and histories through the API (the console and
@@ -74,21 +51,7 @@ func (o *watcher) shown(t *testing.T) map[string]string {
 		}
 		out["GET "+resource] = resp.Body
 	}
-	for {
-		msgs, err := o.w.Clients.Deliveries.ReceiveMessage(context.Background(), &awssqs.ReceiveMessageInput{
-			QueueUrl: aws.String(o.w.Stack.StatusQueue.URL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
-		if err != nil {
-			t.Fatalf("receive status events: %v", err)
-		}
-		if len(msgs.Messages) == 0 {
-			break
-		}
-		for _, m := range msgs.Messages {
-			o.events = append(o.events, aws.ToString(m.Body))
-			_, _ = o.w.Clients.Deliveries.DeleteMessage(context.Background(), &awssqs.DeleteMessageInput{
-				QueueUrl: aws.String(o.w.Stack.StatusQueue.URL), ReceiptHandle: m.ReceiptHandle})
-		}
-	}
+	o.events = append(o.events, o.w.StatusEvents(t)...)
 	if len(o.events) == 0 {
 		t.Fatalf("no status event of order %s was published", o.id)
 	}

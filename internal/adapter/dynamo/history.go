@@ -75,7 +75,7 @@ func diff(before *orderRecord, now orderRecord) []order.HistoryEntry {
 		out = append(out, t)
 	}
 	if before == nil {
-		add(order.HistoryEntry{Record: -1, Event: "status", To: now.Status, Reason: "submitted"})
+		add(order.HistoryEntry{Record: -1, Event: "status", To: now.Status, Reason: order.ReasonSubmitted})
 		for i, s := range now.Steps {
 			if s.State != string(order.NotStarted) {
 				add(order.HistoryEntry{Record: i, Step: s.Step, Undo: s.Undo, Event: "state", From: string(order.NotStarted), To: s.State, Attempt: s.Attempt})
@@ -91,7 +91,7 @@ func diff(before *orderRecord, now orderRecord) []order.HistoryEntry {
 		add(t)
 	}
 	if now.Cancel && !before.Cancel {
-		add(order.HistoryEntry{Record: -1, Event: "cancel requested", Reason: "the client cancelled the order"})
+		add(order.HistoryEntry{Record: -1, Event: "cancel requested", Reason: cancelledBy(by)})
 	}
 	for i := range max(len(before.Steps), len(now.Steps)) {
 		if i >= len(now.Steps) {
@@ -116,7 +116,7 @@ func diff(before *orderRecord, now orderRecord) []order.HistoryEntry {
 		case o.State != n.State || o.Attempt != n.Attempt:
 			t.Event, t.From, t.To = "state", o.State, n.State
 			if n.Reference != "" && n.Reference != o.Reference {
-				t.Reason = "reference " + n.Reference
+				t.Reason = order.ReferenceReason(n.Reference)
 			}
 			if n.Result != "" && n.Result != o.Result {
 				t.Result = json.RawMessage(n.Result)
@@ -144,6 +144,18 @@ func diff(before *orderRecord, now orderRecord) []order.HistoryEntry {
 		add(alertTransition(*before, before.Active, "alert withdrawn", before.AlertKind))
 	}
 	return out
+}
+
+// cancelledBy is the reason of a cancel's history entry, which clients
+// read: who cancelled, as the write's actor says.
+func cancelledBy(by string) string {
+	switch by {
+	case "client cancel":
+		return "the client cancelled the order"
+	case "operator cancel":
+		return "an operator cancelled the order"
+	}
+	return "the order was cancelled"
 }
 
 // sameRecord reports whether a write left the active record's state as it
@@ -176,7 +188,9 @@ func statusChange(before *orderRecord, now orderRecord, seq string) *order.Statu
 	}
 	switch c.Status {
 	case order.StatusCompensating, order.StatusFailed, order.StatusError:
-		c.Reason = now.LastError
+		// Clients' own rules receive the events: the reason is the
+		// client's, not the engine's (the order's history keeps that).
+		c.Reason = order.ClientReason(c.Status, now.LastError)
 		for _, s := range now.Steps {
 			if s.State == string(order.Failed) || s.State == string(order.Error) {
 				c.FailedStep = s.Step

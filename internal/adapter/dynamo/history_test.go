@@ -35,7 +35,7 @@ func TestDiffListsWhatAWriteChanged(t *testing.T) {
 			r.Steps[0].Nudges, r.AlertPending, r.AlertKind = 3, true, "StepUnclaimed"
 		}, []string{"0 state Processing>Pending attempt 1", "0 alert recorded > attempt 1 (StepUnclaimed)"}},
 		{"a cancel", func(r *orderRecord) { r.Cancel, r.Status = true, "Cancelling" }, []string{
-			"-1 status Processing>Cancelling", "-1 cancel requested > (the client cancelled the order)"}},
+			"-1 status Processing>Cancelling", "-1 cancel requested > (the order was cancelled)"}},
 		{"undo records appended", func(r *orderRecord) {
 			r.Status, r.Active = "Compensating", &three
 			r.Steps[0].State = "Failed"
@@ -111,5 +111,52 @@ func TestDiffTellsASentAlertFromAnAnsweredOne(t *testing.T) {
 	}
 	if a := sentAlert(&before, before); a != nil {
 		t.Errorf("an alert still pending recorded as sent: %+v", a)
+	}
+}
+
+// A cancel is told by who made it: clients read the entry, and an
+// operator's cancel is not the client's.
+func TestDiffSaysWhoCancelled(t *testing.T) {
+	tests := []struct {
+		by, want string
+	}{
+		{"client cancel", "the client cancelled the order"},
+		{"operator cancel", "an operator cancelled the order"},
+		{"", "the order was cancelled"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.by, func(t *testing.T) {
+			one := 0
+			before := orderRecord{OrderID: "O", Status: "Processing", By: "scheduler s1", UpdatedAt: 1000, Active: &one,
+				Steps: []stepRecord{{Step: "a", State: "Processing", Attempt: 1}}}
+			now := before
+			now.Steps = slices.Clone(before.Steps)
+			now.Cancel, now.Status, now.By = true, "Cancelling", tt.by
+			var got []string
+			for _, e := range diff(&before, now) {
+				if e.Event == "cancel requested" {
+					got = append(got, e.Reason)
+				}
+			}
+			if !slices.Equal(got, []string{tt.want}) {
+				t.Errorf("cancel requested by %q: reasons %q, want %q", tt.by, got, tt.want)
+			}
+		})
+	}
+}
+
+// A status event says why in the words a client reads (its consumers are
+// the clients' own rules), not the engine's.
+func TestStatusChangeCarriesTheClientsReason(t *testing.T) {
+	one := 1
+	before := orderRecord{OrderID: "O", Status: "Processing", UpdatedAt: 1000, Active: &one,
+		Steps: []stepRecord{{Step: "a", State: "Processed"}, {Step: "charge-payment", State: "Processing", Attempt: 2}}}
+	now := before
+	now.Steps = slices.Clone(before.Steps)
+	now.Status, now.Steps[1].State = "Compensating", "Failed"
+	now.LastError = "step charge-payment: attempt 2 timed out: no reply by 2026-03-01T12:00:00Z; 2 of 2 allowed timeouts used"
+	c := statusChange(&before, now, "7")
+	if c.Reason != "step charge-payment did not complete in time" || c.FailedStep != "charge-payment" {
+		t.Errorf("got reason %q, failed step %q; want the client's reason of charge-payment", c.Reason, c.FailedStep)
 	}
 }

@@ -5,13 +5,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -121,12 +121,29 @@ func (c *Client) endpointOf(service string) (*endpoint, error) {
 // authTransport authorizes each request to one service. A request the
 // service refuses with 401 or 403 is tried once more when the credential
 // has changed since it was sent (a rotated secret), so a rotation costs no
-// failed call. Every answer is scrubbed of the credential's values, so a
-// service that echoes one cannot put it into an error, a step's reason or
-// a log.
+// failed call. Every answer is scrubbed of the credential, whole and in
+// part (see Scrubber), so a service that echoes it cannot put it into an
+// error, a step's reason or a log.
 type authTransport struct {
 	next http.RoundTripper
 	auth Auth
+
+	// scrubber is made for the secrets in scrubFor, and kept until they
+	// change.
+	mu       sync.Mutex
+	scrubFor []string
+	scrubber *Scrubber
+}
+
+// scrubberOf returns the scrubber of secrets, made again only when they
+// change (a rotation, a new session token).
+func (t *authTransport) scrubberOf(secrets []string) *Scrubber {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.scrubber == nil || !slices.Equal(t.scrubFor, secrets) {
+		t.scrubber, t.scrubFor = NewScrubber(secrets...), secrets
+	}
+	return t.scrubber
 }
 
 func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -150,18 +167,29 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	sent, resp, err := send()
 	if err != nil {
-		return nil, err
+		return nil, t.scrubError(sent, err)
 	}
 	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
 		if t.auth.refresh(req.Context(), sent) {
 			io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBytes))
 			resp.Body.Close()
 			if sent, resp, err = send(); err != nil {
-				return nil, err
+				return nil, t.scrubError(sent, err)
 			}
 		}
 	}
-	return scrub(resp, t.auth.secrets(sent))
+	return scrub(resp, t.scrubberOf(t.auth.secrets(sent)))
+}
+
+// scrubError scrubs the credential sent with out of a transport's error,
+// whose text may quote what the service answered ("malformed HTTP
+// response \"…\""). An error before sending (out is nil) is the
+// client's own.
+func (t *authTransport) scrubError(out *http.Request, err error) error {
+	if out == nil {
+		return err
+	}
+	return quoted(err, t.scrubberOf(t.auth.secrets(out)).Scrub(err.Error()))
 }
 
 // payload reads a request's body: a signature covers it, and a second
@@ -178,25 +206,23 @@ func payload(req *http.Request) ([]byte, error) {
 	return body, nil
 }
 
-// scrub replaces every value of secrets, as it is and as JSON escapes it,
-// in the answer's body (the first 128 KiB: more than the client reads).
-func scrub(resp *http.Response, secrets []string) (*http.Response, error) {
-	var forms [][]byte
-	for _, s := range secrets {
-		if s == "" {
-			continue
-		}
-		forms = append(forms, []byte(s))
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		enc.Encode(s)
-		forms = append(forms, bytes.Trim(bytes.TrimSpace(b.Bytes()), `"`))
-		html, _ := json.Marshal(s)
-		forms = append(forms, bytes.Trim(html, `"`))
-	}
-	if len(forms) == 0 {
+// scrub takes the credential s was made for out of the answer's header
+// values (a Location, say) and body (the first 128 KiB: more than the
+// client reads), whole and in part, in every form a service may write it
+// (see Scrubber).
+func scrub(resp *http.Response, s *Scrubber) (*http.Response, error) {
+	if len(s.forms) == 0 {
 		return resp, nil
+	}
+	for name, values := range resp.Header {
+		for i, v := range values {
+			values[i] = s.Scrub(v)
+			if name == "Location" {
+				// Brackets would make it a URL the client cannot parse
+				// (an IPv6 host), and the redirect a transient fault.
+				values[i] = s.replace(v, "redacted")
+			}
+		}
 	}
 	// More than Call reads, so that a bound Call checks still sees an
 	// answer too long.
@@ -205,9 +231,7 @@ func scrub(resp *http.Response, secrets []string) (*http.Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read response: %w", err)
 	}
-	for _, f := range forms {
-		raw = bytes.ReplaceAll(raw, f, []byte(redacted))
-	}
+	raw = s.scrubJSON(s.scrubBytes(raw))
 	resp.Body = io.NopCloser(bytes.NewReader(raw))
 	resp.ContentLength = int64(len(raw))
 	return resp, nil

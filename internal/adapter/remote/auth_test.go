@@ -1,16 +1,21 @@
 package remote_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -268,6 +273,146 @@ func TestNoSecretValueLeavesTheClient(t *testing.T) {
 					if strings.Contains(out, form) {
 						t.Errorf("the %s carries the secret: %s", name, out)
 					}
+				}
+			}
+		})
+	}
+}
+
+// A service that echoes a part of the credential (the token after its
+// scheme, a Basic credential's password, a parameter's value) has that
+// part scrubbed too, in every form services write it: as is, URL-escaped,
+// JSON-escaped (even a character at a time) and base64-encoded.
+func TestNoSecretPartLeavesTheClient(t *testing.T) {
+	const token = `tok_S3CR3T/+<&>=123456`
+	values := map[string]string{
+		"bearer":     "Bearer " + token,
+		"basic":      "Basic " + base64.StdEncoding.EncodeToString([]byte("merchant-42:"+token)),
+		"parameters": `Token realm="shop", token="` + token + `"`,
+	}
+	html, _ := json.Marshal(token)
+	var unicode strings.Builder
+	for _, r := range token {
+		fmt.Fprintf(&unicode, `\u%04x`, r)
+	}
+	forms := map[string]string{
+		"as is":           token,
+		"query-escaped":   url.QueryEscape(token),
+		"path-escaped":    url.PathEscape(token),
+		"json-escaped":    strings.Trim(string(html), `"`),
+		"slash-escaped":   strings.ReplaceAll(token, "/", `\/`),
+		"unicode-escaped": unicode.String(),
+		"base64":          base64.StdEncoding.EncodeToString([]byte(token)),
+		"base64 url":      base64.URLEncoding.EncodeToString([]byte(token)),
+		"base64 raw":      base64.RawStdEncoding.EncodeToString([]byte(token)),
+		"base64 raw url":  base64.RawURLEncoding.EncodeToString([]byte(token)),
+	}
+	leaks := []string{"S3CR3T", token}
+	for _, form := range forms {
+		if !strings.Contains(form, `\u`) && !strings.Contains(form, `\/`) {
+			leaks = append(leaks, form)
+		}
+	}
+	for name, value := range values {
+		for formName, form := range forms {
+			for _, status := range []int{http.StatusCreated, http.StatusUnprocessableEntity, http.StatusInternalServerError} {
+				t.Run(fmt.Sprintf("%s/%s/%d", name, formName, status), func(t *testing.T) {
+					ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+						if r.Header.Get("X-Api-Key") != value {
+							w.WriteHeader(http.StatusUnauthorized)
+							return
+						}
+						w.WriteHeader(status)
+						fmt.Fprintf(w, `{"id": "ch_%s", "error": "token %s is not allowed", "detail": {"%s": ["%s"]}}`, form, form, form, form)
+					}))
+					defer ts.Close()
+					client := headerClient(ts, &fakeSecrets{value: value}, time.Now)
+
+					ans, err := client.Call(t.Context(), "payment", stepRequest("k-part"))
+					if status == http.StatusCreated && err != nil {
+						t.Fatalf("Call: %v, want the answer", err)
+					}
+					var body any
+					json.Unmarshal(ans.Body, &body)
+					outputs := map[string]string{"error": fmt.Sprint(err), "reason": order.ReasonFor(err),
+						"reference": ans.Reference, "result": string(ans.Body), "result decoded": fmt.Sprint(body)}
+					for what, out := range outputs {
+						for _, leak := range leaks {
+							if strings.Contains(out, leak) {
+								t.Errorf("the %s carries %q: %s", what, leak, out)
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// rawService answers every request on a TCP listener with answer, as is:
+// bytes no HTTP server would send.
+func rawService(t *testing.T, answer string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				if req, err := http.ReadRequest(bufio.NewReader(conn)); err == nil {
+					io.Copy(io.Discard, req.Body)
+				}
+				io.WriteString(conn, answer)
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// What a service sends outside a body (a redirect's Location, bytes Go's
+// transport quotes in its error) reaches the client's error scrubbed of
+// the credential and cut, however long it is.
+func TestServiceBytesOutsideTheBodyAreScrubbedAndCut(t *testing.T) {
+	const token = "tok_S3CR3T123"
+	long := strings.Repeat("a", 5000)
+	redirect := func(location string) string {
+		ts := httptest.NewServer(respond(http.StatusFound, http.Header{"Location": {location}}, ""))
+		t.Cleanup(ts.Close)
+		return ts.URL
+	}
+	tests := []struct {
+		name string
+		url  func() string
+		kind error
+	}{
+		{"a Location's host holding the token", func() string { return redirect("https://" + token + ".elsewhere.example/x") }, order.ErrConfiguration},
+		{"a Location's long host", func() string { return redirect("https://" + long + ".example/x") }, order.ErrConfiguration},
+		{"a status line holding the token", func() string { return rawService(t, "BOGUS "+token+" \r\n\r\n") }, order.ErrTransient},
+		{"a long status line", func() string { return rawService(t, "BOGUS "+long+"\r\n\r\n") }, order.ErrTransient},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			auth := remote.NewHeaderAuth(headerAuth, &fakeSecrets{value: "Bearer " + token}, time.Minute, time.Now)
+			client := remote.NewClientFor(map[string]remote.Service{"payment": {URL: tt.url(), Auth: auth}}, nil, shipped)
+			var logs bytes.Buffer
+			_, err := client.Call(t.Context(), "payment", stepRequest("k-raw"))
+			slog.New(slog.NewJSONHandler(&logs, nil)).Error("call failed", "error", err)
+			if !errors.Is(err, tt.kind) {
+				t.Fatalf("Call error = %v, want %v", err, tt.kind)
+			}
+			for what, out := range map[string]string{"error": fmt.Sprint(err), "logs": logs.String()} {
+				if strings.Contains(out, "S3CR3T") {
+					t.Errorf("the %s carries the token: %s", what, out)
+				}
+				if strings.Contains(out, long[:1024]) {
+					t.Errorf("the %s carries the service's bytes uncut (%d bytes)", what, len(out))
 				}
 			}
 		})

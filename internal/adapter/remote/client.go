@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"orderly/internal/definition"
@@ -29,8 +30,18 @@ const (
 	// maxResponseBytes bounds what is read of a response, so a misbehaving
 	// service cannot exhaust an agent's memory.
 	maxResponseBytes = 64 << 10
-	// maxMessageLen bounds a non-JSON error body quoted in an error.
-	maxMessageLen = 256
+	// maxMessageBytes bounds every message taken from a service's answer
+	// (its "error" field, or its text) before it reaches an error, and so a
+	// log, a reason or an item: a long answer cannot flood them. It is
+	// scrubbed of the credential first (see Scrubber), then cut
+	// (order.Cut).
+	maxMessageBytes = 512
+	// maxReferenceChars bounds a service's id, the step's reference: it is
+	// kept in the order's item and history, and a client sees it when the
+	// step's definition sets result.shownToClient. A longer one, or one
+	// with a character that is not printable, is a contract fault, never
+	// written.
+	maxReferenceChars = 256
 	// maxRetryAfterSeconds keeps a huge Retry-After from overflowing.
 	maxRetryAfterSeconds = math.MaxInt64 / int64(time.Second)
 )
@@ -180,21 +191,33 @@ func (c *Client) Call(ctx context.Context, service string, req order.StepRequest
 // reference.
 func (c *Client) answer(op string, wf order.Workflow, def order.StepDef, req order.StepRequest, status int, raw []byte) (order.Answer, error) {
 	var created struct {
-		ID string `json:"id"`
+		// Raw, so that invalid UTF-8 is seen, not replaced.
+		ID json.RawMessage `json:"id"`
 	}
-	if err := json.Unmarshal(raw, &created); err != nil || created.ID == "" {
+	var id string
+	if err := json.Unmarshal(raw, &created); err != nil || json.Unmarshal(created.ID, &id) != nil || id == "" {
 		// The work may have been done; a retry with the same key
 		// replays it and gets the reference.
 		return order.Answer{}, fmt.Errorf("%s: status %d without a reference in the body: %w", op, status, order.ErrTransient)
 	}
-	if req.Undo {
-		return order.Answer{Reference: created.ID}, nil
-	}
 	contract := func(problem string) error {
 		return fmt.Errorf("%s: status %d: %w: %w", op, status, &order.ContractError{Service: def.Agent, Step: def.Name, Problem: problem}, order.ErrContract)
 	}
+	if problem := referenceProblem(created.ID, id); problem != "" {
+		// The same key replays the same id: no retry helps.
+		return order.Answer{}, contract(problem)
+	}
+	if req.Undo {
+		return order.Answer{Reference: id}, nil
+	}
 	if limit := def.ResultMaxBytes; wf.Keeps(def.Name) && limit > 0 && len(raw) > limit {
 		return order.Answer{}, contract(fmt.Sprintf("is %d bytes; the step keeps at most %d (its result.maxBytes)", len(raw), limit))
+	}
+	if i := bytes.IndexFunc(raw, func(r rune) bool { return r == 0xFFFE || r == 0xFFFF }); i >= 0 && wf.Keeps(def.Name) {
+		// A queue message cannot carry it; escaped, it would take twice
+		// the bytes result.maxBytes counted.
+		r, _ := utf8.DecodeRune(raw[i:])
+		return order.Answer{}, contract(fmt.Sprintf("holds the noncharacter %U, which orderly's queues cannot carry: a kept result writes it escaped (\\u%04x)", r, r))
 	}
 	if schema, ok := c.schemas[stepRef{wf.Name, wf.Version, def.Name}]; ok {
 		if problems := schema.Check(raw); len(problems) > 0 {
@@ -213,7 +236,27 @@ func (c *Client) answer(op string, wf order.Workflow, def order.StepDef, req ord
 	if err := json.Compact(&compact, raw); err != nil {
 		return order.Answer{}, fmt.Errorf("%s: status %d with an answer that is not JSON: %w", op, status, order.ErrTransient)
 	}
-	return order.Answer{Reference: created.ID, Body: compact.Bytes()}, nil
+	return order.Answer{Reference: id, Body: compact.Bytes()}, nil
+}
+
+// referenceProblem says what is wrong with a service's id (raw as the
+// answer wrote it, id decoded), in the engine's words, never quoting it:
+// "" when it is at most maxReferenceChars printable characters of valid
+// UTF-8. Printable is unicode.IsPrint: letters, marks, numbers,
+// punctuation, symbols and the ASCII space, so no control character (a
+// line break that forges a log line), no format character (a direction
+// override that disguises it) and no other space.
+func referenceProblem(raw json.RawMessage, id string) string {
+	if !utf8.Valid(raw) {
+		return "has an id that is not valid UTF-8"
+	}
+	if n := utf8.RuneCountInString(id); n > maxReferenceChars {
+		return fmt.Sprintf("has an id of %d characters, over the %d a reference may have", n, maxReferenceChars)
+	}
+	if strings.IndexFunc(id, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return fmt.Sprintf("has an id with a character that is not printable (a control, format or separator character); a reference is at most %d printable characters", maxReferenceChars)
+	}
+	return ""
 }
 
 // callOf returns req's step and the call it defines (its undo call for an
@@ -238,7 +281,8 @@ func callOf(wf order.Workflow, service string, req order.StepRequest) (order.Ste
 }
 
 // redirectTarget names where a redirect pointed: the Location's host
-// only, as its path and query may carry a token.
+// only, as its path and query may carry a token. The host is the
+// service's too: scrubbed with the Location (see authTransport) and cut.
 func redirectTarget(resp *http.Response) string {
 	loc, err := resp.Location()
 	switch {
@@ -247,16 +291,45 @@ func redirectTarget(resp *http.Response) string {
 	case err != nil || loc.Host == "":
 		return "redirected to an unreadable Location"
 	}
-	return "redirected to " + loc.Host
+	return "redirected to " + order.Cut(loc.Host, maxMessageBytes)
 }
 
 // transportError classifies a failure to get a response: it is always
 // transient, and names the context's error when the context ended the call.
+// Its text is cut, as Go's transport quotes what the service sent
+// ("malformed HTTP response \"…\"").
 func transportError(ctx context.Context, op string, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("%s: %w: %w", op, ctxErr, order.ErrTransient)
 	}
-	return fmt.Errorf("%s: %w: %w", op, err, order.ErrTransient)
+	return fmt.Errorf("%s: %w: %w", op, quoted(err, order.Cut(err.Error(), maxMessageBytes)), order.ErrTransient)
+}
+
+// quotedError is an error that quoted a service's bytes (as Go's
+// transport does), told in text safe to log: scrubbed, cut. It does not
+// unwrap, so those bytes cannot be printed through it, but it answers
+// errors.Is and Timeout (which the agent's circuit asks) as err does.
+type quotedError struct {
+	text string
+	err  error
+}
+
+// quoted returns err told in text, or err itself when text is its own.
+func quoted(err error, text string) error {
+	if text == err.Error() {
+		return err
+	}
+	return &quotedError{text: text, err: err}
+}
+
+func (e *quotedError) Error() string { return e.text }
+
+func (e *quotedError) Is(target error) bool { return errors.Is(e.err, target) }
+
+// Timeout reports whether err timed out.
+func (e *quotedError) Timeout() bool {
+	var t interface{ Timeout() bool }
+	return errors.As(e.err, &t) && t.Timeout()
 }
 
 // classify returns the fault class of a failed status (not a redirect).
@@ -288,21 +361,13 @@ func errorMessage(code int, raw []byte) string {
 	var body struct {
 		Error string `json:"error"`
 	}
-	if json.Unmarshal(raw, &body) == nil && body.Error != "" {
-		return body.Error
+	if json.Unmarshal(raw, &body) == nil && strings.TrimSpace(body.Error) != "" {
+		return order.Cut(body.Error, maxMessageBytes)
 	}
-	text := strings.TrimSpace(strings.ToValidUTF8(string(raw), "\uFFFD"))
-	if text == "" {
-		return http.StatusText(code)
+	if text := order.Cut(string(raw), maxMessageBytes); text != "" {
+		return text
 	}
-	if len(text) > maxMessageLen {
-		cut := maxMessageLen
-		for cut > 0 && !utf8.RuneStart(text[cut]) {
-			cut--
-		}
-		text = text[:cut] + "..."
-	}
-	return text
+	return http.StatusText(code)
 }
 
 // parseRetryAfter reads Retry-After as delay-seconds or an HTTP date. A

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"orderly/internal/adapter/remote"
 	"orderly/internal/definition"
@@ -385,6 +386,101 @@ func TestCallReadsAtMost64KiB(t *testing.T) {
 				t.Errorf("error message is %d bytes, want at most %d", n, tt.maxLen)
 			}
 		})
+	}
+}
+
+// Every message taken from a service's answer is cut to 512 bytes, on a
+// character's boundary and marked, before it reaches an error (and so a
+// log or a reason); a short one is kept whole.
+func TestServiceMessageIsCut(t *testing.T) {
+	long := strings.Repeat("é", 2000) // two bytes each: a cut may fall inside one
+	tests := []struct {
+		name, body, want string
+		cut              bool
+	}{
+		{"a long error field", `{"error":"` + long + `"}`, "éé", true},
+		{"a long text body", long, "éé", true},
+		{"a short error field", `{"error":"card declined"}`, "card declined", false},
+		{"a short text body", "card declined", "card declined", false},
+		{"at the bound", `{"error":"` + strings.Repeat("x", 512) + `"}`, strings.Repeat("x", 512), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := httptest.NewServer(respond(http.StatusUnprocessableEntity, nil, tt.body))
+			defer ts.Close()
+
+			_, err := remote.NewClient(ts.URL, ts.Client(), shipped).Call(t.Context(), "payment", stepRequest("k1"))
+			var se *order.ServiceError
+			if !errors.As(err, &se) {
+				t.Fatalf("Call error = %v, want an order.ServiceError", err)
+			}
+			if n := len(se.Message); n > 512 || !utf8.ValidString(se.Message) {
+				t.Errorf("message is %d bytes (valid UTF-8: %t), want at most 512 of valid UTF-8", n, utf8.ValidString(se.Message))
+			}
+			if got := strings.HasSuffix(se.Message, "…"); got != tt.cut {
+				t.Errorf("message %q marked as cut: %t, want %t", se.Message, got, tt.cut)
+			}
+			if !strings.Contains(se.Message, tt.want) {
+				t.Errorf("message %q, want it to hold %q", se.Message, tt.want)
+			}
+		})
+	}
+}
+
+// A service's id is the step's reference, kept in the order and shown to
+// operators and clients: it is at most 256 printable characters of valid
+// UTF-8. Any other is a contract fault (the work was done; an operator
+// must act) whose reason never quotes it, for a call and an undo alike.
+func TestCallRefusesAReferenceOutOfBounds(t *testing.T) {
+	tests := []struct {
+		name, id string
+		raw      bool // id is JSON as it is, not a string to quote
+		want     error
+		mention  string
+	}{
+		{"short", "ch_1", false, nil, ""},
+		{"at the bound", strings.Repeat("r", 256), false, nil, ""},
+		{"at the bound in characters", strings.Repeat("é", 256), false, nil, ""},
+		{"printable, with a space and a symbol", "ch 1 ✓", false, nil, ""},
+		{"over the bound", strings.Repeat("r", 257), false, order.ErrContract, "over the 256"},
+		{"a line break", `ch_1\nforged log line`, false, order.ErrContract, "not printable"},
+		{"a control character, JSON-escaped", `ch_1\u0007`, false, order.ErrContract, "not printable"},
+		{"a direction override", "ch_1\u202egpj.exe", false, order.ErrContract, "not printable"},
+		{"invalid UTF-8", "\"ch_\xff\"", true, order.ErrContract, "not valid UTF-8"},
+	}
+	for _, tt := range tests {
+		for _, undo := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/undo=%t", tt.name, undo), func(t *testing.T) {
+				id := tt.id
+				if !tt.raw {
+					id = `"` + id + `"`
+				}
+				ts := httptest.NewServer(respond(http.StatusOK, nil, `{"id":`+id+`}`))
+				defer ts.Close()
+				req := stepRequest("k1")
+				req.Undo = undo
+
+				answer, err := remote.NewClient(ts.URL, ts.Client(), shipped).Call(t.Context(), "payment", req)
+				if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
+					t.Fatalf("Call() = %q, %v; want %v", answer.Reference, err, tt.want)
+				}
+				if err == nil {
+					var want string
+					json.Unmarshal([]byte(id), &want)
+					if answer.Reference != want {
+						t.Errorf("reference = %q, want %q", answer.Reference, want)
+					}
+					return
+				}
+				if answer.Reference != "" {
+					t.Errorf("reference = %q, want none with a contract fault", answer.Reference)
+				}
+				reason := order.ReasonFor(err)
+				if !strings.Contains(reason, tt.mention) || strings.Contains(reason, "ch_1") || strings.Contains(reason, "rrrr") {
+					t.Errorf("reason %q, want it to say %q and not quote the id", reason, tt.mention)
+				}
+			})
+		}
 	}
 }
 

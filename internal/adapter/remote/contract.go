@@ -78,7 +78,9 @@ two calls with one key at the same time do the work once (the second may answer 
 The undo call takes the work's own key, reverses the work done under it, and answers 2xx; when no work was done
 under the key it answers 2xx too (nothing to undo), and either way the key is then blocked: a later call to do the
 work with it (a retry still on its way) is refused with a 4xx that is not a configuration status, and does nothing.
-A repeated undo answers 2xx.
+A repeated undo answers 2xx. An undo may come without its own step's result (results.<step>), even where the
+definition has it carry it: when the step's call timed out after the service did the work, the engine has no answer
+to send. The service must then find the work by its key alone.
 
 Answers, by class (x-orderly-class on each response): success: 2xx with a JSON object holding a non-empty string
 "id", the service's reference for the work; the whole object is the step's result (a 2xx without an id is taken as
@@ -89,8 +91,9 @@ answer in time: retried with backoff within the step's window, waiting at least 
 (delay-seconds or an HTTP date). permanent: 501 and every 4xx not listed as configuration: the service refuses the
 work (a declined card); the step fails and the steps before it are undone. configuration: every 3xx (never
 followed), 401, 403, 404, 405, 407, 415: how the service is reached is wrong (URL, credential, network rule): the
-same for every order, so orders wait (the agent holds its requests and alarms) instead of failing. Errors carry
-{"error": "why"}.
+same for every order, so orders wait (the agent holds its requests and alarms) instead of failing; but a 404
+that only one order's key gets while the same call succeeds for other orders fails that order's step (an unknown
+SKU): answer an unknown entity with 422, which says so plainly. Errors carry {"error": "why"}.
 
 Requests carry Content-Type: application/json, Accept: application/json, the Idempotency-Key and the stage's
 authentication for the service (a header kept in AWS Secrets Manager, or SigV4), and a JSON object: "orderId";
@@ -130,7 +133,8 @@ func Contract() map[string]any {
 					ref("Request"), response("the work is done (or was, under this key): its reference and the step's result", ref("Answer")))},
 				"StepUndo": map[string]any{"post": operation("undo a step's work",
 					"At the method and path of the step's undo (steps[].undo), with the work's Idempotency-Key. Reverses the work done under the key, "+
-						"or does nothing when there was none; then blocks the key.",
+						"or does nothing when there was none; then blocks the key. It may come without the step's own result (results.<step>): "+
+						"after a call that timed out once the work was done, the engine has none, so the work must be found by its key alone.",
 					ref("Request"), response("undone, or nothing to undo: the key is blocked", ref("Answer")))},
 			},
 		},
@@ -192,7 +196,8 @@ func ContractFor(w order.Workflow) (map[string]any, error) {
 		if d.UndoCall.Path == "" {
 			continue
 		}
-		undo := operation("undo step "+d.Name+": "+d.Undo, "Reverses the work done under the Idempotency-Key, or does nothing when there was none; then blocks the key.",
+		undo := operation("undo step "+d.Name+": "+d.Undo, "Reverses the work done under the Idempotency-Key, or does nothing when there was none; then blocks the key. "+
+			"It may come without the step's own result: after a call that timed out once the work was done, the engine has none, so the work must be found by its key alone.",
 			requestSchema(w, d, input, true), response("undone, or nothing to undo: the key is blocked", ref("Answer")))
 		undo["operationId"] = "undo-" + d.Name
 		if err := add(d.UndoCall, "the undo of step "+d.Name, undo); err != nil {
@@ -236,7 +241,8 @@ func answerSchema() map[string]any {
 		"type":        "object",
 		"description": "a success's answer: the service's reference for the work in \"id\"; other fields are the step's result too",
 		"required":    []any{"id"},
-		"properties":  map[string]any{"id": map[string]any{"type": "string", "minLength": 1}},
+		"properties": map[string]any{"id": map[string]any{"type": "string", "minLength": 1, "maxLength": maxReferenceChars,
+			"description": fmt.Sprintf("the step's reference: at most %d printable characters (no control, format or separator character but the space); any other id is a contract fault", maxReferenceChars)}},
 	}
 }
 
@@ -289,7 +295,8 @@ func requestSchema(w order.Workflow, d order.StepDef, input map[string]any, undo
 			results["required"] = toAny(steps)
 			required = append(required, order.BodyResults)
 		} else {
-			results["description"] = "the carried steps' answers that the order has (a step not done has none)"
+			results["description"] = "the carried steps' answers that the order has (a step not done has none, nor one whose call timed out after its work was done: " +
+				"its undo must find the work by its key)"
 		}
 		props[order.BodyResults] = results
 	}
@@ -400,6 +407,12 @@ func operation(summary, description string, body, success map[string]any) map[st
 	config := func(why string) map[string]any {
 		return failure(ClassConfiguration, why+": a configuration fault; orders wait (held, alarmed), never failed for it", true)
 	}
+	// A 404 may be one order's own (the agent's circuit breaker tells:
+	// agent.OrdersOwnStatus); a 403 never is (an expired credential).
+	ownOrConfig := func(why string) map[string]any {
+		return failure(ClassConfiguration, why+": a configuration fault; orders wait (held, alarmed), but when only one order's key gets it "+
+			"while the same call succeeds for other orders, that order's step fails with the service's words (answer 422 for an unknown entity)", true)
+	}
 	transient := func(why string) map[string]any {
 		return failure(ClassTransient, why+": transient; retried with backoff within the step's window", true)
 	}
@@ -412,8 +425,8 @@ func operation(summary, description string, body, success map[string]any) map[st
 			"2XX": success,
 			"3XX": failure(ClassConfiguration, "a redirect: never followed (it would send the key elsewhere); a configuration fault", false),
 			"401": config("the credential is missing or wrong"),
-			"403": config("forbidden (a WAF or network rule, a permission)"),
-			"404": config("no such path: a wrong base URL or path"),
+			"403": config("forbidden (a WAF or network rule, a permission, an expired or not yet rotated credential)"),
+			"404": ownOrConfig("no such path (a wrong base URL or path), or no such entity"),
 			"405": config("the method is not allowed: a wrong call in the definition"),
 			"407": config("the proxy wants a credential"),
 			"415": config("the service does not take JSON"),

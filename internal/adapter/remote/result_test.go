@@ -34,8 +34,12 @@ func TestAnswersBreakingTheStepsResultContractAreContractFaults(t *testing.T) {
 	}{
 		{"within the bound and the schema", "fraud-check", `{"id":"f1","score":0.2}`, false, nil, ""},
 		{"over the bound", "fraud-check", `{"id":"f1","score":0.2,"note":"` + strings.Repeat("s3cr3t", 20) + `"}`, false, order.ErrContract, "keeps at most 64"},
-		{"a field missing", "fraud-check", `{"id":"f1"}`, false, order.ErrContract, "(the answer itself)"},
+		{"a field missing", "fraud-check", `{"id":"f1"}`, false, order.ErrContract, "at score"},
 		{"a field out of range", "fraud-check", `{"id":"f1","score":7}`, false, order.ErrContract, "at score"},
+		// A queue message cannot carry it, and escaped it takes twice the
+		// bytes maxBytes counted.
+		{"a kept result holding U+FFFF", "fraud-check", "{\"id\":\"f1\",\"score\":0.2,\"n\":\"\uFFFF\"}", false, order.ErrContract, "U+FFFF"},
+		{"a kept result holding U+FFFF escaped", "fraud-check", `{"id":"f1","score":0.2,"n":"\uffff"}`, false, nil, ""},
 		// No later call carries charge's answer: it is not kept, so not bounded.
 		// Over what an agent reads at all, kept or not: no retry shortens it.
 		{"over 64 KiB", "charge", `{"id":"ch1","note":"` + strings.Repeat("x", 64<<10) + `"}`, false, order.ErrContract, "over 64 KiB"},

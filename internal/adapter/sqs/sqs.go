@@ -5,10 +5,12 @@
 package sqs
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -148,13 +150,18 @@ func (r *Replies) SendReply(ctx context.Context, rep order.StepReply) error {
 }
 
 func send(ctx context.Context, client Client, url string, body any, orderID, step string, attempt int, delay time.Duration) error {
-	data, err := json.Marshal(body)
-	if err != nil {
+	// The order's input and results go as written: escaped for HTML, each
+	// "<", ">" and "&" would take six bytes, and a request within the
+	// bound definition.Sizes checks could outgrow the message.
+	var data bytes.Buffer
+	enc := json.NewEncoder(&data)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(body); err != nil {
 		return fmt.Errorf("marshal message: %w", err)
 	}
-	_, err = client.SendMessage(ctx, &sqs.SendMessageInput{
+	_, err := client.SendMessage(ctx, &sqs.SendMessageInput{
 		QueueUrl:     aws.String(url),
-		MessageBody:  aws.String(string(data)),
+		MessageBody:  aws.String(sqsSafe(bytes.TrimSuffix(data.Bytes(), []byte("\n")))),
 		DelaySeconds: int32((delay + time.Second - 1) / time.Second),
 		MessageAttributes: map[string]types.MessageAttributeValue{
 			"orderId": {DataType: aws.String("String"), StringValue: aws.String(orderID)},
@@ -164,3 +171,14 @@ func send(ctx context.Context, client Client, url string, body any, orderID, ste
 	})
 	return err
 }
+
+// SQS takes a message's characters from #x9, #xA, #xD, #x20-#xD7FF,
+// #xE000-#xFFFD and #x10000-#x10FFFF only. JSON escapes every control
+// character below #x20 and valid UTF-8 holds no surrogate, so what is left
+// to refuse are U+FFFE and U+FFFF, which a client's input or a service's
+// result may hold: they are written as JSON escapes, which decode to the
+// same string (they can only be inside a string), instead of making the
+// message unsendable.
+var sqsEscapes = strings.NewReplacer("\uFFFE", `\ufffe`, "\uFFFF", `\uffff`)
+
+func sqsSafe(data []byte) string { return sqsEscapes.Replace(string(data)) }

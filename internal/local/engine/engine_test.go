@@ -48,9 +48,11 @@ func submit(t testing.TB, e running, sub ordertest.Submission) string {
 	return out.OrderID
 }
 
+// status reads the order on the operators' route, which shows every
+// record's attempt, owner and result (a client's view shows none of them).
 func status(t *testing.T, e running, id string) api.OrderView {
 	t.Helper()
-	resp, err := http.Get(e.URL() + "/orders/" + id)
+	resp, err := http.Get(e.URL() + "/ops/orders/" + id)
 	if err != nil {
 		t.Fatalf("GET /orders/%s: %v", id, err)
 	}

@@ -21,9 +21,11 @@ import (
 	"orderly/internal/testkit/testenv"
 )
 
+// history reads the order's history on the operators' route, which
+// shows every writer and attempt (a client's history shows neither).
 func history(t testing.TB, e running, id string) api.HistoryView {
 	t.Helper()
-	resp, err := http.Get(e.URL() + "/orders/" + id + "/history")
+	resp, err := http.Get(e.URL() + "/ops/orders/" + id + "/history")
 	if err != nil {
 		t.Fatalf("GET history: %v", err)
 	}

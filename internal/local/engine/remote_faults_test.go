@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,6 +124,67 @@ func TestConfigurationFaultHoldsOrdersUntilTheServiceAnswers(t *testing.T) {
 	}
 	t.Logf("Processed %s after a %s outage began; %d configuration faults counted; payment's deadline moved on %d times by heartbeats, %d by the Supervisor",
 		took.Round(time.Millisecond), outage, faults, stored.Heartbeats, stored.Deferrals)
+}
+
+// One order's data does not hold everyone: payment answers 404 for one
+// order's unknown payment account (TEST-PAYMENT-UNKNOWN: common REST
+// practice for an unknown entity) while it charges the other orders.
+// The payment agent has seen other keys succeed, so that 404 is the
+// order's own: its step fails with the service's words and its
+// reservation is undone, the other orders go on to Processed, and the
+// circuit never opens: nothing is held, no configuration fault counted.
+func TestOneOrdersNotFoundFailsOnlyThatOrder(t *testing.T) {
+	t.Parallel()
+	emfPath := filepath.Join(t.TempDir(), "emf.jsonl")
+	emf, err := os.Create(emfPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emf.Close()
+	e := start(t, func(c *engine.Config) { c.Metrics = emf })
+
+	// A fresh agent has seen no other order succeed: one first, so that
+	// the 404 has others to stand against.
+	first := submit(t, e, lines("BOOK-1"))
+	if v := await(t, e, first, 30*time.Second); v.Status != order.StatusProcessed {
+		t.Fatalf("first order: %s, want Processed: %s", v.Status, testenv.Describe(v))
+	}
+	bad := submit(t, e, lines("BOOK-2", "TEST-PAYMENT-UNKNOWN"))
+	var others []string
+	for i := range 4 {
+		others = append(others, submit(t, e, lines(fmt.Sprintf("BOOK-%d", i+3))))
+	}
+
+	v := await(t, e, bad, 40*time.Second)
+	// The step's reason and attempt are the operator's to read.
+	pay, err := e.Store.GetStep(context.Background(), bad, ordertest.StepChargePayment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Status != order.StatusFailed || !slices.Equal(forward(v), []string{"Undone", "Failed", "NotStarted"}) {
+		t.Fatalf("the order with the unknown account: %s %v, want Failed [Undone Failed NotStarted]: %s", v.Status, forward(v), testenv.Describe(v))
+	}
+	if want := "no such payment account"; !strings.Contains(pay.LastError, want) || !strings.Contains(v.LastError, want) {
+		t.Errorf("reasons: step %q, order %q, want the service's words %q", pay.LastError, v.LastError, want)
+	}
+	if got := undone(t, e, bad); !slices.Equal(got, []string{ordertest.AgentInventory}) {
+		t.Errorf("the simulator undid %v, want [inventory]", got)
+	}
+	for _, id := range others {
+		if v := await(t, e, id, 30*time.Second); v.Status != order.StatusProcessed {
+			t.Errorf("order %s: %s, want Processed: %s", id, v.Status, testenv.Describe(v))
+		}
+	}
+	for _, rec := range emfRecords(t, emfPath) {
+		if rec["Service"] != ordertest.AgentPayment+"-agent" {
+			continue
+		}
+		for _, name := range []string{metrics.RequestsHeld, metrics.ConfigurationFaults, metrics.CircuitOpened} {
+			if rec[name] != nil {
+				t.Errorf("%s record %v: the one order's 404 opened the circuit or held a request", name, rec)
+			}
+		}
+	}
 }
 
 // emfRecords reads the EMF lines the engine wrote.

@@ -59,6 +59,12 @@
 //	               fraud "order flagged as a fraud risk"
 //	PERMANENT-<N>  the first N calls answer 422, later calls succeed (the
 //	               service was fixed: for trying an operator's redrive)
+//	UNKNOWN        every call answers 404, as REST services answer for an
+//	               entity they do not know: inventory "no such sku", payment
+//	               "no such payment account", shipping "no such address",
+//	               fraud "no such customer" (the agent fails only that order
+//	               while the service answers others: see
+//	               docs/remote-services.md, One order's 404)
 //	HANG           no call is answered: each is held until the client gives
 //	               up or the simulator closes
 //	HANG-<N>       the first N calls are held as with HANG, later calls succeed

@@ -18,6 +18,9 @@ const (
 	permanent
 	hang
 	slow
+	// unknown answers 404, as a REST service does for an entity it
+	// does not know (an unknown SKU).
+	unknown
 )
 
 // mode is how a service treats one order, chosen by a test SKU.
@@ -35,7 +38,7 @@ func (m mode) affects(n int) bool {
 	switch m.behaviour {
 	case slow:
 		return true
-	case permanent, hang:
+	case permanent, hang, unknown:
 		return m.calls < 0 || n <= m.calls
 	case transient:
 		return n <= m.calls
@@ -68,6 +71,8 @@ func parseMode(s string) (mode, bool) {
 		m.behaviour, m.calls = permanent, -1
 	case s == "HANG":
 		m.behaviour, m.calls = hang, -1
+	case s == "UNKNOWN":
+		m.behaviour, m.calls = unknown, -1
 	default:
 		kind, arg, ok := strings.Cut(s, "-")
 		n, isCount := count(arg)

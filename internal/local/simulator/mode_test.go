@@ -16,6 +16,8 @@ func TestModeFor(t *testing.T) {
 		{"payment", []string{"WIDGET-1"}, mode{name: "normal"}},
 		{"payment", []string{"TEST-PAYMENT-PERMANENT"}, mode{name: "PERMANENT", behaviour: permanent, calls: -1}},
 		{"payment", []string{"TEST-PAYMENT-PERMANENT-1"}, mode{name: "PERMANENT-1", behaviour: permanent, calls: 1}},
+		{"payment", []string{"TEST-PAYMENT-UNKNOWN"}, mode{name: "UNKNOWN", behaviour: unknown, calls: -1}},
+		{"payment", []string{"TEST-PAYMENT-UNKNOWN-1"}, mode{name: "normal"}},
 		// An undo's value leaves the work alone.
 		{"payment", []string{"TEST-PAYMENT-UNDO-PERMANENT"}, mode{name: "normal"}},
 		{"inventory", []string{"TEST-INVENTORY-TRANSIENT-3"}, mode{name: "TRANSIENT-3", behaviour: transient, calls: 3}},
@@ -83,6 +85,7 @@ func TestModeAffects(t *testing.T) {
 		{"TEST-PAYMENT-HANG", []bool{true, true, true}},
 		{"TEST-PAYMENT-PERMANENT", []bool{true, true, true}},
 		{"TEST-PAYMENT-PERMANENT-1", []bool{true, false, false}},
+		{"TEST-PAYMENT-UNKNOWN", []bool{true, true, true}},
 		{"TEST-PAYMENT-SLOW-10", []bool{true, true, true}},
 	}
 	for _, tt := range tests {

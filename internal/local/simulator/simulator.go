@@ -28,6 +28,8 @@ type service struct {
 	refPrefix string
 	// refusal is the reason given by PERMANENT.
 	refusal string
+	// entity is what UNKNOWN says the service does not know.
+	entity string
 	// scores makes the answer carry a fraud score besides the id.
 	scores bool
 }
@@ -44,10 +46,10 @@ const (
 
 // services maps each collection path to the service behind it.
 var services = map[string]service{
-	"/inventory/reservations": {name: inventoryService, refPrefix: "res_", refusal: "sku out of stock"},
-	"/payment/charges":        {name: paymentService, refPrefix: "ch_", refusal: "card declined"},
-	"/shipping/shipments":     {name: shippingService, refPrefix: "shp_", refusal: "address undeliverable"},
-	"/fraud/checks":           {name: fraudService, refPrefix: "fc_", refusal: "order flagged as a fraud risk", scores: true},
+	"/inventory/reservations": {name: inventoryService, refPrefix: "res_", refusal: "sku out of stock", entity: "sku"},
+	"/payment/charges":        {name: paymentService, refPrefix: "ch_", refusal: "card declined", entity: "payment account"},
+	"/shipping/shipments":     {name: shippingService, refPrefix: "shp_", refusal: "address undeliverable", entity: "address"},
+	"/fraud/checks":           {name: fraudService, refPrefix: "fc_", refusal: "order flagged as a fraud risk", entity: "customer", scores: true},
 }
 
 // Serves reports whether the simulator answers a call: POST to one of
@@ -79,9 +81,9 @@ var resultNouns = map[string]string{
 // undoServices maps each undo path to the service behind it: a POST with a
 // step's Idempotency-Key undoes the work done under that key.
 var undoServices = map[string]service{
-	"/inventory/releases":     {name: inventoryService, refPrefix: "rel_", refusal: "reservation already picked"},
-	"/payment/refunds":        {name: paymentService, refPrefix: "rf_", refusal: "refund refused"},
-	"/shipping/cancellations": {name: shippingService, refPrefix: "shc_", refusal: "shipment already dispatched"},
+	"/inventory/releases":     {name: inventoryService, refPrefix: "rel_", refusal: "reservation already picked", entity: "reservation"},
+	"/payment/refunds":        {name: paymentService, refPrefix: "rf_", refusal: "refund refused", entity: "charge"},
+	"/shipping/cancellations": {name: shippingService, refPrefix: "shc_", refusal: "shipment already dispatched", entity: "shipment"},
 }
 
 // callKey identifies the work an idempotency key stands for: keys are
@@ -460,6 +462,8 @@ func (s *Server) serve(r *http.Request) (call, reply) {
 	case !m.affects(c.n):
 	case m.behaviour == permanent:
 		return c, fail(http.StatusUnprocessableEntity, "%s", svc.refusal)
+	case m.behaviour == unknown:
+		return c, fail(http.StatusNotFound, "no such %s", svc.entity)
 	case m.behaviour == transient:
 		rep := fail(http.StatusServiceUnavailable, "%s is temporarily unavailable (call %d of %d failing)", svc.name, c.n, m.calls)
 		if s.retryAfter > 0 {

@@ -69,9 +69,12 @@ const (
 	succeeded outcome = iota
 	transient
 	permanent
+	configuration
 )
 
-func (o outcome) String() string { return [...]string{"succeeded", "transient", "permanent"}[o] }
+func (o outcome) String() string {
+	return [...]string{"succeeded", "transient", "permanent", "configuration"}[o]
+}
 
 func classify(err error) outcome {
 	switch {
@@ -79,6 +82,8 @@ func classify(err error) outcome {
 		return succeeded
 	case errors.Is(err, order.ErrPermanent):
 		return permanent
+	case errors.Is(err, order.ErrConfiguration):
+		return configuration
 	default:
 		return transient
 	}
@@ -117,6 +122,14 @@ func TestTestValues(t *testing.T) {
 		}},
 		{"permanent shipping", "shipping", []string{"TEST-SHIPPING-PERMANENT"}, []attempt{
 			{want: permanent, wantMsg: "status 422: address undeliverable"},
+		}},
+		// 404, as a REST service answers for an entity it does not know.
+		{"unknown to payment", "payment", []string{"TEST-PAYMENT-UNKNOWN"}, []attempt{
+			{want: configuration, wantMsg: "status 404: no such payment account"},
+			{want: configuration, wantMsg: "status 404: no such payment account"},
+		}},
+		{"unknown to inventory", "inventory", []string{"TEST-INVENTORY-UNKNOWN"}, []attempt{
+			{want: configuration, wantMsg: "status 404: no such sku"},
 		}},
 		{"other services' values leave this one alone", "inventory",
 			[]string{"TEST-PAYMENT-PERMANENT", "TEST-SHIPPING-HANG", "TEST-PAYMENT-TRANSIENT-5"}, []attempt{ok}},

@@ -156,8 +156,11 @@ func Run(ctx context.Context, cfg Config, env Env) (Report, error) {
 	reading.Wait()
 	alerts := inbox.finish(ctx, final, redriven, 2*order.AlertLease+time.Minute)
 	cfg.Log.Info("alerts read", "alerts", len(alerts))
-	published := events.finish(ctx)
-	cfg.Log.Info("status events read", "orders", len(published))
+	// Patience covers a runtime restarted after a late crash and a message
+	// hidden by a receive whose answer was lost (receiveVisibility).
+	readingOn := time.Now()
+	published := events.finish(ctx, final, 3*time.Minute)
+	cfg.Log.Info("status events read", "orders", len(published), "took", time.Since(readingOn).Round(time.Millisecond))
 	effects, err := simulator.ReadLedger(env.Ledger)
 	if err != nil {
 		return Report{}, fmt.Errorf("read the simulator's ledger: %w", err)
@@ -403,9 +406,22 @@ func (r *queueReader) run(ctx context.Context) {
 	}
 }
 
+// receiveVisibility hides a message the soak received from its later
+// receives for this long, far less than the queues' own visibility
+// timeouts (3 minutes for the status queue): a receive whose answer was
+// lost (the SDK then receives again) had its messages hidden, and they
+// must come back while the soak still reads.
+const receiveVisibility = 20 * time.Second
+
 // once reads one batch, deletes it and reports how many messages it held.
+// A receive is not cut short when ctx ends: moto goes on polling for a
+// receive whose client has gone, and a message it hands to that receive
+// is hidden from the soak's later ones.
 func (r *queueReader) once(ctx context.Context) int {
-	got, err := r.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: r.url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+	receiving, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	got, err := r.sqs.ReceiveMessage(receiving, &sqs.ReceiveMessageInput{QueueUrl: r.url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+		VisibilityTimeout: int32(receiveVisibility.Seconds())})
 	if err != nil || len(got.Messages) == 0 {
 		return 0
 	}
@@ -525,11 +541,26 @@ func newEventReader(ctx context.Context, env Env, cat resources.Catalog) (*event
 	return r, nil
 }
 
-// finish reads on, once the background reading has stopped, until the
-// queue stays quiet (or 3 minutes pass: a recorder still catching up
-// keeps publishing), and returns what it saw.
-func (r *eventReader) finish(ctx context.Context) map[string]map[order.Status]bool {
-	r.readUntilQuiet(ctx, 3, time.Now().Add(3*time.Minute))
+// finish reads on, once the background reading has stopped, until every
+// terminal order in final has an event for its final status, or patience
+// runs out, and returns what it saw. A queue quiet for a few seconds is
+// no sign that nothing more comes: the recorder publishes after the write
+// the soak saw, and after a crash or a kill -9 late in the run only once
+// the runtime is back.
+func (r *eventReader) finish(ctx context.Context, final map[string]order.Order, patience time.Duration) map[string]map[order.Status]bool {
+	missing := func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for id, o := range final {
+			if o.Status.Terminal() && !r.seen[id][o.Status] {
+				return true
+			}
+		}
+		return false
+	}
+	for giveUp := time.Now().Add(patience); missing() && time.Now().Before(giveUp) && ctx.Err() == nil; {
+		r.once(ctx)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.seen

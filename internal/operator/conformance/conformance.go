@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -21,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"orderly/internal/actor/agent"
 	"orderly/internal/adapter/remote"
 	"orderly/internal/definition"
 	"orderly/internal/order"
@@ -32,6 +34,11 @@ type Config struct {
 	Workflow order.Workflow
 	// Input is the order's input the calls carry (ExampleInput).
 	Input json.RawMessage
+	// UnknownInput is an order's input naming what the services do not
+	// know (an unknown SKU, customer), for the unknown-entity rule; nil
+	// makes one from Input, each string value replaced by one no service
+	// can know wherever the input schema allows it.
+	UnknownInput json.RawMessage
 	// BaseURL is where every step's service answers.
 	BaseURL string
 	// Step, when set, is the one step checked; the earlier steps it
@@ -57,23 +64,25 @@ const (
 
 // Rules, in the order they are reported.
 const (
-	RuleSameKey         = "same-key"
-	RuleConcurrentKey   = "concurrent-key"
-	RuleResult          = "result"
-	RuleMalformedBody   = "malformed-body"
-	RuleUndoTwice       = "undo-twice"
-	RuleUndoBlocksKey   = "undo-blocks-key"
-	RuleUndoUnknownKey  = "undo-unknown-key"
-	RuleRetryAfter      = "retry-after"
-	RuleWithinAllowance = "within-allowance"
-	RuleErrorBody       = "error-body"
+	RuleSameKey           = "same-key"
+	RuleConcurrentKey     = "concurrent-key"
+	RuleResult            = "result"
+	RuleMalformedBody     = "malformed-body"
+	RuleUnknownEntity     = "unknown-entity"
+	RuleUndoTwice         = "undo-twice"
+	RuleUndoBlocksKey     = "undo-blocks-key"
+	RuleUndoWithoutResult = "undo-without-result"
+	RuleUndoUnknownKey    = "undo-unknown-key"
+	RuleRetryAfter        = "retry-after"
+	RuleWithinAllowance   = "within-allowance"
+	RuleErrorBody         = "error-body"
 	// RuleSetup is reported only when an earlier step whose result the
 	// checked step carries could not be called.
 	RuleSetup = "setup"
 )
 
-var ruleOrder = []string{RuleSetup, RuleSameKey, RuleConcurrentKey, RuleResult, RuleMalformedBody, RuleUndoTwice,
-	RuleUndoBlocksKey, RuleUndoUnknownKey, RuleRetryAfter, RuleWithinAllowance, RuleErrorBody}
+var ruleOrder = []string{RuleSetup, RuleSameKey, RuleConcurrentKey, RuleResult, RuleMalformedBody, RuleUnknownEntity, RuleUndoTwice,
+	RuleUndoBlocksKey, RuleUndoWithoutResult, RuleUndoUnknownKey, RuleRetryAfter, RuleWithinAllowance, RuleErrorBody}
 
 // Result is one rule's verdict for one step, with why.
 type Result struct {
@@ -156,6 +165,12 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	r := &run{
 		cfg: cfg, http: hc, client: remote.NewClient(cfg.BaseURL, hc, versions),
 		orderID: order.NewID(), answers: map[string]json.RawMessage{}, seen: map[string]*stepLog{},
+		unknown: cfg.UnknownInput, unknownNamed: "of the given unknown input",
+	}
+	if r.unknown == nil {
+		var fields []string
+		r.unknown, fields = unknownInput(w, cfg.Input)
+		r.unknownNamed = "with " + listed(fields, 3) + " unknown"
 	}
 	return r.all(ctx, checked), nil
 }
@@ -178,6 +193,13 @@ type run struct {
 	answers map[string]json.RawMessage
 	seen    map[string]*stepLog
 	results []Result
+	// unknown is the input of the unknown-entity rule (nil: none could
+	// be made), unknownNamed how its why names it.
+	unknown      json.RawMessage
+	unknownNamed string
+	// scrubber takes the configured headers' values out of what is
+	// reported (redact).
+	scrubber *remote.Scrubber
 	// kept are the keys of the checked steps' kept work (same-key's),
 	// setupKeys those of the steps called only for their results: both
 	// are undone at the end.
@@ -197,17 +219,18 @@ func (r *run) report(step, rule string, v Verdict, format string, args ...any) {
 	r.results = append(r.results, Result{Step: step, Rule: rule, Verdict: v, Why: r.redact(fmt.Sprintf(format, args...))})
 }
 
-// redact takes the configured header values out of text: a service may
-// quote a credential in its error.
+// redact takes the configured header values out of text, and each part
+// of them in the forms a service may quote it in (remote.Scrubber, as the
+// agents do): a service may quote a credential in its error.
 func (r *run) redact(text string) string {
-	for _, vs := range r.cfg.Header {
-		for _, v := range vs {
-			if v != "" {
-				text = strings.ReplaceAll(text, v, "[redacted]")
-			}
+	if r.scrubber == nil {
+		var values []string
+		for _, vs := range r.cfg.Header {
+			values = append(values, vs...)
 		}
+		r.scrubber = remote.NewScrubber(values...)
 	}
-	return text
+	return r.scrubber.Scrub(text)
 }
 
 func (r *run) all(ctx context.Context, checked []order.StepDef) []Result {
@@ -307,7 +330,9 @@ func (r *run) forward(ctx context.Context, d order.StepDef) {
 	r.sameKey(ctx, d)
 	r.concurrentKey(ctx, d)
 	r.malformedBody(ctx, d)
+	r.unknownEntity(ctx, d)
 	r.undoUnknownKey(ctx, d)
+	r.undoWithoutResult(ctx, d)
 }
 
 // sameKey: the same key twice is one piece of work, answered with one id.
@@ -436,6 +461,158 @@ func consequence(c remote.Class) string {
 		return " (it would hold every order of the step for an operator)"
 	}
 	return ""
+}
+
+// unknownEntity: an order naming what the service does not know (an
+// unknown SKU, customer) is refused so that only that order fails: a
+// permanent 4xx such as 422 says so plainly; a 404 does while
+// the step's call succeeds for other orders, which is how the agent tells
+// it from a wrong URL (agent.OrdersOwnStatus); any other configuration
+// status, or a transient answer, holds or retries every such order.
+func (r *run) unknownEntity(ctx context.Context, d order.StepDef) {
+	switch {
+	case !slices.Contains(d.Carries, order.CarriesOrder):
+		r.report(d.Name, RuleUnknownEntity, Skip, "the step's call carries none of the order's input")
+		return
+	case r.unknown == nil:
+		r.report(d.Name, RuleUnknownEntity, Skip, "no value of the input could be made unknown within its schema: "+
+			"give --unknown-input FILE, an input naming what the service does not know")
+		return
+	}
+	key := newKey()
+	out := r.callWith(ctx, d, key, false, nil, r.unknown)
+	status, _ := order.ConfigurationStatus(out.err)
+	switch class := remote.ClassOf(out.err); {
+	case class == remote.ClassSuccess || class == remote.ClassContract:
+		r.report(d.Name, RuleUnknownEntity, Skip, "an order %s: accepted %d (id %s): the service takes whatever it is given; "+
+			"give --unknown-input FILE naming an entity it refuses", r.unknownNamed, out.lastStatus(), out.answer.Reference)
+		if d.UndoCall.Path != "" {
+			r.call(ctx, d, key, true, r.withOwn(d, out.answer.Body)) // cleanup
+		}
+	case class == remote.ClassPermanent:
+		r.report(d.Name, RuleUnknownEntity, Pass, "an order %s: refused %d (permanent): only that order's step fails, with the service's words",
+			r.unknownNamed, out.lastStatus())
+	case class == remote.ClassConfiguration && agent.OrdersOwnStatus(status) && r.answers[d.Name] == nil:
+		r.report(d.Name, RuleUnknownEntity, Skip, "an order %s: answered %s, and the step's call did not succeed for the example order "+
+			"(see %s): nothing shows the %s is that order's alone", r.unknownNamed, status, RuleSameKey, status)
+	case class == remote.ClassConfiguration && agent.OrdersOwnStatus(status):
+		b := agent.DefaultBreaker
+		r.report(d.Name, RuleUnknownEntity, Pass, "an order %s: answered %s while the step's call succeeds for other orders: only that order's step fails "+
+			"(a 422 says so plainly: a fresh agent, which saw no other order succeed in the last %.0f minutes, holds such orders until one does, "+
+			"and %d refused with no success between open its circuit)", r.unknownNamed, status, b.SucceededWithin.Minutes(), b.RefusedKeys)
+	case class == remote.ClassConfiguration:
+		r.report(d.Name, RuleUnknownEntity, Fail, "an order %s: answered %d, a configuration status no order's data causes: "+
+			"the agent would hold every order of the step (its circuit opens); answer a 4xx such as 422 (or 404)", r.unknownNamed, out.lastStatus())
+	default:
+		r.report(d.Name, RuleUnknownEntity, Fail, "an order %s: %s: want a refusal, a 4xx such as 422 (or 404)%s", r.unknownNamed, describe(out), consequence(class))
+	}
+}
+
+// undoWithoutResult: the undo of work done takes effect by its key
+// alone. A step whose call timed out after the service did the work has
+// no answer, so its undo is sent without results.<step> even where the
+// definition has the undo carry it.
+func (r *run) undoWithoutResult(ctx context.Context, d order.StepDef) {
+	switch {
+	case d.UndoCall.Path == "":
+		r.report(d.Name, RuleUndoWithoutResult, Skip, "the step has no undo")
+		return
+	case !slices.Contains(d.UndoCarries, d.Name):
+		r.report(d.Name, RuleUndoWithoutResult, Skip, "the undo carries no result of its own step: %s checks it as it is sent", RuleUndoTwice)
+		return
+	}
+	key := newKey()
+	work := r.call(ctx, d, key, false, nil)
+	if c := remote.ClassOf(work.err); c != remote.ClassSuccess && c != remote.ClassContract {
+		r.report(d.Name, RuleUndoWithoutResult, Skip, "no work to undo: the step's call failed (see %s)", RuleSameKey)
+		return
+	}
+	without := "without results." + d.Name
+	undo := r.call(ctx, d, key, true, r.withOwn(d, nil))
+	if undo.err != nil {
+		r.report(d.Name, RuleUndoWithoutResult, Fail, "the work (id %s), then its undo by the Idempotency-Key alone, %s (as the engine sends it "+
+			"when the step timed out after its work was done): %s: the undo must find the work by its key and answer 2xx",
+			work.answer.Reference, without, describe(undo))
+		r.call(ctx, d, key, true, r.withOwn(d, work.answer.Body)) // cleanup
+		return
+	}
+	late := r.call(ctx, d, key, false, nil)
+	done := fmt.Sprintf("the work (id %s), then its undo %s: %d (id %s); then a call with the key", work.answer.Reference, without,
+		undo.lastStatus(), undo.answer.Reference)
+	switch class := remote.ClassOf(late.err); {
+	case class == remote.ClassPermanent:
+		r.report(d.Name, RuleUndoWithoutResult, Pass, "%s: refused %d", done, late.lastStatus())
+	case class == remote.ClassSuccess && late.answer.Reference == work.answer.Reference:
+		r.report(d.Name, RuleUndoWithoutResult, Pass, "%s: replayed its first answer with no new work (a refusal, 4xx, says so more plainly)", done)
+	case class == remote.ClassSuccess:
+		r.report(d.Name, RuleUndoWithoutResult, Fail, "%s did the work again (new id %s): the undo without the result did not block the key", done, late.answer.Reference)
+		r.call(ctx, d, key, true, r.withOwn(d, late.answer.Body)) // cleanup
+	default:
+		r.report(d.Name, RuleUndoWithoutResult, Fail, "%s: %s: want a refusal (4xx)%s", done, describe(late), consequence(class))
+	}
+}
+
+// unknownInput is input with each string value replaced by one no
+// service can know (an unknown SKU, customer, address), wherever the
+// workflow's input schema still takes it, one value at a time; it names
+// the fields replaced. Nil when none could be.
+func unknownInput(w order.Workflow, input json.RawMessage) (json.RawMessage, []string) {
+	schema, err := definition.CompileSchema(w.Input)
+	if err != nil {
+		return nil, nil
+	}
+	var doc any
+	if err := json.Unmarshal(input, &doc); err != nil {
+		return nil, nil
+	}
+	valid := func() bool {
+		b, err := json.Marshal(doc)
+		return err == nil && len(schema.Check(b)) == 0
+	}
+	suffix := rand.Text()[:10]
+	candidates := []string{"UNKNOWN-" + suffix, "UNKNOWN" + suffix, "unknown" + strings.ToLower(suffix)}
+	var fields []string
+	var walk func(v any, path string, set func(any))
+	walk = func(v any, path string, set func(any)) {
+		switch v := v.(type) {
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(v)) {
+				walk(v[k], strings.TrimPrefix(path+"."+k, "."), func(n any) { v[k] = n })
+			}
+		case []any:
+			for i := range v {
+				walk(v[i], fmt.Sprintf("%s[%d]", path, i), func(n any) { v[i] = n })
+			}
+		case string:
+			if set == nil {
+				return
+			}
+			for _, c := range candidates {
+				if set(c); valid() {
+					fields = append(fields, path)
+					return
+				}
+			}
+			set(v)
+		}
+	}
+	walk(doc, "", nil)
+	if len(fields) == 0 {
+		return nil, nil
+	}
+	out, err := json.Marshal(doc)
+	if err != nil {
+		return nil, nil
+	}
+	return out, fields
+}
+
+// listed names the first n of items, and how many more there are.
+func listed(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:n], ", "), len(items)-n)
 }
 
 // undoUnknownKey: an undo of a key never used is a success (nothing to
@@ -725,12 +902,17 @@ func describe(o outcome) string {
 // time: that would only wait longer) a few times, honouring Retry-After
 // up to a few seconds.
 func (r *run) call(ctx context.Context, d order.StepDef, key string, undo bool, results map[string]json.RawMessage) outcome {
+	return r.callWith(ctx, d, key, undo, results, r.cfg.Input)
+}
+
+// callWith is call for an order of another input.
+func (r *run) callWith(ctx context.Context, d order.StepDef, key string, undo bool, results map[string]json.RawMessage, input json.RawMessage) outcome {
 	if results == nil {
 		results = r.answers
 	}
 	req := order.StepRequest{
 		OrderID: r.orderID, Workflow: r.cfg.Workflow.Name, Version: r.cfg.Workflow.Version, Step: d.Name, Attempt: 1,
-		IdempotencyKey: key, Input: r.cfg.Input, Results: results, Undo: undo,
+		IdempotencyKey: key, Input: input, Results: results, Undo: undo,
 	}
 	if undo {
 		req.Record = len(r.cfg.Workflow.Steps)

@@ -2,6 +2,7 @@ package conformance_test
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -99,25 +100,30 @@ func TestPassesAgainstTheSimulator(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rs := run(t, sim, conformance.Config{Workflow: tc.w, Input: tc.input})
+			rs := run(t, sim, conformance.Config{Workflow: tc.w, Input: tc.input, UnknownInput: unknownToTheSimulator(t, tc.input)})
 			sim.Close()
 			got := verdicts(rs)
 			want := map[string]conformance.Verdict{}
 			for _, d := range tc.w.Steps {
 				for _, rule := range []string{conformance.RuleSameKey, conformance.RuleConcurrentKey, conformance.RuleResult,
-					conformance.RuleMalformedBody, conformance.RuleUndoTwice, conformance.RuleUndoBlocksKey, conformance.RuleUndoUnknownKey,
-					conformance.RuleWithinAllowance, conformance.RuleErrorBody} {
+					conformance.RuleMalformedBody, conformance.RuleUnknownEntity, conformance.RuleUndoTwice, conformance.RuleUndoBlocksKey,
+					conformance.RuleUndoWithoutResult, conformance.RuleUndoUnknownKey, conformance.RuleWithinAllowance, conformance.RuleErrorBody} {
 					want[d.Name+" "+rule] = conformance.Pass
 				}
 				want[d.Name+" "+conformance.RuleRetryAfter] = conformance.Skip
 				if d.Undo == "" {
-					for _, rule := range []string{conformance.RuleUndoTwice, conformance.RuleUndoBlocksKey, conformance.RuleUndoUnknownKey} {
+					for _, rule := range []string{conformance.RuleUndoTwice, conformance.RuleUndoBlocksKey, conformance.RuleUndoWithoutResult, conformance.RuleUndoUnknownKey} {
 						want[d.Name+" "+rule] = conformance.Skip
 					}
 				}
+				if !slices.Contains(d.UndoCarries, d.Name) {
+					// Its undo never carries a result of its own: undo-twice
+					// is that undo already.
+					want[d.Name+" "+conformance.RuleUndoWithoutResult] = conformance.Skip
+				}
 			}
 			if !maps.Equal(got, want) || len(rs) != len(want) {
-				t.Errorf("got:\n%swant every rule passed but retry-after (and undo rules without an undo)", printed(rs))
+				t.Errorf("got:\n%swant every rule passed but retry-after (and undo rules without an undo, or whose undo carries no result of its own)", printed(rs))
 			}
 			effects, err := simulator.ReadLedger(ledger)
 			if err != nil {
@@ -136,6 +142,26 @@ func TestPassesAgainstTheSimulator(t *testing.T) {
 			}
 		})
 	}
+}
+
+// unknownToTheSimulator is input with the lines the simulator's services
+// know nothing of (TEST-<SERVICE>-UNKNOWN: each answers 404).
+func unknownToTheSimulator(t *testing.T, input json.RawMessage) json.RawMessage {
+	t.Helper()
+	var in map[string]any
+	if err := json.Unmarshal(input, &in); err != nil {
+		t.Fatal(err)
+	}
+	var lines []any
+	for _, svc := range []string{"INVENTORY", "PAYMENT", "SHIPPING", "FRAUD"} {
+		lines = append(lines, map[string]any{"sku": "TEST-" + svc + "-UNKNOWN", "quantity": 1})
+	}
+	in["lines"] = lines
+	out, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // Every run uses fresh keys: a second run against the same service is
@@ -167,8 +193,8 @@ func TestOneStep(t *testing.T) {
 	}
 	rs := run(t, sim, conformance.Config{Workflow: checkout, Input: input, Step: "arrange-shipping"})
 	sim.Close()
-	if conformance.Failed(rs) > 0 || len(rs) != 10 {
-		t.Errorf("got %d results, want 10 passed or skipped:\n%s", len(rs), printed(rs))
+	if conformance.Failed(rs) > 0 || len(rs) != 12 {
+		t.Errorf("got %d results, want 12 passed or skipped:\n%s", len(rs), printed(rs))
 	}
 	for _, r := range rs {
 		if r.Step != "arrange-shipping" {
@@ -230,6 +256,17 @@ func TestHeaderIsSentAndNeverPrinted(t *testing.T) {
 	if strings.Contains(out, "t0ken") || !strings.Contains(out, "[redacted]") {
 		t.Errorf("the output quotes the credential, or does not say it was left out:\n%s", out)
 	}
+	// A service that quotes the token alone, or encoded, is scrubbed too.
+	echoPart := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, `{"error":"token %s (%s) is not allowed"}`, token, base64.StdEncoding.EncodeToString([]byte(token)))
+	})
+	out = printed(run(t, echoPart, conformance.Config{Workflow: checkout, Input: input, Step: "fraud-check", Header: http.Header{"Authorization": {secret}}}))
+	if strings.Contains(out, "t0ken") || strings.Contains(out, base64.StdEncoding.EncodeToString([]byte("t0ken-value"))) || !strings.Contains(out, "[redacted]") {
+		t.Errorf("the output quotes a part of the credential, or does not say it was left out:\n%s", out)
+	}
 }
 
 // fake is a payment service with one defect switched on at a time, to
@@ -246,6 +283,8 @@ type fake struct {
 	wrongResult         bool          // the answer lacks the result schema's "amount"
 	retryAfterOnRefusal string        // a Retry-After on every 422
 	delay               time.Duration // before every answer
+	undoNeedsResult     bool          // a refund without results.charge is refused 422
+	unknownCustomer     int           // the status answered for a customer other than the example's c-1
 
 	mu     sync.Mutex
 	n      int
@@ -303,10 +342,23 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.fail(w, http.StatusBadRequest, "body is not JSON")
 		return
 	}
+	var req struct {
+		CustomerID string                     `json:"customerId"`
+		Results    map[string]json.RawMessage `json:"results"`
+	}
+	_ = json.Unmarshal(body, &req)
 	switch r.URL.Path {
 	case "/charges":
+		if f.unknownCustomer != 0 && req.CustomerID != "c-1" {
+			f.fail(w, f.unknownCustomer, "no such customer")
+			return
+		}
 		f.charge(w, key)
 	case "/refunds":
+		if f.undoNeedsResult && req.Results["charge"] == nil {
+			f.fail(w, http.StatusUnprocessableEntity, "results.charge is required: which charge?")
+			return
+		}
 		f.refund(w, key)
 	default:
 		f.fail(w, http.StatusNotFound, "no such path")
@@ -376,7 +428,7 @@ func (f *fake) refund(w http.ResponseWriter, key string) {
 }
 
 // oneStep is a workflow of one payment step with a result schema and a
-// short allowance.
+// short allowance, whose refund carries the charge.
 func oneStep() order.Workflow {
 	return order.Workflow{
 		Name: "pay", Version: "1", Input: json.RawMessage(`{"type":"object","examples":[{"customerId":"c-1"}]}`),
@@ -384,7 +436,7 @@ func oneStep() order.Workflow {
 			Name: "charge", Agent: "payment", Undo: "refund",
 			Allowance: 300 * time.Millisecond, MaxAllowance: time.Second, FailureThreshold: 3,
 			Call: order.Endpoint{Method: "POST", Path: "/charges"}, UndoCall: order.Endpoint{Method: "POST", Path: "/refunds"},
-			Carries: []string{order.CarriesOrder}, UndoCarries: []string{order.CarriesOrder}, ResultMaxBytes: order.DefaultResultMaxBytes,
+			Carries: []string{order.CarriesOrder}, UndoCarries: []string{order.CarriesOrder, "charge"}, ResultMaxBytes: order.DefaultResultMaxBytes,
 			ResultSchema: json.RawMessage(`{"type":"object","required":["id","amount"]}`),
 		}},
 	}
@@ -402,10 +454,10 @@ func TestFailsAgainstBrokenServices(t *testing.T) {
 		{"ignores Idempotency-Key", &fake{ignoreKey: true}, []string{conformance.RuleConcurrentKey, conformance.RuleSameKey}},
 		{"does the work twice for calls at once", &fake{racy: true}, []string{conformance.RuleConcurrentKey}},
 		{"does not block a key after an undo of nothing", &fake{noBlockUnknown: true}, []string{conformance.RuleUndoUnknownKey}},
-		{"does the work again after its undo", &fake{redoAfterUndo: true}, []string{conformance.RuleUndoBlocksKey}},
+		{"does the work again after its undo", &fake{redoAfterUndo: true}, []string{conformance.RuleUndoBlocksKey, conformance.RuleUndoWithoutResult}},
 		{"answers 404 to an undo of nothing", &fake{undoUnknown404: true}, []string{conformance.RuleUndoUnknownKey}},
 		{"answers 500 without end", &fake{always500: true},
-			[]string{conformance.RuleConcurrentKey, conformance.RuleMalformedBody, conformance.RuleSameKey, conformance.RuleUndoUnknownKey}},
+			[]string{conformance.RuleConcurrentKey, conformance.RuleMalformedBody, conformance.RuleSameKey, conformance.RuleUndoUnknownKey, conformance.RuleUnknownEntity}},
 		{"answers 500 to a body that is not JSON", &fake{malformed500: true}, []string{conformance.RuleMalformedBody}},
 		{"answers errors as text", &fake{textErrors: true}, []string{conformance.RuleErrorBody}},
 		{"answers without the result's fields", &fake{wrongResult: true},
@@ -413,7 +465,16 @@ func TestFailsAgainstBrokenServices(t *testing.T) {
 		{"sends a Retry-After that is no delay", &fake{retryAfterOnRefusal: "soon"}, []string{conformance.RuleRetryAfter}},
 		{"sends a Retry-After of a day", &fake{retryAfterOnRefusal: "86400"}, []string{conformance.RuleRetryAfter}},
 		{"answers after the allowance", &fake{delay: 400 * time.Millisecond},
-			[]string{conformance.RuleConcurrentKey, conformance.RuleMalformedBody, conformance.RuleSameKey, conformance.RuleUndoUnknownKey, conformance.RuleWithinAllowance}},
+			[]string{conformance.RuleConcurrentKey, conformance.RuleMalformedBody, conformance.RuleSameKey, conformance.RuleUndoUnknownKey,
+				conformance.RuleUnknownEntity, conformance.RuleWithinAllowance}},
+		// An undo may come without its step's result: the step timed out
+		// after its work was done, and the engine has no answer to send.
+		{"refuses an undo without the step's result", &fake{undoNeedsResult: true},
+			[]string{conformance.RuleUndoUnknownKey, conformance.RuleUndoWithoutResult}},
+		{"refuses an unknown customer with 422", &fake{unknownCustomer: http.StatusUnprocessableEntity}, nil},
+		{"answers 404 for an unknown customer", &fake{unknownCustomer: http.StatusNotFound}, nil},
+		{"answers 401 for an unknown customer", &fake{unknownCustomer: http.StatusUnauthorized}, []string{conformance.RuleUnknownEntity}},
+		{"answers 503 for an unknown customer", &fake{unknownCustomer: http.StatusServiceUnavailable}, []string{conformance.RuleUnknownEntity}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -424,8 +485,8 @@ func TestFailsAgainstBrokenServices(t *testing.T) {
 			if got := failed(rs); !slices.Equal(got, tt.want) {
 				t.Errorf("failed %v, want %v:\n%s", got, tt.want, printed(rs))
 			}
-			if len(rs) != 10 {
-				t.Errorf("%d results, want one per rule (10):\n%s", len(rs), printed(rs))
+			if len(rs) != 12 {
+				t.Errorf("%d results, want one per rule (12):\n%s", len(rs), printed(rs))
 			}
 			// The run undoes the work it did, wherever the service lets it
 			// (one that answers too late does its work after the client
@@ -452,9 +513,10 @@ func TestTransientFaultsAreRetriedABoundedNumberOfTimes(t *testing.T) {
 	input, _ := conformance.ExampleInput(w)
 	began := time.Now()
 	rs := run(t, svc, conformance.Config{Workflow: w, Input: input})
-	// same-key 3, concurrent 2×3, malformed 1, undo of nothing 3.
-	if svc.calls != 13 {
-		t.Errorf("%d calls, want 13:\n%s", svc.calls, printed(rs))
+	// same-key 3, concurrent 2×3, malformed 1, unknown entity 3, undo of
+	// nothing 3, the work for an undo without its result 3.
+	if svc.calls != 19 {
+		t.Errorf("%d calls, want 19:\n%s", svc.calls, printed(rs))
 	}
 	if time.Since(began) > 10*time.Second {
 		t.Errorf("took %s", time.Since(began))
@@ -463,6 +525,51 @@ func TestTransientFaultsAreRetriedABoundedNumberOfTimes(t *testing.T) {
 		if r.Rule == conformance.RuleSameKey && !strings.Contains(r.Why, "500 (transient) after 3 attempts") {
 			t.Errorf("same-key says %q, want the status, class and attempts", r.Why)
 		}
+	}
+}
+
+// What a service answers for an order naming what it does not know: a
+// permanent refusal (422) fails only that order; so does a 404 while the
+// step's call succeeds for other orders (the agent's rule, which a fresh
+// agent cannot apply: the 422 is plainer); a status no order's data can
+// cause holds every order. By default the run makes the input's strings
+// unknown, where the input schema allows.
+func TestUnknownEntity(t *testing.T) {
+	tests := []struct {
+		name    string
+		svc     *fake
+		input   json.RawMessage
+		unknown json.RawMessage
+		want    conformance.Verdict
+		why     string
+	}{
+		{"accepted", &fake{}, nil, nil, conformance.Skip, "customerId unknown"},
+		{"refused 422", &fake{unknownCustomer: http.StatusUnprocessableEntity}, nil, nil, conformance.Pass, "refused 422 (permanent)"},
+		{"refused 404", &fake{unknownCustomer: http.StatusNotFound}, nil, nil, conformance.Pass, "only that order's step fails"},
+		{"refused 401", &fake{unknownCustomer: http.StatusUnauthorized}, nil, nil, conformance.Fail, "hold every order"},
+		{"given an input", &fake{unknownCustomer: http.StatusNotFound}, nil, json.RawMessage(`{"customerId":"c-gone"}`), conformance.Pass, "404"},
+		{"nothing can be made unknown", &fake{}, json.RawMessage(`{"n":1}`), nil, conformance.Skip, "--unknown-input"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			w := oneStep()
+			input := tt.input
+			if input == nil {
+				input = json.RawMessage(`{"customerId":"c-1"}`)
+			}
+			rs := run(t, tt.svc, conformance.Config{Workflow: w, Input: input, UnknownInput: tt.unknown})
+			for _, r := range rs {
+				if r.Rule != conformance.RuleUnknownEntity {
+					continue
+				}
+				if r.Verdict != tt.want || !strings.Contains(r.Why, tt.why) {
+					t.Errorf("%s %q, want %s saying %q", r.Verdict, r.Why, tt.want, tt.why)
+				}
+				return
+			}
+			t.Errorf("no %s result:\n%s", conformance.RuleUnknownEntity, printed(rs))
+		})
 	}
 }
 

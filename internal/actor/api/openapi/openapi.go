@@ -59,13 +59,13 @@ func Document(wfs order.Versions) map[string]any {
 		"503": errorResponse("busy: the order kept changing; or unavailable: a search cannot read the stage's page token key now; retry"),
 	}
 	with := func(codes map[string]any) map[string]any { return merge(common, codes) }
-	getOrder := func(summary string) map[string]any {
+	getOrder := func(summary, schema string) map[string]any {
 		return map[string]any{"get": map[string]any{"summary": summary, "parameters": []any{idParam},
-			"responses": with(map[string]any{"200": response("the order and its records", ref("Order"))})}}
+			"responses": with(map[string]any{"200": response("the order and its records", ref(schema))})}}
 	}
-	getHistory := func(summary string) map[string]any {
+	getHistory := func(summary, desc string) map[string]any {
 		return map[string]any{"get": map[string]any{"summary": summary, "parameters": []any{idParam},
-			"responses": with(map[string]any{"200": response("every transition, in order", ref("History"))})}}
+			"responses": with(map[string]any{"200": response(desc, ref("History"))})}}
 	}
 	submit := func(summary, body string) map[string]any {
 		return map[string]any{"post": map[string]any{
@@ -107,13 +107,17 @@ func Document(wfs order.Versions) map[string]any {
 	paths := map[string]any{
 		"/orders": merge(submit("submit an order of the stage's default workflow ("+wfs.Default()+")", "Submission"),
 			map[string]any{"get": search("the caller's own orders, newest first, filtered; every parameter at most once")}),
-		"/ops/orders":              map[string]any{"get": search("every caller's orders, newest first, filtered (operators)")},
-		"/orders/{id}":             getOrder("the caller's order"),
-		"/orders/{id}/history":     getHistory("the caller's order's history"),
-		"/ops/orders/{id}":         getOrder("any order (operators)"),
-		"/ops/orders/{id}/history": getHistory("any order's history (operators)"),
-		"/orders/{id}/cancel":      action("cancel the caller's order (Pending or Processing): 202 Cancelling, or Cancelled at once", nil),
-		"/orders/{id}/redrive":     action("resume an order in Error where it stopped (operators)", ref("Redrive")),
+		"/ops/orders": map[string]any{"get": search("every caller's orders, newest first, filtered (operators)")},
+		"/orders/{id}": getOrder("the caller's order: each step's state, and a step's result only where its workflow shows it to clients "+
+			"(result.shownToClient); the engine's internals are the operators'", "Order"),
+		"/orders/{id}/history": getHistory("the caller's order's history",
+			"every change of the order's status and of each record's state, in order; why the order moved (reason, on the order's own entries); "+
+				"who acted only when a person did (by: client cancel, operator redrive, operator cancel); a result only where the workflow shows it"),
+		"/ops/orders/{id}": getOrder("any order, with every record as the engine keeps it (operators)", "OperatorOrder"),
+		"/ops/orders/{id}/history": getHistory("any order's history (operators)",
+			"every transition, in order, with its attempt, its writer, its reason and any result kept"),
+		"/orders/{id}/cancel":  action("cancel the caller's order (Pending or Processing): 202 Cancelling, or Cancelled at once", nil),
+		"/orders/{id}/redrive": action("resume an order in Error where it stopped (operators)", ref("Redrive")),
 	}
 	schemas := map[string]any{}
 	for _, name := range wfs.Names() {
@@ -145,26 +149,62 @@ func Document(wfs order.Versions) map[string]any {
 						"endedAt":   map[string]any{"type": "string", "format": "date-time", "description": "when it reached a terminal status"}}}},
 				"nextCursor": map[string]any{"type": "string"},
 				"links":      map[string]any{"type": "object", "properties": map[string]any{"next": map[string]any{"type": "string"}}}}},
-			"Order": map[string]any{"type": "object", "required": []string{"orderId", "status", "steps"}, "properties": map[string]any{
-				"orderId": map[string]any{"type": "string"}, "customerId": map[string]any{"type": "string"}, "status": ref("Status"),
-				"workflow":  map[string]any{"type": "string", "description": "the workflow the order runs"},
-				"version":   map[string]any{"type": "string", "description": "the workflow version the order runs under: the latest when it was submitted"},
-				"lastError": map[string]any{"type": "string"}, "createdAt": map[string]any{"type": "string", "format": "date-time"},
-				"updatedAt": map[string]any{"type": "string", "format": "date-time"}, "steps": map[string]any{"type": "array", "items": map[string]any{
-					"type": "object", "required": []string{"step", "state", "attempt"}}},
-				"redrive": map[string]any{"type": "array", "description": "operators' route, an order in Error: what each redrive action does (what), " +
+			"Order": orderSchema(map[string]any{"type": "array", "items": map[string]any{
+				"type": "object", "required": []string{"step", "state", "updatedAt"}, "properties": merge(clientStep, map[string]any{
+					"reference": map[string]any{"type": "string", "description": "the service's id for the work: only where the workflow shows the step's result"},
+					"result":    map[string]any{"type": "object", "description": "the service's answer: only where the workflow shows it (result.shownToClient)"}})}}, nil),
+			"OperatorOrder": orderSchema(map[string]any{"type": "array", "items": map[string]any{
+				"type": "object", "required": []string{"step", "agent", "state", "attempt", "failureCount", "updatedAt"}, "properties": merge(clientStep, map[string]any{
+					"agent":        map[string]any{"type": "string", "description": "the service that does the step"},
+					"attempt":      map[string]any{"type": "integer", "description": "claims so far: the fencing token"},
+					"failureCount": map[string]any{"type": "integer", "description": "timeouts since the last redrive"},
+					"completeBy":   map[string]any{"type": "string", "format": "date-time", "description": "the deadline of the attempt or of its claim"},
+					"lockedBy":     map[string]any{"type": "string", "description": "the instance that holds the claim"},
+					"lastError":    map[string]any{"type": "string", "description": "the record's latest reason"},
+					"reference":    map[string]any{"type": "string", "description": "the service's id for the work"},
+					"result":       map[string]any{"type": "object", "description": "the service's answer, when the workflow keeps it"}})}},
+				map[string]any{"redrive": map[string]any{"type": "array", "description": "an order in Error: what each redrive action does (what), " +
 					"or why it is refused and what to do instead (refused); default marks the action taken when none is given",
 					"items": map[string]any{"type": "object", "required": []string{"action"}, "properties": map[string]any{
 						"action":  map[string]any{"type": "string", "enum": []string{order.RedriveRetry, order.RedriveCompensate}},
-						"default": map[string]any{"type": "boolean"}, "what": map[string]any{"type": "string"}, "refused": map[string]any{"type": "string"}}}}}},
+						"default": map[string]any{"type": "boolean"}, "what": map[string]any{"type": "string"}, "refused": map[string]any{"type": "string"}}}}}),
 			"History": map[string]any{"type": "object", "required": []string{"orderId", "history"}, "properties": map[string]any{
 				"orderId": map[string]any{"type": "string"}, "status": ref("Status"), "history": map[string]any{"type": "array", "items": map[string]any{
-					"type": "object", "required": []string{"at", "record", "event"}}}}},
+					"type": "object", "required": []string{"at", "record", "event"}, "properties": map[string]any{
+						"at":     map[string]any{"type": "string", "format": "date-time"},
+						"record": map[string]any{"type": "integer", "description": "the record's index in steps; -1 is the order itself"},
+						"step":   map[string]any{"type": "string"}, "undo": map[string]any{"type": "boolean"},
+						"event": map[string]any{"type": "string", "description": "status, cancel requested, state, removed; operators also read heartbeat, deferred, re-announced and the alert events"},
+						"from":  map[string]any{"type": "string"}, "to": map[string]any{"type": "string"},
+						"attempt": map[string]any{"type": "integer", "description": "operators' route only"},
+						"by":      map[string]any{"type": "string", "description": "who made the change; on a client's route only a person's action"},
+						"reason":  map[string]any{"type": "string", "description": "why; on a client's route only on the order's own entries"},
+						"result":  map[string]any{"type": "object", "description": "the answer a step's success kept; on a client's route only where the workflow shows it"}}}}}},
 			"Error": map[string]any{"type": "object", "required": []string{"error", "message"}, "properties": map[string]any{
 				"error": map[string]any{"type": "string", "enum": api.ErrorCodes()}, "message": map[string]any{"type": "string"},
 				"fields": map[string]any{"type": "array"}}},
 		})},
 	}
+}
+
+// clientStep are the fields of a record every view shows.
+var clientStep = map[string]any{
+	"step": map[string]any{"type": "string"}, "undo": map[string]any{"type": "boolean", "description": "an undo record: the undo of step's work"},
+	"state": map[string]any{"type": "string"}, "updatedAt": map[string]any{"type": "string", "format": "date-time"},
+}
+
+// orderSchema is an order view with the given steps, and the fields more
+// of the view has (the operators'); the input's fields stand beside them.
+func orderSchema(steps map[string]any, more map[string]any) map[string]any {
+	return map[string]any{"type": "object", "required": []string{"orderId", "status", "workflow", "version", "createdAt", "updatedAt", "steps"},
+		"properties": merge(map[string]any{
+			"orderId": map[string]any{"type": "string"}, "customerId": map[string]any{"type": "string"}, "status": ref("Status"),
+			"workflow":  map[string]any{"type": "string", "description": "the workflow the order runs"},
+			"version":   map[string]any{"type": "string", "description": "the workflow version the order runs under: the latest when it was submitted"},
+			"lastError": map[string]any{"type": "string", "description": "why the order is where it is: to its client in plain words (a refusal quotes the service's own, bounded; no attempt, deadline or service), to operators as the engine stored it"},
+			"createdAt": map[string]any{"type": "string", "format": "date-time"}, "updatedAt": map[string]any{"type": "string", "format": "date-time"},
+			"steps": steps,
+		}, more)}
 }
 
 // merge is a and b in one map; b's win.

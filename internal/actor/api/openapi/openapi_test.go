@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"orderly/internal/actor/api"
 	"orderly/internal/actor/api/openapi"
@@ -47,6 +48,64 @@ func TestDocumentDescribesEveryRoute(t *testing.T) {
 		name := part[:strings.Index(part, `"`)]
 		if doc.Components.Schemas[name] == nil {
 			t.Errorf("$ref to %s, which is not defined", name)
+		}
+	}
+}
+
+// The document describes each view's records exactly as the API writes
+// them: a client's with only the fields a client reads, an operator's with
+// every one.
+func TestDocumentDescribesTheViewsAsWritten(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties struct {
+					Steps struct {
+						Items struct {
+							Properties map[string]any `json:"properties"`
+						} `json:"items"`
+					} `json:"steps"`
+				} `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openapi.JSON(definition.MustShipped(order.DefaultTiming)), &doc); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	wf := order.Workflow{Steps: []order.StepDef{{Name: "ship", ResultShownToClient: true}}}
+	o := order.Order{ID: order.NewID(), Status: order.StatusError, CreatedAt: now, UpdatedAt: now}
+	steps := []order.StepState{{Step: "ship", Agent: "shipping", ProcessState: order.Error, Attempt: 2, FailureCount: 1, CompleteBy: now,
+		LockedBy: "s1", LastError: "refused", Reference: "shp_1", Result: json.RawMessage(`{"id":"shp_1"}`), UpdatedAt: now, Undo: true}}
+	for _, tt := range []struct {
+		schema string
+		view   any
+	}{
+		{"Order", api.NewClientView(o, []order.StepState{{Step: "ship", ProcessState: order.Processed, Reference: "shp_1",
+			Result: json.RawMessage(`{"id":"shp_1"}`), UpdatedAt: now, Undo: false}, {Step: "ship", Undo: true, UpdatedAt: now}}, wf)},
+		{"OperatorOrder", api.NewOrderView(o, steps)},
+	} {
+		raw, _ := json.Marshal(tt.view)
+		var written struct{ Steps []map[string]any }
+		if err := json.Unmarshal(raw, &written); err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, st := range written.Steps {
+			for k := range st {
+				seen[k] = true
+			}
+		}
+		described := doc.Components.Schemas[tt.schema].Properties.Steps.Items.Properties
+		for k := range seen {
+			if described[k] == nil {
+				t.Errorf("%s: a record's %q is written but not described", tt.schema, k)
+			}
+		}
+		for k := range described {
+			if !seen[k] {
+				t.Errorf("%s: a record's %q is described but never written", tt.schema, k)
+			}
 		}
 	}
 }
