@@ -21,7 +21,7 @@
 // redirect, 401, 403, 404, 405, 407, 415) is the same for every order
 // until someone fixes it: it is neither retried nor replied, it opens the
 // circuit at once, and its request is held like the rest, so no order
-// fails or is undone because of it. The exception is a 403 or 404 that
+// fails or is undone because of it. The exception is a 404 that
 // only one order's key gets while the same call succeeds for others (an
 // unknown SKU): that order's step fails, with the service's words, and
 // the circuit stays closed (circuit.judge has the rule).
