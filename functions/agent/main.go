@@ -10,6 +10,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"time"
@@ -28,9 +30,9 @@ import (
 	"orderly/internal/resources"
 )
 
-func main() {
-	log := config.Logger("agent")
-	env := config.FromOS()
+func main() { config.Main("agent", run) }
+
+func run(log *slog.Logger, env *config.Env) error {
 	name := env.Required("AGENT_NAME")
 	serviceURL, serviceAuth := env.Required(services.EnvURL), env.Required(services.EnvAuth)
 	responseQueue := env.Required(resources.EnvResponseQueueURL)
@@ -43,18 +45,15 @@ func main() {
 	if err != nil {
 		// The workflow's files are built in: a broken build, or the
 		// stage's timing at odds with a step's own.
-		log.Error("cannot start", "error", err)
-		os.Exit(1)
+		return fmt.Errorf("workflows: %w", err)
 	}
 	awsCfg, err := config.Load(context.Background(), env)
 	if err != nil {
-		log.Error("cannot start", "error", err)
-		os.Exit(1)
+		return err
 	}
 	service, err := services.ParseService(serviceURL, serviceAuth)
 	if err != nil {
-		log.Error("cannot start", "error", err)
-		os.Exit(1)
+		return fmt.Errorf("remote service: %w", err)
 	}
 	sqsClient := awssqs.NewFromConfig(awsCfg)
 	svc := agent.New(agent.Config{
@@ -72,4 +71,5 @@ func main() {
 		Metrics: env.Metrics(os.Stdout, name+"-agent"),
 	})
 	lambda.Start(svc.Handle)
+	return nil
 }

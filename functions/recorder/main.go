@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -17,20 +18,20 @@ import (
 	"orderly/internal/resources"
 )
 
-func main() {
-	log := config.Logger("recorder")
-	env := config.FromOS()
+func main() { config.Main("recorder", run) }
+
+func run(log *slog.Logger, env *config.Env) error {
 	retention := env.Retention()
 	historyTable := env.Required(resources.EnvHistoryTable)
 	bus := env.Required(resources.EnvEventBus)
 	awsCfg, err := config.Load(context.Background(), env)
 	if err != nil {
-		log.Error("cannot start", "error", err)
-		os.Exit(1)
+		return err
 	}
 	svc := recorder.New(
 		dynamo.NewHistory(dynamodb.NewFromConfig(awsCfg), historyTable),
 		eventbridge.NewPublisher(awseventbridge.NewFromConfig(awsCfg), bus),
 		log, env.Metrics(os.Stdout, "recorder")).Retain(retention)
 	lambda.Start(svc.HandleStream)
+	return nil
 }

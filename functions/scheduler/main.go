@@ -6,6 +6,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
@@ -25,9 +27,9 @@ import (
 	"orderly/internal/resources"
 )
 
-func main() {
-	log := config.Logger("scheduler")
-	env := config.FromOS()
+func main() { config.Main("scheduler", run) }
+
+func run(log *slog.Logger, env *config.Env) error {
 	retention := env.Retention()
 	ordersTable := env.Required(resources.EnvOrdersTable)
 	topicARN := env.Required(resources.EnvAlertTopicARN)
@@ -36,14 +38,12 @@ func main() {
 	if err != nil {
 		// The workflow's files are built in: a broken build, or the
 		// stage's timing at odds with a step's own.
-		log.Error("cannot start", "error", err)
-		os.Exit(1)
+		return fmt.Errorf("workflows: %w", err)
 	}
 	queues := env.RequestQueueURLs(workflows.Agents())
 	awsCfg, err := config.Load(context.Background(), env)
 	if err != nil {
-		log.Error("cannot start", "error", err)
-		os.Exit(1)
+		return err
 	}
 	m := env.Metrics(os.Stdout, "scheduler")
 	// One execution environment is one Scheduler instance.
@@ -62,4 +62,5 @@ func main() {
 		Metrics:    m,
 	})
 	lambda.Start(svc.Handle)
+	return nil
 }

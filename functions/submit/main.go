@@ -6,6 +6,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
@@ -26,33 +28,32 @@ import (
 	"orderly/internal/resources"
 )
 
-func main() {
-	log := config.Logger("submit")
-	env := config.FromOS()
+func main() { config.Main("submit", run) }
+
+func run(log *slog.Logger, env *config.Env) error {
 	retention := env.Retention()
 	ordersTable := env.Required(resources.EnvOrdersTable)
 	historyTable := env.Required(resources.EnvHistoryTable)
 	anonymous := env.String(resources.EnvAnonymousCaller, "")
+	keyName := env.Required(resources.EnvPageTokenSecret)
 	names, def := env.Workflows()
 	workflows, err := definition.DeployedAs(env.Timing(), names, def, env.String(config.EnvWorkflowsDigest, ""))
 	if err != nil {
 		// The workflow's files are built in: a broken build, or the
 		// stage's timing at odds with a step's own.
-		log.Error("cannot start", "error", err)
-		os.Exit(1)
+		return fmt.Errorf("workflows: %w", err)
 	}
 	workflow := workflows.Latest()
 	// Submission only ever sends a first step's request.
 	queues := env.RequestQueueURLs(workflows.FirstAgents())
 	awsCfg, err := config.Load(context.Background(), env)
 	if err != nil {
-		log.Error("cannot start", "error", err)
-		os.Exit(1)
+		return err
 	}
 	// The key of the search pages' cursors, the same for every instance,
 	// read at the first search: a key that cannot be read fails searches
 	// (503), never a submission.
-	secrets, keyName := secretsmanager.NewFromConfig(awsCfg), env.Required(resources.EnvPageTokenSecret)
+	secrets := secretsmanager.NewFromConfig(awsCfg)
 	pages := pagetoken.Loaded(func(ctx context.Context) ([]byte, error) {
 		return secret.Key(ctx, secrets, keyName, pagetoken.MinKeyBytes)
 	})
@@ -75,8 +76,8 @@ func main() {
 		PageTokens:      pages,
 	})
 	if err != nil {
-		log.Error("cannot start", "error", err)
-		os.Exit(1)
+		return fmt.Errorf("submission API: %w", err)
 	}
 	lambda.Start(svc.Handle)
+	return nil
 }

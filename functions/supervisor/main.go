@@ -4,6 +4,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
@@ -22,9 +24,9 @@ import (
 	"orderly/internal/resources"
 )
 
-func main() {
-	log := config.Logger("supervisor")
-	env := config.FromOS()
+func main() { config.Main("supervisor", run) }
+
+func run(log *slog.Logger, env *config.Env) error {
 	retention := env.Retention()
 	ordersTable := env.Required(resources.EnvOrdersTable)
 	topicARN := env.Required(resources.EnvAlertTopicARN)
@@ -33,8 +35,7 @@ func main() {
 	if err != nil {
 		// The workflow's files are built in: a broken build, or the
 		// stage's timing at odds with a step's own.
-		log.Error("cannot start", "error", err)
-		os.Exit(1)
+		return fmt.Errorf("workflows: %w", err)
 	}
 	// The Supervisor asks the agents' queues for their backlog, to tell
 	// queue wait from a timeout.
@@ -42,8 +43,7 @@ func main() {
 	responses := env.Required(resources.EnvResponseQueueURL)
 	awsCfg, err := config.Load(context.Background(), env)
 	if err != nil {
-		log.Error("cannot start", "error", err)
-		os.Exit(1)
+		return err
 	}
 	store := dynamo.NewStore(dynamodb.NewFromConfig(awsCfg), ordersTable).As("supervisor").Retain(retention)
 	alerter := sns.NewAlerter(awssns.NewFromConfig(awsCfg), topicARN)
@@ -57,4 +57,5 @@ func main() {
 		Metrics:   env.Metrics(os.Stdout, "supervisor"),
 	})
 	lambda.Start(svc.Handle)
+	return nil
 }

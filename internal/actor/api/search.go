@@ -91,14 +91,7 @@ func (s *Service) search(ctx context.Context, req events.APIGatewayProxyRequest,
 	}
 	view := SearchView{Orders: make([]OrderSummary, 0, len(page.Orders))}
 	for _, o := range page.Orders {
-		sum := OrderSummary{OrderID: o.ID, Status: o.Status, CustomerID: o.CustomerID, Workflow: o.Workflow, Version: o.Version, CreatedAt: o.CreatedAt}
-		if operator {
-			sum.Caller = o.Caller
-		}
-		if !o.EndedAt.IsZero() {
-			sum.EndedAt = &o.EndedAt
-		}
-		view.Orders = append(view.Orders, sum)
+		view.Orders = append(view.Orders, summaryOf(o, operator))
 	}
 	if page.Next != nil {
 		view.NextCursor = pages.Seal(sealedFor, page.Next)
@@ -110,6 +103,19 @@ func (s *Service) search(ctx context.Context, req events.APIGatewayProxyRequest,
 		view.Links = map[string]string{"next": route + "?" + next.Encode()}
 	}
 	return jsonResponse(http.StatusOK, view), nil
+}
+
+// summaryOf is how a search lists o: with its caller on the operators'
+// route only.
+func summaryOf(o order.Summary, operator bool) OrderSummary {
+	sum := OrderSummary{OrderID: o.ID, Status: o.Status, CustomerID: o.CustomerID, Workflow: o.Workflow, Version: o.Version, CreatedAt: o.CreatedAt}
+	if operator {
+		sum.Caller = o.Caller
+	}
+	if !o.EndedAt.IsZero() {
+		sum.EndedAt = &o.EndedAt
+	}
+	return sum
 }
 
 // queryParams are a request's query string parameters, each sent once: a

@@ -413,19 +413,13 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	workflows := e.cfg.Workflows
 
-	// API Gateway in front of the submission function.
-	gateway := localrun.NewAPIGateway(e.API.Handle, []localrun.Route{
-		{Method: http.MethodPost, Resource: api.ResourceOrders},
-		{Method: http.MethodPost, Resource: api.ResourceWorkflowOrders},
-		{Method: http.MethodGet, Resource: api.ResourceOrders},
-		{Method: http.MethodGet, Resource: api.ResourceOperatorOrders},
-		{Method: http.MethodGet, Resource: api.ResourceOrder},
-		{Method: http.MethodGet, Resource: api.ResourceOperatorOrder},
-		{Method: http.MethodPost, Resource: api.ResourceCancel},
-		{Method: http.MethodPost, Resource: api.ResourceRedrive},
-		{Method: http.MethodGet, Resource: api.ResourceHistory},
-		{Method: http.MethodGet, Resource: api.ResourceOperatorHistory},
-	}, e.cfg.Log.With("service", "apigateway"))
+	// API Gateway in front of the submission function, with the API's
+	// own routing table.
+	var routes []localrun.Route
+	for _, r := range api.Routes() {
+		routes = append(routes, localrun.Route{Method: r.Method, Resource: r.Resource})
+	}
+	gateway := localrun.NewAPIGateway(e.API.Handle, routes, e.cfg.Log.With("service", "apigateway"))
 	// The API's description is served beside it, as API Gateway can export
 	// a stage's.
 	// (Not a ServeMux, which would redirect paths the gateway answers.)
