@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"orderly/internal/actor/api"
 	"orderly/internal/order"
 )
 
@@ -106,7 +107,7 @@ func (f *queryFlags) query(cmd *cobra.Command, now time.Time) (order.Query, erro
 		}
 		params[flagParams[name]] = value
 	}
-	q, err := order.ParseQuery(params)
+	q, err := api.ParseQuery(params)
 	if err != nil {
 		return order.Query{}, usageError{flagNamed(err)}
 	}
@@ -115,19 +116,19 @@ func (f *queryFlags) query(cmd *cobra.Command, now time.Time) (order.Query, erro
 
 // flagParams are search's flags and the query parameters they set.
 var flagParams = map[string]string{
-	"status": order.ParamStatus, "customer": order.ParamCustomer, "workflow": order.ParamWorkflow, "version": order.ParamVersion,
-	"created-from": order.ParamCreatedFrom, "created-to": order.ParamCreatedTo, "ended-from": order.ParamEndedFrom, "ended-to": order.ParamEndedTo,
+	"status": api.ParamStatus, "customer": api.ParamCustomer, "workflow": api.ParamWorkflow, "version": api.ParamVersion,
+	"created-from": api.ParamCreatedFrom, "created-to": api.ParamCreatedTo, "ended-from": api.ParamEndedFrom, "ended-to": api.ParamEndedTo,
 }
 
 var searchHelp = map[string]string{
-	order.ParamStatus:      "only orders in this status (Pending, Processing, Processed, Compensating, Failed, Cancelling, Cancelled, Error)",
-	order.ParamCustomer:    "only this customer's orders (the input's customerId)",
-	order.ParamWorkflow:    "only orders of this workflow",
-	order.ParamVersion:     "only orders of this workflow version",
-	order.ParamCreatedFrom: "only orders submitted at or after this time",
-	order.ParamCreatedTo:   "only orders submitted before this time",
-	order.ParamEndedFrom:   "only orders that ended (or went into Error) at or after this time",
-	order.ParamEndedTo:     "only orders that ended (or went into Error) before this time",
+	api.ParamStatus:      "only orders in this status (Pending, Processing, Processed, Compensating, Failed, Cancelling, Cancelled, Error)",
+	api.ParamCustomer:    "only this customer's orders (the input's customerId)",
+	api.ParamWorkflow:    "only orders of this workflow",
+	api.ParamVersion:     "only orders of this workflow version",
+	api.ParamCreatedFrom: "only orders submitted at or after this time",
+	api.ParamCreatedTo:   "only orders submitted before this time",
+	api.ParamEndedFrom:   "only orders that ended (or went into Error) at or after this time",
+	api.ParamEndedTo:     "only orders that ended (or went into Error) before this time",
 }
 
 // timeParam is a search flag's value as the query parameter takes it: a

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/jsii-runtime-go"
 
+	apiactor "orderly/internal/actor/api"
 	"orderly/internal/order"
 )
 
@@ -102,7 +103,7 @@ func newAPI(s *Stack) awsapigateway.RestApi {
 	// GET /orders searches the caller's orders, GET /ops/orders anyone's
 	// (operators): the function checks the parameters and the cursor.
 	search := &awsapigateway.MethodOptions{RequestValidator: validator, RequestParameters: &map[string]*bool{}}
-	for _, p := range order.SearchParams {
+	for _, p := range apiactor.SearchParams {
 		(*search.RequestParameters)["method.request.querystring."+p] = jsii.Bool(false)
 	}
 	orders.AddMethod(jsii.String("GET"), integration, search)

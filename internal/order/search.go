@@ -1,18 +1,18 @@
 package order
 
 import (
-	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 )
 
 // Search limits: a page holds DefaultSearchLimit orders unless the caller
-// asks for up to MaxSearchLimit.
+// asks for up to MaxSearchLimit, and a filter's value (a customer id, a
+// workflow name) holds at most MaxFilterBytes.
 const (
 	DefaultSearchLimit = 20
 	MaxSearchLimit     = 100
+	MaxFilterBytes     = 256
 )
 
 // Query is a search of orders, newest first: every filter that is set
@@ -34,96 +34,6 @@ type Query struct {
 	// the orders still running.
 	EndedFrom, EndedTo time.Time
 	Limit              int
-}
-
-// The query parameters of a search, as GET /orders takes them.
-const (
-	ParamStatus      = "status"
-	ParamCustomer    = "customer"
-	ParamWorkflow    = "workflow"
-	ParamVersion     = "version"
-	ParamCreatedFrom = "created_from"
-	ParamCreatedTo   = "created_to"
-	ParamEndedFrom   = "ended_from"
-	ParamEndedTo     = "ended_to"
-	ParamLimit       = "limit"
-	ParamCursor      = "cursor"
-)
-
-// SearchParams lists every parameter a search takes.
-var SearchParams = []string{ParamStatus, ParamCustomer, ParamWorkflow, ParamVersion,
-	ParamCreatedFrom, ParamCreatedTo, ParamEndedFrom, ParamEndedTo, ParamLimit, ParamCursor}
-
-// ParseQuery reads a search's query parameters (the cursor excepted,
-// which the API opens). A parameter it does not know, a status that is
-// not one, a time that is not RFC 3339, a range that ends before it
-// starts, or a limit that is not 1 to MaxSearchLimit is ErrInvalid,
-// naming the parameter.
-func ParseQuery(params map[string]string) (Query, error) {
-	q := Query{Limit: DefaultSearchLimit}
-	invalid := func(name, problem string) (Query, error) {
-		return Query{}, fmt.Errorf("query parameter %s: %s: %w", name, problem, ErrInvalid)
-	}
-	for name := range params {
-		if !slices.Contains(SearchParams, name) {
-			return invalid(Cut(name, 64), "not a search parameter (they are "+strings.Join(SearchParams, ", ")+")")
-		}
-	}
-	if s, ok := params[ParamStatus]; ok {
-		if !slices.Contains(Statuses, Status(s)) {
-			return invalid(ParamStatus, fmt.Sprintf("%q is not a status (one of %s)", Cut(s, 64), statusNames()))
-		}
-		q.Status = Status(s)
-	}
-	for name, field := range map[string]*string{ParamCustomer: &q.CustomerID, ParamWorkflow: &q.Workflow, ParamVersion: &q.Version} {
-		v, ok := params[name]
-		if !ok {
-			continue
-		}
-		if v == "" || len(v) > MaxFilterBytes {
-			return invalid(name, fmt.Sprintf("must be 1 to %d bytes", MaxFilterBytes))
-		}
-		*field = v
-	}
-	for name, field := range map[string]*time.Time{ParamCreatedFrom: &q.CreatedFrom, ParamCreatedTo: &q.CreatedTo,
-		ParamEndedFrom: &q.EndedFrom, ParamEndedTo: &q.EndedTo} {
-		v, ok := params[name]
-		if !ok {
-			continue
-		}
-		t, err := time.Parse(time.RFC3339Nano, v)
-		if err != nil {
-			return invalid(name, fmt.Sprintf("%q is not an RFC 3339 time (like 2026-11-26T00:00:00Z)", Cut(v, 64)))
-		}
-		// To the millisecond, as the indexes hold times: a range within
-		// one millisecond is empty, and refused below.
-		*field = t.UTC().Truncate(time.Millisecond)
-	}
-	if !q.CreatedFrom.IsZero() && !q.CreatedTo.IsZero() && !q.CreatedFrom.Before(q.CreatedTo) {
-		return invalid(ParamCreatedTo, "must be later than "+ParamCreatedFrom)
-	}
-	if !q.EndedFrom.IsZero() && !q.EndedTo.IsZero() && !q.EndedFrom.Before(q.EndedTo) {
-		return invalid(ParamEndedTo, "must be later than "+ParamEndedFrom)
-	}
-	if v, ok := params[ParamLimit]; ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxSearchLimit {
-			return invalid(ParamLimit, fmt.Sprintf("%q is not a whole number from 1 to %d", Cut(v, 64), MaxSearchLimit))
-		}
-		q.Limit = n
-	}
-	return q, nil
-}
-
-// MaxFilterBytes bounds a filter's value (a customer id, a workflow name).
-const MaxFilterBytes = 256
-
-func statusNames() string {
-	names := make([]string, len(Statuses))
-	for i, s := range Statuses {
-		names[i] = string(s)
-	}
-	return strings.Join(names, ", ")
 }
 
 // Matches reports whether an order, as found, meets every filter of q

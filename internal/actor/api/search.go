@@ -40,7 +40,7 @@ type SearchView struct {
 
 // search lists the orders a query matches: the caller's own on GET
 // /orders, anyone's on the operators' GET /ops/orders. The query is the
-// request's parameters (order.ParseQuery); the cursor is a page token
+// request's parameters (ParseQuery); the cursor is a page token
 // sealed for this very query, so that it can neither be read, altered,
 // nor carried to another query (or from the operators' route to a
 // client's).
@@ -53,7 +53,7 @@ func (s *Service) search(ctx context.Context, req events.APIGatewayProxyRequest,
 	if err != nil {
 		return events.APIGatewayProxyResponse{}, err
 	}
-	q, err := order.ParseQuery(params)
+	q, err := ParseQuery(params)
 	if err != nil {
 		return events.APIGatewayProxyResponse{}, err
 	}
@@ -74,9 +74,9 @@ func (s *Service) search(ctx context.Context, req events.APIGatewayProxyRequest,
 	// route never continues a client's search, nor the other way round.
 	sealedFor := route + " " + q.Key()
 	badCursor := fmt.Errorf("query parameter %s: not a cursor of this search (send back the nextCursor of the page before, "+
-		"with the same other parameters): %w", order.ParamCursor, order.ErrInvalid)
+		"with the same other parameters): %w", ParamCursor, order.ErrInvalid)
 	var position []byte
-	if cursor, ok := params[order.ParamCursor]; ok {
+	if cursor, ok := params[ParamCursor]; ok {
 		if position, err = pages.Open(sealedFor, cursor); err != nil {
 			return events.APIGatewayProxyResponse{}, badCursor
 		}
@@ -99,7 +99,7 @@ func (s *Service) search(ctx context.Context, req events.APIGatewayProxyRequest,
 		for name, v := range params {
 			next.Set(name, v)
 		}
-		next.Set(order.ParamCursor, view.NextCursor)
+		next.Set(ParamCursor, view.NextCursor)
 		view.Links = map[string]string{"next": route + "?" + next.Encode()}
 	}
 	return jsonResponse(http.StatusOK, view), nil

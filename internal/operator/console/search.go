@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"orderly/internal/actor/api"
 	"orderly/internal/order"
 	"orderly/internal/pagetoken"
 )
@@ -20,13 +21,13 @@ import (
 // search box, and the sealed page position.
 const (
 	fieldBox    = "q"
-	fieldCursor = order.ParamCursor
+	fieldCursor = api.ParamCursor
 )
 
 // timeParams are the query's times, which the page takes as a day or a
 // date and time in UTC (its date and datetime-local inputs) as well as
 // RFC 3339.
-var timeParams = []string{order.ParamCreatedFrom, order.ParamCreatedTo, order.ParamEndedFrom, order.ParamEndedTo}
+var timeParams = []string{api.ParamCreatedFrom, api.ParamCreatedTo, api.ParamEndedFrom, api.ParamEndedTo}
 
 // dateTimeLocal is how a datetime-local input sends its value (seconds
 // only when they are set, or its step is under a minute).
@@ -103,7 +104,7 @@ func (c *Console) search(w http.ResponseWriter, r *http.Request) {
 		}
 		query[name] = v
 	}
-	q, err := order.ParseQuery(query)
+	q, err := api.ParseQuery(query)
 	if err != nil {
 		page.Problem = err.Error()
 		for name := range query {
@@ -121,8 +122,8 @@ func (c *Console) search(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, name := range timeParams {
 		if _, ok := page.Form[name]; ok {
-			page.Form[name] = map[string]time.Time{order.ParamCreatedFrom: q.CreatedFrom, order.ParamCreatedTo: q.CreatedTo,
-				order.ParamEndedFrom: q.EndedFrom, order.ParamEndedTo: q.EndedTo}[name].UTC().Format(dateTimeLocalSeconds)
+			page.Form[name] = map[string]time.Time{api.ParamCreatedFrom: q.CreatedFrom, api.ParamCreatedTo: q.CreatedTo,
+				api.ParamEndedFrom: q.EndedFrom, api.ParamEndedTo: q.EndedTo}[name].UTC().Format(dateTimeLocalSeconds)
 		}
 	}
 	var position []byte
@@ -175,13 +176,13 @@ func (c *Console) search(w http.ResponseWriter, r *http.Request) {
 		page.Counts = &counts
 		base := maps.Clone(given)
 		if page.Default {
-			base.Set(order.ParamCreatedFrom, cq.CreatedFrom.Format(time.RFC3339))
+			base.Set(api.ParamCreatedFrom, cq.CreatedFrom.Format(time.RFC3339))
 		}
-		base.Del(order.ParamStatus)
+		base.Del(api.ParamStatus)
 		page.AnyStatus = searchHref(base)
 		for _, sc := range counts.InOrder() {
 			link := maps.Clone(base)
-			link.Set(order.ParamStatus, string(sc.Status))
+			link.Set(api.ParamStatus, string(sc.Status))
 			page.CountLinks = append(page.CountLinks, countLink{Status: sc.Status, N: sc.N, Href: searchHref(link), Selected: sc.Status == q.Status})
 		}
 	}
@@ -208,7 +209,7 @@ func (c *Console) searchBox(w http.ResponseWriter, r *http.Request, params url.V
 	rest.Del(fieldBox)
 	rest.Del(fieldCursor)
 	if box != "" {
-		rest.Set(order.ParamCustomer, box)
+		rest.Set(api.ParamCustomer, box)
 	}
 	http.Redirect(w, r, searchHref(rest), http.StatusSeeOther)
 }
@@ -233,9 +234,9 @@ func searchHref(v url.Values) string {
 }
 
 // Selected reports whether s is the status the page's form selects.
-func (p searchPage) Selected(s order.Status) bool { return p.Form[order.ParamStatus] == string(s) }
+func (p searchPage) Selected(s order.Status) bool { return p.Form[api.ParamStatus] == string(s) }
 
 // LimitSelected reports whether n is the page size the form selects.
 func (p searchPage) LimitSelected(n int) bool {
-	return p.Form[order.ParamLimit] == fmt.Sprint(n) || (p.Form[order.ParamLimit] == "" && n == order.DefaultSearchLimit)
+	return p.Form[api.ParamLimit] == fmt.Sprint(n) || (p.Form[api.ParamLimit] == "" && n == order.DefaultSearchLimit)
 }

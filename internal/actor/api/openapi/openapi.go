@@ -90,15 +90,15 @@ func Document(wfs order.Versions) map[string]any {
 				"schema": map[string]any{"type": "string", "format": "date-time"}}
 		}
 		return map[string]any{"summary": summary, "parameters": []any{
-			map[string]any{"name": order.ParamStatus, "in": "query", "required": false, "schema": ref("Status")},
-			text(order.ParamCustomer, "the order's customerId"),
-			text(order.ParamWorkflow, "the workflow's name"), text(order.ParamVersion, "the workflow version"),
-			at(order.ParamCreatedFrom, "submitted at or after"), at(order.ParamCreatedTo, "submitted before"),
-			at(order.ParamEndedFrom, "reached a terminal status at or after; excludes running orders"),
-			at(order.ParamEndedTo, "reached a terminal status before; excludes running orders"),
-			map[string]any{"name": order.ParamLimit, "in": "query", "required": false, "description": "orders per page at most",
+			map[string]any{"name": api.ParamStatus, "in": "query", "required": false, "schema": ref("Status")},
+			text(api.ParamCustomer, "the order's customerId"),
+			text(api.ParamWorkflow, "the workflow's name"), text(api.ParamVersion, "the workflow version"),
+			at(api.ParamCreatedFrom, "submitted at or after"), at(api.ParamCreatedTo, "submitted before"),
+			at(api.ParamEndedFrom, "reached a terminal status at or after; excludes running orders"),
+			at(api.ParamEndedTo, "reached a terminal status before; excludes running orders"),
+			map[string]any{"name": api.ParamLimit, "in": "query", "required": false, "description": "orders per page at most",
 				"schema": map[string]any{"type": "integer", "minimum": 1, "maximum": order.MaxSearchLimit, "default": order.DefaultSearchLimit}},
-			map[string]any{"name": order.ParamCursor, "in": "query", "required": false,
+			map[string]any{"name": api.ParamCursor, "in": "query", "required": false,
 				"description": "the nextCursor of the page before, with the same other parameters; opaque, sealed by the stage",
 				"schema":      map[string]any{"type": "string"}},
 		}, "responses": with(map[string]any{"200": response("a page of orders, newest first; go on while nextCursor is set "+
