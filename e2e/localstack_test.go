@@ -73,7 +73,7 @@ func stack(t *testing.T) deployed {
 	d.api = gatewayURL(t, aws.ToString(cfg.BaseEndpoint), outputs["ApiUrl"])
 	d.orders = resources.New(stage, ordertest.OrderWorkflow(order.DefaultTiming).Agents()).Orders.Name
 	d.alerts = testenv.SubscribeAlerts(t, d.clients, outputs["AlertTopicArn"])
-	d.events = &eventInbox{sqs: d.clients.Deliveries, url: statusEvents(t, d.clients, outputs["EventBusName"]), seen: map[string][]order.Status{}}
+	d.events = &eventInbox{sqs: d.clients.Deliveries, url: statusEvents(t, d.clients, outputs["EventBusName"]), seen: map[string][]order.Status{}, ids: map[string]bool{}}
 	return d
 }
 
@@ -196,9 +196,13 @@ type eventInbox struct {
 	url  string
 	mu   sync.Mutex
 	seen map[string][]order.Status
+	// ids are the events taken, by eventId: delivery is at least once, and
+	// a consumer drops a duplicate on it, as docs/api.md tells clients to.
+	ids map[string]bool
 }
 
-// statuses waits until order id's status events are want.
+// statuses waits until order id's status events, each taken once, are
+// want.
 func (in *eventInbox) statuses(t *testing.T, id string, want []order.Status, timeout time.Duration) {
 	t.Helper()
 	var got []order.Status
@@ -218,7 +222,13 @@ func (in *eventInbox) statuses(t *testing.T, id string, want []order.Status, tim
 			if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &ev); err != nil || ev.DetailType != "Order "+string(ev.Detail.Status) {
 				t.Errorf("status event %s: %v", aws.ToString(m.Body), err)
 			}
-			in.seen[ev.Detail.OrderID] = append(in.seen[ev.Detail.OrderID], ev.Detail.Status)
+			if ev.Detail.ID == "" {
+				t.Errorf("status event without an eventId: %s", aws.ToString(m.Body))
+			}
+			if !in.ids[ev.Detail.ID] {
+				in.ids[ev.Detail.ID] = true
+				in.seen[ev.Detail.OrderID] = append(in.seen[ev.Detail.OrderID], ev.Detail.Status)
+			}
 			in.sqs.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(in.url), ReceiptHandle: m.ReceiptHandle})
 		}
 		got = slices.Clone(in.seen[id])
