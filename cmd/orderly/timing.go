@@ -108,13 +108,6 @@ func (f *stageFlags) source() (t order.Timing, maxSet, deployed bool, err error)
 	return order.DefaultTiming, false, false, nil
 }
 
-// The stage's context key in cdk.json, and the stage cdk synth deploys
-// when it is unset (infra/stack's CtxStage).
-const (
-	ctxStage     = "stage"
-	defaultStage = "dev"
-)
-
 // name is the stage whose resources the definitions' services name (their
 // agents' functions): --stage, over --cdk-json's context; else
 // $ORDERLY_STAGE when set; else infra/cdk.json's context where the
@@ -132,7 +125,7 @@ func (f *stageFlags) name(cmd *cobra.Command) (string, error) {
 			return s, nil
 		}
 		if _, err := os.Stat(defaultCDKJSON); err != nil {
-			return defaultStage, nil
+			return config.DefaultStage, nil
 		}
 		file = defaultCDKJSON
 	}
@@ -141,10 +134,10 @@ func (f *stageFlags) name(cmd *cobra.Command) (string, error) {
 		return "", usageError{err}
 	}
 	// As synth reads it: anything but a name is unset.
-	if s, ok := ctx[ctxStage].(string); ok && s != "" {
+	if s, ok := ctx[config.CtxStage].(string); ok && s != "" {
 		return s, nil
 	}
-	return defaultStage, nil
+	return config.DefaultStage, nil
 }
 
 // readCDKContext reads a cdk.json's context.

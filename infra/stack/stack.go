@@ -84,7 +84,7 @@ type Props struct {
 
 // Context keys and their defaults.
 const (
-	CtxStage = "stage"
+	CtxStage = config.CtxStage
 	// CtxServices is the services configuration: a JSON object in
 	// cdk.json, or a JSON string from -c services='{...}'.
 	CtxServices            = "services"
@@ -171,7 +171,7 @@ func FromContext(scope constructs.Construct) (Props, error) {
 		WorkflowsDigest:     digest,
 		Prices:              prices,
 		Retention:           time.Duration(num(CtxRetentionDays, resources.DefaultRetention.Hours()/24) * float64(24*time.Hour)),
-		Stage:               str(CtxStage, "dev"),
+		Stage:               str(CtxStage, config.DefaultStage),
 		RemoteURL:           str(CtxRemoteURL, ""),
 		AlarmEmail:          str(CtxAlarmEmail, ""),
 		AssetsDir:           str(CtxAssetsDir, filepath.Join("..", "bin")),

@@ -16,6 +16,13 @@ const (
 	CtxMaxHeartbeats    = "maxHeartbeats"
 )
 
+// The stage's context key, and the stage a deploy makes when it is unset
+// (or not a name).
+const (
+	CtxStage     = "stage"
+	DefaultStage = "dev"
+)
+
 // timingContext maps each timing context key to the variable it sets.
 var timingContext = map[string]string{
 	CtxStepAllowance:    EnvAllowance,

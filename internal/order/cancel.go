@@ -23,8 +23,8 @@ type Cancellation struct {
 // off against a request still on its way.
 func CancelWaiting(s StepState) Cancellation {
 	if s.Attempt == 0 {
-		return Cancellation{Reason: "the order was cancelled before the step was claimed"}
+		return Cancellation{Reason: cancelledUnclaimed}
 	}
 	return Cancellation{MayHaveRun: true, Reason: fmt.Sprintf(
-		"the order was cancelled while the step waited to be claimed again: attempt %d may have done its work, so it is undone too", s.Attempt)}
+		cancelledWaiting+"attempt %d may have done its work, so it is undone too", s.Attempt)}
 }

@@ -27,7 +27,7 @@ func ClientReason(status Status, reason string) string {
 	if status == StatusError {
 		looking = "; an operator is looking into it"
 	}
-	if reason == redrivenRetry {
+	if reason == RedriveReason(RedriveRetry) {
 		return "an operator ran the order again"
 	}
 	step, why, ok := stepReason(reason)
@@ -51,21 +51,22 @@ func ClientReason(status Status, reason string) string {
 		return "the order was cancelled before " + subject + " started"
 	case strings.HasPrefix(why, cancelledWaiting), strings.HasPrefix(why, cancelledTimedOut):
 		return "the order was cancelled while " + subject + " was under way: its work, if done, is undone too"
-	case why == redrivenCompensate:
+	case why == RedriveReason(RedriveCompensate):
 		return "an operator had the order's work undone from " + subject
 	}
 	return subject + " failed" + looking
 }
 
-// The engine's reasons ClientReason tells apart, as their makers write
-// them.
+// The engine's reasons ClientReason tells apart: their makers
+// (CancelWaiting, Assess) write them from these.
 const (
-	redrivenRetry      = "redriven by an operator (retry)"
-	redrivenCompensate = "redriven by an operator (compensate)"
 	cancelledUnclaimed = "the order was cancelled before the step was claimed"
 	cancelledWaiting   = "the order was cancelled while the step waited to be claimed again: "
 	cancelledTimedOut  = "the order was cancelled and attempt "
 )
+
+// RedriveReason is the reason of an operator's redrive with action.
+func RedriveReason(action string) string { return "redriven by an operator (" + action + ")" }
 
 var (
 	// refusal is Refused's reason: the service's name is a definition's

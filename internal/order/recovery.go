@@ -143,7 +143,7 @@ func (w Workflow) Assess(s StepState, now time.Time, backlog Backlog) Recovery {
 			// A cancel lets the step in flight finish or time out; it
 			// timed out, so its work, if done, is undone too.
 			return Recovery{Action: Compensate, MayHaveRun: true, Reason: fmt.Sprintf(
-				"the order was cancelled and attempt %d timed out: no reply by %s", s.Attempt, s.CompleteBy.UTC().Format(time.RFC3339Nano))}
+				cancelledTimedOut+"%d timed out: no reply by %s", s.Attempt, s.CompleteBy.UTC().Format(time.RFC3339Nano))}
 		}
 		if s.Parked != "" && s.Parked == s.Version {
 			// The attempt was in flight while a build without its

@@ -231,7 +231,13 @@ func (c *circuit) judge(req order.StepRequest, err error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if success {
-		c.calls[ref] = &callSeen{succeeded: now, by: key}
+		// Every success passes here: the call's record is reused.
+		seen, ok := c.calls[ref]
+		if !ok {
+			seen = &callSeen{}
+			c.calls[ref] = seen
+		}
+		seen.succeeded, seen.by, seen.refused = now, key, seen.refused[:0]
 		return err
 	}
 	seen := c.calls[ref]

@@ -159,7 +159,7 @@ func (s *Service) Redrive(ctx context.Context, id, action string) (order.Order, 
 		}
 		now := s.now()
 		claimBy := now.Add(wf.ClaimWithin)
-		reason := fmt.Sprintf("redriven by an operator (%s)", p.Action)
+		reason := order.RedriveReason(p.Action)
 		switch p.Move {
 		case order.UndoFromStuck:
 			o, _, err = s.operators.StartUndo(ctx, wf.UndoFromError(p.Stuck, reason, now), now)
