@@ -70,6 +70,8 @@ test: tools infra-tools browser lint build ## all tests: unit, integration again
 	$(TOOLS_VENV)/bin/python -m unittest discover -s localstack/executor/tests -t localstack/executor
 	@# The CDK stack's tests (infra/...) run the jsii runtime: on Node 22.
 	$(WITH_EMULATORS) env $(CDK_PATH) ORDERLY_INTEGRATION=1 ORDERLY_CHROMIUM=$(CHROMIUM) $(GOTEST) $$(go list ./... | grep -v -e /internal/measure/cost$$ -e /internal/measure/soak$$)
+	@# The loader as make build builds the functions, without the examples.
+	$(GOTEST) -tags noexamples ./internal/definition
 	@# The cost budget counts every request of a few orders: on a machine
 	@# busy with the other packages, Supervisors act on orders only slow
 	@# because of it, and their extra writes are counted (seen 2 in 7 runs).
@@ -97,6 +99,9 @@ lint: tools ## gofmt, go vet, staticcheck, and go mod tidy leaving go.mod as it 
 	if [[ -n "$$unformatted" ]]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	go vet ./...
 	$(STATICCHECK) ./...
+	@# The loader's build without the examples (make build's functions).
+	go vet -tags noexamples ./internal/definition
+	$(STATICCHECK) -tags noexamples ./internal/definition
 	@go mod tidy -diff >/dev/null || { echo "go.mod or go.sum is not tidy: run go mod tidy"; exit 1; }
 
 .PHONY: bench
@@ -120,11 +125,20 @@ soak: tools ## the chaos soak: ORDERS=10000 orders under injected faults, kill -
 	go build -o .local/bin/orderly-local ./cmd/orderly-local
 	$(WITH_EMULATORS) go run ./cmd/orderly-soak -orders $(or $(ORDERS),10000) $(SOAK_FLAGS)
 
+# The functions embed the workflows under workflows/ only: EXAMPLES=1
+# builds the examples (examples/workflows/) in too, for a stage that runs
+# them (context workflowsDir naming ../examples/workflows, as deploy-local
+# does). Synth refuses an example the functions were built without, and so
+# does each function at start.
+EXAMPLES       ?=
+comma          := ,
+FUNCTION_TAGS   = lambda.norpc$(if $(filter 1,$(EXAMPLES)),,$(comma)noexamples)
+
 .PHONY: build
-build: ## build the Lambda functions: bin/<function>/bootstrap (linux/arm64)
+build: ## build the Lambda functions: bin/<function>/bootstrap (linux/arm64); EXAMPLES=1 embeds the examples too
 	@for f in $(FUNCTIONS); do \
 		echo "build $$f"; \
-		CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -tags lambda.norpc -trimpath -ldflags='-s -w' \
+		CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -tags '$(FUNCTION_TAGS)' -trimpath -ldflags='-s -w' \
 			-o bin/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
 
@@ -252,9 +266,9 @@ LOCAL_ENV          := env -u AWS_ENDPOINT_URL_DYNAMODB -u AWS_ENDPOINT_URL_DYNAM
                       AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
 
 .PHONY: build-host
-build-host: ## build the Lambda functions for this host, for LocalStack's host executor: .local/lambda-host/<function>/bootstrap
+build-host: ## build the Lambda functions for this host, for LocalStack's host executor: .local/lambda-host/<function>/bootstrap; EXAMPLES=1 embeds the examples too
 	@for f in $(FUNCTIONS); do \
-		CGO_ENABLED=0 GOOS=linux go build -tags lambda.norpc -trimpath -ldflags='-s -w' \
+		CGO_ENABLED=0 GOOS=linux go build -tags '$(FUNCTION_TAGS)' -trimpath -ldflags='-s -w' \
 			-o $(HOST_BIN)/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
 
@@ -265,6 +279,10 @@ localstack: ## start LocalStack on 127.0.0.1:4566 as a host process (no Docker, 
 .PHONY: localstack-stop
 localstack-stop: ## stop LocalStack (its state is not kept)
 	bash $(LOCALSTACK) stop
+
+# The LocalStack stage runs the checkout example (LOCAL_CONTEXT's
+# workflowsDir): its functions are built with the examples.
+deploy-local destroy-local: EXAMPLES := 1
 
 .PHONY: deploy-local
 deploy-local: build-host infra-tools localstack ## deploy the stack to LocalStack (stage local), with the simulator for its agents

@@ -39,7 +39,7 @@ import (
 )
 
 // The fixtures are captured from production, which runs the default timing.
-var workflow = definition.MustShipped(order.DefaultTiming).Latest()
+var workflow = ordertest.Built(order.DefaultTiming).Latest()
 
 var discard = slog.New(slog.DiscardHandler)
 
@@ -497,7 +497,7 @@ func checkGetOwnOrder(owner, neighbour string) func(*testing.T, []byte, events.A
 type schedulerStore struct {
 	order       order.Order
 	claims      []claim
-	completions []order.Completion
+	completions []order.Transition
 	failures    []string
 }
 
@@ -508,28 +508,23 @@ type claim struct {
 
 var _ scheduler.Store = (*schedulerStore)(nil)
 
-func (s *schedulerStore) CompleteStep(_ context.Context, c order.Completion, now time.Time) (order.Order, order.StepState, error) {
-	s.completions = append(s.completions, c)
-	return s.order, order.StepState{OrderID: c.Step.OrderID, Step: c.Next.Name, Index: c.NextIndex, Agent: c.Next.Agent,
-		ProcessState: order.Processing, LockedBy: c.Owner, CompleteBy: c.NextCompleteBy, Attempt: 1, UpdatedAt: now}, nil
-}
-
 func (s *schedulerStore) UnclaimedStep(image map[string]events.DynamoDBAttributeValue) (order.StepState, bool, error) {
 	return dynamo.UnclaimedStep(image)
 }
 
 func (s *schedulerStore) Apply(_ context.Context, t order.Transition) (order.Order, order.StepState, error) {
-	if t.Change.Claim != "" {
+	switch {
+	case t.Change.Claim != "":
 		s.claims = append(s.claims, claim{t.Record.OrderID, t.Record.Step, t.Change.Claim, t.Change.CompleteBy})
-	} else {
+	case t.Change.State == order.Processed:
+		s.completions = append(s.completions, t)
+		n := t.Change.Next
+		return s.order, order.StepState{OrderID: t.Record.OrderID, Step: workflow.Steps[n.Index].Name, Index: n.Index, Agent: workflow.Steps[n.Index].Agent,
+			ProcessState: order.Processing, LockedBy: n.Owner, CompleteBy: n.CompleteBy, Attempt: 1, UpdatedAt: t.At}, nil
+	default:
 		s.failures = append(s.failures, t.Record.OrderID+"/"+t.Record.Step)
 	}
 	return s.order, t.Applied(t.Record), nil
-}
-
-func (s *schedulerStore) StartUndo(_ context.Context, u order.Undoing, _ time.Time) (order.Order, order.StepState, error) {
-	s.failures = append(s.failures, u.Step.OrderID+"/"+u.Step.Step)
-	return s.order, order.StepState{}, nil
 }
 
 // requestQueues is a hand-written scheduler.Dispatcher.
@@ -641,7 +636,7 @@ func checkSchedulerReplies(t *testing.T, raw []byte, ev events.SQSEvent) {
 	next, _ := workflow.Step(ordertest.StepChargePayment)
 	wantDone := order.Completion{
 		Step:      order.StepState{OrderID: "QMVF4LBCLJ4PRZERCUY25DASBK", Step: ordertest.StepReserveInventory, Index: 0, Attempt: 1},
-		Reference: "res_k7q2m9x4t3vbn8c5wz6hjp2rfd", Next: &next, NextIndex: 1, Owner: schedulerID, NextCompleteBy: now.Add(next.Allowance)}
+		Reference: "res_k7q2m9x4t3vbn8c5wz6hjp2rfd", Next: &next, NextIndex: 1, Owner: schedulerID, NextCompleteBy: now.Add(next.Allowance)}.Transition(now)
 	if len(store.completions) != 1 || !reflect.DeepEqual(store.completions[0], wantDone) {
 		t.Errorf("completions %+v, want [%+v]", store.completions, wantDone)
 	}

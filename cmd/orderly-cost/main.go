@@ -5,8 +5,6 @@
 package main
 
 import (
-	"orderly/internal/prices"
-
 	"context"
 	"flag"
 	"fmt"
@@ -16,9 +14,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/config"
 
-	"orderly/internal/definition"
 	"orderly/internal/measure/cost"
 	"orderly/internal/order"
+	"orderly/internal/prices"
+	"orderly/internal/testkit/ordertest"
 )
 
 func main() {
@@ -51,6 +50,6 @@ func run(orders, concurrency int, pricesPath string, httpAPI bool) error {
 	if err != nil {
 		return err
 	}
-	steps := len(definition.MustShipped(order.DefaultTiming).Latest().Steps)
+	steps := len(ordertest.Built(order.DefaultTiming).Latest().Steps)
 	return cost.Report(os.Stdout, results, p, steps, httpAPI)
 }

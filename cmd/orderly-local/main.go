@@ -85,7 +85,7 @@ func run(log *slog.Logger) error {
 	// The workflows to run: ORDERLY_WORKFLOWS names them (`make run`
 	// adds the checkout example), every one under workflows/ when unset.
 	names, def := env.Workflows()
-	workflows, err := definition.Deployed(timing, names, def)
+	workflows, err := definition.Deployed(timing, names, def, "")
 	if err != nil {
 		return fmt.Errorf("workflows: %w", err)
 	}

@@ -14,11 +14,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"orderly/internal/definition"
 	"orderly/internal/local/engine"
 	"orderly/internal/local/provision"
 	"orderly/internal/order"
 	"orderly/internal/resources"
+	"orderly/internal/testkit/ordertest"
 	"orderly/internal/testkit/testenv"
 )
 
@@ -43,11 +43,7 @@ func TestWarmUpRunsOrdersAndLeavesNoTrace(t *testing.T) {
 	// Every name of a stage starts with this prefix, the warm-up's too:
 	// checked, so that the listings below cannot pass by looking elsewhere.
 	prefix := "orderly-" + stage
-	shipped, err := definition.Shipped(order.DefaultTiming)
-	if err != nil {
-		t.Fatal(err)
-	}
-	warm := resources.New(stage+"-warmup", shipped.Agents())
+	warm := resources.New(stage+"-warmup", ordertest.Built(order.DefaultTiming).Agents())
 	for _, name := range []string{warm.Orders.Name, warm.History.Name, warm.ResponseQueue.Name, warm.StatusQueue.Name, warm.EventBus, warm.AlertTopic, warm.PageTokenSecret} {
 		if !strings.HasPrefix(name, prefix) {
 			t.Fatalf("warm-up resource %q does not start with %q", name, prefix)

@@ -45,7 +45,7 @@ func (a *app) open(ctx context.Context) (*ops.Stage, error) {
 		return nil, &awsConfigError{msg: "no AWS region: set AWS_REGION (or a region in your AWS profile), or " + localHint}
 	}
 	names, def := config.FromOS().Workflows()
-	wfs, err := definition.Deployed(order.DefaultTiming, names, def)
+	wfs, err := definition.Deployed(order.DefaultTiming, names, def, "")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", config.EnvWorkflows, err)
 	}

@@ -1,7 +1,9 @@
 // Package workflows holds the example workflow definitions, one file per
 // version (NAME/vVERSION.json) as under the repository's workflows/. The
-// functions embed them, and a stage runs one only when it names it
-// (context workflows; `make run` and the LocalStack end-to-end test do).
+// CLI, the local engine and the tests embed them; the functions only when
+// built with them (make build EXAMPLES=1, without -tags noexamples). A
+// stage runs one only when it names it (context workflowsDir; `make run`
+// and the LocalStack end-to-end test do).
 package workflows
 
 import "embed"

@@ -1,37 +1,26 @@
 // Command recorder is the recorder Lambda, invoked by the orders table's
 // stream: it writes each order's history and publishes its status events.
+// Package compose builds it.
 package main
 
 import (
 	"context"
 	"log/slog"
-	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	awseventbridge "github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
-	"orderly/internal/actor/recorder"
-	"orderly/internal/adapter/dynamo"
-	"orderly/internal/adapter/eventbridge"
+	"orderly/internal/compose"
 	"orderly/internal/config"
 	"orderly/internal/resources"
 )
 
-func main() { config.Main("recorder", run) }
+func main() { config.Main(resources.FunctionRecorder, run) }
 
 func run(log *slog.Logger, env *config.Env) error {
-	retention := env.Retention()
-	historyTable := env.Required(resources.EnvHistoryTable)
-	bus := env.Required(resources.EnvEventBus)
-	awsCfg, err := config.Load(context.Background(), env)
+	f, err := compose.FromEnv(context.Background(), log, env, resources.FunctionRecorder)
 	if err != nil {
 		return err
 	}
-	svc := recorder.New(
-		dynamo.NewHistory(dynamodb.NewFromConfig(awsCfg), historyTable),
-		eventbridge.NewPublisher(awseventbridge.NewFromConfig(awsCfg), bus),
-		log, env.Metrics(os.Stdout, "recorder")).Retain(retention)
-	lambda.Start(svc.HandleStream)
+	lambda.Start(compose.Recorder(f).HandleStream)
 	return nil
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"orderly/internal/actor/agent"
+	"orderly/internal/adapter/remote"
 	"orderly/internal/metrics"
-	"orderly/internal/order"
 )
 
 // newSchedule invokes the Supervisor on a fixed rate. Failed deliveries
@@ -42,7 +42,7 @@ const (
 )
 
 // configurationCauses says what each configuration fault status
-// (order.ConfigurationStatuses) most likely means, for its alarm.
+// (remote.ConfigurationStatuses) most likely means, for its alarm.
 var configurationCauses = map[string]string{
 	"3xx": "a redirect: the configured base URL is not where the service answers",
 	"401": "Unauthorized: the agent's credential is missing, expired or rotated",
@@ -115,7 +115,7 @@ func newAlarms(s *Stack) []awscloudwatch.IAlarm {
 	// in alarm for the whole episode and clears after five quiet minutes.
 	probeEvery := agent.DefaultBreaker.OpenFor
 	for _, agent := range s.agents() {
-		for _, status := range order.ConfigurationStatuses {
+		for _, status := range remote.ConfigurationStatuses {
 			alarmOver("ConfigFault"+title(agent)+status, fmt.Sprintf(
 				"the %s agent's remote service answers %s (%s): a configuration fault, the same for every order. No order fails: "+
 					"the agent holds its requests in its queue and probes the service every %s; they go on by themselves once it answers. Fix the configuration",

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"orderly/internal/adapter/remote"
 	"orderly/internal/docslug"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
@@ -26,7 +27,7 @@ import (
 func TestConfigurationFaultAlarmsNameTheServiceAndStatus(t *testing.T) {
 	alarms := ofType("AWS::CloudWatch::Alarm")
 	for _, agent := range ordertest.OrderWorkflows(order.DefaultTiming).Agents() {
-		for _, status := range order.ConfigurationStatuses {
+		for _, status := range remote.ConfigurationStatuses {
 			name := "ConfigFault" + strings.ToUpper(agent[:1]) + agent[1:] + status
 			id := findID(alarms, name)
 			if id == "" {

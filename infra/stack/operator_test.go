@@ -63,7 +63,7 @@ func TestOperatorToolsPolicyAllowsExactlyTheToolsCalls(t *testing.T) {
 	rec := callrecord.New()
 	cfg := testenv.AWS(t).Copy()
 	cfg.APIOptions = append(slices.Clone(cfg.APIOptions), rec.For(operatorTools))
-	stage := ops.Open(e.Stack.Catalog.Stage, dynamodb.NewFromConfig(cfg), sqs.NewFromConfig(cfg), order.Versions{})
+	stage := ops.Open(e.Stack.Catalog.Stage, dynamodb.NewFromConfig(cfg), sqs.NewFromConfig(cfg), ordertest.Built(order.DefaultTiming))
 	ctx := context.Background()
 	must := func(what string, err error) {
 		t.Helper()

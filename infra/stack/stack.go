@@ -5,6 +5,7 @@ package stack
 import (
 	"orderly/internal/prices"
 
+	"debug/buildinfo"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -102,7 +103,8 @@ const (
 	CtxRetentionDays       = "retentionDays"
 	// CtxWorkflowsDir is the directories of workflow definitions, comma
 	// separated (default ../workflows, from infra/; the LocalStack
-	// end-to-end test adds ../examples/workflows). Every workflow in them
+	// end-to-end test adds ../examples/workflows, and builds the functions
+	// with the examples). Every workflow in them
 	// is deployed; CtxDefaultWorkflow is the one POST /orders submits to.
 	CtxWorkflowsDir    = "workflowsDir"
 	CtxDefaultWorkflow = "defaultWorkflow"
@@ -148,7 +150,8 @@ func FromContext(scope constructs.Construct) (Props, error) {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("context %s: %w", CtxPricesFile, err))
 	}
-	workflows, digest, err := loadWorkflows(str(CtxWorkflowsDir, filepath.Join("..", "workflows")), str(CtxDefaultWorkflow, definition.ShippedWorkflow), timing)
+	workflows, digest, err := loadWorkflows(str(CtxWorkflowsDir, filepath.Join("..", "workflows")), str(CtxDefaultWorkflow, definition.ShippedWorkflow),
+		str(CtxAssetsDir, filepath.Join("..", "bin")), timing)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("workflow definitions (context %s, %s):\n%w", CtxWorkflowsDir, CtxDefaultWorkflow, err))
 	}
@@ -192,12 +195,13 @@ func FromContext(scope constructs.Construct) (Props, error) {
 
 // loadWorkflows reads every definition in dirs (comma separated), each
 // file named as it is found, and builds the workflows with def the
-// default. Each one must be built into the functions too (under
-// workflows/ or examples/workflows/), since they run what they embed.
+// default. Each one must be built into the functions in assets too (under
+// workflows/, or examples/workflows/ when they were built with the
+// examples: make build EXAMPLES=1), since they run what they embed.
 //
 // Its digest is the definitions' (definition.Digest), which the functions
 // check against the ones they embed.
-func loadWorkflows(dirs, def string, timing order.Timing) (order.Versions, string, error) {
+func loadWorkflows(dirs, def, assets string, timing order.Timing) (order.Versions, string, error) {
 	var defs []definition.Definition
 	for _, dir := range strings.Split(dirs, ",") {
 		dir = strings.TrimSpace(dir)
@@ -211,11 +215,29 @@ func loadWorkflows(dirs, def string, timing order.Timing) (order.Versions, strin
 	if err != nil {
 		return order.Versions{}, "", err
 	}
-	built := append(shipped, examples...)
+	// The functions' build decides whether they have the examples: read
+	// only when an example is deployed, so a stage without any needs no
+	// binaries to synth (the tests' stacks).
 	var ps definition.Problems
+	examplesRead, examplesBuilt := false, false
 	for _, d := range defs {
-		if !slices.ContainsFunc(built, func(b definition.Definition) bool { return b.Same(d) }) {
+		same := func(b definition.Definition) bool { return b.Same(d) }
+		if slices.ContainsFunc(shipped, same) {
+			continue
+		}
+		if !slices.ContainsFunc(examples, same) {
 			ps = append(ps, definition.Problem{Source: d.File, Rule: "is not the definition the functions are built with: keep it under workflows/ and run make build"})
+			continue
+		}
+		if !examplesRead {
+			if examplesBuilt, err = functionsHaveExamples(assets); err != nil {
+				return order.Versions{}, "", err
+			}
+			examplesRead = true
+		}
+		if !examplesBuilt {
+			ps = append(ps, definition.Problem{Source: d.File, Rule: fmt.Sprintf("is an example, and the functions in %s were built without the examples: "+
+				"build them with make build EXAMPLES=1 (for LocalStack make build-host EXAMPLES=1)", assets)})
 		}
 	}
 	if len(ps) > 0 {
@@ -223,6 +245,29 @@ func loadWorkflows(dirs, def string, timing order.Timing) (order.Versions, strin
 	}
 	wfs, err := definition.Build(defs, def, timing)
 	return wfs, definition.Digest(defs), err
+}
+
+// functionsHaveExamples reports whether every function in assets
+// (<function>/bootstrap) embeds the examples: make build leaves them out
+// (-tags noexamples, which Go records in each binary's build information)
+// unless EXAMPLES=1.
+func functionsHaveExamples(assets string) (bool, error) {
+	bins, err := filepath.Glob(filepath.Join(assets, "*", "bootstrap"))
+	if err != nil || len(bins) == 0 {
+		return false, fmt.Errorf("context %s %s: no function binaries (<function>/bootstrap): run make build EXAMPLES=1 first", CtxAssetsDir, assets)
+	}
+	for _, bin := range bins {
+		info, err := buildinfo.ReadFile(bin)
+		if err != nil {
+			return false, fmt.Errorf("context %s: read the build of %s: %w", CtxAssetsDir, bin, err)
+		}
+		for _, s := range info.Settings {
+			if s.Key == "-tags" && slices.Contains(strings.Split(s.Value, ","), definition.NoExamplesTag) {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
 }
 
 // Validate checks the props against the limits AWS imposes.
@@ -299,7 +344,7 @@ func New(scope constructs.Construct, id string, props Props) (*Stack, error) {
 		sp.Description = jsii.String("orderly " + props.Stage + ": order processing with the Scheduler Agent Supervisor pattern")
 	}
 	if len(props.Workflows.Known()) == 0 {
-		shipped, err := definition.Shipped(props.Timing)
+		shipped, err := definition.Deployed(props.Timing, nil, definition.ShippedWorkflow, "")
 		if err != nil {
 			return nil, err
 		}

@@ -20,8 +20,8 @@ import (
 
 	"orderly/infra/stack"
 	"orderly/internal/actor/api/openapi"
+	"orderly/internal/adapter/remote"
 	"orderly/internal/adapter/services"
-	"orderly/internal/definition"
 	"orderly/internal/order"
 	"orderly/internal/resources"
 	"orderly/internal/testkit/ordertest"
@@ -131,7 +131,7 @@ func TestResourceCounts(t *testing.T) {
 		// 6 DLQs + 4 queue ages + 7 functions × (errors, throttles) +
 		// orders in Error + 3 agents' open circuit breakers + 3 agents ×
 		// 7 configuration fault statuses
-		"AWS::CloudWatch::Alarm": 6 + 4 + 14 + 1 + 3 + 3*len(order.ConfigurationStatuses),
+		"AWS::CloudWatch::Alarm": 6 + 4 + 14 + 1 + 3 + 3*len(remote.ConfigurationStatuses),
 	}
 	for typ, n := range want {
 		template.ResourceCountIs(jsii.String(typ), jsii.Number(n))
@@ -684,7 +684,7 @@ func TestRequestModelIsTheOpenAPISchema(t *testing.T) {
 			Schemas map[string]any `json:"schemas"`
 		} `json:"components"`
 	}
-	if err := json.Unmarshal(openapi.JSON(definition.MustShipped(order.DefaultTiming)), &doc); err != nil {
+	if err := json.Unmarshal(openapi.JSON(ordertest.Built(order.DefaultTiming)), &doc); err != nil {
 		t.Fatal(err)
 	}
 	for id, m := range models {

@@ -2,6 +2,14 @@
 // workflows/ (one per workflow version), checks them, and turns them into
 // the domain's order.Workflow. It keeps file formats and JSON Schema out of
 // package order.
+//
+// It has one entry for each place definitions come from. Deployed is what
+// a stage runs: the definitions built into the binary (workflows/, and
+// examples/workflows/ unless it was built with -tags noexamples), those
+// the stage names, for its timing. Load, then Build, read a directory of
+// files (the CLI's workflow commands, the stack's synth): Load checks every
+// file and reports all problems at once, Build turns them into
+// order.Versions for a timing and a default.
 package definition
 
 import (
@@ -358,9 +366,9 @@ type Sizes struct {
 	Message, Item int
 }
 
-// Sizes adds up the most an order of d may hold. The input is at most the
-// submission's body (order.MaxBodyBytes); the item holds it and a copy of
-// its customerId, which may be most of it.
+// Sizes adds up the most an order of d may hold. The input is at most
+// order.MaxInputBytes; the item holds it and a copy of its customerId,
+// which may be most of it.
 func (d Definition) Sizes() Sizes {
 	var z Sizes
 	for _, s := range d.Steps {
@@ -377,8 +385,8 @@ func (d Definition) Sizes() Sizes {
 			z.Results += *s.Result.MaxBytes - order.DefaultResultMaxBytes
 		}
 	}
-	z.Message = RequestOverheadBytes + z.Kept*ResultOverheadBytes + order.MaxBodyBytes + z.Results
-	z.Item = ItemOverheadBytes + z.Records*RecordOverheadBytes + 2*order.MaxBodyBytes + z.Results
+	z.Message = RequestOverheadBytes + z.Kept*ResultOverheadBytes + order.MaxInputBytes + z.Results
+	z.Item = ItemOverheadBytes + z.Records*RecordOverheadBytes + 2*order.MaxInputBytes + z.Results
 	return z
 }
 
@@ -411,11 +419,11 @@ func (d Definition) checkSize(add func(string, string, ...any)) {
 	kept := fmt.Sprintf("kept results: their maxBytes add up to %d bytes (%d steps' results, %d each where unset)", z.Results, z.Kept, order.DefaultResultMaxBytes)
 	if z.Message > MaxMessageBytes {
 		add("steps", "%s; with the input (at most %d bytes) and the request's own fields (at most %d bytes), a request to an agent may be %d bytes, %d over the %d an SQS message holds; lower some result.maxBytes, or carry fewer results",
-			kept, order.MaxBodyBytes, z.Message-order.MaxBodyBytes-z.Results, z.Message, z.Message-MaxMessageBytes, MaxMessageBytes)
+			kept, order.MaxInputBytes, z.Message-order.MaxInputBytes-z.Results, z.Message, z.Message-MaxMessageBytes, MaxMessageBytes)
 	}
 	if z.Item > MaxItemBytes {
 		add("steps", "%s; with the input and its customerId (at most %d bytes) and %d records (at most %d bytes), the order's item may be %d bytes, %d over the %d a DynamoDB item holds; lower some result.maxBytes, or carry fewer results",
-			kept, 2*order.MaxBodyBytes, z.Records, z.Item-2*order.MaxBodyBytes-z.Results, z.Item, z.Item-MaxItemBytes, MaxItemBytes)
+			kept, 2*order.MaxInputBytes, z.Records, z.Item-2*order.MaxInputBytes-z.Results, z.Item, z.Item-MaxItemBytes, MaxItemBytes)
 	}
 }
 

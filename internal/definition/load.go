@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -12,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 
-	exampleflows "orderly/examples/workflows"
 	"orderly/internal/order"
 	"orderly/workflows"
 )
@@ -33,9 +33,13 @@ func Load(fsys fs.FS, prefix string) ([]Definition, error) {
 			return nil, fmt.Errorf("read workflow definition %s: %w", f, err)
 		}
 		def, err := Parse(path.Join(prefix, f), data)
-		if err != nil {
-			ps = append(ps, err.(Problems)...)
+		var more Problems
+		if errors.As(err, &more) {
+			ps = append(ps, more...)
 			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read workflow definition %s: %w", f, err)
 		}
 		ps = append(ps, def.CheckPlace(f)...)
 		defs = append(defs, def)
@@ -101,9 +105,13 @@ func Build(defs []Definition, def string, t order.Timing) (order.Versions, error
 		})
 		for _, d := range mine {
 			w, err := d.Workflow(t)
-			if err != nil {
-				ps = append(ps, err.(Problems)...)
+			var more Problems
+			if errors.As(err, &more) {
+				ps = append(ps, more...)
 				continue
+			}
+			if err != nil {
+				return order.Versions{}, fmt.Errorf("workflow %s version %s: %w", d.Name, d.Version, err)
 			}
 			wfs = append(wfs, w)
 		}
@@ -117,14 +125,34 @@ func Build(defs []Definition, def string, t order.Timing) (order.Versions, error
 // ShippedWorkflow names the workflow the shipped stages default to.
 const ShippedWorkflow = "order"
 
+// NoExamplesTag is the build tag that leaves the examples out of a binary:
+// make build builds the functions with it unless EXAMPLES=1, and the stack
+// reads it from their build information.
+const NoExamplesTag = "noexamples"
+
+// source is a directory of definitions built into the binary.
+type source struct {
+	dir  string // as under the repository: workflows, examples/workflows
+	fsys fs.FS
+}
+
+// shippedSource is every workflow under workflows/; exampleSource, the
+// examples under examples/workflows/, is nil in a binary built with
+// -tags noexamples (examples.go), as make build builds the functions.
+var shippedSource = source{dir: "workflows", fsys: workflows.FS}
+
 // Embedded reads the definitions built into the binary: every workflow
-// under workflows/, and the examples under examples/workflows/ (which a
-// stage runs only when it names them).
+// under workflows/, and the examples under examples/workflows/ (none in a
+// binary built with -tags noexamples). A stage runs an example only when
+// it names it.
 func Embedded() (shipped, examples []Definition, err error) {
-	if shipped, err = Load(workflows.FS, "workflows"); err != nil {
+	if shipped, err = Load(shippedSource.fsys, shippedSource.dir); err != nil {
 		return nil, nil, err
 	}
-	if examples, err = Load(exampleflows.FS, "examples/workflows"); err != nil {
+	if exampleSource == nil {
+		return shipped, nil, nil
+	}
+	if examples, err = Load(exampleSource.fsys, exampleSource.dir); err != nil {
 		return nil, nil, err
 	}
 	return shipped, examples, nil
@@ -134,17 +162,12 @@ func Embedded() (shipped, examples []Definition, err error) {
 // the binary, with the stage's timing t: those named (every one under
 // workflows/ when none is; an example only when named), def the default.
 // The stack passes the functions the names it deployed
-// (config.EnvWorkflows), so every function runs exactly those.
-func Deployed(t order.Timing, names []string, def string) (order.Versions, error) {
-	return DeployedAs(t, names, def, "")
-}
-
-// DeployedAs is Deployed for a function of a stack that deployed
-// definitions whose Digest is digest (config.EnvWorkflowsDigest; none: no
-// check): a binary built with others refuses, so that a deploy without
-// `make build` after a definition changed does not run the old steps
-// under the new version's name.
-func DeployedAs(t order.Timing, names []string, def, digest string) (order.Versions, error) {
+// (config.EnvWorkflows) and the Digest of their definitions
+// (config.EnvWorkflowsDigest; "" skips the check): a binary built with
+// others refuses, so that a deploy without `make build` after a
+// definition changed does not run the old steps under the new version's
+// name.
+func Deployed(t order.Timing, names []string, def, digest string) (order.Versions, error) {
 	shipped, examples, err := Embedded()
 	if err != nil {
 		return order.Versions{}, err
@@ -157,16 +180,6 @@ func DeployedAs(t order.Timing, names []string, def, digest string) (order.Versi
 		return order.Versions{}, fmt.Errorf("this function was built with other workflow definitions (digest %.12s) than the stack deployed (%.12s): run make build, then deploy again: %w", got, digest, order.ErrInvalid)
 	}
 	return Build(mine, def, t)
-}
-
-// MustDeployed is Deployed for the workflows a tool runs, built in: an
-// error is a broken build.
-func MustDeployed(t order.Timing, names []string, def string) order.Versions {
-	v, err := Deployed(t, names, def)
-	if err != nil {
-		panic(fmt.Sprintf("workflows %v: %v", names, err))
-	}
-	return v
 }
 
 // selectDefinitions is the definitions of the named workflows in all (of
@@ -184,8 +197,7 @@ func selectDefinitions(all, unnamed []Definition, names []string) ([]Definition,
 			}
 		}
 		if len(mine) == n {
-			return nil, fmt.Errorf("workflow %q: not built into this binary, which embeds workflows/ as it was built "+
-				"(after adding a workflow, build again: make cli, make build): %w", name, order.ErrInvalid)
+			return nil, fmt.Errorf("workflow %q: not built into this binary, %s: %w", name, notBuiltIn, order.ErrInvalid)
 		}
 	}
 	return mine, nil
@@ -205,21 +217,4 @@ func Digest(defs []Definition) string {
 		h.Write([]byte{0})
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// Shipped returns the workflows under workflows/ built into the binary,
-// with the stage's timing t and the shipped default. The files are
-// checked by this package's tests, so an error is a broken build, or a
-// timing that does not fit a step's own.
-func Shipped(t order.Timing) (order.Versions, error) {
-	return Deployed(t, nil, ShippedWorkflow)
-}
-
-// MustShipped is Shipped for mains and tests, which cannot go on without it.
-func MustShipped(t order.Timing) order.Versions {
-	v, err := Shipped(t)
-	if err != nil {
-		panic(fmt.Sprintf("the shipped workflow: %v", err))
-	}
-	return v
 }

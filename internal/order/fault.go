@@ -3,7 +3,6 @@ package order
 import (
 	"encoding/json"
 	"errors"
-	"strconv"
 	"time"
 )
 
@@ -21,12 +20,12 @@ var (
 	// itself is wrong.
 	ErrPermanent = errors.New("permanent fault")
 	// ErrConfiguration marks a fault in how the service is called, not in
-	// the work: a redirect (a wrong base URL), 401 or 407 (a credential),
-	// 403 (a WAF or network rule, a permission), 404 or 405 (a wrong URL),
-	// 415 (a format the service does not take). It is the same for every
-	// order until someone fixes the configuration, so it says nothing
-	// about the order: the agent neither fails the step nor retries the
-	// call, but holds its requests.
+	// the work: a wrong base URL or path, a missing or refused credential,
+	// a WAF or network rule, a format the service does not take (the
+	// remote adapter's ConfigurationStatuses say which answers are one).
+	// It is the same for every order until someone fixes the
+	// configuration, so it says nothing about the order: the agent neither
+	// fails the step nor retries the call, but holds its requests.
 	ErrConfiguration = errors.New("configuration fault")
 	// ErrNotInBuild marks a request this build cannot make: its workflow
 	// version is not in the build (an order of a newer build, after a
@@ -46,17 +45,13 @@ type Answer struct {
 	Body      json.RawMessage
 }
 
-// ConfigurationStatuses name the statuses that are configuration faults,
-// as ConfigurationStatus, the agent's metric and the stack's alarms do:
-// every redirect is "3xx".
-var ConfigurationStatuses = []string{"3xx", "401", "403", "404", "405", "407", "415"}
-
 // StatusFault is a service's failed answer: the classified error (Err
-// wraps one fault class), with the answer's status and the service's
-// Retry-After hint (HasAfter: it sent one).
+// wraps one fault class), with the answer's status as the adapter names
+// it (the remote adapter: "403", or "3xx" for any redirect), and the
+// service's hint on when to try again (HasAfter: it sent one).
 type StatusFault struct {
 	Err      error
-	Status   int
+	Status   string
 	After    time.Duration
 	HasAfter bool
 }
@@ -65,7 +60,7 @@ func (e *StatusFault) Error() string { return e.Err.Error() }
 func (e *StatusFault) Unwrap() error { return e.Err }
 
 // RetryAfter returns how long the service asked the caller to wait before
-// trying again, if it sent a Retry-After header with the failure in err.
+// trying again, if it said so with the failure in err.
 func RetryAfter(err error) (time.Duration, bool) {
 	var f *StatusFault
 	if errors.As(err, &f) && f.HasAfter {
@@ -74,16 +69,14 @@ func RetryAfter(err error) (time.Duration, bool) {
 	return 0, false
 }
 
-// ConfigurationStatus names the status of the configuration fault in err
-// (one of ConfigurationStatuses: "403", or "3xx" for any redirect), if err
-// is one that a service answered.
+// ConfigurationStatus names the status of the configuration fault in err,
+// as the adapter that produced it does (StatusFault.Status), if err is
+// one that a service answered. The agent's metric and the stack's alarms
+// take the name as it is.
 func ConfigurationStatus(err error) (string, bool) {
 	var f *StatusFault
 	if !errors.As(err, &f) || !errors.Is(f.Err, ErrConfiguration) {
 		return "", false
 	}
-	if f.Status >= 300 && f.Status < 400 {
-		return "3xx", true
-	}
-	return strconv.Itoa(f.Status), true
+	return f.Status, true
 }

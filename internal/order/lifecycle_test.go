@@ -1,108 +1,191 @@
 package order_test
 
 import (
+	"fmt"
 	"os"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"orderly/internal/order"
-	"orderly/internal/testkit/ordertest"
 )
 
-// decided is what the domain's function decides for a row's event about a
-// record: the write's name, the state its guard needs, and the state it
-// leaves the record in.
-type decided struct {
-	write    string
-	from, to order.ProcessState
-}
-
-// Every row of order.Lifecycle is what the domain's function for its
-// event decides, and every event the domain decides has its row.
+// Every row of the lifecycle is what the domain's function for its event
+// decides: each form of the write the row describes (see row.decide) has
+// the row's name and states, and the guard and the effects its prose
+// says (see said).
 func TestLifecycle(t *testing.T) {
-	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
-	later := now.Add(time.Minute)
-	wf := ordertest.OrderWorkflow(order.DefaultTiming)
-	record := func(ps order.ProcessState) order.StepState {
-		return order.StepState{OrderID: order.IDForKey("caller", "", "c-1", "k"), Workflow: wf.Name, Version: "1",
-			Step: wf.Steps[1].Name, Index: 1, Agent: wf.Steps[1].Agent, ProcessState: ps, Attempt: 2, LockedBy: "s1"}
-	}
-	pending, processing, inError := record(order.Pending), record(order.Processing), record(order.Error)
-	pending.LockedBy, inError.LockedBy = "", ""
-	transition := func(tr order.Transition) decided {
-		return decided{tr.Name, tr.Guard.State, tr.Applied(tr.Record).ProcessState}
-	}
-	recovery := func(r order.Recovery, st order.StepState) decided {
-		tr, ok := r.Transition(st, now)
-		if !ok {
-			t.Fatalf("%s of a %s record: no transition", r.Action, st.ProcessState)
-		}
-		return transition(tr)
-	}
-	undoing := func(u order.Undoing) decided { return decided{"start undoing", u.Guard().State, u.Ends} }
-	completion := wf.Completion(processing, "ref-1", nil, "s1", now)
-	forward := record(order.Failed)
-	moved := order.MoveVersion(order.Order{ID: processing.OrderID, Version: "1"}, &processing, "2", now)
-	decisions := map[string]decided{
-		"claimed":                                        transition(order.Claim(pending, "s1", later, now)),
-		"cancelled while waiting":                        undoing(wf.UndoWaiting(pending, true, now)),
-		"claim window passed":                            recovery(order.Recovery{Action: order.Nudge, CompleteBy: later}, pending),
-		"nudged 8 times":                                 recovery(order.Recovery{Action: order.Fail, AlertKind: order.AlertStepAbandoned}, pending),
-		"succeeded":                                      {"complete", completion.Guard().State, order.Processed},
-		"succeeded after a cancel":                       undoing(wf.UndoCancelledSuccess(processing, "ref-1", nil, now)),
-		"permanent fault":                                undoing(wf.UndoFault(processing, "declined", now)),
-		"permanent fault an operator must see":           transition(order.FailReply(processing, "declined", now)),
-		"agent's heartbeat":                              transition(order.Heartbeat(processing, later, 2, now)),
-		"agent gave up at its deadline":                  transition(order.GaveUp(processing, now)),
-		"request could not be sent":                      transition(order.Release(processing, later, "not sent", true, now)),
-		"client's cancel":                                transition(order.Cancel(processing, now)),
-		"deadline passed, its queue backlogged":          recovery(order.Recovery{Action: order.Defer, CompleteBy: later}, processing),
-		"deadline passed":                                recovery(order.Recovery{Action: order.Retry, CompleteBy: later}, processing),
-		"last timeout, compensated":                      undoing(wf.UndoRecovery(processing, order.Recovery{Action: order.Compensate}, now)),
-		"last timeout an operator must see":              recovery(order.Recovery{Action: order.Fail, AlertKind: order.AlertStepTimedOut}, processing),
-		"operator's redrive":                             {"redrive", order.Resume{Step: inError}.Guard().State, order.Pending},
-		"operator's retry over an undo that did nothing": {"redrive", order.Resume{Step: inError, Forward: &forward}.Guard().State, order.Pending},
-		"operator's compensate":                          undoing(wf.UndoFromError(inError, "redriven", now)),
-		"build lacks the order's version":                transition(order.Park(processing, later, true, "not in this build", now)),
-		"unsent alert found":                             transition(order.LeaseAlert(processing, later, now)),
-		"alert sent":                                     transition(order.ClearAlert(processing, now)),
-		"found inside its window":                        transition(order.Reschedule(processing, later, now)),
-		"operator's version move":                        transition(moved),
-	}
-	for _, r := range order.Lifecycle {
-		d, ok := decisions[r.Event]
-		if !ok {
-			t.Errorf("row %q: no function of the domain decides it", r.Event)
+	s := newSample()
+	for _, r := range lifecycle {
+		if r.decide == nil {
+			t.Errorf("row %q: no function of the domain decides it", r.event)
 			continue
 		}
-		delete(decisions, r.Event)
-		if r.From == "any" {
-			// A write on a record in any state leaves its state as it is.
-			if d.from != d.to && d.from != "any" || r.To != "same" {
-				t.Errorf("row %q: %s from %s to %s, want it to stay", r.Event, d.write, d.from, d.to)
+		forms := r.decide(s)
+		if len(forms) == 0 {
+			t.Errorf("row %q: its function decides no write", r.event)
+			continue
+		}
+		guards, changes := make([]order.Guard, len(forms)), make([]order.Change, len(forms))
+		for i, tr := range forms {
+			guards[i], changes[i] = tr.Guard, tr.Change
+			from, to := tr.Guard.State, tr.Applied(tr.Record).ProcessState
+			if r.from == "any" {
+				// A write on a record in any state leaves its state as it is.
+				if from != to || r.to != "same" {
+					t.Errorf("row %q, form %d: %s from %s to %s, want it to stay", r.event, i+1, tr.Name, from, to)
+				}
+			} else if from != r.from || to != r.to {
+				t.Errorf("row %q, form %d: %s goes from %s to %s, the table says from %s to %s", r.event, i+1, tr.Name, from, to, r.from, r.to)
 			}
-		} else if d.from != r.From || d.to != r.To {
-			t.Errorf("row %q: %s goes from %s to %s, the table says from %s to %s", r.Event, d.write, d.from, d.to, r.From, r.To)
+			if tr.Name != r.write {
+				t.Errorf("row %q, form %d: the domain's write is %q, the table says %q", r.event, i+1, tr.Name, r.write)
+			}
 		}
-		if d.write != r.Write {
-			t.Errorf("row %q: the domain's write is %q, the table says %q", r.Event, d.write, r.Write)
+		for _, problem := range said(r.guard, guards, guardWords) {
+			t.Errorf("row %q, guard: %s", r.event, problem)
+		}
+		for _, problem := range said(r.effects, changes, changeWords) {
+			t.Errorf("row %q, effects: %s", r.event, problem)
 		}
 	}
-	for event := range decisions {
-		t.Errorf("event %q is decided but has no row", event)
+}
+
+// The words a row's prose says each field of order.Guard and order.Change
+// with, when its write sets it. A field whose words depend on its value
+// (an alert's kind, a status) is in said itself. A field with no words
+// here fails TestLifecycle once a row's write sets it: give it words.
+var (
+	guardWords = map[string][]string{
+		"Expired":        {"deadline passed"},
+		"EarlierThan":    {"later than the stored one"},
+		"SameCompleteBy": {"the deadline as found"},
+		"Unlocked":       {"unclaimed"},
+		"LockedBy":       {"the claim is the writer's"},
+		"SameFailures":   {"failures as the image showed"},
+		"BeatsBelow":     {"fewer heartbeats"},
+		"NotCancelled":   {"not cancelled"},
+		"Cancelled":      {"the order cancelled"},
+		"NotParkedFor":   {"not parked for this version"},
+		"NoAlertPending": {"no alert pending"},
+		"AlertPending":   {"an alert pending"},
+		"SameAlertKind":  {"of the kind found"},
+		"SameDueAt":      {"`DueAt` as found"},
+		"DueBy":          {"`DueAt` no later than"},
+		"Records":        {"records as counted", "no undo record yet"},
+		"SameUndoFloor":  {"the undo floor as known"},
+		"Version":        {"the order on its version"},
+		"Other":          {"the next record NotStarted", "the failed step Failed"},
 	}
+	changeWords = map[string][]string{
+		"Claim":          {"attempt + 1"},
+		"CompleteBy":     {"the claim's deadline", "claim window", "the deadline"},
+		"DueAt":          {"`DueAt`", "the next look", "leased to the writer"},
+		"Announce":       {"announced"},
+		"CountFailure":   {"failures + 1"},
+		"CountNudge":     {"nudges + 1"},
+		"CountHeartbeat": {"heartbeats + 1"},
+		"Releases":       {"releases + 1"},
+		"Deferrals":      {"deferrals + 1", "deferrals at their maximum"},
+		"Error":          {"the order in Error"},
+		"Parked":         {"the `Parked` mark"},
+		"Cancel":         {"the cancel recorded"},
+		"ClearAlert":     {"the alert cleared"},
+		"Unwatch":        {"leaves the due index"},
+		"Version":        {"the new version"},
+		"Reference":      {"its reference", "the reference"},
+		"Result":         {"its result", "the result"},
+		"Settle":         {"no deadline"},
+		"Fresh":          {"a fresh failure count"},
+		"Undone":         {"step Undone"},
+		"Next":           {"the next record"},
+		"Append":         {"undo records appended"},
+		"Forward":        {"the failed step runs again"},
+		"Drop":           {"the undo records dropped"},
+		"UndoFloor":      {"the undo floor raised"},
+		"OutOfError":     {"out of the error index"},
+		"Watch":          {"in the due index"},
+		"Unannounce":     {"claimed at once", "announced no more"},
+	}
+	// unsaid are the fields the prose leaves to other columns: the
+	// states (from and to), and the reason a write records, which
+	// [Reasons] in docs/architecture.md describes for every write.
+	unsaid = []string{"State", "Reason", "OrderReason"}
+)
+
+// said returns what prose, a row's guard or effects, gets wrong about
+// forms, the Guards or Changes of the write's forms the row describes: a
+// field some form sets that prose does not say in any of its words, and
+// words prose says of a field every form leaves unset. An alert's kind is
+// said as its name in backticks (prose may name an undo's kind beside
+// it); a status as "the order <status>" (a guard's: "the order in
+// <status>"), and the status an order ends in as "ends <status>".
+func said[T order.Guard | order.Change](prose string, forms []T, words map[string][]string) []string {
+	var problems []string
+	statusWords := map[string]string{"Status": "the order ", "End": "ends "}
+	if _, isGuard := any(forms[0]).(order.Guard); isGuard {
+		statusWords["Status"] = "the order in "
+	}
+	typ := reflect.TypeFor[T]()
+	for i := range typ.NumField() {
+		name := typ.Field(i).Name
+		if slices.Contains(unsaid, name) {
+			continue
+		}
+		// values are the field's values in the forms that set it.
+		var values []reflect.Value
+		for _, f := range forms {
+			if v := reflect.ValueOf(f).Field(i); !v.IsZero() {
+				values = append(values, v)
+			}
+		}
+		sets := func(s string) bool {
+			return slices.ContainsFunc(values, func(v reflect.Value) bool { return v.String() == s })
+		}
+		if name == "Alert" {
+			for _, v := range values {
+				if !strings.Contains(prose, "`"+v.String()+"`") {
+					problems = append(problems, fmt.Sprintf("the write records a %s alert, which the table does not say", v.String()))
+				}
+			}
+			continue
+		}
+		if w, ok := statusWords[name]; ok {
+			for _, st := range order.Statuses {
+				if says := strings.Contains(prose, w+string(st)); says != sets(string(st)) {
+					problems = append(problems, fmt.Sprintf("a form's %s is %s: %t, and the table says %q: %t", name, st, !says, w+string(st), says))
+				}
+			}
+			continue
+		}
+		w, known := words[name]
+		if !known {
+			if len(values) > 0 {
+				problems = append(problems, fmt.Sprintf("the write sets %s, which has no words in the test's table", name))
+			}
+			continue
+		}
+		says := slices.ContainsFunc(w, func(w string) bool { return strings.Contains(prose, w) })
+		switch {
+		case len(values) > 0 && !says:
+			problems = append(problems, fmt.Sprintf("the write sets %s, which the table does not say (as one of %q)", name, w))
+		case len(values) == 0 && says:
+			problems = append(problems, fmt.Sprintf("the table says %s (as one of %q), which no form of the write sets", name, w))
+		}
+	}
+	return problems
 }
 
 // The table of transitions in docs/architecture.md (State model,
-// Transitions) is order.Lifecycle, row for row.
+// Transitions) is the lifecycle, row for row.
 func TestDocsShowTheLifecycle(t *testing.T) {
 	doc, err := os.ReadFile("../../docs/architecture.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range order.Lifecycle {
-		if line := r.Markdown(); !strings.Contains(string(doc), line+"\n") {
+	for _, r := range lifecycle {
+		if line := r.markdown(); !strings.Contains(string(doc), line+"\n") {
 			t.Errorf("docs/architecture.md lacks the row\n%s", line)
 		}
 	}

@@ -62,13 +62,11 @@ func ParseEmpty(body []byte) error {
 }
 
 // parseStrict decodes an optional small JSON object body into v, refusing
-// what ParseSubmission refuses.
+// what ParseInput refuses. How large a body may be is the API's to say:
+// it refuses one over its limit before parsing.
 func parseStrict(body []byte, want *strictjson.Shape, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil
-	}
-	if len(body) > MaxBodyBytes {
-		return fmt.Errorf("body is %d bytes, the limit is %d: %w", len(body), MaxBodyBytes, ErrTooLarge)
 	}
 	if !utf8.Valid(body) {
 		return &ValidationError{Fields: []FieldError{{Field: "body", Problem: "is not valid UTF-8"}}}

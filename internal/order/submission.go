@@ -17,7 +17,10 @@ import (
 
 // Limits on a submission.
 const (
-	MaxBodyBytes         = 64 << 10
+	// MaxInputBytes is the most an order's input may be: the item keeps
+	// it and every request to an agent carries it, so a workflow's size
+	// bounds (package definition) add it up.
+	MaxInputBytes        = 64 << 10
 	MaxIdempotencyKeyLen = 255
 )
 
@@ -49,14 +52,14 @@ func (e *ValidationError) Unwrap() error { return ErrInvalid }
 type InputCheck func(doc []byte) []FieldError
 
 // ParseInput decodes and checks the body of a submission strictly: it
-// refuses bodies over MaxBodyBytes, invalid UTF-8, repeated keys, trailing
+// refuses bodies over MaxInputBytes, invalid UTF-8, repeated keys, trailing
 // data, anything but a JSON object, and every rule of check (the
 // workflow's input schema), reporting every problem at once. The input is
 // returned as sent, compacted, with the fingerprint of its content (see
 // Order.RequestHash).
 func ParseInput(body []byte, check InputCheck) (input json.RawMessage, hash string, err error) {
-	if len(body) > MaxBodyBytes {
-		return nil, "", fmt.Errorf("body is %d bytes, the limit is %d: %w", len(body), MaxBodyBytes, ErrTooLarge)
+	if len(body) > MaxInputBytes {
+		return nil, "", fmt.Errorf("body is %d bytes, the limit is %d: %w", len(body), MaxInputBytes, ErrTooLarge)
 	}
 	if !utf8.Valid(body) {
 		return nil, "", &ValidationError{Fields: []FieldError{{Field: "body", Problem: "is not valid UTF-8"}}}

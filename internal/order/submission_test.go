@@ -51,7 +51,7 @@ func fieldNames(err error) []string {
 // shipped checks a submission against the shipped order workflow's input
 // schema, as the API does.
 var shipped = func() order.InputCheck {
-	schema, err := definition.CompileSchema(definition.MustShipped(order.DefaultTiming).Latest().Input)
+	schema, err := definition.CompileSchema(ordertest.Built(order.DefaultTiming).Latest().Input)
 	if err != nil {
 		panic(err)
 	}
@@ -160,7 +160,7 @@ func TestParseInputReportsEveryProblem(t *testing.T) {
 }
 
 func TestParseInputTooLarge(t *testing.T) {
-	body := submissionBody(strings.Repeat("c", order.MaxBodyBytes), line("A", 1))
+	body := submissionBody(strings.Repeat("c", order.MaxInputBytes), line("A", 1))
 	_, _, err := order.ParseInput([]byte(body), shipped)
 	if !errors.Is(err, order.ErrTooLarge) || errors.Is(err, order.ErrInvalid) {
 		t.Fatalf("ParseInput(%d-byte body) error = %v, want only ErrTooLarge", len(body), err)
@@ -169,7 +169,7 @@ func TestParseInputTooLarge(t *testing.T) {
 
 func TestParseInputAccepts(t *testing.T) {
 	atLimit := submissionBody("c-1", line("A", 1))
-	atLimit += strings.Repeat(" ", order.MaxBodyBytes-len(atLimit))
+	atLimit += strings.Repeat(" ", order.MaxInputBytes-len(atLimit))
 	for name, body := range map[string]string{
 		"one line": `{"customerId":"cust-42","lines":[{"sku":"ABC-1","quantity":2}]}`,
 		"limits of every rule, pretty-printed": "{\n  \"customerId\": \"" + strings.Repeat("c", 128) + "\",\n" +

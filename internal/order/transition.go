@@ -1,7 +1,10 @@
 package order
 
 import (
+	"encoding/json"
 	"fmt"
+	"reflect"
+	"slices"
 	"time"
 )
 
@@ -60,7 +63,7 @@ type Change struct {
 	// claimer's build knows the order's version, so a later rollback
 	// alerts again.
 	Claim string
-	// Cancel records the client's cancel: the order shows Cancelling.
+	// Cancel records the client's cancel.
 	Cancel bool
 	// CountHeartbeat counts a heartbeat against the attempt.
 	CountHeartbeat bool
@@ -71,6 +74,59 @@ type Change struct {
 	// Version moves the order to this workflow version; its park goes
 	// with the version it was parked for.
 	Version string
+
+	// The fields below are those of the writes that move an order on
+	// from one record to another, or end it: a success, the start of
+	// undoing, a redrive (see Completion, Undoing and Resume).
+
+	// Reference and Result are a success's answer, kept on the record.
+	Reference string
+	Result    json.RawMessage
+	// Settle removes the record's deadline: nothing waits for it.
+	Settle bool
+	// Fresh gives the record a fresh failure count, its old one added to
+	// PastFailures, no nudges, and no deferrals or heartbeats: an
+	// operator's redrive.
+	Fresh bool
+	// Undone marks these records Undone: the workflow steps an undo
+	// undid.
+	Undone []int
+	// Next is the record claimed in the same write, which becomes the
+	// active one.
+	Next *NextClaim
+	// Append is the records appended after the order's, from index
+	// Guard.Records on; the first becomes the active one.
+	Append []StepState
+	// Forward is the failed workflow step a forward redrive runs again:
+	// the record's fields above change it instead of the fenced record,
+	// and it becomes the active one. Drop is the records that go (the
+	// undo records); UndoFloor, when set, is the order's undo floor from
+	// now on.
+	Forward   *StepState
+	Drop      []int
+	UndoFloor int
+	// Status is what the order shows from now on. End ends the order in
+	// this status: it has no active record any more, leaves the due
+	// index, joins the search's ended orders and expires after the
+	// retention period.
+	Status, End Status
+	// OrderReason is the order's LastError.
+	OrderReason string
+	// OutOfError takes the order out of the error index and, unless the
+	// write ends it again, out of the ended orders.
+	OutOfError bool
+	// Watch puts the order in the Supervisor's due index, at DueAt.
+	// Unannounce marks the order announced no more.
+	Watch, Unannounce bool
+}
+
+// NextClaim is a success's claim of the next record: Owner holds it
+// until CompleteBy and its attempt goes up by one, as with any claim,
+// but an alert waiting is left to the Supervisor.
+type NextClaim struct {
+	Index      int
+	Owner      string
+	CompleteBy time.Time
 }
 
 // FailReply is a permanent-failure reply applied: the record and its
@@ -168,7 +224,7 @@ func Claim(seen StepState, owner string, completeBy, now time.Time) Transition {
 // time out, then the work done is undone and the order ends Cancelled.
 func Cancel(st StepState, now time.Time) Transition {
 	return Transition{Name: "cancel", Record: st, At: now,
-		Guard: Guard{State: Processing, NotCancelled: true}, Change: Change{Cancel: true}}
+		Guard: Guard{State: Processing, NotCancelled: true}, Change: Change{Cancel: true, Status: StatusCancelling}}
 }
 
 // Heartbeat is an agent's heartbeat: it moves the deadline of a
@@ -337,10 +393,113 @@ func (t Transition) Applied(r StepState) StepState {
 	if c.Version != "" {
 		r.Version, r.Parked = c.Version, ""
 	}
+	if c.Reference != "" {
+		r.Reference = c.Reference
+	}
+	if len(c.Result) > 0 {
+		r.Result = c.Result
+	}
+	if c.Settle {
+		r.CompleteBy = time.Time{}
+	}
+	if c.Fresh {
+		r.PastFailures, r.FailureCount, r.Nudges, r.Deferrals, r.Heartbeats = r.PastFailures+r.FailureCount, 0, 0, 0, 0
+	}
+	if c.UndoFloor > 0 {
+		r.UndoFloor = c.UndoFloor
+	}
+	if c.End != "" {
+		r.DueAt = time.Time{}
+	}
 	if c.TouchesRecord() {
 		r.UpdatedAt = t.At
 	}
 	return r
+}
+
+// AppliedTo is f, the order as stored, as t's write leaves it when its
+// guard holds: every record, the order's status and its active record.
+func (t Transition) AppliedTo(f Found) Found {
+	c := t.Change
+	steps := slices.Clone(f.Steps)
+	active := f.Active
+	// The order's own attributes, as its active record carries them (and,
+	// but for its alert and DueAt, every record).
+	o, ok := f.Record()
+	if !ok && len(steps) > 0 {
+		o = steps[0]
+	}
+	switch {
+	case c.Forward != nil:
+		r := steps[c.Forward.Index]
+		r.AlertPending, r.AlertKind, r.DueAt = o.AlertPending, o.AlertKind, o.DueAt
+		o, active = t.Applied(r), c.Forward.Index
+		steps[active] = o
+	case t.Record.Index >= 0:
+		o = t.Applied(o)
+		steps[o.Index] = o
+	}
+	for _, i := range c.Undone {
+		steps[i].ProcessState, steps[i].UpdatedAt = Undone, t.At
+	}
+	if n := c.Next; n != nil {
+		r := steps[n.Index]
+		r.ProcessState, r.LockedBy, r.CompleteBy, r.UpdatedAt = Processing, n.Owner, n.CompleteBy, t.At
+		r.Attempt, r.Deferrals, r.Heartbeats = r.Attempt+1, 0, 0
+		steps[n.Index], active = r, n.Index
+		o.Parked = ""
+	}
+	if len(c.Append) > 0 {
+		active = len(steps)
+		steps = append(steps, c.Append...)
+	}
+	steps = slices.DeleteFunc(steps, func(r StepState) bool { return slices.Contains(c.Drop, r.Index) })
+	status := f.Status
+	switch {
+	case c.End != "":
+		status, active = c.End, -1
+	case c.Status != "":
+		status = c.Status
+	case c.Error:
+		status = StatusError
+	}
+	version := f.Version
+	if c.Version != "" {
+		version = c.Version
+	}
+	// The order's own attributes are on every record; its alert and
+	// DueAt on the active one alone, with the undo records done so far.
+	var undone []string
+	for i := range steps {
+		r := &steps[i]
+		r.Index, r.Version = i, version
+		r.CancelRequested, r.UndoFloor, r.Parked = o.CancelRequested, o.UndoFloor, o.Parked
+		r.AlertPending, r.AlertKind, r.DueAt, r.Undone = false, "", time.Time{}, nil
+		if r.Undo && r.ProcessState == Processed {
+			undone = append(undone, r.Step)
+		}
+	}
+	if active >= 0 {
+		r := &steps[active]
+		r.AlertPending, r.AlertKind, r.DueAt, r.Undone = o.AlertPending, o.AlertKind, o.DueAt, undone
+	}
+	return Found{Status: status, Version: version, Active: active, Steps: steps}
+}
+
+// Active is the index of the record t's write leaves active: the record
+// claimed next, the first appended, the step a forward redrive runs
+// again, or else the fenced record (also when the write ends the order).
+func (t Transition) Active() int {
+	c := t.Change
+	switch {
+	case c.Next != nil:
+		return c.Next.Index
+	case len(c.Append) > 0:
+		return c.Append[0].Index
+	case c.Forward != nil:
+		return c.Forward.Index
+	}
+	return t.Record.Index
 }
 
 // TouchesRecord reports whether c changes the record itself, which then
@@ -348,12 +507,13 @@ func (t Transition) Applied(r StepState) StepState {
 // leaves the record's time as it is.
 func (c Change) TouchesRecord() bool {
 	return c.State != "" || !c.CompleteBy.IsZero() || c.CountFailure || c.CountNudge || c.Releases > 0 || c.Deferrals > 0 ||
-		c.CountHeartbeat
+		c.CountHeartbeat || c.Reference != "" || len(c.Result) > 0 || c.Settle || c.Fresh
 }
 
 // Bookkeeping reports whether c only moves the Supervisor's next look at
 // the order (a lease, a reschedule), which leaves the order's time as it
 // is: nothing a reader of the order sees changed.
 func (c Change) Bookkeeping() bool {
-	return c == Change{DueAt: c.DueAt}
+	c.DueAt = time.Time{}
+	return reflect.ValueOf(c).IsZero()
 }

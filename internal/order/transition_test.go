@@ -91,7 +91,7 @@ func TestTransitions(t *testing.T) {
 			order.Guard{State: order.Pending, Unlocked: true, SameFailures: true},
 			order.Change{State: order.Processing, Claim: "s2", CompleteBy: later, DueAt: later}},
 		{"a client's cancel", order.Cancel(processing, now),
-			order.Guard{State: order.Processing, NotCancelled: true}, order.Change{Cancel: true}},
+			order.Guard{State: order.Processing, NotCancelled: true}, order.Change{Cancel: true, Status: order.StatusCancelling}},
 		{"a heartbeat", order.Heartbeat(processing, later, 3, now),
 			order.Guard{State: order.Processing, EarlierThan: later, BeatsBelow: 3},
 			order.Change{CompleteBy: later, CountHeartbeat: true}},

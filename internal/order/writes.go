@@ -6,11 +6,12 @@ import (
 	"time"
 )
 
-// The writes below change more than one record, and so are not a
-// Transition of their own: a success that completes its record and
-// claims the next or ends the order, the write that starts undoing, and
-// an operator's redrive. The actors decide them; an adapter persists each
-// in one conditional write.
+// The decisions below move an order on from one record to another, or
+// end it: a success that completes its record and claims the next or ends
+// the order, the write that starts undoing, and an operator's redrive.
+// Each is a Transition like any other write, which an adapter persists in
+// one conditional write; the actor that made it asks Again, after a
+// refusal, whether to make it once more another way.
 
 // Completion is a successful reply applied to the state store.
 type Completion struct {
@@ -84,6 +85,34 @@ func (c Completion) Guard() Guard {
 		g.Cancelled, g.NotCancelled = c.Cancelled, !c.Cancelled
 	}
 	return g
+}
+
+// Transition is c's write at now: the replied record becomes Processed,
+// with its answer and no deadline (an undo's step Undone), and either the
+// next record is claimed or the order ends (Processed after the last
+// workflow step, Failed or Cancelled after the last undo).
+func (c Completion) Transition(now time.Time) Transition {
+	ch := Change{State: Processed, Settle: true, Reference: c.Reference, Result: c.Result}
+	if c.Step.Undo {
+		ch.Undone = []int{c.Undid}
+	}
+	switch {
+	case c.Next != nil:
+		ch.Next = &NextClaim{Index: c.NextIndex, Owner: c.Owner, CompleteBy: c.NextCompleteBy}
+		if !c.Step.Undo {
+			ch.Status = StatusProcessing
+		}
+		if c.MoveDue {
+			ch.DueAt = c.NextCompleteBy
+		}
+	case !c.Step.Undo:
+		ch.End = StatusProcessed
+	case c.Cancelled:
+		ch.End = StatusCancelled
+	default:
+		ch.End = StatusFailed
+	}
+	return Transition{Name: "complete", Record: c.Step, Guard: c.Guard(), Change: ch, At: now}
 }
 
 // Again decides, from err, the refusal of c's write, whether the write is
@@ -165,6 +194,56 @@ func (u Undoing) Guard() Guard {
 		Cancelled: cancelled, NotCancelled: !cancelled, SameUndoFloor: true}
 }
 
+// Transition is u's write at now: the step ends in Ends, with its answer
+// or reason and no deadline, its alert answered, and the undo records
+// are appended, the first claimed or announced, the order Compensating
+// (Cancelling); with nothing to undo the order ends Failed (Cancelled).
+// The undo records' attempts count on from the order's undo floor. Only a
+// workflow step starts undoing: its undo records would be written over
+// an undo record (ErrInvalid).
+func (u Undoing) Transition(now time.Time) (Transition, error) {
+	st := u.Step
+	if st.Index < 0 || st.Index >= u.Steps {
+		return Transition{}, fmt.Errorf("start undoing order %s at record %d: only one of the workflow's %d steps starts undoing: %w",
+			st.OrderID, st.Index, u.Steps, ErrInvalid)
+	}
+	ch := Change{State: u.Ends, Settle: true, ClearAlert: true, Reference: u.Reference, Result: u.Result, Reason: u.Reason,
+		Cancel: u.CancelNow, CountFailure: u.Expired, OutOfError: u.From == Error}
+	if u.Reason != "" {
+		ch.OrderReason = fmt.Sprintf("step %s: %s", st.Step, u.Reason)
+	}
+	status, final := StatusCompensating, StatusFailed
+	if u.Cancelled || u.CancelNow {
+		status, final = StatusCancelling, StatusCancelled
+	}
+	t := Transition{Name: "start undoing", Record: st, Guard: u.Guard(), At: now}
+	if len(u.Plan) == 0 {
+		ch.End, ch.Unannounce = final, true
+		t.Change = ch
+		return t, nil
+	}
+	// Claims add one to an attempt, as to any record.
+	floor := st.UndoFloor
+	for k, def := range u.Plan {
+		r := StepState{OrderID: st.OrderID, Workflow: st.Workflow, Version: st.Version, Step: def.Name, Index: u.Steps + k,
+			Undo: true, Agent: def.Agent, ProcessState: NotStarted, Attempt: floor, UpdatedAt: now}
+		if k == 0 && u.Owner != "" {
+			r.ProcessState, r.LockedBy, r.Attempt, r.CompleteBy = Processing, u.Owner, floor+1, u.CompleteBy
+		} else if k == 0 {
+			r.ProcessState, r.CompleteBy = Pending, u.ClaimBy
+		}
+		ch.Append = append(ch.Append, r)
+	}
+	ch.Status, ch.Watch = status, true
+	if u.Owner != "" {
+		ch.DueAt, ch.Unannounce = u.CompleteBy, true
+	} else {
+		ch.DueAt, ch.Announce = u.ClaimBy, true
+	}
+	t.Change = ch
+	return t, nil
+}
+
 // Again decides, from err, the refusal of u's write, whether the write is
 // made again: when only the cancel or the undo floor were other than its
 // actor knew (a reply's record carries neither), it is made as they are.
@@ -228,4 +307,24 @@ func (r Resume) Guard() Guard {
 		g.NotCancelled = true
 	}
 	return g
+}
+
+// Transition is r's write at now: the record is Pending again, announced
+// and watched, with a fresh failure count and r's reason; the order shows
+// Status, out of the error index, its alert answered. A forward redrive
+// drops the undo records and runs the failed workflow step instead.
+func (r Resume) Transition(now time.Time) Transition {
+	ch := Change{State: Pending, Fresh: true, CompleteBy: r.ClaimBy, DueAt: r.ClaimBy, Reason: r.Reason, Announce: true, Watch: true,
+		Status: r.Status, OrderReason: r.Reason, ClearAlert: true, OutOfError: true}
+	if r.Forward != nil {
+		forward := *r.Forward
+		ch.Forward = &forward
+		for k := r.Steps; k < r.Records; k++ {
+			ch.Drop = append(ch.Drop, k)
+		}
+		if r.UndoFloor > r.Step.UndoFloor {
+			ch.UndoFloor = r.UndoFloor
+		}
+	}
+	return Transition{Name: "redrive", Record: r.Step, Guard: r.Guard(), Change: ch, At: now}
 }

@@ -12,7 +12,6 @@ import (
 
 	"orderly/internal/actor/agent"
 	"orderly/internal/adapter/remote"
-	"orderly/internal/definition"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
 	"orderly/internal/testkit/ordertest"
@@ -20,7 +19,7 @@ import (
 )
 
 // shipped is the shipped workflow, whose steps name the calls the client makes.
-var shipped = definition.MustShipped(order.DefaultTiming)
+var shipped = ordertest.Built(order.DefaultTiming)
 
 // switchable is a remote service whose answer a test changes: a status
 // and body for every call, counted.

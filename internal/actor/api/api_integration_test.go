@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"orderly/internal/actor/api"
-	"orderly/internal/definition"
 	"orderly/internal/order"
 	"orderly/internal/testkit/ordertest"
 	"orderly/internal/testkit/testenv"
@@ -144,12 +143,7 @@ func TestSubmitWritesOrderAndEveryStepAtomically(t *testing.T) {
 // sent, the answer is still 202 and the claim is released for the stream.
 func TestSubmitReleasesTheClaimWhenTheRequestIsNotSent(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
-	cfg := w.APIConfig()
-	cfg.Store, cfg.Dispatcher = w.Store, w.BrokenDispatcher()
-	broken, err := api.NewService(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	broken := w.NewAPI(t, func(c *api.Config) { c.Store, c.Dispatcher = w.Store, w.BrokenDispatcher() })
 	resp, err := broken.Handle(context.Background(), events.APIGatewayProxyRequest{
 		HTTPMethod: http.MethodPost, Resource: api.ResourceOrders, Path: "/orders", Body: validBody,
 		Headers: map[string]string{"Content-Type": "application/json"}, RequestContext: testenv.As(testenv.Caller)})
@@ -365,6 +359,8 @@ func TestLifecycleRoutesRejectBadInputAndWriteNothing(t *testing.T) {
 		{"redrive with a repeated key", "POST", "/orders/" + id + "/redrive", `{"action":"retry","action":"compensate"}`, "application/json", testenv.Caller, 400, "invalid_request"},
 		{"redrive with a field in another case", "POST", "/orders/" + id + "/redrive", `{"Action":"retry"}`, "application/json", testenv.Caller, 400, "invalid_request"},
 		{"redrive of an order not in Error", "POST", "/orders/" + id + "/redrive", ``, "", testenv.Caller, 409, "invalid_state"},
+		{"cancel with a body over 64 KiB", "POST", "/orders/" + id + "/cancel", `{"reason":"` + strings.Repeat("x", 70<<10) + `"}`, "application/json", testenv.Caller, 413, "too_large"},
+		{"redrive with a body over 64 KiB", "POST", "/orders/" + id + "/redrive", `{"action":"` + strings.Repeat("x", 70<<10) + `"}`, "application/json", testenv.Caller, 413, "too_large"},
 		{"an unknown action route", "POST", "/orders/" + id + "/rewind", ``, "", testenv.Caller, 404, "no_route"},
 	}
 	for _, tt := range tests {
@@ -396,9 +392,7 @@ func TestLifecycleRoutesRejectBadInputAndWriteNothing(t *testing.T) {
 // caller keeps it.
 func TestAnonymousCallerForLocalStack(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
-	cfg := w.APIConfig()
-	cfg.AnonymousCaller = "LOCALSTACK"
-	w.API = testenv.NewAPI(t, cfg)
+	w.API = w.NewAPI(t, func(c *api.Config) { c.AnonymousCaller = "LOCALSTACK" })
 	anon := postAs(t, w, "", validBody, nil)
 	if anon.StatusCode != http.StatusAccepted {
 		t.Fatalf("POST without a caller: got %d %s, want 202", anon.StatusCode, anon.Body)
@@ -668,9 +662,7 @@ func TestSubmitToANamedWorkflow(t *testing.T) {
 // workflow's own resource names it all the same.
 func TestSubmitToAWorkflowsResourceUnderABasePath(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
-	cfg := w.APIConfig()
-	cfg.Workflows = definition.MustDeployed(timing, []string{"order", "checkout"}, "order")
-	svc := testenv.NewAPI(t, cfg)
+	svc := w.NewAPI(t, func(c *api.Config) { c.Workflows = ordertest.Built(timing, "order", "checkout") })
 	body := `{"customerId":"c","lines":[{"sku":"A","quantity":1}],"amount":{"currency":"EUR","minorUnits":100},` +
 		`"shippingAddress":{"name":"A","line1":"B","city":"C","postalCode":"D","country":"IE"},"paymentToken":"tok_12345678"}`
 	resp, err := svc.Handle(context.Background(), events.APIGatewayProxyRequest{

@@ -13,9 +13,13 @@ import (
 	"orderly/internal/order"
 )
 
-// bodyOf returns a request's body, decoded. A body must be JSON; a route
-// whose body is optional (required false) takes an empty one without a
-// Content-Type.
+// maxBodyBytes is the most a request body may be, decoded: the largest
+// body a route takes is a submission's, the order's input.
+const maxBodyBytes = order.MaxInputBytes
+
+// bodyOf returns a request's body, decoded. A body must be JSON, at most
+// maxBodyBytes; a route whose body is optional (required false) takes an
+// empty one without a Content-Type.
 func bodyOf(req events.APIGatewayProxyRequest, required bool) ([]byte, error) {
 	if required || req.Body != "" || header(req, "Content-Type") != "" {
 		if err := checkContentType(header(req, "Content-Type")); err != nil {
@@ -29,6 +33,9 @@ func bodyOf(req events.APIGatewayProxyRequest, required bool) ([]byte, error) {
 			return nil, fmt.Errorf("body is not valid base64: %w", order.ErrInvalid)
 		}
 		body = decoded
+	}
+	if len(body) > maxBodyBytes {
+		return nil, fmt.Errorf("body is %d bytes, the limit is %d: %w", len(body), maxBodyBytes, order.ErrTooLarge)
 	}
 	return body, nil
 }

@@ -159,14 +159,14 @@ func TestSearchRefusesBadParameters(t *testing.T) {
 func TestSearchWithoutItsKeyIsUnavailableAndSubmitsStillWork(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
 	readable := false
-	cfg := w.APIConfig()
-	cfg.PageTokens = pagetoken.Loaded(func(context.Context) ([]byte, error) {
-		if !readable {
-			return nil, errors.New("read secret orderly-test-page-token-key: Secrets Manager answered AccessDeniedException")
-		}
-		return []byte("a page token key of 32 bytes or more"), nil
+	w.API = w.NewAPI(t, func(c *api.Config) {
+		c.PageTokens = pagetoken.Loaded(func(context.Context) ([]byte, error) {
+			if !readable {
+				return nil, errors.New("read secret orderly-test-page-token-key: Secrets Manager answered AccessDeniedException")
+			}
+			return []byte("a page token key of 32 bytes or more"), nil
+		})
 	})
-	w.API = testenv.NewAPI(t, cfg)
 	id := orderID(t, post(t, w, validBody, nil))
 	resp, _ := searchAs(t, w, testenv.Caller, api.ResourceOrders, nil)
 	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(resp.Body, `"unavailable"`) ||

@@ -58,7 +58,7 @@ func checkoutWith(t *testing.T, shown ...string) order.Versions {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shipped := definition.MustShipped(timing).Latest()
+	shipped := ordertest.Built(timing).Latest()
 	return order.MustVersions(shipped, checkout)
 }
 
@@ -78,9 +78,7 @@ func newCheckoutRun(t *testing.T, w *testenv.World, versions order.Versions) *ch
 	urls := w.Stack.RequestQueueURLs()
 	urls["fraud"] = urls[ordertest.AgentInventory]
 	d := dispatch.New(sqs.NewRequests(w.Clients.SQS, urls), w.Store, timing.ClaimWithin, w.Clock.Now, w.Log, metrics.Discard())
-	cfg := w.APIConfig()
-	cfg.Workflows, cfg.Dispatcher = versions, d
-	return &checkoutRun{w: w, api: testenv.NewAPI(t, cfg),
+	return &checkoutRun{w: w, api: w.NewAPI(t, func(c *api.Config) { c.Workflows, c.Dispatcher = versions, d }),
 		s: w.Scheduler("s1", func(c *scheduler.Config) { c.Workflows, c.Dispatcher = versions, d })}
 }
 

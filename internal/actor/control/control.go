@@ -13,17 +13,17 @@ import (
 	"strings"
 	"time"
 
+	"orderly/internal/actor/undo"
 	"orderly/internal/order"
 )
 
 // Store is what control needs of the state store.
 type Store interface {
 	GetOrder(ctx context.Context, id string) (order.Order, []order.StepState, error)
-	// Apply persists a decided transition (order.ErrStale when its
-	// guard no longer holds) and returns the order as written.
+	// Apply persists a decided transition (an *order.StaleWrite, which
+	// is order.ErrStale, when its guard no longer holds) and returns the
+	// order as written.
 	Apply(ctx context.Context, t order.Transition) (order.Order, order.StepState, error)
-	StartUndo(ctx context.Context, u order.Undoing, now time.Time) (order.Order, order.StepState, error)
-	Redrive(ctx context.Context, r order.Resume, now time.Time) (order.Order, order.StepState, error)
 }
 
 // tries bounds how often a decision is made again after the order moved on
@@ -106,7 +106,7 @@ func (s *Service) Cancel(ctx context.Context, owner order.Principal, id string) 
 		case order.Processing:
 			o, _, err = s.clients.Apply(ctx, order.Cancel(act, now))
 		default: // Pending: it does not run (again); an earlier attempt is undone
-			o, _, err = s.clients.StartUndo(ctx, wf.UndoWaiting(act, true, now), now)
+			o, _, err = undo.Start(ctx, s.clients, wf.UndoWaiting(act, true, now), now)
 		}
 		if errors.Is(err, order.ErrStale) {
 			continue
@@ -162,13 +162,13 @@ func (s *Service) Redrive(ctx context.Context, id, action string) (order.Order, 
 		reason := order.RedriveReason(p.Action)
 		switch p.Move {
 		case order.UndoFromStuck:
-			o, _, err = s.operators.StartUndo(ctx, wf.UndoFromError(p.Stuck, reason, now), now)
+			o, _, err = undo.Start(ctx, s.operators, wf.UndoFromError(p.Stuck, reason, now), now)
 		case order.RunForward:
 			forward := p.Forward
-			o, _, err = s.operators.Redrive(ctx, order.Resume{Step: p.Stuck, Forward: &forward, Steps: len(wf.Steps), Records: len(steps),
-				UndoFloor: p.UndoFloor, Status: p.Status, ClaimBy: claimBy, Reason: reason}, now)
+			o, _, err = s.operators.Apply(ctx, order.Resume{Step: p.Stuck, Forward: &forward, Steps: len(wf.Steps), Records: len(steps),
+				UndoFloor: p.UndoFloor, Status: p.Status, ClaimBy: claimBy, Reason: reason}.Transition(now))
 		default: // order.ResumeStuck
-			o, _, err = s.operators.Redrive(ctx, order.Resume{Step: p.Stuck, Status: p.Status, ClaimBy: claimBy, Reason: reason, Records: len(steps)}, now)
+			o, _, err = s.operators.Apply(ctx, order.Resume{Step: p.Stuck, Status: p.Status, ClaimBy: claimBy, Reason: reason, Records: len(steps)}.Transition(now))
 		}
 		if errors.Is(err, order.ErrStale) {
 			continue

@@ -119,12 +119,12 @@ type racingStore struct {
 	done  bool
 }
 
-func (r *racingStore) StartUndo(ctx context.Context, u order.Undoing, now time.Time) (order.Order, order.StepState, error) {
-	if !r.done {
+func (r *racingStore) Apply(ctx context.Context, t order.Transition) (order.Order, order.StepState, error) {
+	if !r.done && t.Name == "start undoing" {
 		r.done = true
 		r.claim()
 	}
-	return r.Store.StartUndo(ctx, u, now)
+	return r.Store.Apply(ctx, t)
 }
 
 // A cancel that finds the step waiting for a claim, while a Scheduler
@@ -505,7 +505,7 @@ func TestMoveOntoAVersionThatAddsAnUndoBelowIsRefused(t *testing.T) {
 	nine.Steps = slices.Clone(shipped.Steps)
 	nine.Steps[0].Undo, nine.Steps[0].UndoCall = "", order.Endpoint{}
 	w.Workflow = nine
-	w.API = testenv.NewAPI(t, w.APIConfig())
+	w.API = w.NewAPI(t)
 	s9 := w.Scheduler("s9")
 	// Replies carry their order's version, as agents copy it.
 	under := func(version string, r order.StepReply) order.StepReply { r.Version = version; return r }

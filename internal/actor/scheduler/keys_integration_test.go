@@ -18,7 +18,6 @@ import (
 	"orderly/internal/actor/api"
 	"orderly/internal/adapter/dynamo"
 	"orderly/internal/adapter/remote"
-	"orderly/internal/definition"
 	"orderly/internal/local/simulator"
 	"orderly/internal/order"
 	"orderly/internal/resources"
@@ -27,7 +26,7 @@ import (
 )
 
 // shipped is the shipped workflow, whose steps name the calls the client makes.
-var shipped = definition.MustShipped(order.DefaultTiming)
+var shipped = ordertest.Built(order.DefaultTiming)
 
 // submitWithKey posts an order with an Idempotency-Key through the API
 // handler and returns its id.
@@ -212,9 +211,7 @@ func TestKeyNonceIsWrittenWithTheOrderAndNeverShown(t *testing.T) {
 			}), middleware.After)
 		})
 	})
-	cfg := w.APIConfig()
-	cfg.Store = dynamo.NewStore(counting, w.Stack.Catalog.Orders.Name).As("submit")
-	w.API = testenv.NewAPI(t, cfg)
+	w.API = w.NewAPI(t, func(c *api.Config) { c.Store = dynamo.NewStore(counting, w.Stack.Catalog.Orders.Name).As("submit") })
 	id := submitWithKey(t, w, "checkout-7f3a")
 	if len(writes) != 1 || writes[0] != "PutItem" {
 		t.Errorf("the submission made the writes %v, want one PutItem", writes)

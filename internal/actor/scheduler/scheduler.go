@@ -18,6 +18,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"orderly/internal/actor/undo"
 	"orderly/internal/batch"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
@@ -25,12 +26,10 @@ import (
 
 // Store is what the Scheduler needs of the state store.
 type Store interface {
-	CompleteStep(ctx context.Context, c order.Completion, now time.Time) (order.Order, order.StepState, error)
-	// Apply persists a decided transition (order.ErrStale when its
-	// guard no longer holds) and returns the order and its record as
-	// written.
+	// Apply persists a decided transition (an *order.StaleWrite, which
+	// is order.ErrStale, when its guard no longer holds) and returns the
+	// order and the record it leaves active as written.
 	Apply(ctx context.Context, t order.Transition) (order.Order, order.StepState, error)
-	StartUndo(ctx context.Context, u order.Undoing, now time.Time) (order.Order, order.StepState, error)
 	// UnclaimedStep reads an order image of the table's stream, as Lambda
 	// delivers it, and returns its active record if that waits for a
 	// claim (ok); it fails on an image it cannot read.
@@ -270,11 +269,18 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 // and no second write stand between two steps.
 func (s *Service) complete(ctx context.Context, wf order.Workflow, log *slog.Logger, done order.StepState, reference string, result json.RawMessage, now time.Time) error {
 	c := wf.Completion(done, reference, result, s.id, now)
-	more := c.Next != nil
-	o, claimed, err := s.store.CompleteStep(ctx, c, now)
+	o, claimed, err := s.store.Apply(ctx, c.Transition(now))
 	if err != nil {
-		return err
+		// The reply knows neither the cancel nor DueAt: the domain says
+		// whether the write is made again as they are.
+		if c, err = c.Again(err, now); err != nil {
+			return err
+		}
+		if o, claimed, err = s.store.Apply(ctx, c.Transition(now)); err != nil {
+			return err
+		}
 	}
+	more := c.Next != nil
 	if done.Undo {
 		s.metrics.Count(metrics.StepsUndone, 1, "order_id", done.OrderID, "step", done.Step)
 	} else {
@@ -294,8 +300,7 @@ func (s *Service) complete(ctx context.Context, wf order.Workflow, log *slog.Log
 // undoing the order's work; the first undo's request goes out at once
 // when u claims it. An order with nothing to undo ends at once.
 func (s *Service) undo(ctx context.Context, log *slog.Logger, u order.Undoing) error {
-	now := s.now()
-	o, first, err := s.store.StartUndo(ctx, u, now)
+	o, first, err := undo.Start(ctx, s.store, u, s.now())
 	if err != nil {
 		return err
 	}

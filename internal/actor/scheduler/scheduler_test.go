@@ -59,17 +59,9 @@ func (s *claimLog) Apply(_ context.Context, t order.Transition) (order.Order, or
 	return order.Order{ID: seen.OrderID}, t.Applied(seen), nil
 }
 
-func (s *claimLog) CompleteStep(context.Context, order.Completion, time.Time) (order.Order, order.StepState, error) {
-	return order.Order{}, order.StepState{}, errors.New("not expected")
-}
-
 // UnclaimedStep reads images as the DynamoDB adapter does.
 func (s *claimLog) UnclaimedStep(image map[string]events.DynamoDBAttributeValue) (order.StepState, bool, error) {
 	return dynamo.UnclaimedStep(image)
-}
-
-func (s *claimLog) StartUndo(context.Context, order.Undoing, time.Time) (order.Order, order.StepState, error) {
-	return order.Order{}, order.StepState{}, errors.New("not expected")
 }
 
 type nowhere struct{}

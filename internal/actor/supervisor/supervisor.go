@@ -19,6 +19,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"orderly/internal/actor/undo"
 	"orderly/internal/batch"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
@@ -30,11 +31,10 @@ type Store interface {
 	DuePage(ctx context.Context, shard int, now time.Time, limit int, after order.Cursor) (order.DuePage, error)
 	ReportUnreadable(ctx context.Context, u order.Unreadable) error
 	UnreportUnreadable(ctx context.Context, u order.Unreadable) error
-	// Apply persists a decided transition (order.ErrStale when its
-	// guard no longer holds) and returns the order and its record as
-	// written.
+	// Apply persists a decided transition (an *order.StaleWrite, which
+	// is order.ErrStale, when its guard no longer holds) and returns the
+	// order and the record it leaves active as written.
 	Apply(ctx context.Context, t order.Transition) (order.Order, order.StepState, error)
-	StartUndo(ctx context.Context, u order.Undoing, now time.Time) (order.Order, order.StepState, error)
 }
 
 // Notifier sends the alert a step records and clears its alert flag, or
@@ -364,7 +364,9 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 // compensate ends the active workflow step and starts undoing the order's
 // work, in reverse; the first undo is announced for a Scheduler to claim.
 func (s *Service) compensate(ctx context.Context, wf order.Workflow, st order.StepState, rec order.Recovery, now time.Time) (order.Order, error) {
-	o, _, err := s.store.StartUndo(ctx, wf.UndoRecovery(st, rec, now), now)
+	// A client's cancel (or a redrive's undo floor) since the order was
+	// read: the domain says whether to start undoing as they are.
+	o, _, err := undo.Start(ctx, s.store, wf.UndoRecovery(st, rec, now), now)
 	return o, err
 }
 

@@ -518,10 +518,18 @@ func TestCompletionAfterALongRetryNeverLeavesDueAtLate(t *testing.T) {
 	run(t, w)
 	long := claim(t, w, id) // attempt 2: twice the allowance
 	next, _ := w.Workflow.Step(ordertest.StepChargePayment)
-	// The completion write alone, as if the Scheduler died right after it.
-	_, claimed, err := w.Store.CompleteStep(context.Background(), order.Completion{
-		Step: long, Next: &next, NextIndex: 1, Owner: "s1", NextCompleteBy: w.Clock.Now().Add(next.Allowance),
-	}, w.Clock.Now())
+	// The completion write alone, as if the Scheduler died right after
+	// it: refused while DueAt is later than the new deadline, then made
+	// again as the domain decides, with DueAt.
+	ctx, now := context.Background(), w.Clock.Now()
+	c := order.Completion{Step: long, Next: &next, NextIndex: 1, Owner: "s1", NextCompleteBy: now.Add(next.Allowance)}
+	_, claimed, err := w.Store.Apply(ctx, c.Transition(now))
+	if err != nil {
+		if c, err = c.Again(err, now); err != nil {
+			t.Fatal(err)
+		}
+		_, claimed, err = w.Store.Apply(ctx, c.Transition(now))
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -844,7 +852,7 @@ func TestStepDroppedWhileAnAlertWaitsIsSentAgainDespiteABacklog(t *testing.T) {
 	if _, _, err := w.Store.Apply(ctx, order.Park(st, w.Clock.Now(), true, "not in this build", w.Clock.Now())); err != nil {
 		t.Fatal(err)
 	}
-	o, claimed, err := w.Store.CompleteStep(ctx, w.Workflow.Completion(st, "res-1", nil, "s1", w.Clock.Now()), w.Clock.Now())
+	o, claimed, err := w.Store.Apply(ctx, w.Workflow.Completion(st, "res-1", nil, "s1", w.Clock.Now()).Transition(w.Clock.Now()))
 	if err != nil {
 		t.Fatal(err)
 	}

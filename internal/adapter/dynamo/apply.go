@@ -12,12 +12,13 @@ import (
 
 // Apply persists a transition the domain decided in one conditional
 // UpdateItem: its guard becomes the write's condition, its change the
-// update. It returns the order and its record as written (for a write
-// with no fence, no record); a guard that no longer holds returns an
-// *order.StaleWrite (order.ErrStale) with the order as it was, and
-// changes nothing.
+// update. It returns the order and the record the write leaves active
+// (order.Transition.Active) as written (for a write with no fence, no
+// record); a guard that no longer holds returns an *order.StaleWrite
+// (order.ErrStale) with the order as it was, and changes nothing. It
+// never makes a write again: after a refusal the actor asks the domain.
 func (s *Store) Apply(ctx context.Context, t order.Transition) (order.Order, order.StepState, error) {
-	return s.write(ctx, t.Name, t.Record, t.Record.Index, condition(t.Record, t.Guard, t.At), s.change(t))
+	return s.write(ctx, t.Name, t.Record, t.Active(), condition(t.Record, t.Guard, t.At), s.change(t))
 }
 
 // write runs one conditional UpdateItem and returns the order and the
@@ -133,9 +134,16 @@ func condition(fence order.StepState, g order.Guard, at time.Time) expression.Co
 	return expression.And(conds[0], conds[1], conds[2:]...)
 }
 
-// change is the update of t's write.
+// change is the update of t's write: the one place a decided transition
+// becomes an update. The record fields change the fenced record (a
+// forward redrive's step instead); the others the order and its other
+// records.
 func (s *Store) change(t order.Transition) expression.UpdateBuilder {
 	st, c, i := t.Record, t.Change, t.Record.Index
+	rec := st
+	if c.Forward != nil {
+		rec, i = *c.Forward, c.Forward.Index
+	}
 	field := func(name string) expression.NameBuilder { return expression.Name(stepAttr(i, name)) }
 	var upd expression.UpdateBuilder
 	if !c.Bookkeeping() {
@@ -150,11 +158,29 @@ func (s *Store) change(t order.Transition) expression.UpdateBuilder {
 	if !c.CompleteBy.IsZero() {
 		upd = upd.Set(field("CompleteBy"), msValue(c.CompleteBy))
 	}
+	if c.Settle {
+		upd = upd.Remove(field("CompleteBy"))
+	}
+	if c.Reference != "" {
+		upd = upd.Set(field("Ref"), expression.Value(c.Reference))
+	}
+	if len(c.Result) > 0 {
+		upd = upd.Set(field("Result"), expression.Value(string(c.Result)))
+	}
+	if c.Fresh {
+		if rec.FailureCount > 0 {
+			// Added as stored: the record keeps its count until this
+			// write.
+			upd = upd.Set(field("PastFailures"), expression.Plus(field("PastFailures").IfNotExists(expression.Value(0)), field("Failures")))
+		}
+		upd = upd.Set(field("Failures"), expression.Value(0)).Set(field("Nudges"), expression.Value(0)).
+			Remove(field("Deferrals")).Remove(field("Heartbeats"))
+	}
 	if !c.DueAt.IsZero() {
 		upd = upd.Set(expression.Name(attrDueAt), msValue(c.DueAt))
 	}
 	if c.Announce {
-		upd = upd.Set(expression.Name(attrUnclaimed), expression.Value(st.Step))
+		upd = upd.Set(expression.Name(attrUnclaimed), expression.Value(activeStep(t)))
 	}
 	if c.Reason != "" {
 		upd = upd.Set(field("LastError"), expression.Value(c.Reason))
@@ -191,8 +217,7 @@ func (s *Store) change(t order.Transition) expression.UpdateBuilder {
 		upd = upd.Remove(expression.Name(attrAlertPending)).Remove(expression.Name(attrAlertKind))
 	}
 	if c.Cancel {
-		upd = upd.Set(expression.Name(attrCancel), expression.Value(true)).
-			Set(expression.Name(attrStatus), expression.Value(order.StatusCancelling))
+		upd = upd.Set(expression.Name(attrCancel), expression.Value(true))
 	}
 	if c.Version != "" {
 		upd = upd.Set(expression.Name(attrVersion), expression.Value(c.Version)).Remove(expression.Name(attrParked))
@@ -203,7 +228,83 @@ func (s *Store) change(t order.Transition) expression.UpdateBuilder {
 	if c.TouchesRecord() {
 		upd = upd.Set(field("Updated"), msValue(t.At))
 	}
+	return s.moved(upd, t)
+}
+
+// moved adds to upd the changes of t's write beyond its record's: the
+// order's status, its error index and due index, and the records it
+// marks, claims, appends or drops.
+func (s *Store) moved(upd expression.UpdateBuilder, t order.Transition) expression.UpdateBuilder {
+	c, id := t.Change, t.Record.OrderID
+	field := func(j int, name string) expression.NameBuilder { return expression.Name(stepAttr(j, name)) }
+	for _, j := range c.Undone {
+		upd = upd.Set(field(j, "State"), expression.Value(order.Undone)).Set(field(j, "Updated"), msValue(t.At))
+	}
+	if n := c.Next; n != nil {
+		upd = claimed(upd, n.Index).
+			Set(field(n.Index, "State"), expression.Value(order.Processing)).
+			Set(field(n.Index, "LockedBy"), expression.Value(n.Owner)).
+			Set(field(n.Index, "CompleteBy"), msValue(n.CompleteBy)).
+			Set(field(n.Index, "Updated"), msValue(t.At))
+	}
+	// Setting list elements past the end appends them, in index order.
+	for _, r := range c.Append {
+		upd = upd.Set(expression.Name(stepPath(r.Index)), expression.Value(newStepRecord(r)))
+	}
+	for _, j := range c.Drop {
+		upd = upd.Remove(expression.Name(stepPath(j)))
+	}
+	if c.UndoFloor > 0 {
+		upd = upd.Set(expression.Name(attrUndoFloor), expression.Value(c.UndoFloor))
+	}
+	if a := t.Active(); a != t.Record.Index && c.End == "" {
+		upd = upd.Set(expression.Name(attrActive), expression.Value(a))
+	}
+	if c.Status != "" {
+		upd = upd.Set(expression.Name(attrStatus), expression.Value(c.Status))
+	}
+	if c.OrderReason != "" {
+		upd = upd.Set(expression.Name(attrLastError), expression.Value(c.OrderReason))
+	}
+	if c.OutOfError {
+		upd = outOfErrorIndex(upd)
+		if c.End == "" {
+			upd = runningAgain(upd)
+		}
+	}
+	if c.Watch {
+		upd = upd.Set(expression.Name(attrDueShard), expression.Value(shardOf(id, s.shards)))
+	}
+	if c.Unannounce {
+		upd = upd.Remove(expression.Name(attrUnclaimed))
+	}
+	if c.End != "" {
+		upd = s.ended(upd, c.End, t.At)
+	}
 	return upd
+}
+
+// activeStep is the step of the record t's write leaves active.
+func activeStep(t order.Transition) string {
+	c := t.Change
+	switch {
+	case len(c.Append) > 0:
+		return c.Append[0].Step
+	case c.Forward != nil:
+		return c.Forward.Step
+	}
+	return t.Record.Step
+}
+
+// ended ends the order in status: it has no active record any more, leaves
+// the due index, joins the search's ended orders and expires after the
+// retention period.
+func (s *Store) ended(upd expression.UpdateBuilder, status order.Status, now time.Time) expression.UpdateBuilder {
+	return outcome(upd, status, now).Set(expression.Name(attrStatus), expression.Value(status)).
+		Set(expression.Name(attrExpiresAt), s.expiresAt(now)).
+		Remove(expression.Name(attrActive)).
+		Remove(expression.Name(attrDueShard)).
+		Remove(expression.Name(attrDueAt))
 }
 
 // claimed is the rest of a claim of record i (see order.Change.Claim):

@@ -2,10 +2,11 @@ package dynamo_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,18 +18,19 @@ import (
 var timing = order.Timing{Allowance: 10 * time.Second, MaxAllowance: 40 * time.Second, FailureThreshold: 3, ClaimWithin: 5 * time.Second}
 
 // The property behind every write of the state machine: a write lands
-// exactly when the domain says its guard holds (Guard.Holds, on the order
-// as stored, or, for a write the domain makes again another way, the
-// guard of the write it makes again), and leaves the order as the domain
-// says (Transition.Applied for one record's transitions; the status and
-// the active record for a success, the start of an undo and a redrive).
-// Otherwise it changes nothing and reports order.ErrStale. Random
-// interleavings drive it on real DynamoDB: records found stale (an older
-// or newer attempt, another state, another claim's owner, another record,
-// another version), clocks before and after deadlines, Schedulers
-// claiming, clients cancelling, replies late and duplicated, timeouts and
-// redrives; the walk goes on until every kind of write has both landed
-// and been refused.
+// exactly when the domain says its guard holds (Transition.Holds, on the
+// order as stored), and leaves the order as the domain says
+// (Transition.AppliedTo: every record, the status, the active record).
+// Otherwise it changes nothing and reports order.ErrStale, with the order
+// as found, from which the domain decides (Completion.Again,
+// Undoing.Again) whether its actor makes the write once more another way,
+// as the actors do. Random interleavings drive it on real DynamoDB:
+// records found stale (an older or newer attempt, another state, another
+// claim's owner, another record, another version), clocks before and
+// after deadlines, Schedulers claiming, clients cancelling, replies late
+// and duplicated, timeouts and redrives; the walk goes on until every
+// kind of write has both landed and been refused, and each of the
+// writes that move an order on has landed in each of its forms.
 func TestWritesLandExactlyWhenTheDomainSaysTheyHold(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
 	ctx := context.Background()
@@ -39,10 +41,15 @@ func TestWritesLandExactlyWhenTheDomainSaysTheyHold(t *testing.T) {
 		return w.Submit(t, ordertest.Submission{CustomerID: "c-1", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}})
 	}
 	ids := []string{submit(), submit(), submit(), submit()}
-	landed, refused := map[string]int{}, map[string]int{}
+	landed, refused, forms := map[string]int{}, map[string]int{}, map[string]int{}
 	tried := func() bool {
 		for _, name := range kinds {
 			if landed[name] == 0 || refused[name] == 0 {
+				return false
+			}
+		}
+		for _, f := range allForms {
+			if forms[f] == 0 {
 				return false
 			}
 		}
@@ -57,7 +64,9 @@ func TestWritesLandExactlyWhenTheDomainSaysTheyHold(t *testing.T) {
 	}
 	// At least 600 steps, and on until every kind has both landed and
 	// been refused (a random walk takes a while to land some).
-	for i := 0; i < 5000 && (i < 600 || !tried()); i++ {
+	steps := 0
+	for i := 0; i < 8000 && (i < 600 || !tried()); i++ {
+		steps++
 		k := rng.IntN(len(ids))
 		f := read(ids[k])
 		cur, ok := f.Record()
@@ -75,7 +84,9 @@ func TestWritesLandExactlyWhenTheDomainSaysTheyHold(t *testing.T) {
 				t.Fatal(err)
 			}
 		case 3, 4:
-			if cur.ProcessState == order.Processing && !cur.Undo {
+			// The first two orders' clients never cancel, so that
+			// some orders run to their end or fail forward.
+			if cur.ProcessState == order.Processing && !cur.Undo && k >= 2 {
 				_, _, _ = w.Store.Apply(ctx, order.Cancel(cur, w.Clock.Now()))
 			}
 		}
@@ -85,40 +96,60 @@ func TestWritesLandExactlyWhenTheDomainSaysTheyHold(t *testing.T) {
 		cur, _ = f.Record()
 		now := w.Clock.Now().Add(time.Duration(rng.IntN(int(timing.Allowance))) - timing.Allowance/2).Truncate(time.Millisecond)
 		wr := randomWrite(rng, w.Workflow, f, found(rng, cur), now)
-		holds := wr.holds(f)
-		o, err := wr.do(ctx, w)
-		if wr.cancelled {
-			// A workflow step's success after the client's cancel is
-			// not written: its replier starts undoing instead.
-			if !errors.Is(err, order.ErrCancelRequested) {
-				t.Fatalf("step %d: %s after a cancel: %v, want ErrCancelRequested", i, wr.name, err)
+		if k == 0 && cur.ProcessState == order.Processing && rng.IntN(2) == 0 {
+			// The first order mostly succeeds, to its end.
+			wr = completion(rng, w.Workflow, f, cur, now)
+		}
+		// The write, and at most once more the one the domain decides
+		// after its refusal.
+		for tr, again := wr.tr, true; ; again = false {
+			holds := tr.Holds(f)
+			o, _, err := w.Store.Apply(ctx, tr)
+			if holds != (err == nil) || err != nil && !errors.Is(err, order.ErrStale) {
+				t.Fatalf("step %d: %s on %s: the domain says holds %v, the write: %v\nrecord %+v", i, wr.name, cur.ProcessState, holds, err, cur)
+			}
+			after := read(ids[k])
+			if holds {
+				landed[wr.name]++
+				for _, form := range formsOf(tr) {
+					forms[form]++
+				}
+				if msg := left(tr.AppliedTo(f), after); msg != "" {
+					t.Fatalf("step %d: %s landed and %s", i, wr.name, msg)
+				}
+				if o.ID != ids[k] {
+					t.Fatalf("step %d: %s returned order %q, want %q", i, wr.name, o.ID, ids[k])
+				}
+				break
 			}
 			refused[wr.name]++
-			continue
-		}
-		if holds != (err == nil) || err != nil && !errors.Is(err, order.ErrStale) {
-			t.Fatalf("step %d: %s on %s: the domain says holds %v, the write: %v\nrecord %+v", i, wr.name, cur.ProcessState, holds, err, cur)
-		}
-		after := read(ids[k])
-		if !holds {
-			refused[wr.name]++
-			if !slices.EqualFunc(after.Steps, f.Steps, func(a, b order.StepState) bool { return fields(a) == fields(b) }) || after.Status != f.Status {
-				t.Fatalf("step %d: %s was refused and changed the order", i, wr.name)
+			if msg := left(f, after); msg != "" {
+				t.Fatalf("step %d: %s was refused and %s", i, wr.name, msg)
 			}
-			continue
-		}
-		landed[wr.name]++
-		if msg := wr.left(f, after); msg != "" {
-			t.Fatalf("step %d: %s landed and %s", i, wr.name, msg)
-		}
-		if o.ID != ids[k] {
-			t.Fatalf("step %d: %s returned order %q, want %q", i, wr.name, o.ID, ids[k])
+			if !again || wr.again == nil {
+				break
+			}
+			next, err := wr.again(err)
+			if wr.cancelled != errors.Is(err, order.ErrCancelRequested) {
+				// A workflow step's success after the client's cancel is
+				// not written: its replier starts undoing instead.
+				t.Fatalf("step %d: %s refused on an order cancelled %v: %v", i, wr.name, wr.cancelled, err)
+			}
+			if err != nil {
+				break
+			}
+			tr = next
 		}
 	}
-	t.Logf("landed %v; refused %v", landed, refused)
+	t.Logf("%d steps: landed %v; refused %v; forms %v", steps, landed, refused, forms)
 	for _, name := range kinds {
 		if landed[name] == 0 || refused[name] == 0 {
 			t.Errorf("%s landed %d and was refused %d times: the walk did not try both", name, landed[name], refused[name])
+		}
+	}
+	for _, f := range allForms {
+		if forms[f] == 0 {
+			t.Errorf("%s never landed", f)
 		}
 	}
 }
@@ -128,37 +159,75 @@ var kinds = []string{"fail", "release", "record the agent gave up", "park", "def
 	"claim", "cancel", "heartbeat", "lease alert", "clear alert", "reschedule", "move version",
 	"complete", "start undoing", "redrive"}
 
+// allForms are the forms of the writes that move an order on, which the
+// walk must see land.
+var allForms = []string{
+	"complete: next claimed", "complete: ended Processed", "complete: ended Failed", "complete: ended Cancelled",
+	"complete: an undo's step Undone",
+	"start undoing: undo records appended", "start undoing: nothing to undo", "start undoing: first undo claimed",
+	"start undoing: first undo announced", "start undoing: from Error", "start undoing: the client's cancel",
+	"start undoing: timed out",
+	"redrive: in place", "redrive: forward",
+}
+
+// formsOf names the forms of tr, a write that moves an order on.
+func formsOf(tr order.Transition) []string {
+	c := tr.Change
+	var forms []string
+	add := func(ok bool, form string) {
+		if ok {
+			forms = append(forms, tr.Name+": "+form)
+		}
+	}
+	switch tr.Name {
+	case "complete":
+		add(c.Next != nil, "next claimed")
+		add(c.End != "", "ended "+string(c.End))
+		add(len(c.Undone) > 0, "an undo's step Undone")
+	case "start undoing":
+		add(len(c.Append) > 0, "undo records appended")
+		add(c.End != "", "nothing to undo")
+		add(len(c.Append) > 0 && c.Append[0].LockedBy != "", "first undo claimed")
+		add(c.Announce, "first undo announced")
+		add(c.OutOfError, "from Error")
+		add(c.Cancel, "the client's cancel")
+		add(c.CountFailure, "timed out")
+	case "redrive":
+		add(c.Forward == nil, "in place")
+		add(c.Forward != nil, "forward")
+	}
+	return forms
+}
+
 // write is one write an actor decided, with what the domain says of it.
 type write struct {
 	name string
-	// holds is the domain's guard on the order as stored.
-	holds func(order.Found) bool
-	do    func(context.Context, *testenv.World) (order.Order, error)
-	// left says how the landed write left the order, if not as the
-	// domain says ("" when it did).
-	left func(before, after order.Found) string
+	tr   order.Transition
+	// again is the write the domain decides after the refusal err, as
+	// its actor asks (nil: none is made again).
+	again func(err error) (order.Transition, error)
 	// cancelled: a workflow step's success on a cancelled order, whose
-	// write the domain answers with ErrCancelRequested (its record as
+	// refusal the domain answers with ErrCancelRequested (its record as
 	// the reply found it, but the order cancelled).
 	cancelled bool
 }
 
-// transition is a write of one record: it leaves the record as Applied
-// says.
-func transition(tr order.Transition) write {
-	return write{name: tr.Name, holds: tr.Holds,
-		do: func(ctx context.Context, w *testenv.World) (order.Order, error) {
-			o, _, err := w.Store.Apply(ctx, tr)
-			return o, err
-		},
-		left: func(before, after order.Found) string {
-			was, _ := before.Record()
-			now, _ := after.Record()
-			if got, want := fields(now), fields(tr.Applied(was)); got != want {
-				return fmt.Sprintf("left\n%+v\nwant\n%+v", got, want)
-			}
-			return ""
-		}}
+// transition is a write of one record, which is not made again.
+func transition(tr order.Transition) write { return write{name: tr.Name, tr: tr} }
+
+// left says how after differs from want, the order as the domain says a
+// write leaves it ("" when it does not).
+func left(want, after order.Found) string {
+	if after.Status != want.Status || after.Active != want.Active || len(after.Steps) != len(want.Steps) {
+		return fmt.Sprintf("left the order %s with active record %d of %d, want %s with %d of %d",
+			after.Status, after.Active, len(after.Steps), want.Status, want.Active, len(want.Steps))
+	}
+	for j := range want.Steps {
+		if got, want := fields(after.Steps[j]), fields(want.Steps[j]); got != want {
+			return fmt.Sprintf("left record %d\n%+v\nwant\n%+v", j, got, want)
+		}
+	}
+	return ""
 }
 
 // found is the record as an actor found it: the stored one, or a stale
@@ -209,6 +278,11 @@ func randomWrite(rng *rand.Rand, wf order.Workflow, f order.Found, fence order.S
 		}[cur.ProcessState]
 		if cur.AlertPending {
 			fits = append(fits, 11, 11, 12)
+		}
+		// The path to a forward redrive, the rarest form: a first undo
+		// refused, then retried.
+		if cur.Undo && cur.Index == len(wf.Steps) && !cur.CancelRequested {
+			fits = append(fits, map[order.ProcessState][]int{order.Processing: {0, 0, 0}, order.Error: {17, 17, 17}}[cur.ProcessState]...)
 		}
 		if len(fits) > 0 {
 			pick = fits[rng.IntN(len(fits))]
@@ -264,65 +338,37 @@ func randomWrite(rng *rand.Rand, wf order.Workflow, f order.Found, fence order.S
 }
 
 // completion is a success reply of fence's attempt, as the Scheduler
-// applies it: the next record claimed at once, or the order ended.
+// applies it: the next record claimed at once, or the order ended; after
+// a refusal, the write Completion.Again decides.
 func completion(rng *rand.Rand, wf order.Workflow, f order.Found, fence order.StepState, now time.Time) write {
-	c := wf.Completion(fence, "ref-1", nil, "s2", now)
+	c := wf.Completion(fence, "ref-1", json.RawMessage(`{"n":1}`), "s2", now)
 	c.Cancelled = fence.Undo && rng.IntN(2) == 0 // the replier's view of the cancel may be wrong
 	if c.Next != nil {
 		// A deadline before or after the order's DueAt.
 		c.NextCompleteBy = now.Add(time.Duration(rng.IntN(int(2 * timing.Allowance))))
 	}
-	// The write made: c's, or the one the domain makes again after a
-	// refusal.
-	made := func(f order.Found) (order.Completion, bool) {
-		if c.Guard().Holds(fence, now, f) {
-			return c, true
-		}
-		again, err := c.Again(&order.StaleWrite{Found: f}, now)
-		return again, err == nil && again.Guard().Holds(fence, now, f)
-	}
 	cur, _ := f.Record()
 	stale := order.Guard{State: order.Processing}
-	return write{name: "complete",
+	return write{name: "complete", tr: c.Transition(now),
 		cancelled: !fence.Undo && cur.CancelRequested && stale.Holds(fence, now, f),
-		holds:     func(f order.Found) bool { _, ok := made(f); return ok },
-		do: func(ctx context.Context, w *testenv.World) (order.Order, error) {
-			o, _, err := w.Store.CompleteStep(ctx, c, now)
-			return o, err
-		},
-		left: func(before, after order.Found) string {
-			c, _ := made(before)
-			if c.Next == nil {
-				want := order.StatusProcessed
-				if c.Step.Undo {
-					want = map[bool]order.Status{false: order.StatusFailed, true: order.StatusCancelled}[c.Cancelled]
-				}
-				return ended(after, want)
-			}
-			if msg := activeIs(after, c.NextIndex, order.Processing, c.Owner, before.Steps[c.NextIndex].Attempt+1); msg != "" {
-				return msg
-			}
-			// DueAt stays unless it was later than the next deadline.
-			was, _ := before.Record()
-			now, _ := after.Record()
-			if want := map[bool]time.Time{false: was.DueAt, true: c.NextCompleteBy}[c.MoveDue]; now.DueAt.UnixMilli() != want.UnixMilli() {
-				return fmt.Sprintf("left DueAt %s, want %s", now.DueAt, want)
-			}
-			return ""
+		again: func(err error) (order.Transition, error) {
+			c, err := c.Again(err, now)
+			return c.Transition(now), err
 		}}
 }
 
 // undoing is the write that starts undoing the order's work from fence,
 // for any of the events that start it: a permanent fault, a success after
 // a cancel, a cancel of a waiting step (the client's own, or one a
-// Scheduler finds), the Supervisor's compensation, an operator's.
+// Scheduler finds), the Supervisor's compensation, an operator's; after a
+// refusal, the write Undoing.Again decides.
 func undoing(rng *rand.Rand, wf order.Workflow, fence order.StepState, now time.Time) write {
 	var u order.Undoing
 	switch rng.IntN(5) {
 	case 0:
 		u = wf.UndoFault(fence, "declined", now)
 	case 1:
-		u = wf.UndoCancelledSuccess(fence, "ref-1", nil, now)
+		u = wf.UndoCancelledSuccess(fence, "ref-1", json.RawMessage(`{"n":2}`), now)
 	case 2:
 		u = wf.UndoWaiting(fence, rng.IntN(2) == 0, now)
 	case 3:
@@ -335,33 +381,17 @@ func undoing(rng *rand.Rand, wf order.Workflow, fence order.StepState, now time.
 	}
 	// The actor's view of the cancel may be wrong.
 	u.Cancelled = !u.CancelNow && rng.IntN(2) == 0
-	made := func(f order.Found) (order.Undoing, bool) {
-		if u.Guard().Holds(fence, now, f) {
-			return u, true
+	decide := func(u order.Undoing) order.Transition {
+		tr, err := u.Transition(now)
+		if err != nil {
+			panic(err) // only a workflow step's undoing is decided here
 		}
-		again, err := u.Again(&order.StaleWrite{Found: f}, now)
-		return again, err == nil && again.Guard().Holds(again.Step, now, f)
+		return tr
 	}
-	return write{name: "start undoing",
-		holds: func(f order.Found) bool { _, ok := made(f); return ok },
-		do: func(ctx context.Context, w *testenv.World) (order.Order, error) {
-			o, _, err := w.Store.StartUndo(ctx, u, now)
-			return o, err
-		},
-		left: func(before, after order.Found) string {
-			u, _ := made(before)
-			cancelled := u.Cancelled || u.CancelNow
-			if len(u.Plan) == 0 {
-				return ended(after, map[bool]order.Status{false: order.StatusFailed, true: order.StatusCancelled}[cancelled])
-			}
-			if want := map[bool]order.Status{false: order.StatusCompensating, true: order.StatusCancelling}[cancelled]; after.Status != want {
-				return fmt.Sprintf("left the order %s, want %s", after.Status, want)
-			}
-			// The undo records' attempts count on from the order's floor.
-			if u.Owner != "" {
-				return activeIs(after, u.Steps, order.Processing, u.Owner, u.Step.UndoFloor+1)
-			}
-			return activeIs(after, u.Steps, order.Pending, "", u.Step.UndoFloor)
+	return write{name: "start undoing", tr: decide(u),
+		again: func(err error) (order.Transition, error) {
+			u, err := u.Again(err, now)
+			return decide(u), err
 		}}
 }
 
@@ -373,58 +403,19 @@ func resume(wf order.Workflow, f order.Found, fence order.StepState, claimBy, no
 		forward := p.Forward
 		r.Forward, r.Steps, r.UndoFloor = &forward, len(wf.Steps), p.UndoFloor
 	}
-	target := fence.Index
-	if r.Forward != nil {
-		target = r.Forward.Index
-	}
-	return write{name: "redrive",
-		holds: func(f order.Found) bool { return r.Guard().Holds(fence, now, f) },
-		do: func(ctx context.Context, w *testenv.World) (order.Order, error) {
-			o, _, err := w.Store.Redrive(ctx, r, now)
-			return o, err
-		},
-		left: func(before, after order.Found) string {
-			if after.Status != r.Status {
-				return fmt.Sprintf("left the order %s, want %s", after.Status, r.Status)
-			}
-			if msg := activeIs(after, target, order.Pending, "", before.Steps[target].Attempt); msg != "" {
-				return msg
-			}
-			if st, _ := after.Record(); st.FailureCount != 0 {
-				return fmt.Sprintf("left %d failures on the redriven record, want a fresh count", st.FailureCount)
-			}
-			return ""
-		}}
-}
-
-// ended says how f differs from an order ended in status.
-func ended(f order.Found, status order.Status) string {
-	if f.Status != status || f.Active >= 0 {
-		return fmt.Sprintf("left the order %s with active record %d, want it ended %s", f.Status, f.Active, status)
-	}
-	return ""
-}
-
-// activeIs says how f differs from an order whose active record is index,
-// in state, claimed by owner, on attempt.
-func activeIs(f order.Found, index int, state order.ProcessState, owner string, attempt int) string {
-	st, ok := f.Record()
-	if !ok || st.Index != index || st.ProcessState != state || st.LockedBy != owner || st.Attempt != attempt {
-		return fmt.Sprintf("left active record %d (%s, claimed by %q, attempt %d), want %d (%s, claimed by %q, attempt %d)",
-			f.Active, st.ProcessState, st.LockedBy, st.Attempt, index, state, owner, attempt)
-	}
-	return ""
+	return write{name: "redrive", tr: r.Transition(now)}
 }
 
 // record is what a write may change of a record, times as stored (to
 // the millisecond).
 type record struct {
+	Step, Reference, Result, Undone              string
 	State                                        order.ProcessState
 	LockedBy, LastError, Parked, Version         string
 	CompleteBy, DueAt, Updated                   int64
 	Failures, Nudges, Releases, Deferrals, Index int
-	Attempt, Heartbeats                          int
-	AlertPending, CancelRequested                bool
+	Attempt, Heartbeats, PastFailures, UndoFloor int
+	Undo, AlertPending, CancelRequested          bool
 	AlertKind                                    order.AlertKind
 }
 
@@ -435,7 +426,9 @@ func fields(s order.StepState) record {
 		}
 		return t.UnixMilli()
 	}
-	return record{State: s.ProcessState, LockedBy: s.LockedBy, LastError: s.LastError, Parked: s.Parked, Version: s.Version,
+	return record{Step: s.Step, Reference: s.Reference, Result: string(s.Result), Undone: strings.Join(s.Undone, ","),
+		PastFailures: s.PastFailures, UndoFloor: s.UndoFloor, Undo: s.Undo,
+		State: s.ProcessState, LockedBy: s.LockedBy, LastError: s.LastError, Parked: s.Parked, Version: s.Version,
 		CompleteBy: ms(s.CompleteBy), DueAt: ms(s.DueAt), Updated: ms(s.UpdatedAt),
 		Failures: s.FailureCount, Nudges: s.Nudges, Releases: s.Releases, Deferrals: s.Deferrals, Index: s.Index,
 		Attempt: s.Attempt, Heartbeats: s.Heartbeats,

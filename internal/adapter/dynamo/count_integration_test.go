@@ -48,7 +48,7 @@ func TestCountCountsWhatTheQueryMatches(t *testing.T) {
 			wt.o.Status, wt.ended = order.StatusError, w.Clock.Now()
 		case 1: // Processed
 			for st := first; ; {
-				o, next, err := w.Store.CompleteStep(ctx, w.Workflow.Completion(st, "ref", nil, "s1", w.Clock.Now()), w.Clock.Now())
+				o, next, err := w.Store.Apply(ctx, w.Workflow.Completion(st, "ref", nil, "s1", w.Clock.Now()).Transition(w.Clock.Now()))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -59,7 +59,7 @@ func TestCountCountsWhatTheQueryMatches(t *testing.T) {
 			}
 			wt.o.Status, wt.ended = order.StatusProcessed, w.Clock.Now()
 		case 2: // Processing: its first step done
-			o, _, err := w.Store.CompleteStep(ctx, w.Workflow.Completion(first, "ref", nil, "s1", w.Clock.Now()), w.Clock.Now())
+			o, _, err := w.Store.Apply(ctx, w.Workflow.Completion(first, "ref", nil, "s1", w.Clock.Now()).Transition(w.Clock.Now()))
 			if err != nil || o.Status != order.StatusProcessing {
 				t.Fatalf("complete the first step: %s, %v", o.Status, err)
 			}

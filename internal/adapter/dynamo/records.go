@@ -145,12 +145,7 @@ func newOrderRecord(o order.Order, steps []order.StepState, shards int) orderRec
 		Steps: make([]stepRecord, len(steps)), Listed: shardOf(o.ID, shards), CustomerID: o.CustomerID,
 	}
 	for i, st := range steps {
-		r.Steps[i] = stepRecord{
-			Step: st.Step, Undo: st.Undo, Agent: st.Agent, State: string(st.ProcessState), Attempt: st.Attempt,
-			FailureCount: st.FailureCount, PastFailures: st.PastFailures, Nudges: st.Nudges, Releases: st.Releases, Deferrals: st.Deferrals, Heartbeats: st.Heartbeats, LockedBy: st.LockedBy,
-			CompleteBy: millis(st.CompleteBy), LastError: st.LastError, Reference: st.Reference, Result: string(st.Result),
-			UpdatedAt: millis(st.UpdatedAt),
-		}
+		r.Steps[i] = newStepRecord(st)
 		if watched(st) && r.Active == nil {
 			active := i
 			r.Active = &active
@@ -162,6 +157,16 @@ func newOrderRecord(o order.Order, steps []order.StepState, shards int) orderRec
 		}
 	}
 	return r
+}
+
+// newStepRecord is st as stored.
+func newStepRecord(st order.StepState) stepRecord {
+	return stepRecord{
+		Step: st.Step, Undo: st.Undo, Agent: st.Agent, State: string(st.ProcessState), Attempt: st.Attempt,
+		FailureCount: st.FailureCount, PastFailures: st.PastFailures, Nudges: st.Nudges, Releases: st.Releases, Deferrals: st.Deferrals, Heartbeats: st.Heartbeats, LockedBy: st.LockedBy,
+		CompleteBy: millis(st.CompleteBy), LastError: st.LastError, Reference: st.Reference, Result: string(st.Result),
+		UpdatedAt: millis(st.UpdatedAt),
+	}
 }
 
 // order returns the order and the states of its steps in workflow order.

@@ -52,139 +52,16 @@ type shardPosition struct {
 // except to tell the running statuses apart, which the index does not
 // hold.
 func (s *Store) Search(ctx context.Context, q order.Query, position []byte) (order.SearchPage, error) {
-	positions := make([]shardPosition, s.shards)
-	if position != nil {
-		if err := json.Unmarshal(position, &positions); err != nil || len(positions) != s.shards {
-			return order.SearchPage{}, fmt.Errorf("search position: not one of this table's: %w", order.ErrInvalid)
-		}
-	}
-	index, sortKey := searchIndex(q)
-	budget := cmp.Or(s.searchBudget, searchBudget)
-	// Every shard's matches, up to the limit, and the key below which the
-	// shard is still unread (frontier) unless it is exhausted.
-	type shard struct {
-		matches  []listed
-		frontier *listed
-	}
-	shards := make([]shard, s.shards)
-	// The shards are read at once: a page waits for its slowest shard,
-	// not for the sum of them.
-	g, gctx := errgroup.WithContext(ctx)
-	for i := range shards {
-		if positions[i].Done {
-			continue
-		}
-		in, hasFilter, err := s.shardQuery(i, q)
-		if err != nil {
-			return order.SearchPage{}, err
-		}
-		if p := positions[i]; p.ID != "" {
-			in.ExclusiveStartKey = map[string]types.AttributeValue{
-				attrOrderID: &types.AttributeValueMemberS{Value: p.ID}, resources.AttrListed: &types.AttributeValueMemberS{Value: strconv.Itoa(i)},
-				sortKey: &types.AttributeValueMemberN{Value: strconv.FormatInt(p.Key, 10)},
-			}
-		}
-		g.Go(func() error {
-			// The first read is a page's worth when nothing filters (the
-			// page's orders may all be this shard's), more when filters
-			// will pass over items; each read after it twice the one
-			// before: an unfiltered page reads no more than it may list, a
-			// filtered one in few round trips.
-			read := q.Limit + 1
-			if hasFilter {
-				read = 4*q.Limit + 16
-			}
-			read = cmp.Or(s.searchRead, read)
-			for evaluated := 0; ; {
-				in.Limit = aws.Int32(int32(min(read, budget-evaluated)))
-				if s.searchRead == 0 {
-					read *= 2
-				}
-				out, err := s.client.Query(gctx, in)
-				if err != nil {
-					return fmt.Errorf("search shard %d of %s: %w", i, index, err)
-				}
-				var items []listed
-				if err := attributevalue.UnmarshalListOfMaps(out.Items, &items); err != nil {
-					return fmt.Errorf("search shard %d of %s: %w", i, index, err)
-				}
-				shards[i].matches = append(shards[i].matches, items...)
-				evaluated += int(out.ScannedCount)
-				if out.LastEvaluatedKey == nil {
-					return nil
-				}
-				if len(shards[i].matches) >= q.Limit || evaluated >= budget {
-					var f listed
-					if err := attributevalue.UnmarshalMap(out.LastEvaluatedKey, &f); err != nil {
-						return fmt.Errorf("search shard %d of %s: %w", i, index, err)
-					}
-					shards[i].frontier = &f
-					return nil
-				}
-				in.ExclusiveStartKey = out.LastEvaluatedKey
-			}
-		})
-	}
-	if err := g.Wait(); err != nil {
+	plan, err := s.planSearch(q, position)
+	if err != nil {
 		return order.SearchPage{}, err
 	}
-	key := func(l listed) int64 {
-		if sortKey == resources.AttrEnded {
-			return l.Ended
-		}
-		return l.Created
+	shards, err := s.readShards(ctx, plan, q.Limit)
+	if err != nil {
+		return order.SearchPage{}, err
 	}
-	// newer orders items newest first. Equal times keep the order
-	// DynamoDB returned them in, which is not the ids' (and differs
-	// between DynamoDB Local and AWS): a shard goes on after the last item
-	// it listed in that order, so each shard's listed items must be a
-	// prefix of what it returned.
-	newer := func(a, b listed) int { return cmp.Compare(key(b), key(a)) }
-	// Only items no older than every unfinished shard's frontier can be
-	// listed: the shard's unread items are no newer than it.
-	var cutoff *listed
-	for _, sh := range shards {
-		if f := sh.frontier; f != nil && (cutoff == nil || newer(*f, *cutoff) < 0) {
-			cutoff = f
-		}
-	}
-	var all []listed
-	for _, sh := range shards {
-		for _, m := range sh.matches {
-			if cutoff == nil || newer(m, *cutoff) <= 0 {
-				all = append(all, m)
-			}
-		}
-	}
-	slices.SortStableFunc(all, newer)
-	page := all[:min(len(all), q.Limit)]
-	// Each shard goes on after the last item of it this page lists; a
-	// shard all of whose matches are listed goes on from its frontier, or
-	// is done.
-	listedOf := map[string]int{}
-	for i := range page {
-		sh, _ := strconv.Atoi(page[i].Listed)
-		listedOf[page[i].Listed]++
-		positions[sh].Key, positions[sh].ID = key(page[i]), page[i].OrderID
-	}
-	more := false
-	for i, sh := range shards {
-		if positions[i].Done {
-			continue
-		}
-		if listedOf[strconv.Itoa(i)] == len(sh.matches) {
-			if sh.frontier == nil {
-				positions[i] = shardPosition{Done: true}
-				continue
-			}
-			positions[i].Key, positions[i].ID = key(*sh.frontier), sh.frontier.OrderID
-		}
-		more = true
-	}
-	out := order.SearchPage{}
-	if more {
-		out.Next, _ = json.Marshal(positions) // ints and strings cannot fail
-	}
+	page := mergePage(shards, plan.key, q.Limit)
+	out := order.SearchPage{Next: nextPosition(plan.positions, shards, page, plan.key)}
 	summaries, err := s.summaries(ctx, page)
 	if err != nil {
 		return order.SearchPage{}, err
@@ -195,6 +72,198 @@ func (s *Store) Search(ctx context.Context, q order.Query, position []byte) (ord
 		}
 	}
 	return out, nil
+}
+
+// searchPlan is what one page of a search reads: the index and its sort
+// key, where each shard stands, and the Query of each shard still to
+// read (nil for a shard that is done).
+type searchPlan struct {
+	index     string
+	key       sortKey
+	positions []shardPosition
+	queries   []*dynamodb.QueryInput
+	// filtered says whether the queries have a filter expression, which
+	// may pass over items.
+	filtered bool
+}
+
+// planSearch reads position (nil: the first page) and builds the Query
+// of every shard it leaves unfinished, each going on after the item its
+// shard stopped at.
+func (s *Store) planSearch(q order.Query, position []byte) (searchPlan, error) {
+	index, key := searchIndex(q)
+	p := searchPlan{index: index, key: sortKey(key), positions: make([]shardPosition, s.shards), queries: make([]*dynamodb.QueryInput, s.shards)}
+	if position != nil {
+		if err := json.Unmarshal(position, &p.positions); err != nil || len(p.positions) != s.shards {
+			return searchPlan{}, fmt.Errorf("search position: not one of this table's: %w", order.ErrInvalid)
+		}
+	}
+	for i, at := range p.positions {
+		if at.Done {
+			continue
+		}
+		in, filtered, err := s.shardQuery(i, q)
+		if err != nil {
+			return searchPlan{}, err
+		}
+		if at.ID != "" {
+			in.ExclusiveStartKey = map[string]types.AttributeValue{
+				attrOrderID: &types.AttributeValueMemberS{Value: at.ID}, resources.AttrListed: &types.AttributeValueMemberS{Value: strconv.Itoa(i)},
+				key: &types.AttributeValueMemberN{Value: strconv.FormatInt(at.Key, 10)},
+			}
+		}
+		p.queries[i], p.filtered = in, filtered
+	}
+	return p, nil
+}
+
+// shardRead is what a page read of one shard: its matches, up to the
+// page's limit, and the key below which the shard is still unread
+// (frontier), unless it is exhausted (nil).
+type shardRead struct {
+	matches  []listed
+	frontier *listed
+}
+
+// readShards reads the plan's shards at once: a page waits for its
+// slowest shard, not for the sum of them.
+func (s *Store) readShards(ctx context.Context, plan searchPlan, limit int) ([]shardRead, error) {
+	shards := make([]shardRead, len(plan.queries))
+	g, gctx := errgroup.WithContext(ctx)
+	for i, in := range plan.queries {
+		if in == nil {
+			continue
+		}
+		g.Go(func() error {
+			read, err := s.readShard(gctx, in, limit, plan.filtered)
+			if err != nil {
+				return fmt.Errorf("search shard %d of %s: %w", i, plan.index, err)
+			}
+			shards[i] = read
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return shards, nil
+}
+
+// readShard Queries one shard until it has limit matches, has evaluated
+// the page's budget of index items, or is exhausted.
+func (s *Store) readShard(ctx context.Context, in *dynamodb.QueryInput, limit int, filtered bool) (shardRead, error) {
+	budget := cmp.Or(s.searchBudget, searchBudget)
+	// The first read is a page's worth when nothing filters (the page's
+	// orders may all be this shard's), more when filters will pass over
+	// items; each read after it twice the one before: an unfiltered page
+	// reads no more than it may list, a filtered one in few round trips.
+	read := limit + 1
+	if filtered {
+		read = 4*limit + 16
+	}
+	read = cmp.Or(s.searchRead, read)
+	var sh shardRead
+	for evaluated := 0; ; {
+		in.Limit = aws.Int32(int32(min(read, budget-evaluated)))
+		if s.searchRead == 0 {
+			read *= 2
+		}
+		out, err := s.client.Query(ctx, in)
+		if err != nil {
+			return shardRead{}, err
+		}
+		var items []listed
+		if err := attributevalue.UnmarshalListOfMaps(out.Items, &items); err != nil {
+			return shardRead{}, err
+		}
+		sh.matches = append(sh.matches, items...)
+		evaluated += int(out.ScannedCount)
+		if out.LastEvaluatedKey == nil {
+			return sh, nil
+		}
+		if len(sh.matches) >= limit || evaluated >= budget {
+			var f listed
+			if err := attributevalue.UnmarshalMap(out.LastEvaluatedKey, &f); err != nil {
+				return shardRead{}, err
+			}
+			sh.frontier = &f
+			return sh, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+// sortKey is the attribute a search index sorts its items by.
+type sortKey string
+
+// of is l's value of the sort key.
+func (k sortKey) of(l listed) int64 {
+	if k == resources.AttrEnded {
+		return l.Ended
+	}
+	return l.Created
+}
+
+// newer orders items newest first. Equal times keep the order DynamoDB
+// returned them in, which is not the ids' (and differs between DynamoDB
+// Local and AWS): a shard goes on after the last item it listed in that
+// order, so each shard's listed items must be a prefix of what it
+// returned.
+func (k sortKey) newer(a, b listed) int { return cmp.Compare(k.of(b), k.of(a)) }
+
+// mergePage merges the shards' matches newest first and cuts them at
+// limit. Only items no older than every unfinished shard's frontier can
+// be listed: the shard's unread items are no newer than it.
+func mergePage(shards []shardRead, k sortKey, limit int) []listed {
+	var cutoff *listed
+	for _, sh := range shards {
+		if f := sh.frontier; f != nil && (cutoff == nil || k.newer(*f, *cutoff) < 0) {
+			cutoff = f
+		}
+	}
+	var all []listed
+	for _, sh := range shards {
+		for _, m := range sh.matches {
+			if cutoff == nil || k.newer(m, *cutoff) <= 0 {
+				all = append(all, m)
+			}
+		}
+	}
+	slices.SortStableFunc(all, k.newer)
+	return all[:min(len(all), limit)]
+}
+
+// nextPosition is where the search goes on after page (nil: nothing
+// more), from positions, where it stood before the page. Each shard goes
+// on after the last item of it the page lists; a shard all of whose
+// matches are listed goes on from its frontier, or is done.
+func nextPosition(positions []shardPosition, shards []shardRead, page []listed, k sortKey) []byte {
+	next := slices.Clone(positions)
+	listedOf := map[string]int{}
+	for _, l := range page {
+		sh, _ := strconv.Atoi(l.Listed)
+		listedOf[l.Listed]++
+		next[sh].Key, next[sh].ID = k.of(l), l.OrderID
+	}
+	more := false
+	for i, sh := range shards {
+		if next[i].Done {
+			continue
+		}
+		if listedOf[strconv.Itoa(i)] == len(sh.matches) {
+			if sh.frontier == nil {
+				next[i] = shardPosition{Done: true}
+				continue
+			}
+			next[i].Key, next[i].ID = k.of(*sh.frontier), sh.frontier.OrderID
+		}
+		more = true
+	}
+	if !more {
+		return nil
+	}
+	out, _ := json.Marshal(next) // ints and strings cannot fail
+	return out
 }
 
 // searchIndex is the search index q reads (by its Window), and that

@@ -55,7 +55,7 @@ func TestSearchListsWhatTheQueryMatches(t *testing.T) {
 		case i%4 == 1: // Processed, step by step
 			st := first
 			for {
-				o, next, err := w.Store.CompleteStep(ctx, w.Workflow.Completion(st, "ref", nil, "s1", w.Clock.Now()), w.Clock.Now())
+				o, next, err := w.Store.Apply(ctx, w.Workflow.Completion(st, "ref", nil, "s1", w.Clock.Now()).Transition(w.Clock.Now()))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -164,7 +164,11 @@ func TestCompensatingAnErrorWithNothingToUndoListsItFailed(t *testing.T) {
 	}
 	u := w.Workflow.UndoFromError(stuck, "redriven by an operator (compensate)", w.Clock.Now())
 	u.Plan = nil // a first step without an undo
-	o, _, err := w.Store.StartUndo(ctx, u, w.Clock.Now())
+	tr, err := u.Transition(w.Clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, _, err := w.Store.Apply(ctx, tr)
 	if err != nil || o.Status != order.StatusFailed {
 		t.Fatalf("compensate: %s, %v; want the order Failed", o.Status, err)
 	}

@@ -103,12 +103,12 @@ func BenchmarkCompleteStep(b *testing.B) {
 			b.Fatalf("claim: %v", err)
 		}
 		b.StartTimer()
-		_, st, err := store.CompleteStep(ctx, order.Completion{
+		_, st, err := store.Apply(ctx, order.Completion{
 			Step: claimed, Reference: "ref", Next: &next, NextIndex: 1,
 			Owner: "scheduler-bench", NextCompleteBy: now.Add(next.Allowance),
-		}, now)
+		}.Transition(now))
 		if err != nil || st.Step != next.Name || st.ProcessState != order.Processing {
-			b.Fatalf("CompleteStep() claimed %s %s, %v; want %s Processing", st.Step, st.ProcessState, err, next.Name)
+			b.Fatalf("complete: Apply() claimed %s %s, %v; want %s Processing", st.Step, st.ProcessState, err, next.Name)
 		}
 	}
 }

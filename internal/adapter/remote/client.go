@@ -117,8 +117,8 @@ func resultSchemas(v order.Versions) map[stepRef]definition.Schema {
 //
 // Errors wrap exactly one of order.ErrTransient, order.ErrPermanent, order.ErrConfiguration
 // and order.ErrNotInBuild; a call ended by ctx also wraps ctx.Err(). See
-// RetryAfter for the service's hint on when to try again, and
-// ConfigurationStatus for the status of a configuration fault.
+// order.RetryAfter for the service's hint on when to try again, and
+// order.ConfigurationStatus for the status of a configuration fault.
 func (c *Client) Call(ctx context.Context, service string, req order.StepRequest) (order.Answer, error) {
 	wf, known := c.workflows.Get(req.Workflow, req.Version)
 	if !known {
@@ -172,7 +172,7 @@ func (c *Client) Call(ctx context.Context, service string, req order.StepRequest
 		return c.answer(op, wf, def, req, resp.StatusCode, raw)
 	}
 
-	fault := &order.StatusFault{Status: resp.StatusCode}
+	fault := &order.StatusFault{Status: statusName(resp.StatusCode)}
 	fault.After, fault.HasAfter = parseRetryAfter(resp.Header)
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		fault.Err = fmt.Errorf("%s: %s (status %d): remote services must answer at the configured URL; fix the service's base URL: %w",
@@ -353,6 +353,22 @@ func classify(code int) error {
 		return order.ErrTransient
 	}
 	return order.ErrPermanent
+}
+
+// ConfigurationStatuses name the statuses classify takes as
+// configuration faults, as a fault carries them (statusName: every
+// redirect is "3xx"): the agent's metric labels each, and the stack
+// alarms on each.
+var ConfigurationStatuses = []string{"3xx", "401", "403", "404", "405", "407", "415"}
+
+// statusName is how a fault names a status (order.StatusFault.Status):
+// its number, and "3xx" for any redirect, which the client never follows
+// and so tells apart only by where it points.
+func statusName(code int) string {
+	if code >= 300 && code < 400 {
+		return "3xx"
+	}
+	return strconv.Itoa(code)
 }
 
 // errorMessage extracts the service's explanation from an error body:

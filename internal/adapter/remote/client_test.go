@@ -18,13 +18,12 @@ import (
 	"unicode/utf8"
 
 	"orderly/internal/adapter/remote"
-	"orderly/internal/definition"
 	"orderly/internal/order"
 	"orderly/internal/testkit/ordertest"
 )
 
 // shipped is the shipped workflow, whose steps name the calls the client makes.
-var shipped = definition.MustShipped(order.DefaultTiming)
+var shipped = ordertest.Built(order.DefaultTiming)
 
 func stepRequest(key string) order.StepRequest {
 	return order.StepRequest{
@@ -184,8 +183,8 @@ func TestCallClassifiesResponses(t *testing.T) {
 			named = append(named, tt.wantStatus)
 		}
 	}
-	if !slices.Equal(slices.Sorted(slices.Values(named)), slices.Sorted(slices.Values(order.ConfigurationStatuses))) {
-		t.Errorf("order.ConfigurationStatuses = %v, want the statuses classified as configuration faults here, %v", order.ConfigurationStatuses, named)
+	if !slices.Equal(slices.Sorted(slices.Values(named)), slices.Sorted(slices.Values(remote.ConfigurationStatuses))) {
+		t.Errorf("remote.ConfigurationStatuses = %v, want the statuses classified as configuration faults here, %v", remote.ConfigurationStatuses, named)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -215,8 +214,8 @@ func TestCallClassifiesResponses(t *testing.T) {
 			if got != tt.wantStatus || ok != (tt.wantStatus != "") {
 				t.Errorf("ConfigurationStatus = %q, %t, want %q, %t", got, ok, tt.wantStatus, tt.wantStatus != "")
 			}
-			if ok && !slices.Contains(order.ConfigurationStatuses, got) {
-				t.Errorf("ConfigurationStatus = %q, not one of order.ConfigurationStatuses %v (the stack alarms on each)", got, order.ConfigurationStatuses)
+			if ok && !slices.Contains(remote.ConfigurationStatuses, got) {
+				t.Errorf("ConfigurationStatus = %q, not one of remote.ConfigurationStatuses %v (the stack alarms on each)", got, remote.ConfigurationStatuses)
 			}
 		})
 	}

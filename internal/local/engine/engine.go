@@ -11,8 +11,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 	"log/slog"
 	"maps"
 	"net"
@@ -27,25 +25,19 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 	"github.com/aws/smithy-go/middleware"
 
 	"orderly/internal/actor/agent"
-	"orderly/internal/actor/alerting"
 	"orderly/internal/actor/api"
 	"orderly/internal/actor/api/openapi"
-	"orderly/internal/actor/control"
-	"orderly/internal/actor/dispatch"
-	"orderly/internal/actor/recorder"
-	"orderly/internal/actor/scheduler"
 	"orderly/internal/actor/supervisor"
 	"orderly/internal/adapter/dynamo"
-	orderlyeb "orderly/internal/adapter/eventbridge"
-	"orderly/internal/adapter/remote"
-	"orderly/internal/adapter/secret"
 	"orderly/internal/adapter/services"
-	"orderly/internal/adapter/sns"
-	"orderly/internal/adapter/sqs"
+	"orderly/internal/compose"
 	"orderly/internal/definition"
 	"orderly/internal/local/localrun"
 	"orderly/internal/local/provision"
@@ -54,7 +46,6 @@ import (
 	"orderly/internal/operator/console"
 	"orderly/internal/operator/ops"
 	"orderly/internal/order"
-	"orderly/internal/pagetoken"
 	"orderly/internal/resources"
 )
 
@@ -187,17 +178,63 @@ type Engine struct {
 
 // New provisions the resources and builds the engine without starting it.
 func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
+	cfg, err := cfg.complete()
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	// Everything is checked before the stage is provisioned.
+	if err := cfg.check(ctx, awsCfg); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	// Its EventBridge client provisions only: the recorder's publisher is
+	// made from fnCfg.
+	e := &Engine{cfg: cfg, clients: provision.NewClients(awsCfg), streams: dynamodbstreams.NewFromConfig(awsCfg)}
+	e.fnCfg = awsCfg.Copy()
+	e.fnCfg.APIOptions = append(slices.Clone(e.fnCfg.APIOptions), cfg.APIOptions...)
+	if e.Stack, err = provision.Create(ctx, e.clients, cfg.catalog()); err != nil {
+		return nil, fmt.Errorf("provision stage %s: %w", cfg.Stage, err)
+	}
+	// The engine's own reads, with the functions' middleware.
+	fns := dynamodb.NewFromConfig(e.functionConfig(""))
+	e.Store = dynamo.NewStore(fns, e.Stack.Catalog.Orders.Name).Retain(cfg.Retention)
+	e.History = dynamo.NewHistory(fns, e.Stack.Catalog.History.Name)
+	// The submission function reads its page token key as in AWS: at its
+	// first search.
+	if e.API, err = compose.Submit(e.function(resources.FunctionSubmit, "submit", "submit-local-"+rand.Text()[:6], time.Now)); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	if err := e.listen(ctx, awsCfg); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// complete fills in the defaults: a JSON logger, one Scheduler, the
+// shipped workflows with the configured timing.
+func (cfg Config) complete() (Config, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewJSONHandler(os.Stdout, nil))
 	}
-	if cfg.Schedulers < 1 {
-		cfg.Schedulers = 1
-	}
+	cfg.Schedulers = max(cfg.Schedulers, 1)
 	if err := cfg.Timing.Validate(); err != nil {
-		return nil, fmt.Errorf("engine timing: %w", err)
+		return cfg, fmt.Errorf("timing: %w", err)
 	}
-	// The servers act without authentication: loopback only, checked
-	// before the stage is provisioned.
+	if len(cfg.Workflows.Known()) == 0 {
+		shipped, err := definition.Deployed(cfg.Timing, nil, definition.ShippedWorkflow, "")
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Workflows = shipped
+	}
+	return cfg, nil
+}
+
+// check stops a configuration that cannot run: a server on an address
+// other than loopback (they act without authentication), a service
+// configuration that does not fit the workflows (the simulator's port is
+// known only later), calls the simulator does not serve, a team
+// service's secret that is missing.
+func (cfg Config) check(ctx context.Context, awsCfg aws.Config) error {
 	for _, l := range []struct {
 		name, addr string
 		used       bool
@@ -207,40 +244,25 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 		{"simulator", cfg.SimulatorAddr, cfg.RemoteURL == ""},
 	} {
 		if err := localrun.CheckLoopback(l.addr); l.used && err != nil {
-			return nil, fmt.Errorf("engine: the %s: %w", l.name, err)
+			return fmt.Errorf("the %s: %w", l.name, err)
 		}
 	}
-	// Its EventBridge client provisions only: the recorder's publisher is
-	// made from fnCfg.
-	e := &Engine{cfg: cfg, clients: provision.NewClients(awsCfg), streams: dynamodbstreams.NewFromConfig(awsCfg)}
-	e.fnCfg = awsCfg.Copy()
-	e.fnCfg.APIOptions = append(slices.Clone(e.fnCfg.APIOptions), cfg.APIOptions...)
-
-	if len(cfg.Workflows.Known()) == 0 {
-		shipped, err := definition.Shipped(cfg.Timing)
-		if err != nil {
-			return nil, fmt.Errorf("engine: %w", err)
-		}
-		cfg.Workflows = shipped
-	}
-	e.cfg.Workflows = cfg.Workflows
-	workflows := cfg.Workflows
-	// Every service's configuration is checked before anything is
-	// provisioned; the simulator's port is known only later.
 	fallback := cfg.RemoteURL
 	if fallback == "" {
 		fallback = "http://" + cfg.SimulatorAddr
 	}
-	if _, err := cfg.Services.Resolve(workflows.Agents(), fallback, "services", "the remote URL"); err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
+	if _, err := cfg.Services.Resolve(cfg.Workflows.Agents(), fallback, "services", "the remote URL"); err != nil {
+		return err
 	}
 	if err := checkSimulated(cfg); err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
+		return err
 	}
-	if err := checkLocalSecrets(ctx, awsCfg, cfg); err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
-	}
-	catalog := resources.New(cfg.Stage, workflows.Agents())
+	return checkLocalSecrets(ctx, awsCfg, cfg)
+}
+
+// catalog is the stage's resources, tuned for a local run.
+func (cfg Config) catalog() resources.Catalog {
+	catalog := resources.New(cfg.Stage, cfg.Workflows.Agents())
 	if cfg.WithoutTableTTL {
 		catalog = catalog.WithoutTableTTL()
 	}
@@ -254,82 +276,67 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 			catalog.RequestQueues[a] = q
 		}
 	}
-	stack, err := provision.Create(ctx, e.clients, catalog)
-	if err != nil {
-		return nil, fmt.Errorf("provision stage %s: %w", cfg.Stage, err)
-	}
-	e.Stack = stack
-	fns := e.functionClients("")
-	e.Store = e.store(fns)
-	e.History = dynamo.NewHistory(fns.DynamoDB, catalog.History.Name)
-	submit := e.functionClients(resources.FunctionSubmit)
-	// The submission function reads its page token key as in AWS: at its
-	// first search.
-	pages := pagetoken.Loaded(func(ctx context.Context) ([]byte, error) {
-		return secret.Key(ctx, submit.SecretsManager, catalog.PageTokenSecret, pagetoken.MinKeyBytes)
-	})
-	if e.API, err = api.NewService(api.Config{
-		InstanceID: "submit-local-" + rand.Text()[:6], Store: e.store(submit).As("submit"),
-		Controls:   control.New(e.store(submit).As(control.ByClientCancel), e.store(submit).As(control.ByOperatorRedrive), workflows, time.Now),
-		History:    dynamo.NewHistory(submit.DynamoDB, catalog.History.Name),
-		Dispatcher: e.dispatcher(submit, "submit"), Workflows: workflows, Now: time.Now,
-		Log: cfg.Log.With("service", "submit"), Metrics: e.metrics("submit"), PageTokens: pages,
-	}); err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
-	}
+	return catalog
+}
 
+// listen opens the servers' listeners and builds the simulator (unless
+// the services are elsewhere), whose address the agents' services
+// resolve to. On an error it closes every listener it opened.
+func (e *Engine) listen(ctx context.Context, awsCfg aws.Config) (err error) {
+	cfg := e.cfg
+	defer func() {
+		if err != nil {
+			for _, ln := range []net.Listener{e.apiLn, e.conLn, e.simLn} {
+				if ln != nil {
+					ln.Close()
+				}
+			}
+		}
+	}()
 	if e.apiLn, err = localrun.ListenLoopback(cfg.APIAddr); err != nil {
-		return nil, fmt.Errorf("listen for the API on %s: %w", cfg.APIAddr, err)
+		return fmt.Errorf("listen for the API on %s: %w", cfg.APIAddr, err)
 	}
 	if cfg.ConsoleAddr != "" {
 		if e.conLn, err = localrun.ListenLoopback(cfg.ConsoleAddr); err != nil {
-			e.apiLn.Close()
-			return nil, fmt.Errorf("listen for the console on %s: %w", cfg.ConsoleAddr, err)
-		}
-	}
-	closeAll := func() {
-		e.apiLn.Close()
-		if e.conLn != nil {
-			e.conLn.Close()
+			return fmt.Errorf("listen for the console on %s: %w", cfg.ConsoleAddr, err)
 		}
 	}
 	e.remote = cfg.RemoteURL
 	if e.remote == "" {
 		if e.simLn, err = localrun.ListenLoopback(cfg.SimulatorAddr); err != nil {
-			closeAll()
-			return nil, fmt.Errorf("listen for the simulator on %s: %w", cfg.SimulatorAddr, err)
+			return fmt.Errorf("listen for the simulator on %s: %w", cfg.SimulatorAddr, err)
 		}
-		opts := []simulator.Option{simulator.WithLogger(cfg.Log.With("service", "simulator"))}
-		if cfg.SimulatorLedger != "" {
-			opts = append(opts, simulator.WithLedger(cfg.SimulatorLedger))
+		if e.Sim, err = e.simulator(ctx, awsCfg); err != nil {
+			return err
 		}
-		for _, o := range cfg.Outages {
-			opts = append(opts, simulator.WithOutage(o))
-		}
-		required, err := e.simulatorCredentials(ctx, awsCfg, cfg)
-		if err != nil {
-			closeAll()
-			e.simLn.Close()
-			return nil, err
-		}
-		opts = append(opts, required...)
-		sim, err := simulator.New(opts...)
-		if err != nil {
-			closeAll()
-			e.simLn.Close()
-			return nil, fmt.Errorf("simulator: %w", err)
-		}
-		e.Sim = sim
 		e.remote = "http://" + e.simLn.Addr().String()
 	}
-	if e.services, err = cfg.Services.Resolve(workflows.Agents(), e.remote, "services", "the remote URL"); err != nil {
-		closeAll()
-		if e.simLn != nil {
-			e.simLn.Close()
-		}
-		return nil, fmt.Errorf("engine: %w", err)
+	if e.services, err = cfg.Services.Resolve(cfg.Workflows.Agents(), e.remote, "services", "the remote URL"); err != nil {
+		return fmt.Errorf("engine: %w", err)
 	}
-	return e, nil
+	return nil
+}
+
+// simulator is the simulated remote services, with the configured
+// ledger, outages and the credentials of the services pointed at it.
+func (e *Engine) simulator(ctx context.Context, awsCfg aws.Config) (*simulator.Server, error) {
+	cfg := e.cfg
+	opts := []simulator.Option{simulator.WithLogger(cfg.Log.With("service", "simulator"))}
+	if cfg.SimulatorLedger != "" {
+		opts = append(opts, simulator.WithLedger(cfg.SimulatorLedger))
+	}
+	for _, o := range cfg.Outages {
+		opts = append(opts, simulator.WithOutage(o))
+	}
+	required, err := e.simulatorCredentials(ctx, awsCfg, cfg)
+	if err != nil {
+		return nil, err
+	}
+	sim, err := simulator.New(append(opts, required...)...)
+	if err != nil {
+		return nil, fmt.Errorf("simulator: %w", err)
+	}
+	return sim, nil
 }
 
 // URL is the base URL of the API.
@@ -349,14 +356,6 @@ func (e *Engine) RemoteURL() string { return e.remote }
 // Clients returns the SDK clients the engine uses.
 func (e *Engine) Clients() provision.Clients { return e.clients }
 
-// functionClients are the SDK clients of one function (resources'
-// Function names; empty for the engine's own reads), with the middleware
-// the configuration adds to the functions' and to that one's.
-func (e *Engine) functionClients(function string) provision.Clients {
-	cfg := e.functionConfig(function)
-	return provision.NewClients(cfg)
-}
-
 // functionConfig is the SDK configuration of one function's clients.
 func (e *Engine) functionConfig(function string) aws.Config {
 	cfg := e.fnCfg.Copy()
@@ -366,29 +365,16 @@ func (e *Engine) functionConfig(function string) aws.Config {
 	return cfg
 }
 
-// remoteClient is an agent's client of its one service, as the agent
-// Lambda builds it: the service's secret read and its calls signed with
-// the agent function's own SDK configuration.
-func (e *Engine) remoteClient(agentName string) *remote.Client {
-	function := resources.AgentFunction(agentName)
-	hc := &http.Client{}
-	if e.cfg.FunctionHTTP != nil {
-		hc.Transport = e.cfg.FunctionHTTP(function)(http.DefaultTransport)
+// function is one running copy of a function, named as the stack names
+// it (resources.FunctionSubmit and so on), as its Lambda builds it
+// (package compose) over what the engine provisioned, with clients of its
+// own: service names its logs and metrics, id its claims, and now is its
+// clock.
+func (e *Engine) function(name, service, id string, now func() time.Time) compose.Function {
+	return compose.Function{
+		Stage: e.Stack.Stage(e.cfg.Workflows, e.cfg.Retention),
+		ID:    id, Log: e.cfg.Log.With("service", service), Metrics: e.metrics(service), Now: now, AWS: e.functionConfig(name),
 	}
-	own := services.Config{agentName: e.services[agentName]}
-	return remote.NewClientFor(remote.ServicesFrom(own, e.functionConfig(function)), hc, e.cfg.Workflows)
-}
-
-// store is the orders table through a function's clients.
-func (e *Engine) store(c provision.Clients) *dynamo.Store {
-	return dynamo.NewStore(c.DynamoDB, e.Stack.Catalog.Orders.Name).Retain(e.cfg.Retention)
-}
-
-// dispatcher sends claimed steps' requests on behalf of a function.
-func (e *Engine) dispatcher(c provision.Clients, service string) *dispatch.Dispatcher {
-	requests := sqs.NewRequests(c.SQS, e.Stack.RequestQueueURLs())
-	return dispatch.New(requests, e.store(c).As(service), e.cfg.Timing.ClaimWithin, time.Now,
-		e.cfg.Log.With("service", service), e.metrics(service))
 }
 
 func (e *Engine) metrics(service string) *metrics.Recorder {
@@ -398,170 +384,28 @@ func (e *Engine) metrics(service string) *metrics.Recorder {
 	return metrics.New(e.cfg.Metrics, service).In(metrics.StageNamespace(e.cfg.Stage))
 }
 
+// component is one of the engine's parts that runs until its context
+// ends: a server, a poller, a ticker.
+type component struct {
+	name string
+	run  func(context.Context) error
+}
+
 // Run starts every component and blocks until ctx is cancelled or one of
 // them fails.
 func (e *Engine) Run(ctx context.Context) error {
 	// Build every component first, so a construction error leaves nothing
 	// running; then start them all.
-	type component struct {
-		name string
-		run  func(context.Context) error
-	}
 	var components []component
-	add := func(name string, run func(context.Context) error) {
-		components = append(components, component{name, run})
-	}
-	workflows := e.cfg.Workflows
-
-	// API Gateway in front of the submission function, with the API's
-	// own routing table.
-	var routes []localrun.Route
-	for _, r := range api.Routes() {
-		routes = append(routes, localrun.Route{Method: r.Method, Resource: r.Resource})
-	}
-	gateway := localrun.NewAPIGateway(e.API.Handle, routes, e.cfg.Log.With("service", "apigateway"))
-	// The API's description is served beside it, as API Gateway can export
-	// a stage's.
-	// (Not a ServeMux, which would redirect paths the gateway answers.)
-	doc := openapi.JSON(workflows)
-	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet && r.URL.Path == "/openapi.json" {
-			w.Header().Set("Content-Type", "application/json")
-			w.Write(doc)
-			return
+	for _, build := range []func() ([]component, error){e.front, e.recorder, e.schedulers, e.agents, e.supervisors} {
+		cs, err := build()
+		if err != nil {
+			return err
 		}
-		gateway.ServeHTTP(w, r)
-	})
-	apiServer := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
-	add("api", serve(apiServer, e.apiLn))
-	if e.conLn != nil {
-		// The operator's console, over the stage as the CLI opens it.
-		stage := ops.Open(e.cfg.Stage, e.clients.DynamoDB, e.clients.SQS, e.cfg.Workflows)
-		conServer := &http.Server{Handler: console.New(e.cfg.Stage, stage, e.cfg.Log.With("service", "console")).WithHosts(e.cfg.ConsoleHosts...), ReadHeaderTimeout: 5 * time.Second}
-		add("console", serve(conServer, e.conLn))
+		components = append(components, cs...)
 	}
 	if e.Sim != nil {
-		// The simulated services outlive the engine's own components: a
-		// call in flight when it stops is answered, as a real service
-		// would answer it, instead of failing (and tripping the agent's
-		// circuit breaker, which holds the request back).
-		simServer := &http.Server{Handler: e.Sim, ReadHeaderTimeout: 5 * time.Second}
-		simCtx, stopSim := context.WithCancel(context.WithoutCancel(ctx))
-		simDone := make(chan error, 1)
-		go func() { simDone <- serve(simServer, e.simLn)(simCtx) }()
-		defer func() {
-			stopSim()
-			<-simDone
-			e.Sim.Close()
-		}()
-	}
-
-	// The recorder: the orders table's stream, unfiltered, into the
-	// history and the event bus.
-	recClients := e.functionClients(resources.FunctionRecorder)
-	rec := recorder.New(dynamo.NewHistory(recClients.DynamoDB, e.Stack.Catalog.History.Name), orderlyeb.NewPublisher(recClients.EventBridge, e.Stack.Catalog.EventBus),
-		e.cfg.Log.With("service", "recorder"), e.metrics("recorder")).Retain(e.cfg.Retention)
-	recCfg := localrun.StreamConfig{StreamARN: e.Stack.StreamARN, Timeout: resources.RecorderTimeout}
-	if e.cfg.StateDir != "" {
-		checkpoints, err := localrun.NewFileCheckpoints(filepath.Join(e.cfg.StateDir, e.cfg.Stage+"-recorder-stream.json"), e.Stack.StreamARN)
-		if err != nil {
-			return fmt.Errorf("recorder stream checkpoints: %w", err)
-		}
-		recCfg.Checkpoints = checkpoints
-	}
-	recStream, err := localrun.NewStreamPoller(e.streams, recCfg, rec.HandleStream, e.cfg.Log.With("service", "stream", "consumer", "recorder"))
-	if err != nil {
-		return fmt.Errorf("recorder stream poller: %w", err)
-	}
-	add("recorder", recStream.Run)
-
-	// Schedulers: each consumes the orders table's stream and the
-	// response queue.
-	schedClients := e.functionClients(resources.FunctionScheduler)
-	notifier := alerting.NewNotifier(sns.NewAlerter(schedClients.SNS, e.Stack.AlertTopicARN), e.store(schedClients).As("scheduler"), time.Now)
-	for i := range e.cfg.Schedulers {
-		now := e.clock(i, e.cfg.Schedulers)
-		id := fmt.Sprintf("scheduler-local-%d-%s", i, rand.Text()[:6])
-		sched := scheduler.New(scheduler.Config{
-			InstanceID: id, Store: e.store(schedClients).As("scheduler " + id), Dispatcher: e.dispatcher(schedClients, "scheduler "+id), Notifier: notifier,
-			Workflows: workflows, Now: now, Log: e.cfg.Log.With("service", "scheduler", "clock_offset", time.Until(now()).Round(time.Millisecond).String()), Metrics: e.metrics("scheduler"),
-		})
-		streamCfg := localrun.StreamConfig{StreamARN: e.Stack.StreamARN, Timeout: resources.SchedulerTimeout}
-		if e.cfg.StateDir != "" {
-			path := filepath.Join(e.cfg.StateDir, fmt.Sprintf("%s-scheduler-%d-stream.json", e.cfg.Stage, i))
-			checkpoints, err := localrun.NewFileCheckpoints(path, e.Stack.StreamARN)
-			if err != nil {
-				return fmt.Errorf("stream checkpoints: %w", err)
-			}
-			streamCfg.Checkpoints = checkpoints
-		}
-		stream, err := localrun.NewStreamPoller(e.streams, streamCfg, sched.HandleStream,
-			e.cfg.Log.With("service", "stream", "scheduler", id))
-		if err != nil {
-			return fmt.Errorf("stream poller: %w", err)
-		}
-		add("stream poller", stream.Run)
-		replies, err := localrun.NewSQSPoller(e.clients.SQS, localrun.SQSConfig{
-			QueueURL: e.Stack.ResponseQueue.URL, QueueARN: e.Stack.ResponseQueue.ARN, Timeout: resources.SchedulerTimeout,
-			Concurrency: e.cfg.SQSPollers,
-		}, sched.HandleReplies, e.cfg.Log.With("service", "responses"))
-		if err != nil {
-			return fmt.Errorf("response poller: %w", err)
-		}
-		add("response poller", replies.Run)
-	}
-
-	// Agents: one per request queue, each calling its remote service.
-	agentNames := slices.Sorted(maps.Keys(e.Stack.RequestQueues))
-	for i, name := range agentNames {
-		q := e.Stack.RequestQueues[name]
-		c := e.functionClients(resources.AgentFunction(name))
-		replier := sqs.NewReplies(c.SQS, e.Stack.ResponseQueue.URL)
-		holder := sqs.NewRequests(c.SQS, e.Stack.RequestQueueURLs())
-		ag := agent.New(agent.Config{
-			Name: name, Remote: e.remoteClient(name), Replies: replier, Backoff: e.cfg.AgentBackoff, ReplyMargin: agent.DefaultReplyMargin,
-			TryTimeout: agent.DefaultTryTimeout, Deadlines: e.store(c).As("agent " + name), Workflows: workflows, Holder: holder, Breaker: e.cfg.Breaker,
-			Now: e.clock(i, len(agentNames)), Log: e.cfg.Log.With("service", "agent"), Metrics: e.metrics(name + "-agent"),
-		})
-		var handle SQSHandler = ag.Handle
-		if e.cfg.WrapAgent != nil {
-			handle = e.cfg.WrapAgent(name, handle)
-		}
-		poller, err := localrun.NewSQSPoller(e.clients.SQS, localrun.SQSConfig{
-			QueueURL: q.URL, QueueARN: q.ARN, Timeout: resources.AgentTimeout, Concurrency: e.cfg.SQSPollers,
-		}, handle, e.cfg.Log.With("service", name+"-requests"))
-		if err != nil {
-			return fmt.Errorf("%s poller: %w", name, err)
-		}
-		add(name+" poller", poller.Run)
-	}
-
-	// Supervisors, each on a ticker as EventBridge would invoke one.
-	supervisors := max(e.cfg.Supervisors, 1)
-	supClients := e.functionClients(resources.FunctionSupervisor)
-	supAlerter := sns.NewAlerter(supClients.SNS, e.Stack.AlertTopicARN)
-	for i := range supervisors {
-		now := e.clock(i, supervisors)
-		log := e.cfg.Log.With("service", "supervisor", "clock_offset", time.Until(now()).Round(time.Millisecond).String())
-		sup := supervisor.New(supervisor.Config{
-			Store: e.store(supClients).As("supervisor"), Notifier: alerting.NewNotifier(supAlerter, e.store(supClients).As("supervisor"), now),
-			Backlogs: sqs.NewBacklogs(supClients.SQS, e.Stack.RequestQueueURLs(), e.Stack.ResponseQueue.URL), Workflows: workflows, ParkFor: e.cfg.ParkFor,
-			Now: now, Log: log, Metrics: e.metrics("supervisor"),
-		})
-		add(fmt.Sprintf("supervisor %d", i), func(ctx context.Context) error {
-			t := time.NewTicker(e.cfg.SupervisorEvery)
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-t.C:
-					if _, err := sup.Run(ctx); err != nil && ctx.Err() == nil {
-						log.Error("supervisor run failed", "error", err)
-					}
-				}
-			}
-		})
+		defer e.serveSimulator(ctx)()
 	}
 
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -576,9 +420,6 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	e.cfg.Log.Info("orderly running", "api", e.URL(), "console", e.ConsoleURL(), "remote", e.remote, "stage", e.cfg.Stage)
 	<-ctx.Done()
-	shutdown, stop := context.WithTimeout(context.Background(), 5*time.Second)
-	defer stop()
-	apiServer.Shutdown(shutdown)
 	wg.Wait()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
@@ -586,13 +427,182 @@ func (e *Engine) Run(ctx context.Context) error {
 	return nil
 }
 
+// front is what callers reach over HTTP: API Gateway in front of the
+// submission function, with the API's own routing table and its
+// description beside it (as API Gateway can export a stage's), and the
+// operator's console.
+func (e *Engine) front() ([]component, error) {
+	var routes []localrun.Route
+	for _, r := range api.Routes() {
+		routes = append(routes, localrun.Route{Method: r.Method, Resource: r.Resource})
+	}
+	gateway := localrun.NewAPIGateway(e.API.Handle, routes, e.cfg.Log.With("service", "apigateway"))
+	// Not a ServeMux, which would redirect paths the gateway answers.
+	doc := openapi.JSON(e.cfg.Workflows)
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == "/openapi.json" {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(doc)
+			return
+		}
+		gateway.ServeHTTP(w, r)
+	})
+	apiServer := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
+	cs := []component{{"api", serve(apiServer, e.apiLn)}}
+	if e.conLn != nil {
+		// The operator's console, over the stage as the CLI opens it.
+		stage := ops.Open(e.cfg.Stage, e.clients.DynamoDB, e.clients.SQS, e.cfg.Workflows)
+		conServer := &http.Server{Handler: console.New(e.cfg.Stage, stage, e.cfg.Log.With("service", "console")).WithHosts(e.cfg.ConsoleHosts...), ReadHeaderTimeout: 5 * time.Second}
+		cs = append(cs, component{"console", serve(conServer, e.conLn)})
+	}
+	return cs, nil
+}
+
+// serveSimulator serves the simulated services until the returned stop is
+// called. They outlive the engine's own components: a call in flight when
+// it stops is answered, as a real service would answer it, instead of
+// failing (and tripping the agent's circuit breaker, which holds the
+// request back).
+func (e *Engine) serveSimulator(ctx context.Context) (stop func()) {
+	simServer := &http.Server{Handler: e.Sim, ReadHeaderTimeout: 5 * time.Second}
+	simCtx, stopSim := context.WithCancel(context.WithoutCancel(ctx))
+	simDone := make(chan error, 1)
+	go func() { simDone <- serve(simServer, e.simLn)(simCtx) }()
+	return func() {
+		stopSim()
+		<-simDone
+		e.Sim.Close()
+	}
+}
+
+// recorder is the orders table's stream, unfiltered, into the history
+// and the event bus.
+func (e *Engine) recorder() ([]component, error) {
+	rec := compose.Recorder(e.function(resources.FunctionRecorder, "recorder", "recorder", time.Now))
+	stream, err := e.streamPoller("recorder", "recorder", resources.RecorderTimeout, rec.HandleStream)
+	if err != nil {
+		return nil, err
+	}
+	return []component{{"recorder", stream.Run}}, nil
+}
+
+// schedulers each consume the orders table's stream and the response
+// queue.
+func (e *Engine) schedulers() ([]component, error) {
+	var cs []component
+	for i := range e.cfg.Schedulers {
+		now := e.clock(i, e.cfg.Schedulers)
+		id := fmt.Sprintf("scheduler-local-%d-%s", i, rand.Text()[:6])
+		f := e.function(resources.FunctionScheduler, "scheduler", id, now)
+		f.Log = f.Log.With("clock_offset", time.Until(now()).Round(time.Millisecond).String())
+		sched := compose.Scheduler(f)
+		stream, err := e.streamPoller(fmt.Sprintf("scheduler-%d", i), id, resources.SchedulerTimeout, sched.HandleStream)
+		if err != nil {
+			return nil, err
+		}
+		replies, err := localrun.NewSQSPoller(e.clients.SQS, localrun.SQSConfig{
+			QueueURL: e.Stack.ResponseQueue.URL, QueueARN: e.Stack.ResponseQueue.ARN, Timeout: resources.SchedulerTimeout,
+			Concurrency: e.cfg.SQSPollers,
+		}, sched.HandleReplies, e.cfg.Log.With("service", "responses"))
+		if err != nil {
+			return nil, fmt.Errorf("response poller: %w", err)
+		}
+		cs = append(cs, component{"stream poller", stream.Run}, component{"response poller", replies.Run})
+	}
+	return cs, nil
+}
+
+// streamPoller invokes handle with the orders table's stream, as Lambda's
+// event source mapping does; with a StateDir it keeps its place in the
+// stream in a file named after key.
+func (e *Engine) streamPoller(key, consumer string, timeout time.Duration, handle func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error)) (*localrun.StreamPoller, error) {
+	cfg := localrun.StreamConfig{StreamARN: e.Stack.StreamARN, Timeout: timeout}
+	if e.cfg.StateDir != "" {
+		path := filepath.Join(e.cfg.StateDir, e.cfg.Stage+"-"+key+"-stream.json")
+		checkpoints, err := localrun.NewFileCheckpoints(path, e.Stack.StreamARN)
+		if err != nil {
+			return nil, fmt.Errorf("%s stream checkpoints: %w", key, err)
+		}
+		cfg.Checkpoints = checkpoints
+	}
+	stream, err := localrun.NewStreamPoller(e.streams, cfg, handle, e.cfg.Log.With("service", "stream", "consumer", consumer))
+	if err != nil {
+		return nil, fmt.Errorf("%s stream poller: %w", key, err)
+	}
+	return stream, nil
+}
+
+// agents are one per request queue, each calling its remote service.
+func (e *Engine) agents() ([]component, error) {
+	var cs []component
+	names := slices.Sorted(maps.Keys(e.Stack.RequestQueues))
+	for i, name := range names {
+		function := resources.AgentFunction(name)
+		settings := compose.AgentSettings{Name: name, Service: e.services[name],
+			ReplyMargin: agent.DefaultReplyMargin, TryTimeout: agent.DefaultTryTimeout, Backoff: e.cfg.AgentBackoff, Breaker: e.cfg.Breaker}
+		if e.cfg.FunctionHTTP != nil {
+			settings.Transport = e.cfg.FunctionHTTP(function)
+		}
+		ag := compose.Agent(e.function(function, name+"-agent", "agent-"+name, e.clock(i, len(names))), settings)
+		var handle SQSHandler = ag.Handle
+		if e.cfg.WrapAgent != nil {
+			handle = e.cfg.WrapAgent(name, handle)
+		}
+		q := e.Stack.RequestQueues[name]
+		poller, err := localrun.NewSQSPoller(e.clients.SQS, localrun.SQSConfig{
+			QueueURL: q.URL, QueueARN: q.ARN, Timeout: resources.AgentTimeout, Concurrency: e.cfg.SQSPollers,
+		}, handle, e.cfg.Log.With("service", name+"-requests"))
+		if err != nil {
+			return nil, fmt.Errorf("%s poller: %w", name, err)
+		}
+		cs = append(cs, component{name + " poller", poller.Run})
+	}
+	return cs, nil
+}
+
+// supervisors each run on a ticker, as EventBridge would invoke one.
+func (e *Engine) supervisors() ([]component, error) {
+	var cs []component
+	n := max(e.cfg.Supervisors, 1)
+	for i := range n {
+		now := e.clock(i, n)
+		f := e.function(resources.FunctionSupervisor, "supervisor", fmt.Sprintf("supervisor-%d", i), now)
+		f.Log = f.Log.With("clock_offset", time.Until(now()).Round(time.Millisecond).String())
+		sup := compose.Supervisor(f, func(c *supervisor.Config) { c.ParkFor = e.cfg.ParkFor })
+		cs = append(cs, component{fmt.Sprintf("supervisor %d", i), func(ctx context.Context) error {
+			t := time.NewTicker(e.cfg.SupervisorEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-t.C:
+					if _, err := sup.Run(ctx); err != nil && ctx.Err() == nil {
+						f.Log.Error("supervisor run failed", "error", err)
+					}
+				}
+			}
+		}})
+	}
+	return cs, nil
+}
+
 func serve(srv *http.Server, ln net.Listener) func(context.Context) error {
 	return func(ctx context.Context) error {
-		go func() {
-			<-ctx.Done()
+		served := make(chan error, 1)
+		go func() { served <- srv.Serve(ln) }()
+		select {
+		case err := <-served:
+			return err
+		case <-ctx.Done():
+		}
+		// Requests in flight get a few seconds to finish.
+		shutdown, stop := context.WithTimeout(context.Background(), 5*time.Second)
+		defer stop()
+		if srv.Shutdown(shutdown) != nil {
 			srv.Close()
-		}()
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		}
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
 			return err
 		}
 		return nil

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"orderly/internal/actor/api/openapi"
-	"orderly/internal/definition"
 	"orderly/internal/order"
+	"orderly/internal/testkit/ordertest"
 )
 
 // The local API serves its OpenAPI description; the gateway still answers
@@ -22,7 +22,7 @@ func TestServesItsOpenAPIDescription(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" || !bytes.Equal(body, openapi.JSON(definition.MustShipped(order.DefaultTiming))) {
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" || !bytes.Equal(body, openapi.JSON(ordertest.Built(order.DefaultTiming))) {
 		t.Errorf("GET /openapi.json: %d %s, %d bytes; want the document", resp.StatusCode, resp.Header.Get("Content-Type"), len(body))
 	}
 	if resp, err := http.Post(e.URL()+"/openapi.json", "application/json", nil); err != nil || resp.StatusCode != http.StatusNotFound {

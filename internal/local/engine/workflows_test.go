@@ -82,7 +82,7 @@ func checkoutInput(customer string) string {
 func startCheckout(t *testing.T) (running, *teamServices) {
 	t.Helper()
 	team, url := newTeamServices(t)
-	wfs, err := definition.Deployed(enginetest.Fast, []string{"order", "checkout"}, "order")
+	wfs, err := definition.Deployed(enginetest.Fast, []string{"order", "checkout"}, "order", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestCheckoutRunsWithAnAuthHeaderLocally(t *testing.T) {
 	t.Parallel()
 	addr := testenv.FreeLoopback(t)
 	secret := "orderly-test/" + testenv.Stage(t) + "/fraud-token"
-	wfs, err := definition.Deployed(enginetest.Fast, []string{"order", "checkout"}, "order")
+	wfs, err := definition.Deployed(enginetest.Fast, []string{"order", "checkout"}, "order", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"orderly/internal/compose"
+	"orderly/internal/order"
 	"orderly/internal/resources"
 )
 
@@ -60,6 +62,18 @@ func (s Stack) Env() map[string]string {
 		env[resources.EnvRequestQueueURL(agent)] = q.URL
 	}
 	return env
+}
+
+// Stage is what the stage's functions are told of it (package compose),
+// running workflows and keeping ended orders for retention (zero: the
+// default).
+func (s Stack) Stage(workflows order.Versions, retention time.Duration) compose.Stage {
+	return compose.Stage{
+		OrdersTable: s.Catalog.Orders.Name, HistoryTable: s.Catalog.History.Name,
+		RequestQueues: s.RequestQueueURLs(), ResponseQueue: s.ResponseQueue.URL,
+		AlertTopicARN: s.AlertTopicARN, EventBus: s.Catalog.EventBus, PageTokenSecret: s.Catalog.PageTokenSecret,
+		Retention: retention, Workflows: workflows,
+	}
 }
 
 // RequestQueueURLs maps agents to their request queue URLs.

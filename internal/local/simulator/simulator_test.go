@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"orderly/internal/adapter/remote"
-	"orderly/internal/definition"
 	"orderly/internal/local/simulator"
 	"orderly/internal/order"
 	"orderly/internal/testkit/ordertest"
@@ -24,7 +23,7 @@ import (
 )
 
 // shipped is the shipped workflow, whose steps name the calls the client makes.
-var shipped = definition.MustShipped(order.DefaultTiming)
+var shipped = ordertest.Built(order.DefaultTiming)
 
 // start serves a fresh simulator over a real connection. Cleanup closes the
 // simulator before the server, so calls it holds cannot stall ts.Close.

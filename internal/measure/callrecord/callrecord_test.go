@@ -20,7 +20,6 @@ import (
 
 	"orderly/internal/adapter/remote"
 	"orderly/internal/adapter/services"
-	"orderly/internal/definition"
 	"orderly/internal/measure/callrecord"
 	"orderly/internal/order"
 	"orderly/internal/testkit/ordertest"
@@ -105,7 +104,7 @@ func TestRecorderRecordsSignedRemoteCalls(t *testing.T) {
 		"payment":  {URL: ts.URL, Auth: remote.NewSigV4Auth(fn, ts.URL, creds, time.Now)},
 		"shipping": {URL: ts.URL},
 	}
-	client := remote.NewClientFor(svcs, &http.Client{Transport: rec.HTTP("payment-agent")(http.DefaultTransport)}, definition.MustShipped(order.DefaultTiming))
+	client := remote.NewClientFor(svcs, &http.Client{Transport: rec.HTTP("payment-agent")(http.DefaultTransport)}, ordertest.Built(order.DefaultTiming))
 	for service, step := range map[string]string{"payment": ordertest.StepChargePayment, "shipping": ordertest.StepArrangeShipping} {
 		if _, err := client.Call(context.Background(), service, order.StepRequest{OrderID: "O1", Step: step, IdempotencyKey: "k"}); err != nil {
 			t.Fatal(err)

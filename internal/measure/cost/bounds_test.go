@@ -148,13 +148,13 @@ func largestOrder(t *testing.T, def definition.Definition) (order.Order, []order
 	// The input is all customerId, which the item keeps a copy of, and
 	// "<", which HTML escaping would make six bytes.
 	input := `{"customerId":""}`
-	input = `{"customerId":"` + strings.Repeat("<", order.MaxBodyBytes-len(input)) + `"}`
+	input = `{"customerId":"` + strings.Repeat("<", order.MaxInputBytes-len(input)) + `"}`
 	o := order.Order{ID: order.NewID(), Workflow: w.Name, Version: w.Version, Status: order.StatusPending,
 		RequestHash: strings.Repeat("h", 64), IdempotencyKey: strings.Repeat("k", order.MaxIdempotencyKeyLen), KeyNonce: order.NewKeyNonce(),
 		Caller: strings.Repeat("c", 1024), LastError: strings.Repeat("e", 1024), CreatedAt: now, UpdatedAt: now,
 	}.WithInput(json.RawMessage(input))
-	if len(o.Input) != order.MaxBodyBytes {
-		t.Fatalf("input of %d bytes, want %d", len(o.Input), order.MaxBodyBytes)
+	if len(o.Input) != order.MaxInputBytes {
+		t.Fatalf("input of %d bytes, want %d", len(o.Input), order.MaxInputBytes)
 	}
 	o.Results = map[string]json.RawMessage{}
 	// A reference of 256 characters of 4 bytes each, a reason of 1 KiB, an

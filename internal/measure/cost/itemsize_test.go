@@ -54,7 +54,7 @@ func TestTypicalOrderIsOneWriteUnit(t *testing.T) {
 				next := wf.Steps[i+1]
 				c.Next, c.NextIndex, c.Owner, c.NextCompleteBy = &next, i+1, "scheduler/2025/03/14/[$LATEST]9e2f/PL4K8XQZ", now.Add(next.Allowance)
 			}
-			_, st, err := store.CompleteStep(ctx, c, now)
+			_, st, err := store.Apply(ctx, c.Transition(now))
 			if err != nil {
 				t.Fatalf("complete %s: %v", def.Name, err)
 			}

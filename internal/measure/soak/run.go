@@ -19,12 +19,12 @@ import (
 
 	"orderly/internal/adapter/dynamo"
 	orderlysns "orderly/internal/adapter/sns"
-	"orderly/internal/definition"
 	"orderly/internal/local/faults"
 	"orderly/internal/local/provision"
 	"orderly/internal/local/simulator"
 	"orderly/internal/order"
 	"orderly/internal/resources"
+	"orderly/internal/testkit/ordertest"
 )
 
 // Env is what a run needs of its surroundings.
@@ -617,5 +617,5 @@ func deadLetters(ctx context.Context, env Env, cat resources.Catalog) (map[strin
 // soakWorkflows are the workflows the soak's runtime runs: the shipped
 // one and the checkout example.
 func soakWorkflows() order.Versions {
-	return definition.MustDeployed(order.DefaultTiming, Workflows, order.LegacyWorkflow)
+	return ordertest.Built(order.DefaultTiming, Workflows...)
 }

@@ -13,11 +13,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"orderly/internal/definition"
 	"orderly/internal/local/provision"
 	"orderly/internal/measure/soak"
 	"orderly/internal/order"
 	"orderly/internal/resources"
+	"orderly/internal/testkit/ordertest"
 	"orderly/internal/testkit/testenv"
 )
 
@@ -117,7 +117,7 @@ func lostRequestAllowances() int {
 func removeStage(t *testing.T, cfg aws.Config, stage string) {
 	clients := testenv.Clients(cfg)
 	// Create is idempotent: on an existing stage it returns its resources.
-	stack, err := provision.Create(context.Background(), clients, resources.New(stage, definition.MustDeployed(order.DefaultTiming, soak.Workflows, order.LegacyWorkflow).Agents()))
+	stack, err := provision.Create(context.Background(), clients, resources.New(stage, ordertest.Built(order.DefaultTiming, soak.Workflows...).Agents()))
 	if err != nil {
 		t.Logf("look up stage %s to remove it: %v", stage, err)
 		return

@@ -24,7 +24,7 @@ import (
 	"orderly/internal/actor/api"
 	"orderly/internal/actor/control"
 	"orderly/internal/adapter/dynamo"
-	"orderly/internal/definition"
+	"orderly/internal/compose"
 	"orderly/internal/order"
 	"orderly/internal/resources"
 )
@@ -60,18 +60,16 @@ type Stage struct {
 }
 
 // Open returns the view over the given clients of a stage that runs wfs
-// (none: the shipped workflows this build has). The resource names follow
-// from the stage's name, as the stack and the local runtime name them.
+// (definition.Deployed, as its functions build them). The resource names
+// follow from the stage's name, as the stack and the local runtime name
+// them.
 func Open(name string, db *dynamodb.Client, queues SQS, wfs order.Versions) *Stage {
-	if len(wfs.Known()) == 0 {
-		wfs = definition.MustShipped(order.DefaultTiming)
-	}
 	cat := resources.New(name, wfs.Agents())
 	store := dynamo.NewStore(db, cat.Orders.Name)
 	return &Stage{
 		Name: name, catalog: cat, store: store,
 		history:  dynamo.NewHistory(db, cat.History.Name),
-		controls: control.New(store.As(ByOperatorCancel), store.As(ByOperatorRedrive), wfs, time.Now),
+		controls: compose.Controls(store, ByOperatorCancel, wfs, time.Now),
 		sqs:      queues, agents: wfs.Agents(), workflows: wfs, now: time.Now,
 	}
 }

@@ -2,11 +2,17 @@
 // tools that drive it (the soak, the cost run, the simulator, which stands
 // for its services): its steps, agents and calls, and the shape of its
 // input. What ships is the file workflows/order/v1.json; package
-// definition's tests hold the two equal. Nothing in the engine uses this
-// package: the engine runs whatever the definitions say.
+// definition's tests hold the two equal. Built reads the files themselves,
+// as a stage runs them. Nothing in the engine uses this package: the
+// engine runs whatever the definitions say.
 package ordertest
 
-import "orderly/internal/order"
+import (
+	"fmt"
+
+	"orderly/internal/definition"
+	"orderly/internal/order"
+)
 
 // Agents of the shipped order workflow.
 const (
@@ -52,6 +58,23 @@ func OrderWorkflow(t order.Timing) order.Workflow {
 // until `orderly versions` shows no order uses them (docs/operations.md, Rolling out a new workflow version).
 func OrderWorkflows(t order.Timing) order.Versions {
 	return order.MustVersions(OrderWorkflow(t))
+}
+
+// Built returns the workflows built into the binary, read from their
+// files as a stage runs them, with the timing t: those named, the first
+// the default, or every one under workflows/ with the shipped default when
+// none is. It is for tests and tools, whose build embeds the files: an
+// error is a broken build, so it panics.
+func Built(t order.Timing, names ...string) order.Versions {
+	def := definition.ShippedWorkflow
+	if len(names) > 0 {
+		def = names[0]
+	}
+	v, err := definition.Deployed(t, names, def, "")
+	if err != nil {
+		panic(fmt.Sprintf("the built-in workflows %v: %v", names, err))
+	}
+	return v
 }
 
 // Submission is the shipped order workflow's input, as the tools that

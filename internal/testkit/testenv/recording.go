@@ -11,9 +11,7 @@ import (
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"orderly/internal/actor/recorder"
-	"orderly/internal/adapter/dynamo"
-	"orderly/internal/adapter/eventbridge"
-	"orderly/internal/metrics"
+	"orderly/internal/compose"
 )
 
 // Recording follows one order the way the recorder does: each Record hands
@@ -31,8 +29,9 @@ type Recording struct {
 
 // Follow follows order id; nothing is recorded until Record.
 func (w *World) Follow(id string) *Recording {
-	return &Recording{w: w, id: id, rec: recorder.New(dynamo.NewHistory(w.Clients.DynamoDB, w.Stack.Catalog.History.Name),
-		eventbridge.NewPublisher(w.Clients.EventBridge, w.Stack.Catalog.EventBus), slog.New(slog.NewTextHandler(io.Discard, nil)), metrics.Discard())}
+	f := w.Function("recorder-test")
+	f.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	return &Recording{w: w, id: id, rec: compose.Recorder(f)}
 }
 
 // Record records the order's change since the last one recorded (the

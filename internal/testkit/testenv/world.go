@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -18,20 +17,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"orderly/internal/actor/alerting"
 	"orderly/internal/actor/api"
-	"orderly/internal/actor/control"
 	"orderly/internal/actor/dispatch"
 	"orderly/internal/actor/scheduler"
 	"orderly/internal/actor/supervisor"
 	"orderly/internal/adapter/dynamo"
-	"orderly/internal/adapter/sns"
-	"orderly/internal/adapter/sqs"
-	"orderly/internal/definition"
+	"orderly/internal/compose"
 	"orderly/internal/local/provision"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
-	"orderly/internal/pagetoken"
 	"orderly/internal/resources"
 	"orderly/internal/testkit/ordertest"
 )
@@ -60,6 +54,7 @@ type World struct {
 	API      *api.Service
 	Alerts   *AlertInbox
 	Log      *slog.Logger
+	aws      aws.Config
 }
 
 // NewWorld provisions a stack for the shipped workflow with the given timing.
@@ -67,10 +62,10 @@ func NewWorld(t testing.TB, timing order.Timing) *World {
 	t.Helper()
 	cfg := AWS(t)
 	// The shipped workflow as the functions load it: from its file.
-	wf := definition.MustShipped(timing).Latest()
+	wf := ordertest.Built(timing).Latest()
 	stack, clients := Provision(t, cfg, resources.New(Stage(t), wf.Agents()))
 	w := &World{
-		Stack: stack, Clients: clients, Workflow: wf,
+		Stack: stack, Clients: clients, Workflow: wf, aws: cfg,
 		Store: dynamo.NewStore(clients.DynamoDB, stack.Catalog.Orders.Name),
 		Clock: &Clock{now: time.Now().UTC()},
 		Log:   slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -78,7 +73,7 @@ func NewWorld(t testing.TB, timing order.Timing) *World {
 	if testing.Verbose() {
 		w.Log = slog.New(slog.NewTextHandler(testWriter{t}, nil))
 	}
-	w.API = NewAPI(t, w.APIConfig())
+	w.API = w.NewAPI(t)
 	w.Alerts = SubscribeAlerts(t, clients, stack.AlertTopicARN)
 	return w
 }
@@ -86,24 +81,24 @@ func NewWorld(t testing.TB, timing order.Timing) *World {
 // Versions is the World's one workflow version, as the functions get it.
 func (w *World) Versions() order.Versions { return order.MustVersions(w.Workflow) }
 
-// APIConfig is the configuration of the World's API service, to build a
-// variant of it.
-func (w *World) APIConfig() api.Config {
-	return api.Config{
-		InstanceID: "submit-test", Store: w.Store.As("submit"),
-		Controls: control.New(w.Store.As(control.ByClientCancel), w.Store.As(control.ByOperatorRedrive), w.Versions(), w.Clock.Now),
-		History:  dynamo.NewHistory(w.Clients.DynamoDB, w.Stack.Catalog.History.Name), Dispatcher: w.Dispatcher(), Workflows: w.Versions(),
-		Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard(), PageTokens: PageTokens(),
+// Function is a function of the World's stage as its Lambda is built
+// (package compose), with the World's clock and id as its instance's.
+func (w *World) Function(id string) compose.Function {
+	return compose.Function{
+		Stage: w.Stack.Stage(w.Versions(), 0),
+		ID:    id, Log: w.Log, Metrics: metrics.Discard(), Now: w.Clock.Now, AWS: w.aws,
 	}
 }
 
-// PageTokens is a page token source with a random key, as a stage's.
-func PageTokens() pagetoken.Source {
-	s, err := pagetoken.New([]byte(rand.Text() + rand.Text()))
+// NewAPI is the World's submission API, as its Lambda is built; tweaks
+// adjust its configuration first.
+func (w *World) NewAPI(t testing.TB, tweaks ...func(*api.Config)) *api.Service {
+	t.Helper()
+	svc, err := compose.Submit(w.Function("submit-test"), tweaks...)
 	if err != nil {
-		panic(err) // 52 bytes is long enough
+		t.Fatal(err)
 	}
-	return pagetoken.Fixed(s)
+	return svc
 }
 
 type testWriter struct{ t testing.TB }
@@ -139,44 +134,26 @@ func (w *World) Submit(t testing.TB, sub ordertest.Submission) string {
 
 // Dispatcher returns the dispatcher the World's actors send requests with.
 func (w *World) Dispatcher() *dispatch.Dispatcher {
-	return dispatch.New(sqs.NewRequests(w.Clients.SQS, w.Stack.RequestQueueURLs()), w.Store,
-		w.Workflow.ClaimWithin, w.Clock.Now, w.Log, metrics.Discard())
+	return compose.Dispatcher(w.Function("dispatcher-test"), "dispatcher")
 }
 
 // BrokenDispatcher is a dispatcher whose every send fails, the way an SQS
 // outage would: its sender knows no queue.
 func (w *World) BrokenDispatcher() *dispatch.Dispatcher {
-	return dispatch.New(sqs.NewRequests(w.Clients.SQS, nil), w.Store,
-		w.Workflow.ClaimWithin, w.Clock.Now, w.Log, metrics.Discard())
+	f := w.Function("dispatcher-test")
+	f.Stage.RequestQueues = nil
+	return compose.Dispatcher(f, "dispatcher")
 }
 
 // Scheduler returns a Scheduler instance with the given id; tweaks adjust
 // its configuration.
 func (w *World) Scheduler(id string, tweaks ...func(*scheduler.Config)) *scheduler.Service {
-	alerter := sns.NewAlerter(w.Clients.SNS, w.Stack.AlertTopicARN)
-	cfg := scheduler.Config{
-		InstanceID: id, Store: w.Store.As("scheduler " + id), Dispatcher: w.Dispatcher(),
-		Notifier:  alerting.NewNotifier(alerter, w.Store.As("scheduler "+id), w.Clock.Now),
-		Workflows: w.Versions(), Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard(),
-	}
-	for _, tweak := range tweaks {
-		tweak(&cfg)
-	}
-	return scheduler.New(cfg)
+	return compose.Scheduler(w.Function(id), tweaks...)
 }
 
 // Supervisor returns a Supervisor; tweaks adjust its configuration.
 func (w *World) Supervisor(tweaks ...func(*supervisor.Config)) *supervisor.Service {
-	alerter := sns.NewAlerter(w.Clients.SNS, w.Stack.AlertTopicARN)
-	cfg := supervisor.Config{
-		Store: w.Store.As("supervisor"), Notifier: alerting.NewNotifier(alerter, w.Store.As("supervisor"), w.Clock.Now),
-		Backlogs:  sqs.NewBacklogs(w.Clients.SQS, w.Stack.RequestQueueURLs(), w.Stack.ResponseQueue.URL),
-		Workflows: w.Versions(), Now: w.Clock.Now, Log: w.Log, Metrics: metrics.Discard(),
-	}
-	for _, tweak := range tweaks {
-		tweak(&cfg)
-	}
-	return supervisor.New(cfg)
+	return compose.Supervisor(w.Function("supervisor-test"), tweaks...)
 }
 
 // Step returns a step's current state.
@@ -325,14 +302,4 @@ func ReplyEvent(bodies ...any) events.SQSEvent {
 		})
 	}
 	return ev
-}
-
-// NewAPI is api.NewService for tests, which cannot go on without it.
-func NewAPI(t testing.TB, cfg api.Config) *api.Service {
-	t.Helper()
-	svc, err := api.NewService(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return svc
 }

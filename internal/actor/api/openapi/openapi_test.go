@@ -8,8 +8,8 @@ import (
 
 	"orderly/internal/actor/api"
 	"orderly/internal/actor/api/openapi"
-	"orderly/internal/definition"
 	"orderly/internal/order"
+	"orderly/internal/testkit/ordertest"
 )
 
 // Every route the API serves is described, with the error shape, and the
@@ -22,7 +22,7 @@ func TestDocumentDescribesEveryRoute(t *testing.T) {
 			Schemas map[string]any `json:"schemas"`
 		} `json:"components"`
 	}
-	raw := openapi.JSON(definition.MustShipped(order.DefaultTiming))
+	raw := openapi.JSON(ordertest.Built(order.DefaultTiming))
 	if err := json.Unmarshal(raw, &doc); err != nil || doc.OpenAPI != "3.1.0" {
 		t.Fatalf("document: %v, version %q", err, doc.OpenAPI)
 	}
@@ -69,7 +69,7 @@ func TestDocumentDescribesTheViewsAsWritten(t *testing.T) {
 			} `json:"schemas"`
 		} `json:"components"`
 	}
-	if err := json.Unmarshal(openapi.JSON(definition.MustShipped(order.DefaultTiming)), &doc); err != nil {
+	if err := json.Unmarshal(openapi.JSON(ordertest.Built(order.DefaultTiming)), &doc); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()

@@ -1,0 +1,118 @@
+package compose
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"orderly/internal/actor/agent"
+	"orderly/internal/adapter/services"
+	"orderly/internal/config"
+	"orderly/internal/definition"
+	"orderly/internal/order"
+	"orderly/internal/resources"
+)
+
+// FromEnv reads what a Lambda function is built from out of the
+// environment the stack sets (infra/stack/functions.go), each function
+// only the variables it is given: its stage, with the workflows built into
+// the binary, and its AWS configuration. Every missing or malformed
+// variable is reported in one error, before anything is built.
+//
+// function names the function as the stack does (resources.FunctionSubmit,
+// FunctionScheduler, FunctionSupervisor or FunctionRecorder); agents have
+// AgentFromEnv.
+func FromEnv(ctx context.Context, log *slog.Logger, env *config.Env, function string) (Function, error) {
+	f := Function{ID: config.InstanceID(function), Log: log, Now: time.Now,
+		Metrics: env.Metrics(os.Stdout, function)}
+	st := &f.Stage
+	st.Retention = env.Retention()
+	if function == resources.FunctionRecorder {
+		st.HistoryTable = env.Required(resources.EnvHistoryTable)
+		st.EventBus = env.Required(resources.EnvEventBus)
+		return load(ctx, env, f)
+	}
+	st.OrdersTable = env.Required(resources.EnvOrdersTable)
+	workflows, err := deployed(env)
+	if err != nil {
+		return Function{}, err
+	}
+	st.Workflows = workflows
+	switch function {
+	case resources.FunctionSubmit:
+		st.HistoryTable = env.Required(resources.EnvHistoryTable)
+		st.PageTokenSecret = env.Required(resources.EnvPageTokenSecret)
+		st.AnonymousCaller = env.String(resources.EnvAnonymousCaller, "")
+		// Submission only ever sends a first step's request.
+		st.RequestQueues = env.RequestQueueURLs(workflows.FirstAgents())
+	case resources.FunctionScheduler:
+		st.AlertTopicARN = env.Required(resources.EnvAlertTopicARN)
+		st.RequestQueues = env.RequestQueueURLs(workflows.Agents())
+	case resources.FunctionSupervisor:
+		st.AlertTopicARN = env.Required(resources.EnvAlertTopicARN)
+		st.ResponseQueue = env.Required(resources.EnvResponseQueueURL)
+		st.RequestQueues = env.RequestQueueURLs(workflows.Agents())
+	default:
+		return Function{}, fmt.Errorf("function %q: orderly has no such function (agents: AgentFromEnv)", function)
+	}
+	return load(ctx, env, f)
+}
+
+// AgentFromEnv reads what an agent function is built from: FromEnv's,
+// and its name (AGENT_NAME), its remote service's base URL and
+// authentication, and how long it calls for. Its only request queue is
+// its own, where it holds requests back while its circuit is open.
+func AgentFromEnv(ctx context.Context, log *slog.Logger, env *config.Env) (Function, AgentSettings, error) {
+	name := env.Required("AGENT_NAME")
+	f := Function{ID: config.InstanceID("agent"), Log: log, Now: time.Now,
+		Metrics: env.Metrics(os.Stdout, name+"-agent")}
+	a := AgentSettings{
+		Name:        name,
+		ReplyMargin: env.Duration(config.EnvReplyMargin, agent.DefaultReplyMargin),
+		TryTimeout:  env.Duration(config.EnvTryTimeout, agent.DefaultTryTimeout),
+	}
+	serviceURL, serviceAuth := env.Required(services.EnvURL), env.Required(services.EnvAuth)
+	st := &f.Stage
+	st.Retention = env.Retention()
+	st.OrdersTable = env.Required(resources.EnvOrdersTable)
+	st.ResponseQueue = env.Required(resources.EnvResponseQueueURL)
+	st.RequestQueues = map[string]string{name: env.Required(resources.EnvRequestQueueURL(name))}
+	workflows, err := deployed(env)
+	if err != nil {
+		return Function{}, AgentSettings{}, err
+	}
+	st.Workflows = workflows
+	if f, err = load(ctx, env, f); err != nil {
+		return Function{}, AgentSettings{}, err
+	}
+	if a.Service, err = services.ParseService(serviceURL, serviceAuth); err != nil {
+		return Function{}, AgentSettings{}, fmt.Errorf("remote service: %w", err)
+	}
+	return f, a, nil
+}
+
+// deployed is the workflows the stack deployed (config.EnvWorkflows and
+// the timing variables), from the definitions built into the binary.
+func deployed(env *config.Env) (order.Versions, error) {
+	names, def := env.Workflows()
+	workflows, err := definition.Deployed(env.Timing(), names, def, env.String(config.EnvWorkflowsDigest, ""))
+	if err != nil {
+		// The workflows' files are built in: a broken build, or the
+		// stage's timing at odds with a step's own.
+		return order.Versions{}, fmt.Errorf("workflows: %w", err)
+	}
+	return workflows, nil
+}
+
+// load reports env's problems, if any, and otherwise loads f's AWS
+// configuration: the last step of every function's start-up.
+func load(ctx context.Context, env *config.Env, f Function) (Function, error) {
+	cfg, err := config.Load(ctx, env)
+	if err != nil {
+		return Function{}, err
+	}
+	f.AWS = cfg
+	return f, nil
+}
