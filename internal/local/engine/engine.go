@@ -543,7 +543,9 @@ func (e *Engine) agents() ([]component, error) {
 		if e.cfg.FunctionHTTP != nil {
 			settings.Transport = e.cfg.FunctionHTTP(function)
 		}
-		ag := compose.Agent(e.function(function, name+"-agent", "agent-"+name, e.clock(i, len(names))), settings)
+		f := e.function(function, name+"-agent", "agent-"+name, e.clock(i, len(names)))
+		f.Log = e.cfg.Log.With("service", "agent") // as the Lambda logs; its metrics are the agent's own
+		ag := compose.Agent(f, settings)
 		var handle SQSHandler = ag.Handle
 		if e.cfg.WrapAgent != nil {
 			handle = e.cfg.WrapAgent(name, handle)
