@@ -9,19 +9,17 @@ package pagetoken
 
 import (
 	"context"
-	"crypto/aes"
 	"crypto/cipher"
-	"crypto/hkdf"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"sync"
+
+	"orderly/internal/sealkey"
 )
 
 // MinKeyBytes is the shortest key a Sealer takes.
-const MinKeyBytes = 32
+const MinKeyBytes = sealkey.MinBytes
 
 // version leads every token, so that a later format can tell its own.
 const version byte = 2
@@ -39,18 +37,7 @@ type Sealer struct{ aead cipher.AEAD }
 // cipher's key is derived from it (HKDF-SHA256), so any secret string of
 // that length serves.
 func New(key []byte) (*Sealer, error) {
-	if len(key) < MinKeyBytes {
-		return nil, fmt.Errorf("page token key: %d bytes, want at least %d", len(key), MinKeyBytes)
-	}
-	derived, err := hkdf.Key(sha256.New, key, nil, "orderly page token v2", 32)
-	if err != nil {
-		return nil, fmt.Errorf("page token key: %w", err)
-	}
-	block, err := aes.NewCipher(derived)
-	if err != nil {
-		return nil, fmt.Errorf("page token key: %w", err)
-	}
-	aead, err := cipher.NewGCM(block)
+	aead, err := sealkey.AEAD(key, "orderly page token v2")
 	if err != nil {
 		return nil, fmt.Errorf("page token key: %w", err)
 	}
@@ -100,23 +87,5 @@ func Fixed(s *Sealer) Source {
 // the secret not there yet) fails only what needs it, only until it can
 // be read. It is safe for concurrent use.
 func Loaded(load func(context.Context) ([]byte, error)) Source {
-	var mu sync.Mutex
-	var sealer *Sealer
-	return func(ctx context.Context) (*Sealer, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if sealer != nil {
-			return sealer, nil
-		}
-		key, err := load(ctx)
-		if err != nil {
-			return nil, err
-		}
-		s, err := New(key)
-		if err != nil {
-			return nil, err
-		}
-		sealer = s
-		return s, nil
-	}
+	return sealkey.Lazy(load, New)
 }
