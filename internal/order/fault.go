@@ -54,6 +54,11 @@ type StatusFault struct {
 	Status   string
 	After    time.Duration
 	HasAfter bool
+	// Unknown says the service does not know what the call names (an
+	// HTTP 404): it may be one order's own fault, an order naming an
+	// unknown entity, when the same call works for other orders; any
+	// other configuration fault is every order's.
+	Unknown bool
 }
 
 func (e *StatusFault) Error() string { return e.Err.Error() }
@@ -67,6 +72,13 @@ func RetryAfter(err error) (time.Duration, bool) {
 		return f.After, true
 	}
 	return 0, false
+}
+
+// UnknownEntity reports whether err is a service's answer that it does
+// not know what the call names (StatusFault.Unknown).
+func UnknownEntity(err error) bool {
+	var f *StatusFault
+	return errors.As(err, &f) && f.Unknown
 }
 
 // ConfigurationStatus names the status of the configuration fault in err,

@@ -241,10 +241,9 @@ func (c *circuit) judge(req order.StepRequest, err error) error {
 		return err
 	}
 	seen := c.calls[ref]
-	status, _ := order.ConfigurationStatus(err)
 	var said *order.ServiceError
 	switch {
-	case !OrdersOwnStatus(status), !errors.As(err, &said),
+	case !order.UnknownEntity(err), !errors.As(err, &said),
 		seen == nil, seen.by == key, now.Sub(seen.succeeded) > c.succeededWithin:
 		return err
 	}
@@ -256,15 +255,6 @@ func (c *circuit) judge(req order.StepRequest, err error) error {
 	}
 	return &ordersOwnFault{err: err, said: said}
 }
-
-// OrdersOwnStatus reports whether a configuration status ("404", as
-// order.ConfigurationStatus names it) may be one order's own, so that
-// the circuit fails that order's step alone while the service answers
-// others (see circuit.judge): only 404, an unknown entity. 403 is how an
-// expired or not yet rotated credential, or a bad signature, is
-// answered, which every order meets, so it holds. 410 Gone is not a
-// configuration status: the client fails it as permanent.
-func OrdersOwnStatus(status string) bool { return status == "404" }
 
 // ordersOwnFault is a configuration answer taken as one order's own: a
 // permanent fault, whose reason is the service's words (said, already

@@ -92,7 +92,7 @@ func TestSuspectUntilAnswered(t *testing.T) {
 
 // refusedWith is a configuration answer as the remote client makes it.
 func refusedWith(status int, message string) error {
-	return &order.StatusFault{Status: strconv.Itoa(status), Err: fmt.Errorf("payment: POST /payment/charges: %w: %w",
+	return &order.StatusFault{Status: strconv.Itoa(status), Unknown: status == 404, Err: fmt.Errorf("payment: POST /payment/charges: %w: %w",
 		&order.ServiceError{Service: "payment", Status: status, Message: message}, order.ErrConfiguration)}
 }
 

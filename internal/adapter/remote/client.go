@@ -172,7 +172,11 @@ func (c *Client) Call(ctx context.Context, service string, req order.StepRequest
 		return c.answer(op, wf, def, req, resp.StatusCode, raw)
 	}
 
-	fault := &order.StatusFault{Status: statusName(resp.StatusCode)}
+	// Only a 404 may be one order's own (an entity the service does not
+	// know): a 403 is how an expired or not yet rotated credential, or a
+	// bad signature, is answered, which every order meets; a 410 is no
+	// configuration fault at all, but permanent.
+	fault := &order.StatusFault{Status: statusName(resp.StatusCode), Unknown: resp.StatusCode == http.StatusNotFound}
 	fault.After, fault.HasAfter = parseRetryAfter(resp.Header)
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		fault.Err = fmt.Errorf("%s: %s (status %d): remote services must answer at the configured URL; fix the service's base URL: %w",

@@ -217,6 +217,12 @@ func TestCallClassifiesResponses(t *testing.T) {
 			if ok && !slices.Contains(remote.ConfigurationStatuses, got) {
 				t.Errorf("ConfigurationStatus = %q, not one of remote.ConfigurationStatuses %v (the stack alarms on each)", got, remote.ConfigurationStatuses)
 			}
+			// Only a 404 may name what one order names and the service
+			// does not know (the agent's circuit then fails that order
+			// alone); a 403 is every order's (an expired credential).
+			if got, want := order.UnknownEntity(err), tt.status == http.StatusNotFound; got != want {
+				t.Errorf("UnknownEntity = %t, want %t", got, want)
+			}
 		})
 	}
 }

@@ -408,7 +408,7 @@ func operation(summary, description string, body, success map[string]any) map[st
 		return failure(ClassConfiguration, why+": a configuration fault; orders wait (held, alarmed), never failed for it", true)
 	}
 	// A 404 may be one order's own (the agent's circuit breaker tells:
-	// agent.OrdersOwnStatus); a 403 never is (an expired credential).
+	// order.UnknownEntity); a 403 never is (an expired credential).
 	ownOrConfig := func(why string) map[string]any {
 		return failure(ClassConfiguration, why+": a configuration fault; orders wait (held, alarmed), but when only one order's key gets it "+
 			"while the same call succeeds for other orders, that order's step fails with the service's words (answer 422 for an unknown entity)", true)

@@ -467,7 +467,7 @@ func consequence(c remote.Class) string {
 // unknown SKU, customer) is refused so that only that order fails: a
 // permanent 4xx such as 422 says so plainly; a 404 does while
 // the step's call succeeds for other orders, which is how the agent tells
-// it from a wrong URL (agent.OrdersOwnStatus); any other configuration
+// it from a wrong URL (order.UnknownEntity); any other configuration
 // status, or a transient answer, holds or retries every such order.
 func (r *run) unknownEntity(ctx context.Context, d order.StepDef) {
 	switch {
@@ -492,10 +492,10 @@ func (r *run) unknownEntity(ctx context.Context, d order.StepDef) {
 	case class == remote.ClassPermanent:
 		r.report(d.Name, RuleUnknownEntity, Pass, "an order %s: refused %d (permanent): only that order's step fails, with the service's words",
 			r.unknownNamed, out.lastStatus())
-	case class == remote.ClassConfiguration && agent.OrdersOwnStatus(status) && r.answers[d.Name] == nil:
+	case class == remote.ClassConfiguration && order.UnknownEntity(out.err) && r.answers[d.Name] == nil:
 		r.report(d.Name, RuleUnknownEntity, Skip, "an order %s: answered %s, and the step's call did not succeed for the example order "+
 			"(see %s): nothing shows the %s is that order's alone", r.unknownNamed, status, RuleSameKey, status)
-	case class == remote.ClassConfiguration && agent.OrdersOwnStatus(status):
+	case class == remote.ClassConfiguration && order.UnknownEntity(out.err):
 		b := agent.DefaultBreaker
 		r.report(d.Name, RuleUnknownEntity, Pass, "an order %s: answered %s while the step's call succeeds for other orders: only that order's step fails "+
 			"(a 422 says so plainly: a fresh agent, which saw no other order succeed in the last %.0f minutes, holds such orders until one does, "+
