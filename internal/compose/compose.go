@@ -75,7 +75,13 @@ type Function struct {
 
 // orders is the orders table as the actor named by writes it.
 func (f Function) orders(by string) *dynamo.Store {
-	return dynamo.NewStore(dynamodb.NewFromConfig(f.AWS), f.Stage.OrdersTable).As(by).Retain(f.Stage.Retention)
+	return f.ordersThrough(dynamodb.NewFromConfig(f.AWS), by)
+}
+
+// ordersThrough is orders through a DynamoDB client the function also
+// reads its history with: one client, one pool of connections.
+func (f Function) ordersThrough(db *dynamodb.Client, by string) *dynamo.Store {
+	return dynamo.NewStore(db, f.Stage.OrdersTable).As(by).Retain(f.Stage.Retention)
 }
 
 // Dispatcher sends the requests of the steps f claims, releasing a claim
@@ -100,12 +106,13 @@ func (f Function) notifier(orders *dynamo.Store) *alerting.Notifier {
 // read fails searches (503), never a submission.
 func Submit(f Function, tweaks ...func(*api.Config)) (*api.Service, error) {
 	secrets := secretsmanager.NewFromConfig(f.AWS)
-	orders := f.orders("submit")
+	db := dynamodb.NewFromConfig(f.AWS)
+	orders := f.ordersThrough(db, "submit")
 	cfg := api.Config{
 		InstanceID: f.ID,
 		Store:      orders,
 		Controls:   Controls(orders, control.ByClientCancel, f.Stage.Workflows, f.Now),
-		History:    dynamo.NewHistory(dynamodb.NewFromConfig(f.AWS), f.Stage.HistoryTable),
+		History:    dynamo.NewHistory(db, f.Stage.HistoryTable),
 		Dispatcher: f.dispatcher(orders),
 		Workflows:  f.Stage.Workflows,
 		Now:        f.Now,
