@@ -40,10 +40,13 @@ const (
 	StepsRetried         = "StepsRetried"
 	StepsNudged          = "StepsNudged"
 	StepsDeferred        = "StepsDeferred"
-	AlertsSent           = "AlertsSent"
-	RemoteCalls          = "RemoteCalls"
-	RemoteFaults         = "RemoteFaults"
-	RepliesWithheld      = "RepliesWithheld"
+	// WaitsEnded counts waits of steps that wait that the Supervisor
+	// ended (their time was up).
+	WaitsEnded      = "WaitsEnded"
+	AlertsSent      = "AlertsSent"
+	RemoteCalls     = "RemoteCalls"
+	RemoteFaults    = "RemoteFaults"
+	RepliesWithheld = "RepliesWithheld"
 	// Heartbeats counts deadlines an agent moved on: at the start of a
 	// request that waited, and during a long call.
 	Heartbeats = "Heartbeats"

@@ -15,16 +15,16 @@ type Cancellation struct {
 	Reason string
 }
 
-// CancelWaiting decides about a cancelled order's workflow step that waits
+// CancelUnclaimed decides about a cancelled order's workflow step that waits
 // for a claim. Attempt counts a workflow step's claims (an undo record's
 // count on from UndoFloor), so only a step on attempt 0 never ran. Any
 // other is undone: its undo reverses the work done under the step's
 // idempotency key, or does nothing when there was none, and fences the key
 // off against a request still on its way.
-func CancelWaiting(s StepState) Cancellation {
+func CancelUnclaimed(s StepState) Cancellation {
 	if s.Attempt == 0 {
 		return Cancellation{Reason: cancelledUnclaimed}
 	}
 	return Cancellation{MayHaveRun: true, Reason: fmt.Sprintf(
-		cancelledWaiting+"attempt %d may have done its work, so it is undone too", s.Attempt)}
+		cancelledReclaim+"attempt %d may have done its work, so it is undone too", s.Attempt)}
 }

@@ -10,7 +10,7 @@ import (
 
 // A cancelled order's step that waits for a claim is not run (again); it
 // is undone too unless no attempt of it was ever claimed.
-func TestCancelWaiting(t *testing.T) {
+func TestCancelUnclaimed(t *testing.T) {
 	tests := []struct {
 		name       string
 		attempt    int
@@ -27,9 +27,9 @@ func TestCancelWaiting(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			st := order.StepState{Step: ordertest.StepChargePayment, Index: 1, ProcessState: order.Pending, CancelRequested: true,
 				Attempt: tt.attempt, FailureCount: tt.failures}
-			got := order.CancelWaiting(st)
+			got := order.CancelUnclaimed(st)
 			if got.MayHaveRun != tt.mayHaveRun || !strings.Contains(got.Reason, tt.reason) {
-				t.Errorf("CancelWaiting(attempt %d) = %+v, want MayHaveRun %t and a reason with %q", tt.attempt, got, tt.mayHaveRun, tt.reason)
+				t.Errorf("CancelUnclaimed(attempt %d) = %+v, want MayHaveRun %t and a reason with %q", tt.attempt, got, tt.mayHaveRun, tt.reason)
 			}
 		})
 	}

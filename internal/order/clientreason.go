@@ -12,7 +12,7 @@ import (
 // clients are never shown (docs/security.md).
 //
 // The reason is one of the engine's own, made in this package ("step X: "
-// and Refused, ReasonFor, ReplyReason, Assess's, CancelWaiting's, a
+// and Refused, ReasonFor, ReplyReason, Assess's, CancelUnclaimed's, a
 // redrive's), so each kind is told by the words its maker writes; the
 // tests make every kind with its maker, so a change of their words shows.
 // A refusal keeps the service's own words, which are meant for clients,
@@ -49,8 +49,10 @@ func ClientReason(status Status, reason string) string {
 		return subject + " did not complete in time" + looking
 	case why == cancelledUnclaimed:
 		return "the order was cancelled before " + subject + " started"
-	case strings.HasPrefix(why, cancelledWaiting), strings.HasPrefix(why, cancelledTimedOut):
+	case strings.HasPrefix(why, cancelledReclaim), strings.HasPrefix(why, cancelledTimedOut):
 		return "the order was cancelled while " + subject + " was under way: its work, if done, is undone too"
+	case why == cancelledWait:
+		return "the order was cancelled while " + subject + " waited"
 	case why == RedriveReason(RedriveCompensate):
 		return "an operator had the order's work undone from " + subject
 	}
@@ -58,11 +60,12 @@ func ClientReason(status Status, reason string) string {
 }
 
 // The engine's reasons ClientReason tells apart: their makers
-// (CancelWaiting, Assess) write them from these.
+// (CancelUnclaimed, UndoCancelledWait, Assess) write them from these.
 const (
 	cancelledUnclaimed = "the order was cancelled before the step was claimed"
-	cancelledWaiting   = "the order was cancelled while the step waited to be claimed again: "
+	cancelledReclaim   = "the order was cancelled while the step waited to be claimed again: "
 	cancelledTimedOut  = "the order was cancelled and attempt "
+	cancelledWait      = "the order was cancelled while the step waited"
 )
 
 // RedriveReason is the reason of an operator's redrive with action.

@@ -42,7 +42,7 @@ func TestCountsInOrder(t *testing.T) {
 	for _, sc := range c.InOrder() {
 		got = append(got, fmt.Sprintf("%s=%d", sc.Status, sc.N))
 	}
-	want := []string{"Pending=1", "Processing=0", "Processed=1", "Compensating=0", "Failed=0", "Cancelling=0", "Cancelled=0", "Error=2",
+	want := []string{"Pending=1", "Processing=0", "Waiting=0", "Processed=1", "Compensating=0", "Failed=0", "Cancelling=0", "Cancelled=0", "Error=2",
 		"Archived=1", "Paused=1"}
 	if !slices.Equal(got, want) {
 		t.Errorf("in order %v, want %v", got, want)

@@ -142,7 +142,7 @@ func TestUndoingAgain(t *testing.T) {
 	if err != nil || !again.Cancelled || again.Step.UndoFloor != 4 {
 		t.Errorf("cancel and floor moved: %+v, %v; want the write made again, cancelled, on floor 4", again, err)
 	}
-	if _, err := wf.UndoWaiting(st, true, now).Again(refused(stored(1, order.Pending, func(s *order.StepState) { s.CancelRequested = true })), now); !errors.Is(err, order.ErrStale) {
+	if _, err := wf.UndoUnclaimed(st, true, now).Again(refused(stored(1, order.Pending, func(s *order.StepState) { s.CancelRequested = true })), now); !errors.Is(err, order.ErrStale) {
 		t.Errorf("a client's cancel of a cancelled order: %v, want ErrStale", err)
 	}
 	if _, err := wf.UndoFault(st, "declined", now).Again(refused(stored(1, order.Processing, func(s *order.StepState) { s.Attempt = 3 })), now); !errors.Is(err, order.ErrStale) {
@@ -186,7 +186,7 @@ func TestUndoEvents(t *testing.T) {
 	}{
 		{"a permanent fault", wf.UndoFault(st, "declined", now), order.Processing, order.Failed, false, false, false, false, 2},
 		{"a success after a cancel, claimed", wf.UndoCancelledSuccess(st, "ref", nil, now).ClaimedBy("s1", now), order.Processing, order.Processed, false, true, false, true, 3},
-		{"a client's cancel of a waiting step", wf.UndoWaiting(stored(2, order.Pending, nil).Steps[2], true, now), order.Pending, order.Cancelled, false, false, true, false, 3},
+		{"a client's cancel of a waiting step", wf.UndoUnclaimed(stored(2, order.Pending, nil).Steps[2], true, now), order.Pending, order.Cancelled, false, false, true, false, 3},
 		{"the Supervisor's compensation", wf.UndoRecovery(st, order.Recovery{Action: order.Compensate, MayHaveRun: true}, now), order.Processing, order.Failed, true, false, false, false, 3},
 		{"an operator's compensate", wf.UndoFromError(stored(2, order.Error, nil).Steps[2], "redriven", now), order.Error, order.Failed, false, false, false, false, 3},
 	}

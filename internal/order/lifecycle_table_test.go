@@ -33,10 +33,13 @@ type row struct {
 
 // sample is what a row's decide applies its functions to: the shipped
 // order workflow, and bare, the same steps with no undo (a workflow
-// with nothing to undo); records of its second step in each state, on
-// attempt 2; and two times a minute apart.
+// with nothing to undo); waits, the shipped workflow with a timer step
+// (cool-off) after its second step, and bareWaits the same with no undo;
+// records of its second step in each state, on attempt 2, and of the
+// timer Waiting; and two times a minute apart.
 type sample struct {
-	wf, bare                     order.Workflow
+	wf, bare, waits, bareWaits   order.Workflow
+	waiting                      order.StepState
 	pending, processing, inError order.StepState
 	now, later                   time.Time
 }
@@ -53,8 +56,15 @@ func newSample() sample {
 		return order.StepState{OrderID: order.IDForKey("caller", "", "c-1", "k"), Workflow: wf.Name, Version: "1",
 			Step: wf.Steps[1].Name, Index: 1, Agent: wf.Steps[1].Agent, ProcessState: ps, Attempt: 2, LockedBy: "s1"}
 	}
-	s := sample{wf: wf, bare: bare, pending: record(order.Pending), processing: record(order.Processing), inError: record(order.Error),
+	timer := order.StepDef{Name: "cool-off", Wait: &order.Wait{For: time.Hour}}
+	waits, bareWaits := wf, bare
+	waits.Steps = slices.Insert(slices.Clone(wf.Steps), 2, timer)
+	bareWaits.Steps = slices.Insert(slices.Clone(bare.Steps), 2, timer)
+	s := sample{wf: wf, bare: bare, waits: waits, bareWaits: bareWaits,
+		pending: record(order.Pending), processing: record(order.Processing), inError: record(order.Error),
 		now: now, later: now.Add(time.Minute)}
+	s.waiting = order.StepState{OrderID: s.pending.OrderID, Workflow: wf.Name, Version: "1", Step: timer.Name, Index: 2,
+		ProcessState: order.Waiting, Attempt: 1, Since: now.Add(-time.Hour), CompleteBy: now.Add(-time.Second)}
 	s.pending.LockedBy, s.inError.LockedBy = "", ""
 	s.inError.AlertPending, s.inError.AlertKind = true, order.AlertStepFailed
 	return s
@@ -170,10 +180,10 @@ var lifecycle = []row{
 			waiting := s.pending
 			waiting.CancelRequested = true
 			return forms(
-				undoing(s.wf.UndoWaiting(waiting, false, s.now).ClaimedBy("s1", s.now), s.now),
+				undoing(s.wf.UndoUnclaimed(waiting, false, s.now).ClaimedBy("s1", s.now), s.now),
 				undoing(s.wf.UndoRecovery(waiting, s.wf.Assess(waiting, s.now, order.NoBacklog), s.now), s.now),
-				undoing(s.wf.UndoWaiting(s.pending, true, s.now), s.now),
-				undoing(s.bare.UndoWaiting(waiting, false, s.now).ClaimedBy("s1", s.now), s.now))
+				undoing(s.wf.UndoUnclaimed(s.pending, true, s.now), s.now),
+				undoing(s.bare.UndoUnclaimed(waiting, false, s.now).ClaimedBy("s1", s.now), s.now))
 		}},
 	{order.Pending, "claim window passed", order.Pending, "Supervisor", "nudge",
 		"deadline passed; unclaimed",
@@ -207,6 +217,36 @@ var lifecycle = []row{
 				s.wf.Completion(lastUndo, "", nil, "s1", s.now).Transition(s.now),
 				// The client cancelled the order: it ends Cancelled.
 				completedAgain(s.wf.Completion(lastUndo, "", nil, "s1", s.now), s.now, 4, cancelled(undone...)...))
+		}},
+	{order.Processing, "succeeded, the next step waits", order.Processed, "Scheduler (reply)", "complete",
+		"a workflow step's order not cancelled; the next record NotStarted",
+		"its reference and its result (when kept) recorded, no deadline left; the next record waits, claimed by nobody, on an attempt one up, until its wait ends, `DueAt` at that end; the order Waiting",
+		func(s sample) []order.Transition {
+			return forms(s.waits.Completion(s.processing, "ref-1", json.RawMessage(`{"charge":"c-1"}`), "s1", s.now).Transition(s.now))
+		}},
+	{order.Pending, "claimed, a step that waits", order.Waiting, "Scheduler (stream)", "start wait",
+		"unclaimed; the order not cancelled",
+		"starts waiting on an attempt one up, no request sent: the deadline and `DueAt` at the wait's end; the order Waiting",
+		func(s sample) []order.Transition {
+			redriven := s.waiting
+			redriven.ProcessState, redriven.CompleteBy = order.Pending, s.later
+			return forms(order.StartWait(redriven, s.now.Add(time.Hour), s.now))
+		}},
+	{order.Waiting, "its time is up", order.Processed, "Supervisor", "end wait",
+		"deadline passed; the order not cancelled; the next record NotStarted",
+		"no deadline left; the next record Pending for a Scheduler to claim, `DueAt` at the end of its window, the order Processing; or the order ends Processed",
+		func(s sample) []order.Transition {
+			last := s.waiting
+			last.Index, last.Step = 3, "cool-off"
+			end := s.waits
+			end.Steps = append(slices.Clone(s.wf.Steps), order.StepDef{Name: "cool-off", Wait: &order.Wait{For: time.Hour}})
+			return forms(s.waits.WaitEnded(s.waiting, s.now).Transition(s.now), end.WaitEnded(last, s.now).Transition(s.now))
+		}},
+	{order.Waiting, "cancelled", order.Cancelled, "client's cancel", "start undoing",
+		"no undo record yet; the order not cancelled yet; the undo floor as known",
+		"no deadline left, the alert cleared; undo records appended, the first announced, the next look when it must be claimed by, in the due index; the order Cancelling, or ends Cancelled with nothing to undo, announced no more; the cancel recorded",
+		func(s sample) []order.Transition {
+			return forms(undoing(s.waits.UndoCancelledWait(s.waiting, s.now), s.now), undoing(s.bareWaits.UndoCancelledWait(s.waiting, s.now), s.now))
 		}},
 	{order.Processing, "succeeded after a cancel", order.Processed, "Scheduler (reply)", "start undoing",
 		"the order cancelled; no undo record yet; the undo floor as known",

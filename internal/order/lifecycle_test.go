@@ -107,6 +107,7 @@ var (
 		"OutOfError":     {"out of the error index"},
 		"Watch":          {"in the due index"},
 		"Unannounce":     {"claimed at once", "announced no more"},
+		"Wait":           {"starts waiting"},
 	}
 	// unsaid are the fields the prose leaves to other columns: the
 	// states (from and to), and the reason a write records, which

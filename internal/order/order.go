@@ -20,7 +20,10 @@ type Status string
 const (
 	StatusPending    Status = "Pending"    // accepted, first step not finished yet
 	StatusProcessing Status = "Processing" // at least one step finished
-	StatusProcessed  Status = "Processed"  // every step finished
+	// StatusWaiting: the active step waits (a durable timer): nothing
+	// runs, and the Supervisor moves the order on when the wait ends.
+	StatusWaiting   Status = "Waiting"
+	StatusProcessed Status = "Processed" // every step finished
 	// StatusCompensating: a step failed for good; the work of the steps
 	// before it (and its own, if its outcome is unknown) is being undone,
 	// in reverse order. It ends Failed.
@@ -38,7 +41,7 @@ const (
 )
 
 // Statuses lists every order status, in the order an order can reach them.
-var Statuses = []Status{StatusPending, StatusProcessing, StatusProcessed, StatusCompensating,
+var Statuses = []Status{StatusPending, StatusProcessing, StatusWaiting, StatusProcessed, StatusCompensating,
 	StatusFailed, StatusCancelling, StatusCancelled, StatusError}
 
 // Terminal reports whether an order in this status is done: nothing in
@@ -61,8 +64,11 @@ const (
 	NotStarted ProcessState = "NotStarted"
 	Pending    ProcessState = "Pending"
 	Processing ProcessState = "Processing"
-	Processed  ProcessState = "Processed"
-	Error      ProcessState = "Error"
+	// Waiting: the step waits (see StepDef.Wait); no agent works on it and
+	// no Scheduler holds it. CompleteBy is when the wait ends.
+	Waiting   ProcessState = "Waiting"
+	Processed ProcessState = "Processed"
+	Error     ProcessState = "Error"
 	// Failed: the step failed for good (a permanent fault or too many
 	// timeouts) and the order is compensated.
 	Failed ProcessState = "Failed"
@@ -70,7 +76,7 @@ const (
 	Undone ProcessState = "Undone"
 	// Cancelled: the order was cancelled while the step waited for a
 	// claim, so it does not run (again). A step claimed before is undone
-	// all the same (see CancelWaiting).
+	// all the same (see CancelUnclaimed).
 	Cancelled ProcessState = "Cancelled"
 )
 
@@ -176,8 +182,11 @@ type StepState struct {
 	LockedBy string
 	// CompleteBy is the deadline of the current phase: for a Processing
 	// step, when the agent must have replied; for a Pending step, when a
-	// Scheduler must have claimed it. Zero for steps not yet reached.
-	CompleteBy   time.Time
+	// Scheduler must have claimed it; for a Waiting step, when its wait
+	// ends. Zero for steps not yet reached.
+	CompleteBy time.Time
+	// Since is when a Waiting step started to wait.
+	Since        time.Time
 	FailureCount int
 	// PastFailures counts the timeouts an operator's redrive took out of
 	// FailureCount when it gave the record a fresh count: with it, every

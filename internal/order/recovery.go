@@ -26,10 +26,13 @@ const (
 	// Compensate ends a workflow step (it failed for good, or its order
 	// was cancelled) and starts undoing the work done, in reverse.
 	Compensate
+	// EndWait ends the wait of a step that waits, whose time is up: the
+	// step is Processed and the next one starts (Workflow.WaitEnded).
+	EndWait
 )
 
 func (a Action) String() string {
-	return [...]string{"leave", "retry", "fail", "nudge", "alert", "defer", "compensate"}[a]
+	return [...]string{"leave", "retry", "fail", "nudge", "alert", "defer", "compensate", "end wait"}[a]
 }
 
 // MaxDeferrals bounds how often one attempt's deadline is moved because
@@ -124,8 +127,19 @@ func (w Workflow) Assess(s StepState, now time.Time, backlog Backlog) Recovery {
 	}
 	// A cancelled order's step that waits for a claim is not run (again).
 	if s.CancelRequested && !s.Undo && s.ProcessState == Pending {
-		c := CancelWaiting(s)
+		c := CancelUnclaimed(s)
 		return Recovery{Action: Compensate, MayHaveRun: c.MayHaveRun, Reason: c.Reason}
+	}
+	// A wait ends at its time: no reply is on its way, and the due index
+	// is read SkewGrace late already.
+	if s.ProcessState == Waiting {
+		switch _, ok := w.Step(s.Step); {
+		case !s.Expired(now):
+			return Recovery{Action: Leave}
+		case !ok:
+			return Recovery{Action: Fail, AlertKind: AlertStepFailed, Reason: fmt.Sprintf("step %q is not in the workflow", s.Step)}
+		}
+		return Recovery{Action: EndWait}
 	}
 	// A deadline counts as passed only SkewGrace after it: the actor that
 	// set it may run on a clock behind this one, and a reply sent inside

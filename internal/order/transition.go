@@ -64,6 +64,10 @@ type Change struct {
 	Claim string
 	// Cancel records the client's cancel.
 	Cancel bool
+	// Wait starts the record waiting (with State Waiting, until
+	// CompleteBy): its attempt goes up by one (the new fence), it waits
+	// since the write's time, and the order is announced no more.
+	Wait bool
 	// CountHeartbeat counts a heartbeat against the attempt.
 	CountHeartbeat bool
 	// ClearAlert records that operators were alerted; Unwatch takes the
@@ -119,11 +123,15 @@ type Change struct {
 	Watch, Unannounce bool
 }
 
-// NextClaim is a success's claim of the next record: Owner holds it
-// until CompleteBy and its attempt goes up by one, as with any claim,
-// but an alert waiting is left to the Supervisor.
+// NextClaim is how a success starts the next record, Step at Index, in
+// State until CompleteBy. Processing: Owner claims it, and its attempt
+// goes up by one, as with any claim, but an alert waiting is left to the
+// Supervisor. Pending: it is announced for a Scheduler to claim. Waiting:
+// it waits, claimed by nobody, on an attempt one up (its fence).
 type NextClaim struct {
 	Index      int
+	Step       string
+	State      ProcessState
 	Owner      string
 	CompleteBy time.Time
 }
@@ -216,6 +224,16 @@ func Claim(seen StepState, owner string, completeBy, now time.Time) Transition {
 	return Transition{Name: "claim", Record: seen, At: now,
 		Guard:  Guard{State: Pending, Unlocked: true, SameFailures: true, NotCancelled: !seen.Undo},
 		Change: Change{State: Processing, Claim: owner, CompleteBy: completeBy, DueAt: completeBy}}
+}
+
+// StartWait starts the wait of a step that waits, found Pending and
+// unclaimed (seen, from the stream: announced after an operator's
+// redrive): it waits until until, with no request sent; the order shows
+// Waiting. A cancelled order's step does not start.
+func StartWait(seen StepState, until, now time.Time) Transition {
+	return Transition{Name: "start wait", Record: seen, At: now,
+		Guard:  Guard{State: Pending, Unlocked: true, NotCancelled: true},
+		Change: Change{State: Waiting, Wait: true, CompleteBy: until, DueAt: until, Status: StatusWaiting}}
 }
 
 // Cancel records a client's cancel of an order whose active workflow
@@ -383,6 +401,9 @@ func (t Transition) Applied(r StepState) StepState {
 	if c.Cancel {
 		r.CancelRequested = true
 	}
+	if c.Wait {
+		r.Attempt, r.Since = r.Attempt+1, t.At
+	}
 	if c.CountHeartbeat {
 		r.Heartbeats++
 	}
@@ -436,7 +457,7 @@ func (t Transition) Active() int {
 // carries the time of the change; a change of the order's alone (a park)
 // leaves the record's time as it is.
 func (c Change) TouchesRecord() bool {
-	return c.State != "" || !c.CompleteBy.IsZero() || c.CountFailure || c.CountNudge || c.Releases > 0 || c.Deferrals > 0 ||
+	return c.State != "" || c.Wait || !c.CompleteBy.IsZero() || c.CountFailure || c.CountNudge || c.Releases > 0 || c.Deferrals > 0 ||
 		c.CountHeartbeat || c.Reference != "" || len(c.Result) > 0 || c.Settle || c.Fresh
 }
 

@@ -24,14 +24,22 @@ func (w Workflow) UndoCancelledSuccess(st StepState, reference string, result js
 	return w.undoing(Undoing{Step: st, From: Processing, Ends: Processed, Reference: reference, Result: result, Cancelled: true}, true, now)
 }
 
-// UndoWaiting is a cancelled order's workflow step that waits for a claim
+// UndoUnclaimed is a cancelled order's workflow step that waits for a claim
 // (Pending): it does not run (again) and ends Cancelled, and an earlier
-// attempt's work is undone with the rest (see CancelWaiting). With
+// attempt's work is undone with the rest (see CancelUnclaimed). With
 // cancelNow the write is the client's cancel itself, which holds only
 // while the order is not cancelled yet.
-func (w Workflow) UndoWaiting(st StepState, cancelNow bool, now time.Time) Undoing {
-	c := CancelWaiting(st)
+func (w Workflow) UndoUnclaimed(st StepState, cancelNow bool, now time.Time) Undoing {
+	c := CancelUnclaimed(st)
 	return w.undoing(Undoing{Step: st, From: Pending, Ends: Cancelled, Reason: c.Reason, Cancelled: !cancelNow, CancelNow: cancelNow}, c.MayHaveRun, now)
+}
+
+// UndoCancelledWait is a client's cancel of an order whose active
+// workflow step waits (Waiting): the wait stops at once (nothing is in
+// flight), the step ends Cancelled, and the work of the steps before it is
+// undone in reverse. It holds only while the order is not cancelled yet.
+func (w Workflow) UndoCancelledWait(st StepState, now time.Time) Undoing {
+	return w.undoing(Undoing{Step: st, From: Waiting, Ends: Cancelled, Reason: cancelledWait, CancelNow: true}, false, now)
 }
 
 // UndoRecovery is the Supervisor's Compensate decision about the active

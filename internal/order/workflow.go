@@ -10,8 +10,12 @@ import (
 // StepDef declares one step of a workflow.
 type StepDef struct {
 	Name string
-	// Agent names the agent (and so the request queue) that does the step.
+	// Agent names the agent (and so the request queue) that does the step;
+	// empty for a step that waits (Wait), which no agent does.
 	Agent string
+	// Wait, when set, makes the step one that waits instead of calling a
+	// service: it has no agent, no call and nothing to undo.
+	Wait *Wait
 	// Allowance is how long the agent has for the first attempt. Each retry
 	// after a timeout gets twice the previous allowance, up to MaxAllowance,
 	// so a slow remote service is given more room rather than hammered.
@@ -52,6 +56,37 @@ type StepDef struct {
 	// a fraud score shown to clients lets a fraudster tune orders until
 	// it passes.
 	ResultShownToClient bool
+}
+
+// Wait is what a step that waits waits for. For now that is a durable
+// timer: the step is reached, waits For, and is Processed when the time
+// is up, with no Lambda running meanwhile (the Supervisor ends it when the
+// order is due).
+type Wait struct {
+	For time.Duration
+}
+
+// Kind names what the wait waits for, for people and clients ("timer").
+func (w Wait) Kind() string { return WaitTimer }
+
+// The kinds of wait (Wait.Kind).
+const WaitTimer = "timer"
+
+// Waits reports whether the step is one that waits.
+func (d StepDef) Waits() bool { return d.Wait != nil }
+
+// Start is how the step starts once it is reached at now: a step that
+// waits goes Waiting until its wait ends; any other goes Processing under
+// owner's claim with its first allowance or, with no owner, Pending, to be
+// claimed within claimWithin.
+func (d StepDef) Start(owner string, claimWithin time.Duration, now time.Time) (ProcessState, time.Time) {
+	switch {
+	case d.Wait != nil:
+		return Waiting, now.Add(d.Wait.For)
+	case owner != "":
+		return Processing, now.Add(d.AllowanceFor(0))
+	}
+	return Pending, now.Add(claimWithin)
 }
 
 // CarriesOrder is the item of Carries that is the order's input.
@@ -244,12 +279,13 @@ func (w Workflow) NextUndo(undid int) (next int, ok bool) {
 	return 0, false
 }
 
-// Agents lists the distinct agents the workflow uses, in step order.
+// Agents lists the distinct agents the workflow uses, in step order
+// (steps that wait use none).
 func (w Workflow) Agents() []string {
 	var agents []string
 	seen := map[string]bool{}
 	for _, d := range w.Steps {
-		if !seen[d.Agent] {
+		if d.Agent != "" && !seen[d.Agent] {
 			seen[d.Agent] = true
 			agents = append(agents, d.Agent)
 		}
@@ -257,9 +293,19 @@ func (w Workflow) Agents() []string {
 	return agents
 }
 
+// StartStatus is what a freshly submitted order shows: Pending, or
+// Waiting when its first step is one that waits.
+func (w Workflow) StartStatus() Status {
+	if len(w.Steps) > 0 && w.Steps[0].Waits() {
+		return StatusWaiting
+	}
+	return StatusPending
+}
+
 // NewStates returns the state records of a freshly submitted order: the
 // first step already claimed by owner (the submission sends its request
-// itself, saving a claim write and a stream hop), the rest NotStarted.
+// itself, saving a claim write and a stream hop), or Waiting when it is a
+// step that waits; the rest NotStarted.
 func (w Workflow) NewStates(orderID, owner string, now time.Time) []StepState {
 	states := make([]StepState, len(w.Steps))
 	for i, d := range w.Steps {
@@ -270,8 +316,13 @@ func (w Workflow) NewStates(orderID, owner string, now time.Time) []StepState {
 	}
 	if len(states) > 0 {
 		first := &states[0]
-		first.ProcessState, first.LockedBy, first.Attempt = Processing, owner, 1
-		first.CompleteBy = now.Add(w.Steps[0].AllowanceFor(0))
+		first.ProcessState, first.CompleteBy = w.Steps[0].Start(owner, w.ClaimWithin, now)
+		first.Attempt = 1
+		if first.ProcessState == Waiting {
+			first.Since = now
+		} else {
+			first.LockedBy = owner
+		}
 	}
 	return states
 }

@@ -13,23 +13,31 @@ import (
 // one conditional write; the actor that made it asks Again, after a
 // refusal, whether to make it once more another way.
 
-// Completion is a successful reply applied to the state store.
+// Completion is a step's success applied to the state store: an agent's
+// successful reply, or the end of a step that waits.
 type Completion struct {
 	// Step is the step that succeeded, as the reply names it (OrderID,
-	// Step, Index, Attempt, Undo).
+	// Step, Index, Attempt, Undo), or as the Supervisor found it.
 	Step      StepState
 	Reference string
 	// Result is the step's answer, kept when its workflow says so.
 	Result json.RawMessage
+	// WaitEnded says that the step is one that waits and its wait is
+	// over: the record is found Waiting past its CompleteBy, not
+	// Processing.
+	WaitEnded bool
 	// Undid is, for an undo record, the index of the workflow step whose
 	// work it undid: that step becomes Undone in the same write.
 	Undid int
-	// Next is the record to claim at once (the next workflow step, or the
-	// next undo), or nil when the order is done.
+	// Next is the record that starts (the next workflow step, or the next
+	// undo), or nil when the order is done.
 	Next *StepDef
 	// NextIndex is Next's position in the order's list of steps.
 	NextIndex int
-	// Owner and NextCompleteBy are the claim of Next.
+	// NextState is how Next starts (StepDef.Start): claimed by Owner
+	// (Processing), announced for a Scheduler (Pending) or Waiting;
+	// NextCompleteBy is its deadline, or when its wait ends.
+	NextState      ProcessState
 	Owner          string
 	NextCompleteBy time.Time
 	// Cancelled says, for the last undo, that the order was cancelled, so
@@ -45,7 +53,8 @@ type Completion struct {
 // Completion is the write that applies a success of done, the record
 // as its reply names it, at now: the record becomes Processed and owner
 // claims the next record at once (the next workflow step, or the next
-// undo) with its first allowance, or, after the last, the order ends.
+// undo) with its first allowance, or, after the last, the order ends. A
+// next step that waits starts waiting instead, in the same write.
 func (w Workflow) Completion(done StepState, reference string, result json.RawMessage, owner string, now time.Time) Completion {
 	c := Completion{Step: done, Reference: reference, Result: result}
 	var (
@@ -62,19 +71,40 @@ func (w Workflow) Completion(done StepState, reference string, result json.RawMe
 		next, more = w.Next(done.Step)
 	}
 	if more {
-		c.Next, c.NextIndex, c.Owner = &next, done.Index+1, owner
-		c.NextCompleteBy = now.Add(next.AllowanceFor(0))
+		c.Next, c.NextIndex = &next, done.Index+1
+		c.NextState, c.NextCompleteBy = next.Start(owner, w.ClaimWithin, now)
+		if c.NextState == Processing {
+			c.Owner = owner
+		} else {
+			// Nothing else moves the Supervisor's look to a wait's end
+			// or a claim window's.
+			c.MoveDue = true
+		}
 	}
+	return c
+}
+
+// WaitEnded is the write that ends the wait of st, a step that waits,
+// found Waiting past its CompleteBy: the step is Processed and the next
+// one starts (announced for a Scheduler to claim, since the Supervisor
+// that ends a wait sends no requests), or the order ends Processed.
+func (w Workflow) WaitEnded(st StepState, now time.Time) Completion {
+	c := w.Completion(st, "", nil, "", now)
+	c.WaitEnded = true
 	return c
 }
 
 // Guard is what c's write must hold: the replied record is still
 // Processing on the reply's attempt (so stale and duplicate replies
-// change nothing); a workflow step's order is not cancelled (its success
-// starts undoing instead); the next record is the next step, NotStarted;
-// the last undo ends the order as cancelled or not, as c says.
+// change nothing), or, for a wait that ended, Waiting past its deadline;
+// a workflow step's order is not cancelled (its success starts undoing
+// instead); the next record is the next step, NotStarted; the last undo
+// ends the order as cancelled or not, as c says.
 func (c Completion) Guard() Guard {
 	g := Guard{State: Processing, NotCancelled: !c.Step.Undo}
+	if c.WaitEnded {
+		g.State, g.Expired = Waiting, true
+	}
 	switch {
 	case c.Next != nil:
 		g.Other = &RecordGuard{Index: c.NextIndex, Step: c.Next.Name, State: NotStarted}
@@ -89,8 +119,9 @@ func (c Completion) Guard() Guard {
 
 // Transition is c's write at now: the replied record becomes Processed,
 // with its answer and no deadline (an undo's step Undone), and either the
-// next record is claimed or the order ends (Processed after the last
-// workflow step, Failed or Cancelled after the last undo).
+// next record starts (claimed, announced or Waiting) or the order ends
+// (Processed after the last workflow step, Failed or Cancelled after the
+// last undo).
 func (c Completion) Transition(now time.Time) Transition {
 	ch := Change{State: Processed, Settle: true, Reference: c.Reference, Result: c.Result}
 	if c.Step.Undo {
@@ -98,9 +129,12 @@ func (c Completion) Transition(now time.Time) Transition {
 	}
 	switch {
 	case c.Next != nil:
-		ch.Next = &NextClaim{Index: c.NextIndex, Owner: c.Owner, CompleteBy: c.NextCompleteBy}
+		ch.Next = &NextClaim{Index: c.NextIndex, Step: c.Next.Name, State: c.NextState, Owner: c.Owner, CompleteBy: c.NextCompleteBy}
 		if !c.Step.Undo {
 			ch.Status = StatusProcessing
+			if c.NextState == Waiting {
+				ch.Status = StatusWaiting
+			}
 		}
 		if c.MoveDue {
 			ch.DueAt = c.NextCompleteBy
@@ -112,7 +146,11 @@ func (c Completion) Transition(now time.Time) Transition {
 	default:
 		ch.End = StatusFailed
 	}
-	return Transition{Name: "complete", Record: c.Step, Guard: c.Guard(), Change: ch, At: now}
+	name := "complete"
+	if c.WaitEnded {
+		name = "end wait"
+	}
+	return Transition{Name: name, Record: c.Step, Guard: c.Guard(), Change: ch, At: now}
 }
 
 // Again decides, from err, the refusal of c's write, whether the write is
@@ -122,7 +160,7 @@ func (c Completion) Transition(now time.Time) Transition {
 // replier starts undoing instead. Any other error is returned as it is.
 func (c Completion) Again(err error, now time.Time) (Completion, error) {
 	f, ok := FoundBy(err)
-	fence := Guard{State: Processing}
+	fence := Guard{State: c.Guard().State}
 	if !ok || !fence.Holds(c.Step, now, f) {
 		return c, err
 	}

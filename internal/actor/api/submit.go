@@ -46,7 +46,7 @@ func (s *Service) submit(ctx context.Context, req events.APIGatewayProxyRequest)
 	// deadline exactly as stored.
 	now := s.now().UTC().Truncate(time.Millisecond)
 	o := order.Order{
-		ID: order.NewID(), Workflow: wf.Name, Version: wf.Version, Status: order.StatusPending,
+		ID: order.NewID(), Workflow: wf.Name, Version: wf.Version, Status: wf.StartStatus(),
 		RequestHash: hash, IdempotencyKey: key, KeyNonce: order.NewKeyNonce(), Caller: caller.ID, CreatedAt: now, UpdatedAt: now,
 	}.WithInput(input)
 	if key != "" {
@@ -63,8 +63,11 @@ func (s *Service) submit(ctx context.Context, req events.APIGatewayProxyRequest)
 	s.log.InfoContext(ctx, "order accepted", "order_id", o.ID, "workflow", o.Workflow, "version", o.Version, "idempotency_key", key)
 	s.metrics.Count(metrics.OrdersSubmitted, 1, "order_id", o.ID)
 	// The order is stored with its first step claimed; whether or not the
-	// request goes out now, the order is safe and the answer is 202.
-	s.dispatcher.Send(ctx, o, steps[0])
+	// request goes out now, the order is safe and the answer is 202. A
+	// first step that waits has no request: the Supervisor ends its wait.
+	if steps[0].ProcessState == order.Processing {
+		s.dispatcher.Send(ctx, o, steps[0])
+	}
 	return accepted(o, false), nil
 }
 

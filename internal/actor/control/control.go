@@ -89,7 +89,7 @@ func (s *Service) Cancel(ctx context.Context, owner order.Principal, id string) 
 		switch o.Status {
 		case order.StatusCancelling, order.StatusCancelled:
 			return o, nil
-		case order.StatusPending, order.StatusProcessing:
+		case order.StatusPending, order.StatusProcessing, order.StatusWaiting:
 		default:
 			return o, fmt.Errorf("order %s is %s: %s: %w", id, o.Status, whyNot(o.Status), order.ErrNotAllowed)
 		}
@@ -105,8 +105,11 @@ func (s *Service) Cancel(ctx context.Context, owner order.Principal, id string) 
 		switch act.ProcessState {
 		case order.Processing:
 			o, _, err = s.clients.Apply(ctx, order.Cancel(act, now))
+		case order.Waiting:
+			// Nothing is in flight: the wait stops at once.
+			o, _, err = undo.Start(ctx, s.clients, wf.UndoCancelledWait(act, now), now)
 		default: // Pending: it does not run (again); an earlier attempt is undone
-			o, _, err = undo.Start(ctx, s.clients, wf.UndoWaiting(act, true, now), now)
+			o, _, err = undo.Start(ctx, s.clients, wf.UndoUnclaimed(act, true, now), now)
 		}
 		if errors.Is(err, order.ErrStale) {
 			continue
@@ -265,7 +268,7 @@ func nextName(wf order.Workflow, next int, more bool) string {
 // active returns the order's running workflow step: Pending or Processing.
 func active(steps []order.StepState) (order.StepState, bool) {
 	for _, st := range steps {
-		if !st.Undo && (st.ProcessState == order.Pending || st.ProcessState == order.Processing) {
+		if !st.Undo && (st.ProcessState == order.Pending || st.ProcessState == order.Processing || st.ProcessState == order.Waiting) {
 			return st, true
 		}
 	}

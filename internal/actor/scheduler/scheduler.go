@@ -157,7 +157,7 @@ func (s *Service) claimRecord(ctx context.Context, rec events.DynamoDBEventRecor
 		// Cancelled while the step waits for a claim: it does not run
 		// (again), and an earlier attempt's work is undone.
 		now := s.now()
-		err = s.undo(ctx, s.log.With("order_id", st.OrderID, "step", st.Step), wf.UndoWaiting(st, false, now).ClaimedBy(s.id, now))
+		err = s.undo(ctx, s.log.With("order_id", st.OrderID, "step", st.Step), wf.UndoUnclaimed(st, false, now).ClaimedBy(s.id, now))
 		if errors.Is(err, order.ErrStale) {
 			return nil
 		}
@@ -180,6 +180,15 @@ func (s *Service) claim(ctx context.Context, wf order.Workflow, seen order.StepS
 		return nil
 	}
 	now := s.now()
+	if def.Waits() {
+		// A step that waits is announced only after an operator's
+		// redrive: it starts waiting again, with no request.
+		_, _, err := s.store.Apply(ctx, order.StartWait(seen, now.Add(def.Wait.For), now))
+		if errors.Is(err, order.ErrStale) {
+			return nil
+		}
+		return err
+	}
 	o, st, err := s.store.Apply(ctx, order.Claim(seen, s.id, now.Add(def.AllowanceFor(seen.FailureCount)), now))
 	if errors.Is(err, order.ErrStale) {
 		s.log.DebugContext(ctx, "claim lost to another scheduler", "order_id", seen.OrderID, "step", seen.Step)
@@ -291,6 +300,11 @@ func (s *Service) complete(ctx context.Context, wf order.Workflow, log *slog.Log
 		return nil
 	}
 	log.InfoContext(ctx, "step processed", "reference", reference)
+	if claimed.ProcessState != order.Processing {
+		// The next step waits: nothing is sent until its wait ends.
+		log.InfoContext(ctx, "step waits", "next", claimed.Step, "until", claimed.CompleteBy)
+		return nil
+	}
 	s.metrics.Count(metrics.StepsClaimed, 1, "order_id", claimed.OrderID, "step", claimed.Step)
 	s.dispatcher.Send(ctx, o, claimed)
 	return nil

@@ -139,6 +139,8 @@ type Report struct {
 	// were skipped, counted (PoisonMessages, source due-index) and, once
 	// per version of each, reported to operators.
 	Unreadable int `json:"unreadable"`
+	// WaitsEnded counts steps that waited whose wait this run ended.
+	WaitsEnded int `json:"waitsEnded"`
 }
 
 func (r *Report) add(o Report) {
@@ -153,6 +155,7 @@ func (r *Report) add(o Report) {
 	r.Parked += o.Parked
 	r.Lost += o.Lost
 	r.Unreadable += o.Unreadable
+	r.WaitsEnded += o.WaitsEnded
 }
 
 // Handle is the Lambda entry point for the EventBridge schedule; the
@@ -322,6 +325,17 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 			log.WarnContext(ctx, "undoing the order's work", "reason", rec.Reason, "status", o.Status,
 				"failure_count", st.FailureCount)
 			s.metrics.Count(metrics.CompensationsStarted, 1, "order_id", st.OrderID, "step", st.Step)
+		}
+	case order.EndWait:
+		var o order.Order
+		o, _, err = s.store.Apply(ctx, wf.WaitEnded(st, now).Transition(now))
+		if err == nil {
+			r.WaitsEnded++
+			log.InfoContext(ctx, "wait ended", "waited_since", st.Since, "status", o.Status)
+			s.metrics.Count(metrics.WaitsEnded, 1, "order_id", st.OrderID, "step", st.Step)
+			if o.Status == order.StatusProcessed {
+				s.metrics.Count(metrics.OrdersProcessed, 1, "order_id", o.ID)
+			}
 		}
 	case order.SendAlert:
 		// Found unsent after its writer's lease: lease it to this run

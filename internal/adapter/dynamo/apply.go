@@ -155,6 +155,9 @@ func (s *Store) change(t order.Transition) expression.UpdateBuilder {
 	case c.State != "":
 		upd = upd.Set(field("State"), expression.Value(c.State)).Remove(field("LockedBy"))
 	}
+	if c.Wait {
+		upd = waits(upd, i, t.At)
+	}
 	if !c.CompleteBy.IsZero() {
 		upd = upd.Set(field("CompleteBy"), msValue(c.CompleteBy))
 	}
@@ -241,11 +244,17 @@ func (s *Store) moved(upd expression.UpdateBuilder, t order.Transition) expressi
 		upd = upd.Set(field(j, "State"), expression.Value(order.Undone)).Set(field(j, "Updated"), msValue(t.At))
 	}
 	if n := c.Next; n != nil {
-		upd = claimed(upd, n.Index).
-			Set(field(n.Index, "State"), expression.Value(order.Processing)).
-			Set(field(n.Index, "LockedBy"), expression.Value(n.Owner)).
+		upd = upd.Set(field(n.Index, "State"), expression.Value(n.State)).
 			Set(field(n.Index, "CompleteBy"), msValue(n.CompleteBy)).
 			Set(field(n.Index, "Updated"), msValue(t.At))
+		switch n.State {
+		case order.Processing:
+			upd = claimed(upd, n.Index).Set(field(n.Index, "LockedBy"), expression.Value(n.Owner))
+		case order.Waiting:
+			upd = waits(upd, n.Index, t.At)
+		case order.Pending:
+			upd = upd.Set(expression.Name(attrUnclaimed), expression.Value(n.Step))
+		}
 	}
 	// Setting list elements past the end appends them, in index order.
 	for _, r := range c.Append {
@@ -288,6 +297,8 @@ func (s *Store) moved(upd expression.UpdateBuilder, t order.Transition) expressi
 func activeStep(t order.Transition) string {
 	c := t.Change
 	switch {
+	case c.Next != nil:
+		return c.Next.Step
 	case len(c.Append) > 0:
 		return c.Append[0].Step
 	case c.Forward != nil:
@@ -316,6 +327,15 @@ func claimed(upd expression.UpdateBuilder, i int) expression.UpdateBuilder {
 		Remove(expression.Name(stepAttr(i, "Heartbeats"))).
 		Remove(expression.Name(attrUnclaimed)).
 		Remove(expression.Name(attrParked))
+}
+
+// waits is the rest of record i starting to wait at now (see
+// order.Change.Wait): its attempt goes up by one, it waits since now, and
+// the order is announced no more.
+func waits(upd expression.UpdateBuilder, i int, now time.Time) expression.UpdateBuilder {
+	return upd.Set(expression.Name(stepAttr(i, "Attempt")), expression.Name(stepAttr(i, "Attempt")).Plus(expression.Value(1))).
+		Set(expression.Name(stepAttr(i, "Since")), msValue(now)).
+		Remove(expression.Name(attrUnclaimed))
 }
 
 // intoErrorIndex adds the order to the sparse error index (the write puts

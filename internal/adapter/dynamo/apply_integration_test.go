@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,11 @@ var timing = order.Timing{Allowance: 10 * time.Second, MaxAllowance: 40 * time.S
 // writes that move an order on has landed in each of its forms.
 func TestWritesLandExactlyWhenTheDomainSaysTheyHold(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
+	// The shipped steps with a timer between the second and the third,
+	// so that waits start, end and are cancelled too.
+	waits := w.Workflow
+	waits.Steps = slices.Insert(slices.Clone(waits.Steps), 2, order.StepDef{Name: "cool-off", Wait: &order.Wait{For: timing.Allowance}})
+	w.Run(t, waits)
 	ctx := context.Background()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -100,6 +106,10 @@ func TestWritesLandExactlyWhenTheDomainSaysTheyHold(t *testing.T) {
 			// The first order mostly succeeds, to its end.
 			wr = completion(rng, w.Workflow, f, cur, now)
 		}
+		if k == 0 && cur.ProcessState == order.Waiting && rng.IntN(2) == 0 {
+			// and its waits mostly end.
+			wr = endWait(w.Workflow, cur, now)
+		}
 		if k == 1 && i >= 300 && forms["redrive: forward"] == 0 {
 			// The rarest form: when the walk has not landed it by
 			// itself, the second order is steered to it.
@@ -164,17 +174,18 @@ func TestWritesLandExactlyWhenTheDomainSaysTheyHold(t *testing.T) {
 // kinds are the writes the walk must see both land and be refused.
 var kinds = []string{"fail", "release", "record the agent gave up", "park", "defer", "retry", "give up", "nudge",
 	"claim", "cancel", "heartbeat", "lease alert", "clear alert", "reschedule", "move version",
-	"complete", "start undoing", "redrive"}
+	"complete", "start undoing", "redrive", "start wait", "end wait"}
 
 // allForms are the forms of the writes that move an order on, which the
 // walk must see land.
 var allForms = []string{
-	"complete: next claimed", "complete: ended Processed", "complete: ended Failed", "complete: ended Cancelled",
+	"complete: next claimed", "complete: next waits", "complete: ended Processed", "complete: ended Failed", "complete: ended Cancelled",
 	"complete: an undo's step Undone",
 	"start undoing: undo records appended", "start undoing: nothing to undo", "start undoing: first undo claimed",
 	"start undoing: first undo announced", "start undoing: from Error", "start undoing: the client's cancel",
-	"start undoing: timed out",
+	"start undoing: timed out", "start undoing: a wait cancelled",
 	"redrive: in place", "redrive: forward",
+	"end wait: next announced",
 }
 
 // formsOf names the forms of tr, a write that moves an order on.
@@ -188,7 +199,8 @@ func formsOf(tr order.Transition) []string {
 	}
 	switch tr.Name {
 	case "complete":
-		add(c.Next != nil, "next claimed")
+		add(c.Next != nil && c.Next.State == order.Processing, "next claimed")
+		add(c.Next != nil && c.Next.State == order.Waiting, "next waits")
 		add(c.End != "", "ended "+string(c.End))
 		add(len(c.Undone) > 0, "an undo's step Undone")
 	case "start undoing":
@@ -199,6 +211,9 @@ func formsOf(tr order.Transition) []string {
 		add(c.OutOfError, "from Error")
 		add(c.Cancel, "the client's cancel")
 		add(c.CountFailure, "timed out")
+		add(tr.Guard.State == order.Waiting, "a wait cancelled")
+	case "end wait":
+		add(c.Next != nil && c.Next.State == order.Pending, "next announced")
 	case "redrive":
 		add(c.Forward == nil, "in place")
 		add(c.Forward != nil, "forward")
@@ -247,7 +262,7 @@ func found(rng *rand.Rand, cur order.StepState) order.StepState {
 	case 1:
 		f.Attempt++
 	case 2:
-		f.ProcessState = []order.ProcessState{order.Pending, order.Processing, order.Error}[rng.IntN(3)]
+		f.ProcessState = []order.ProcessState{order.Pending, order.Processing, order.Error, order.Waiting}[rng.IntN(4)]
 	case 3:
 		f.LockedBy = "another"
 	case 4:
@@ -276,12 +291,13 @@ func randomWrite(rng *rand.Rand, wf order.Workflow, f order.Found, fence order.S
 	}
 	// Half the time a write that fits the record as stored, so that
 	// each lands often enough to meet its stale views too.
-	pick := rng.IntN(18)
+	pick := rng.IntN(19)
 	if cur, _ := f.Record(); rng.IntN(2) == 0 {
 		fits := map[order.ProcessState][]int{
 			order.Pending:    {3, 6, 7, 8, 8, 13, 16},
 			order.Processing: {0, 1, 2, 3, 3, 5, 9, 10, 15, 16},
 			order.Error:      {11, 12, 14, 16, 17, 17},
+			order.Waiting:    {3, 13, 16, 18, 18},
 		}[cur.ProcessState]
 		if cur.AlertPending {
 			fits = append(fits, 11, 11, 12)
@@ -317,6 +333,9 @@ func randomWrite(rng *rand.Rand, wf order.Workflow, f order.Found, fence order.S
 	case 7:
 		return recovery(order.Recovery{Action: order.Nudge, CompleteBy: later, Reason: "unclaimed", AlertOperators: rng.IntN(2) == 0})
 	case 8:
+		if d, ok := wf.Step(fence.Step); ok && d.Waits() {
+			return transition(order.StartWait(fence, now.Add(d.Wait.For), now))
+		}
 		return transition(order.Claim(fence, "s2", now.Add(timing.Allowance), now))
 	case 9:
 		return transition(order.Cancel(fence, now))
@@ -339,9 +358,18 @@ func randomWrite(rng *rand.Rand, wf order.Workflow, f order.Found, fence order.S
 			return completion(rng, wf, f, fence, now)
 		}
 		return undoing(rng, wf, fence, now)
-	default:
+	case 17:
 		return resume(wf, f, fence, later, now)
+	default:
+		return endWait(wf, fence, now)
 	}
+}
+
+// endWait is the Supervisor's end of fence's wait, as it decides it
+// (whatever the step; a write on a record that is not a wait is refused
+// like any stale one).
+func endWait(wf order.Workflow, fence order.StepState, now time.Time) write {
+	return write{name: "end wait", tr: wf.WaitEnded(fence, now).Transition(now)}
 }
 
 // completion is a success reply of fence's attempt, as the Scheduler
@@ -371,13 +399,15 @@ func completion(rng *rand.Rand, wf order.Workflow, f order.Found, fence order.St
 // refusal, the write Undoing.Again decides.
 func undoing(rng *rand.Rand, wf order.Workflow, fence order.StepState, now time.Time) write {
 	var u order.Undoing
-	switch rng.IntN(5) {
+	switch rng.IntN(6) {
+	case 5:
+		u = wf.UndoCancelledWait(fence, now)
 	case 0:
 		u = wf.UndoFault(fence, "declined", now)
 	case 1:
 		u = wf.UndoCancelledSuccess(fence, "ref-1", json.RawMessage(`{"n":2}`), now)
 	case 2:
-		u = wf.UndoWaiting(fence, rng.IntN(2) == 0, now)
+		u = wf.UndoUnclaimed(fence, rng.IntN(2) == 0, now)
 	case 3:
 		u = wf.UndoRecovery(fence, order.Recovery{Action: order.Compensate, MayHaveRun: rng.IntN(2) == 0, Reason: "timed out"}, now)
 	default:
@@ -442,7 +472,7 @@ type record struct {
 	Step, Reference, Result, Undone              string
 	State                                        order.ProcessState
 	LockedBy, LastError, Parked, Version         string
-	CompleteBy, DueAt, Updated                   int64
+	CompleteBy, DueAt, Updated, Since            int64
 	Failures, Nudges, Releases, Deferrals, Index int
 	Attempt, Heartbeats, PastFailures, UndoFloor int
 	Undo, AlertPending, CancelRequested          bool
@@ -459,7 +489,7 @@ func fields(s order.StepState) record {
 	return record{Step: s.Step, Reference: s.Reference, Result: string(s.Result), Undone: strings.Join(s.Undone, ","),
 		PastFailures: s.PastFailures, UndoFloor: s.UndoFloor, Undo: s.Undo,
 		State: s.ProcessState, LockedBy: s.LockedBy, LastError: s.LastError, Parked: s.Parked, Version: s.Version,
-		CompleteBy: ms(s.CompleteBy), DueAt: ms(s.DueAt), Updated: ms(s.UpdatedAt),
+		CompleteBy: ms(s.CompleteBy), DueAt: ms(s.DueAt), Updated: ms(s.UpdatedAt), Since: ms(s.Since),
 		Failures: s.FailureCount, Nudges: s.Nudges, Releases: s.Releases, Deferrals: s.Deferrals, Index: s.Index,
 		Attempt: s.Attempt, Heartbeats: s.Heartbeats,
 		AlertPending: s.AlertPending, CancelRequested: s.CancelRequested, AlertKind: s.AlertKind}

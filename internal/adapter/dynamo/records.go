@@ -97,8 +97,10 @@ type stepRecord struct {
 	Heartbeats   int    `dynamodbav:"Heartbeats,omitempty"`
 	LockedBy     string `dynamodbav:"LockedBy,omitempty"`
 	CompleteBy   int64  `dynamodbav:"CompleteBy,omitempty"`
-	LastError    string `dynamodbav:"LastError,omitempty"`
-	Reference    string `dynamodbav:"Ref,omitempty"`
+	// Since is when a Waiting step started to wait.
+	Since     int64  `dynamodbav:"Since,omitempty"`
+	LastError string `dynamodbav:"LastError,omitempty"`
+	Reference string `dynamodbav:"Ref,omitempty"`
 	// Result is the step's answer, as JSON text, when the workflow keeps
 	// it (order.Workflow.Keeps).
 	Result    string `dynamodbav:"Result,omitempty"`
@@ -164,7 +166,7 @@ func newStepRecord(st order.StepState) stepRecord {
 	return stepRecord{
 		Step: st.Step, Undo: st.Undo, Agent: st.Agent, State: string(st.ProcessState), Attempt: st.Attempt,
 		FailureCount: st.FailureCount, PastFailures: st.PastFailures, Nudges: st.Nudges, Releases: st.Releases, Deferrals: st.Deferrals, Heartbeats: st.Heartbeats, LockedBy: st.LockedBy,
-		CompleteBy: millis(st.CompleteBy), LastError: st.LastError, Reference: st.Reference, Result: string(st.Result),
+		CompleteBy: millis(st.CompleteBy), Since: millis(st.Since), LastError: st.LastError, Reference: st.Reference, Result: string(st.Result),
 		UpdatedAt: millis(st.UpdatedAt),
 	}
 }
@@ -190,7 +192,7 @@ func (r orderRecord) order() (order.Order, []order.StepState) {
 			OrderID: r.OrderID, Workflow: o.Workflow, Version: o.Version, Parked: r.Parked,
 			Step: s.Step, Index: i, Undo: s.Undo, CancelRequested: r.Cancel, UndoFloor: r.UndoFloor, Agent: s.Agent,
 			ProcessState: order.ProcessState(s.State), LockedBy: s.LockedBy,
-			CompleteBy: fromMillis(s.CompleteBy), FailureCount: s.FailureCount, PastFailures: s.PastFailures,
+			CompleteBy: fromMillis(s.CompleteBy), Since: fromMillis(s.Since), FailureCount: s.FailureCount, PastFailures: s.PastFailures,
 			Attempt: s.Attempt, Nudges: s.Nudges, Releases: s.Releases, Deferrals: s.Deferrals, Heartbeats: s.Heartbeats, LastError: s.LastError,
 			Reference: s.Reference, UpdatedAt: fromMillis(s.UpdatedAt),
 		}
@@ -236,7 +238,7 @@ func (r orderRecord) active() (order.StepState, bool) {
 // is what puts its order into the sparse due index.
 func watched(s order.StepState) bool {
 	switch s.ProcessState {
-	case order.Pending, order.Processing:
+	case order.Pending, order.Processing, order.Waiting:
 		return true
 	case order.Error:
 		return s.AlertPending

@@ -36,10 +36,15 @@ func AppliedTo(t order.Transition, f order.Found) order.Found {
 	}
 	if n := c.Next; n != nil {
 		r := steps[n.Index]
-		r.ProcessState, r.LockedBy, r.CompleteBy, r.UpdatedAt = order.Processing, n.Owner, n.CompleteBy, t.At
-		r.Attempt, r.Deferrals, r.Heartbeats = r.Attempt+1, 0, 0
+		r.ProcessState, r.LockedBy, r.CompleteBy, r.UpdatedAt = n.State, n.Owner, n.CompleteBy, t.At
+		switch n.State {
+		case order.Processing:
+			r.Attempt, r.Deferrals, r.Heartbeats = r.Attempt+1, 0, 0
+			o.Parked = ""
+		case order.Waiting:
+			r.Attempt, r.Since = r.Attempt+1, t.At
+		}
 		steps[n.Index], active = r, n.Index
-		o.Parked = ""
 	}
 	if len(c.Append) > 0 {
 		active = len(steps)

@@ -78,6 +78,16 @@ func NewWorld(t testing.TB, timing order.Timing) *World {
 	return w
 }
 
+// Run makes wf the World's one workflow version in place of the shipped
+// one (a test's own steps, under the same name and version, so it runs on
+// the stack provisioned for the shipped workflow's agents): the API is
+// built again, and every actor built after it runs wf.
+func (w *World) Run(t testing.TB, wf order.Workflow) {
+	t.Helper()
+	w.Workflow = wf
+	w.API = w.NewAPI(t)
+}
+
 // Versions is the World's one workflow version, as the functions get it.
 func (w *World) Versions() order.Versions { return order.MustVersions(w.Workflow) }
 
