@@ -179,11 +179,12 @@ func WithRehearsal(v Versions) Versions {
 }
 
 // FirstAgents lists the agents of every workflow's first step, each once:
-// a submission sends the first step's request itself.
+// a submission sends the first step's request itself. A first step that
+// waits has none.
 func (v Versions) FirstAgents() []string {
 	var out []string
 	for _, name := range v.names {
-		if a := v.byRef[Ref(name, v.latest[name])].Steps[0].Agent; !slices.Contains(out, a) {
+		if a := v.byRef[Ref(name, v.latest[name])].Steps[0].Agent; a != "" && !slices.Contains(out, a) {
 			out = append(out, a)
 		}
 	}

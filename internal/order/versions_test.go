@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"orderly/internal/order"
 	"orderly/internal/testkit/ordertest"
@@ -88,11 +89,13 @@ func TestVersionsOfSeveralWorkflows(t *testing.T) {
 	o2 := o1
 	o2.Version = "2"
 	c1 := order.Workflow{Name: "checkout", Version: "1", Steps: []order.StepDef{{Name: "fraud-check", Agent: "fraud", Allowance: 1, MaxAllowance: 1, FailureThreshold: 1}}}
-	vs, err := order.NewVersions(o1, c1, o2)
+	// A workflow that starts with a timer has no first agent.
+	h1 := order.Workflow{Name: "hold", Version: "1", Steps: []order.StepDef{{Name: "cool-off", Wait: &order.Wait{For: time.Minute}}, c1.Steps[0]}}
+	vs, err := order.NewVersions(o1, c1, o2, h1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if vs.Default() != "order" || vs.Latest().Version != "2" || !slices.Equal(vs.Names(), []string{"order", "checkout"}) {
+	if vs.Default() != "order" || vs.Latest().Version != "2" || !slices.Equal(vs.Names(), []string{"order", "checkout", "hold"}) {
 		t.Errorf("default %s, latest %s, names %v; want order, 2, [order checkout]", vs.Default(), vs.Latest().Version, vs.Names())
 	}
 	if w, ok := vs.LatestOf("checkout"); !ok || w.Version != "1" {
