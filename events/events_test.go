@@ -636,7 +636,7 @@ func checkSchedulerReplies(t *testing.T, raw []byte, ev events.SQSEvent) {
 	next, _ := workflow.Step(ordertest.StepChargePayment)
 	wantDone := order.Completion{
 		Step:      order.StepState{OrderID: "QMVF4LBCLJ4PRZERCUY25DASBK", Step: ordertest.StepReserveInventory, Index: 0, Attempt: 1},
-		Reference: "res_k7q2m9x4t3vbn8c5wz6hjp2rfd", Next: &next, NextIndex: 1, Owner: schedulerID, NextCompleteBy: now.Add(next.Allowance)}.Transition(now)
+		Reference: "res_k7q2m9x4t3vbn8c5wz6hjp2rfd", Next: &next, NextIndex: 1, NextState: order.Processing, Owner: schedulerID, NextCompleteBy: now.Add(next.Allowance)}.Transition(now)
 	if len(store.completions) != 1 || !reflect.DeepEqual(store.completions[0], wantDone) {
 		t.Errorf("completions %+v, want [%+v]", store.completions, wantDone)
 	}

@@ -103,7 +103,7 @@ func TestCounts(t *testing.T) {
 		want   string
 	}{
 		{"a day", []string{"counts", "--created-from", "2026-11-26", "--created-to", "2026-11-27"}, resources.CreatedIndexName, []int64{day, next - 1},
-			"Orders created from 2026-11-26T00:00:00Z to 2026-11-27T00:00:00Z:\nSTATUS        ORDERS\nPending       0\nProcessing    0\nProcessed     1\nCompensating  1\n"},
+			"Orders created from 2026-11-26T00:00:00Z to 2026-11-27T00:00:00Z:\nSTATUS        ORDERS\nPending       0\nProcessing    0\nWaiting       0\nProcessed     1\nCompensating  1\n"},
 		{"a created end alone: no default start", []string{"counts", "--created-to", "2026-11-27", "--customer", "c-1"}, resources.CreatedIndexName, []int64{next},
 			"Orders created before 2026-11-27T00:00:00Z:\n"},
 		{"an ended window", []string{"counts", "--ended-from", "2026-11-26"}, resources.EndedIndexName, []int64{day},

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"orderly/internal/actor/api"
 	"orderly/internal/order"
@@ -180,6 +182,7 @@ func TestFlagsGoAnywhere(t *testing.T) {
 		{[]string{"-stage", "prod", "-o", "json", "show", "X"}, "orderly show", []string{"X"}, map[string]string{"output": "json", "stage": "prod"}},
 		{[]string{"-stage=prod", "list", "-status", "Error", "-max", "7"}, "orderly list", nil, map[string]string{"stage": "prod", "status": "Error", "max": "7"}},
 		{[]string{"-max", "7", "list", "-late", "5m"}, "orderly list", nil, map[string]string{"max": "7", "late": "5m0s"}},
+		{[]string{"list", "-status", "Waiting"}, "orderly list", nil, map[string]string{"status": "Waiting"}},
 		{[]string{"alerts", "-kind", "UndoFailed", "-since", "72h", "-o", "json"}, "orderly alerts", nil, map[string]string{"kind": "UndoFailed", "since": "72h0m0s", "output": "json"}},
 		{[]string{"redrive", "X", "-action", "retry", "-stage", "qa"}, "orderly redrive", []string{"X"}, map[string]string{"action": "retry", "stage": "qa"}},
 		{[]string{"move", "X", "-version", "2"}, "orderly move", []string{"X"}, map[string]string{"version": "2"}},
@@ -255,6 +258,48 @@ func TestShowPrintsTheRedriveChoices(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("show prints\n%s\nwithout %q", out.String(), want)
 		}
+	}
+}
+
+// show says what a waiting step waits for, since when and until when;
+// what it waits for is left out when the CLI's build lacks the order's
+// workflow version.
+func TestShowPrintsWhatAStepWaitsFor(t *testing.T) {
+	since := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	until := since.Add(time.Hour)
+	for _, tt := range []struct {
+		name string
+		wait api.WaitView
+		want string
+	}{
+		{"a timer", api.WaitView{For: order.WaitTimer, Since: since, Until: until},
+			"  waiting: cool-off waits for timer since 2026-03-01T12:00:00Z until 2026-03-01T13:00:00Z\n"},
+		{"a version this build lacks", api.WaitView{Since: since, Until: until},
+			"  waiting: cool-off waits since 2026-03-01T12:00:00Z until 2026-03-01T13:00:00Z\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			v := api.OrderView{OrderID: "O", Status: order.StatusWaiting, Steps: []api.StepView{
+				{Step: "cool-off", State: "Waiting", Attempt: 1, CompleteBy: &until, Waiting: &tt.wait}, {Step: "charge-payment", State: "NotStarted"}}}
+			var out strings.Builder
+			writeOrder(&out, v)
+			if !strings.Contains(out.String(), tt.want) {
+				t.Errorf("show prints\n%s\nwithout %q", out.String(), tt.want)
+			}
+		})
+	}
+}
+
+// list --status takes each status an index holds: Error, and every
+// status of an order that has not ended (ops.InStatus).
+func TestListTakesEveryStatusTheIndexesHold(t *testing.T) {
+	want := []string{string(order.StatusError)}
+	for _, s := range order.Statuses {
+		if !s.Terminal() {
+			want = append(want, string(s))
+		}
+	}
+	if got := slices.Sorted(slices.Values(listedStatuses)); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+		t.Errorf("list --status takes %v, want %v", listedStatuses, want)
 	}
 }
 

@@ -18,7 +18,7 @@ import (
 // listedStatuses are the statuses `list --status` takes: those an index
 // holds (ops.ErrNotListed).
 var listedStatuses = []string{string(order.StatusError), string(order.StatusPending), string(order.StatusProcessing),
-	string(order.StatusCompensating), string(order.StatusCancelling)}
+	string(order.StatusWaiting), string(order.StatusCompensating), string(order.StatusCancelling)}
 
 // alertKinds are the kinds `alerts --kind` completes.
 var alertKinds = []string{string(order.AlertStepFailed), string(order.AlertStepTimedOut), string(order.AlertStepUnclaimed),
@@ -43,8 +43,9 @@ workflow version, running step or undo, attempt, deadline and how late it is.
 
 With --late, only those whose deadline passed at least that long ago: the
 stuck ones. With --status Error, the orders an operator must act on, with the
-record that stopped each; or those Pending, Processing, Compensating or
-Cancelling. An order that ended is looked up by id: orderly show ID.`,
+record that stopped each; or those Pending, Processing, Waiting (a step
+waits: COMPLETE BY is when its wait ends), Compensating or Cancelling. An
+order that ended is looked up by id: orderly show ID.`,
 		Example: "  orderly list --status Error\n  orderly list --late 5m -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -86,7 +87,7 @@ Cancelling. An order that ended is looked up by id: orderly show ID.`,
 		},
 	}
 	cmd.Flags().DurationVar(&late, "late", 0, "only orders whose deadline passed at least this long ago")
-	cmd.Flags().StringVar(&status, "status", "", "Error (the orders an operator must act on), Pending, Processing, Compensating or Cancelling (default: every order in flight)")
+	cmd.Flags().StringVar(&status, "status", "", "Error (the orders an operator must act on), Pending, Processing, Waiting, Compensating or Cancelling (default: every order in flight)")
 	cmd.Flags().IntVar(&maxN, "max", 100, "list at most this many")
 	complete(cmd, "status", listedStatuses...)
 	return cmd
@@ -97,7 +98,8 @@ func (a *app) showCmd() *cobra.Command {
 		Use:   "show ID",
 		Short: "The order and each of its records (steps and undos)",
 		Long: `Show the order and each of its records: state, attempt, failures, deadline,
-the service's reference and the last error. For an order in Error, what each
+the service's reference and the last error. For a Waiting order, what its step
+waits for, since when and until when. For an order in Error, what each
 redrive would do, or why it is refused.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -181,10 +183,10 @@ Failed, Cancelled). With -o json, one JSON object per change.`,
 func (a *app) cancelCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "cancel ID",
-		Short: "Cancel the order for its client (Pending or Processing only)",
+		Short: "Cancel the order for its client (Pending, Processing or Waiting only)",
 		Long: `Cancel the order on its client's behalf, as the client's own
-POST /orders/{id}/cancel would: a step in flight finishes or times out, then
-the work done is undone.`,
+POST /orders/{id}/cancel would: a step in flight finishes or times out, a
+step's wait stops at once, then the work done is undone.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			stage, err := a.open(cmd.Context())
@@ -354,6 +356,18 @@ func writeOrder(w io.Writer, v api.OrderView) {
 		fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", i, step, s.State, s.Attempt, s.FailureCount, by, s.Reference, clip(s.LastError, 60))
 	}
 	tw.Flush()
+	for _, s := range v.Steps {
+		if wt := s.Waiting; wt != nil {
+			fmt.Fprintf(w, "  waiting: %s waits", order.RecordLabel(s.Step, s.Undo))
+			if wt.For != "" {
+				fmt.Fprintf(w, " for %s", wt.For)
+			}
+			if !wt.Since.IsZero() {
+				fmt.Fprintf(w, " since %s", wt.Since.UTC().Format(time.RFC3339))
+			}
+			fmt.Fprintf(w, " until %s\n", wt.Until.UTC().Format(time.RFC3339))
+		}
+	}
 	// What each redrive would do, or why it is refused, before anyone tries.
 	for _, r := range v.Redrive {
 		what, def := r.What, ""

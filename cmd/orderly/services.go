@@ -124,6 +124,9 @@ func (a *app) servicesCalled(paths []string) ([]string, error) {
 	var called []string
 	for _, d := range defs {
 		for _, s := range d.Steps {
+			if s.Wait != nil {
+				continue // it calls no service
+			}
 			if !slices.Contains(called, s.Service) {
 				called = append(called, s.Service)
 			}

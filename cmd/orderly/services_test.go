@@ -27,6 +27,16 @@ func TestServicesValidate(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "services.json")
 	shipped := filepath.Join("..", "..", "workflows")
 	checkout := filepath.Join("..", "..", "examples", "workflows", "checkout", "v1.json")
+	// Its step that waits calls no service, so needs no entry.
+	waitDef, err := os.ReadFile(filepath.Join("..", "..", "internal", "definition", "testdata", "wait.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waits := writeFile(t, waitDef, t.TempDir(), "trial", "v1.json")
+	twoServices := writeFile(t, []byte(`{
+	  "inventory": {"url": "http://127.0.0.1:8081", "auth": {"type": "none"}},
+	  "payment": {"url": "http://127.0.0.1:8082", "auth": {"type": "none"}}
+	}`), t.TempDir(), "services.json")
 	tests := []struct {
 		name     string
 		args     []string
@@ -52,6 +62,7 @@ func TestServicesValidate(t *testing.T) {
 			local + `: payment: not configured: give the service's url and auth (or, for loopback services, set --remote-url)`,
 			local + `: shipping: not configured: give the service's url and auth (or, for loopback services, set --remote-url)`,
 		}, 1},
+		{"a workflow with a step that waits", []string{twoServices, "--workflows", waits}, []string{twoServices + ": valid"}, 0},
 		{"the rest at a loopback URL, as make run's simulator", []string{local, "--workflows", checkout, "--remote-url", "http://127.0.0.1:8081"},
 			[]string{local + ": valid"}, 0},
 		{"the rest at a remote URL", []string{local, "--workflows", checkout + "," + shipped, "--remote-url", "https://sim.example.com"}, []string{

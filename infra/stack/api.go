@@ -121,11 +121,19 @@ func newAPI(s *Stack) awsapigateway.RestApi {
 	// Operators read any caller's order here; a caller reads only its own
 	// on /orders/{id}. IAM tells them apart: see the two policies below.
 	byID.AddResource(jsii.String("history"), nil).AddMethod(jsii.String("GET"), integration, getByID)
+	// A client sends an event to its own order, an operator to any: the
+	// function checks the name and the data against the step's schema.
+	event := &awsapigateway.MethodOptions{
+		RequestValidator:  validator,
+		RequestParameters: &map[string]*bool{"method.request.path.id": jsii.Bool(true), "method.request.path.name": jsii.Bool(true)},
+	}
+	byID.AddResource(jsii.String("events"), nil).AddResource(jsii.String("{name}"), nil).AddMethod(jsii.String("POST"), integration, event)
 	opsOrders := api.Root().AddResource(jsii.String("ops"), nil).AddResource(jsii.String("orders"), nil)
 	opsOrders.AddMethod(jsii.String("GET"), integration, search)
 	opsByID := opsOrders.AddResource(jsii.String("{id}"), nil)
 	opsByID.AddMethod(jsii.String("GET"), integration, getByID)
 	opsByID.AddResource(jsii.String("history"), nil).AddMethod(jsii.String("GET"), integration, getByID)
+	opsByID.AddResource(jsii.String("events"), nil).AddResource(jsii.String("{name}"), nil).AddMethod(jsii.String("POST"), integration, event)
 
 	invoke := func(paths ...string) awsiam.PolicyDocument {
 		arns := make([]*string, len(paths))
@@ -138,13 +146,13 @@ func newAPI(s *Stack) awsapigateway.RestApi {
 	}
 	s.clientPolicy = awsiam.NewManagedPolicy(s.Stack, jsii.String("ClientPolicy"), &awsiam.ManagedPolicyProps{
 		ManagedPolicyName: jsii.String("orderly-" + s.props.Stage + "-client"),
-		Description:       jsii.String("submit orders, find, read and cancel the caller's own orders"),
-		Document:          invoke("POST /orders", "POST /workflows/*/orders", "GET /orders", "GET /orders/*", "POST /orders/*/cancel"),
+		Description:       jsii.String("submit orders, find, read and cancel the caller's own orders, and send them events"),
+		Document:          invoke("POST /orders", "POST /workflows/*/orders", "GET /orders", "GET /orders/*", "POST /orders/*/cancel", "POST /orders/*/events/*"),
 	})
 	s.operatorPolicy = awsiam.NewManagedPolicy(s.Stack, jsii.String("OperatorPolicy"), &awsiam.ManagedPolicyProps{
 		ManagedPolicyName: jsii.String("orderly-" + s.props.Stage + "-operator"),
-		Description:       jsii.String("find and read any caller's orders, redrive an order in Error"),
-		Document:          invoke("GET /ops/orders", "GET /ops/orders/*", "POST /orders/*/redrive"),
+		Description:       jsii.String("find and read any caller's orders, send them events, redrive an order in Error"),
+		Document:          invoke("GET /ops/orders", "GET /ops/orders/*", "POST /orders/*/redrive", "POST /ops/orders/*/events/*"),
 	})
 	return api
 }

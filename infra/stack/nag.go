@@ -37,7 +37,7 @@ const (
 	whyStandaloneDLQ = "this queue is itself a dead-letter destination (stream event source on-failure / EventBridge target DLQ), " +
 		"referenced outside any SQS redrive policy"
 	whyIAMAuth      = "the API uses IAM (SigV4) authorization on every method: callers are AWS principals, not Cognito users"
-	whyOrderIDs     = "order ids are made per request, so reading, cancelling or redriving orders is granted on that method of every id under the route"
+	whyOrderIDs     = "order ids are made per request, so reading, cancelling, redriving orders or sending them events is granted on that method of every id under the route; an event's name is checked by the function against the order's workflow"
 	whyPageTokenKey = "the page token key seals search cursors and guards no data at rest; a new key only makes open cursors fail with a 400, " +
 		"and the submission function reads it once at start, so it is replaced by hand with a deployment, not by a rotation function"
 	whyWorkflowNames = "a client may submit to any workflow the stage runs: the wildcard is the workflow's name, and a name no workflow has is answered 400 with the names there are"
@@ -118,9 +118,10 @@ func suppress(s *Stack) {
 	add(s.data.pageTokenKey, false, "AwsSolutions-SMG4", whyPageTokenKey)
 	// The stage's logical id changes with the stage name, hence regexes.
 	add(s.clientPolicy, false, "AwsSolutions-IAM5", whyOrderIDs+"; "+whyWorkflowNames, `/^Resource::arn:.*:execute-api:.*\/GET\/orders\/\*$/`,
-		`/^Resource::arn:.*:execute-api:.*\/POST\/orders\/\*\/cancel$/`, `/^Resource::arn:.*:execute-api:.*\/POST\/workflows\/\*\/orders$/`)
+		`/^Resource::arn:.*:execute-api:.*\/POST\/orders\/\*\/cancel$/`, `/^Resource::arn:.*:execute-api:.*\/POST\/workflows\/\*\/orders$/`,
+		`/^Resource::arn:.*:execute-api:.*\/POST\/orders\/\*\/events\/\*$/`)
 	add(s.operatorPolicy, false, "AwsSolutions-IAM5", whyOrderIDs, `/^Resource::arn:.*:execute-api:.*\/GET\/ops\/orders\/\*$/`,
-		`/^Resource::arn:.*:execute-api:.*\/POST\/orders\/\*\/redrive$/`)
+		`/^Resource::arn:.*:execute-api:.*\/POST\/orders\/\*\/redrive$/`, `/^Resource::arn:.*:execute-api:.*\/POST\/ops\/orders\/\*\/events\/\*$/`)
 	add(s.api, true, "AwsSolutions-IAM4", whyAPILogsRole,
 		"Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs")
 }

@@ -118,10 +118,11 @@ func TestResourceCounts(t *testing.T) {
 		"AWS::KMS::Key":                   1,
 		"AWS::Events::EventBus":           1,
 		"AWS::ApiGateway::RestApi":        1,
-		// POST and GET /orders, GET /orders/{id}, its history, cancel and
-		// redrive, GET /ops/orders, GET /ops/orders/{id} and its history,
-		// POST /workflows/{workflow}/orders and POST /workflows/order/orders
-		"AWS::ApiGateway::Method":           11,
+		// POST and GET /orders, GET /orders/{id}, its history, cancel,
+		// redrive and events, GET /ops/orders, GET /ops/orders/{id}, its
+		// history and events, POST /workflows/{workflow}/orders and POST
+		// /workflows/order/orders
+		"AWS::ApiGateway::Method":           13,
 		"AWS::SecretsManager::Secret":       1, // the page token key
 		"AWS::IAM::ManagedPolicy":           3, // the client and operator policies, and the operators' tools
 		"AWS::ApiGateway::RequestValidator": 1,

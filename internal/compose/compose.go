@@ -126,11 +126,12 @@ func Submit(f Function, tweaks ...func(*api.Config)) (*api.Service, error) {
 	return api.NewService(tweaked(cfg, tweaks))
 }
 
-// Controls is the cancel and redrive of orders, a cancel written as by
-// canceller (control.ByClientCancel or an operator's) and a redrive as by
-// an operator.
+// Controls is the cancel and redrive of orders and the events sent to
+// them, a cancel written as by canceller (control.ByClientCancel or an
+// operator's), a redrive as by an operator, and an event as by its sender.
 func Controls(orders *dynamo.Store, canceller string, workflows order.Versions, now func() time.Time) *control.Service {
-	return control.New(orders.As(canceller), orders.As(control.ByOperatorRedrive), workflows, now)
+	return control.New(orders.As(canceller), orders.As(control.ByOperatorRedrive), workflows, now).
+		TakingEvents(orders.As(control.ByClientEvent), orders.As(control.ByOperatorEvent))
 }
 
 // Scheduler is one Scheduler instance: it applies agents' replies and

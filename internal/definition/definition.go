@@ -42,16 +42,47 @@ type Definition struct {
 	Steps       []Step          `json:"steps"`
 }
 
-// Step is one step of a definition.
+// Step is one step of a definition: one that calls a service (Service
+// and Call), or one that waits (Wait), which calls nothing.
 type Step struct {
 	Name    string   `json:"name"`
-	Service string   `json:"service"`
-	Call    *Call    `json:"call"`
+	Service string   `json:"service,omitempty"`
+	Call    *Call    `json:"call,omitempty"`
+	Wait    *Wait    `json:"wait,omitempty"`
 	Undo    *Undo    `json:"undo,omitempty"`
 	Timing  *Timing  `json:"timing,omitempty"`
 	Request *Request `json:"request,omitempty"`
 	Result  *Result  `json:"result,omitempty"`
 }
+
+// Wait is what a step that waits waits for: a durable timer (For), or
+// an event (Event), one or the other.
+type Wait struct {
+	// For is how long the step waits once it is reached: a Go duration.
+	For string `json:"for,omitempty"`
+	// Event names the event the step waits for, sent by the order's
+	// client or an operator (POST /orders/{id}/events/{name}); its data,
+	// a JSON object, is the step's result. Timeout (a Go duration)
+	// bounds the wait; OnTimeout says what happens when no event came by
+	// then: OnTimeoutFail (the default) or OnTimeoutContinue. Schema,
+	// when set, is the JSON Schema the data must match.
+	Event     string          `json:"event,omitempty"`
+	Timeout   string          `json:"timeout,omitempty"`
+	OnTimeout string          `json:"onTimeout,omitempty"`
+	Schema    json.RawMessage `json:"schema,omitempty"`
+}
+
+// isTimer reports whether the wait is a timer, not an event (a wait that
+// is neither, or both, is not).
+func (w Wait) isTimer() bool { return w.For != "" && w.Event == "" }
+
+// What a step that waits for an event does when it does not come in time
+// (Wait.OnTimeout): fail, and the order is compensated; or continue, the
+// step Processed with no result.
+const (
+	OnTimeoutFail     = "fail"
+	OnTimeoutContinue = "continue"
+)
 
 // Result is what the definition says of a step's answer.
 type Result struct {
@@ -211,9 +242,10 @@ func Parse(file string, data []byte) (Definition, error) {
 		return def, Problems{{Source: file, Rule: "is not a definition: " + err.Error()}}
 	}
 	def.File = file
-	// One problem per field: a value of the wrong type is not also empty.
-	for _, p := range def.Validate() {
-		if !slices.ContainsFunc(problems, func(q Problem) bool { return q.Field == p.Field }) {
+	// One problem per field: a value of the wrong type is not also empty,
+	// nor are the fields it should have held missing.
+	for _, p := range append(def.Validate(), def.checkGiven(data)...) {
+		if !slices.ContainsFunc(problems, func(q Problem) bool { return q.Field == p.Field || strings.HasPrefix(p.Field, q.Field+".") }) {
 			problems = append(problems, p)
 		}
 	}
@@ -222,6 +254,28 @@ func Parse(file string, data []byte) (Definition, error) {
 	}
 	return def, nil
 }
+
+// checkGiven reports what Validate cannot see in the decoded definition,
+// only in its file data: a step that waits with a service, even an empty
+// one.
+func (d Definition) checkGiven(data []byte) Problems {
+	var given struct {
+		Steps []map[string]json.RawMessage `json:"steps"`
+	}
+	if json.Unmarshal(data, &given) != nil || len(given.Steps) != len(d.Steps) {
+		return nil // Parse reports why
+	}
+	var ps Problems
+	for i, s := range d.Steps {
+		if _, ok := given.Steps[i]["service"]; ok && s.Wait != nil && s.Service == "" {
+			ps = append(ps, Problem{Source: d.File, Field: fmt.Sprintf("steps[%d].service", i), Rule: waitHasNoService})
+		}
+	}
+	return ps
+}
+
+// waitHasNoService is the rule a step that waits and names a service breaks.
+const waitHasNoService = "a step that waits has no service; leave it out"
 
 // Validate reports every rule the definition breaks.
 func (d Definition) Validate() Problems {
@@ -263,16 +317,23 @@ func (d Definition) Validate() Problems {
 		if s.Name == CarriesOrder {
 			add(at+".name", "%q: is the item of \"carries\" that is the order's input; call the step something else", s.Name)
 		}
-		if n := len(s.Service); n > maxServiceLen {
+		switch n := len(s.Service); {
+		case s.Wait != nil:
+			d.checkWaitStep(add, checkName, i, s)
+			continue // it calls nothing: no call rule applies
+		case n == 0 && s.Call == nil:
+			add(at, "neither calls a service (\"service\" and \"call\") nor waits (\"wait\"): give it one or the other")
+		case n > maxServiceLen:
 			add(at+".service", "is %d characters, the limit is %d: the service's agent is the Lambda function orderly-<stage>-<service>-agent, and Lambda takes at most %d characters (a service of at most %d with stage \"dev\")",
 				n, maxServiceLen, maxFunctionNameLen, maxServiceLen+1-len("dev"))
-		} else {
+		default:
 			checkName(at+".service", s.Service)
 		}
-		if s.Call == nil {
-			add(at+".call", "is required: the remote call that does the step's work")
-		} else {
+		switch {
+		case s.Call != nil:
 			checkCall(add, at+".call", s.Call.Method, s.Call.Path)
+		case s.Service != "":
+			add(at+".call", "is required: the remote call that does the step's work")
 		}
 		if s.Undo != nil {
 			checkCall(add, at+".undo", s.Undo.Method, s.Undo.Path)
@@ -295,19 +356,147 @@ func (d Definition) Validate() Problems {
 			}
 			d.checkCarries(add, at+".undo.carries", i, s.Undo.Carries, true)
 		}
-		if r := s.Result; r != nil {
-			if r.MaxBytes != nil && (*r.MaxBytes < minResultBytes || *r.MaxBytes > order.MaxResultBytes) {
-				add(at+".result.maxBytes", "%d: must be between %d and %d", *r.MaxBytes, minResultBytes, order.MaxResultBytes)
-			}
-			if len(r.Schema) > 0 {
-				if err := checkInputSchema(r.Schema); err != nil {
-					add(at+".result.schema", "is not a valid JSON Schema: %s", err)
-				}
-			}
+		if s.Result != nil {
+			checkResult(add, at+".result", *s.Result, false)
 		}
 	}
 	d.checkSize(add)
 	return ps
+}
+
+// Bounds on how long a step waits: a timer's duration, an event's
+// timeout.
+const (
+	// minWait is the least a step waits. A wait ends on the Supervisor's
+	// schedule, so a shorter one would end no sooner.
+	minWait = time.Second
+	// maxWait is the most a step waits, a year: a bound keeps every
+	// order ending.
+	maxWait = 8760 * time.Hour
+)
+
+// checkWaitStep checks step i, one that waits: it calls no service, so
+// each field of a call is a mistake, named; its wait must end; and a
+// timer has no result, while an event's data is its result.
+func (d Definition) checkWaitStep(add func(string, string, ...any), checkName func(string, string), i int, s Step) {
+	at := fmt.Sprintf("steps[%d]", i)
+	event := s.Wait.Event != ""
+	for _, f := range []struct {
+		field string
+		set   bool
+		rule  string
+	}{
+		{"service", s.Service != "", waitHasNoService},
+		{"call", s.Call != nil, "a step that waits calls no service; leave it out"},
+		{"undo", s.Undo != nil, "a step that waits has nothing to undo; leave it out"},
+		{"timing", s.Timing != nil, "a step that waits has no allowance (its wait says how long it takes); leave it out"},
+		{"request", s.Request != nil, "a step that waits sends no request; leave it out"},
+		{"result", s.Result != nil && s.Wait.isTimer(), "a step that waits has no result (a timer answers nothing); leave it out"},
+	} {
+		if f.set {
+			add(at+"."+f.field, "%s", f.rule)
+		}
+	}
+	if event && s.Result != nil {
+		checkResult(add, at+".result", *s.Result, true)
+	}
+	d.checkWait(add, checkName, i, at+".wait", *s.Wait)
+}
+
+// checkResult checks a step's result: its bound, and its schema, which an
+// event's step has in its wait (the event's data is its result).
+func checkResult(add func(string, string, ...any), at string, r Result, event bool) {
+	if r.MaxBytes != nil && (*r.MaxBytes < minResultBytes || *r.MaxBytes > order.MaxResultBytes) {
+		add(at+".maxBytes", "%d: must be between %d and %d", *r.MaxBytes, minResultBytes, order.MaxResultBytes)
+	}
+	switch {
+	case len(r.Schema) == 0:
+	case event:
+		add(at+".schema", "an event's data is checked by \"wait.schema\"; move the schema there")
+	default:
+		if err := checkInputSchema(r.Schema); err != nil {
+			add(at+".schema", "is not a valid JSON Schema: %s", err)
+		}
+	}
+}
+
+// checkWait checks what step i waits for: a timer's duration, or an
+// event's name, timeout, schema and outcome.
+func (d Definition) checkWait(add func(string, string, ...any), checkName func(string, string), i int, at string, w Wait) {
+	switch {
+	case w.For != "" && w.Event != "":
+		add(at, "has both \"for\" (a timer) and \"event\": a step waits for one or the other; keep one")
+		return
+	case w.For == "" && w.Event == "":
+		add(at, "has neither \"for\" (how long a timer waits, \"30m\") nor \"event\" (the event the step waits for, with its \"timeout\"): give it one")
+		return
+	case w.For != "":
+		checkWaitLength(add, at+".for", w.For)
+		for _, f := range []struct {
+			field string
+			set   bool
+			what  string
+		}{
+			{"timeout", w.Timeout != "", "how long the step waits for it); a timer has none (\"for\" is how long it waits)"},
+			{"schema", len(w.Schema) > 0, "the JSON Schema of its data); a timer has none"},
+			{"onTimeout", w.OnTimeout != "", "what its timeout does); a timer has none"},
+		} {
+			if f.set {
+				add(at+"."+f.field, "is an event's (%s: leave it out", f.what)
+			}
+		}
+		return
+	}
+	checkName(at+".event", w.Event)
+	// An event is sent by name: two steps waiting for one would leave
+	// which one it completes to chance.
+	if j := slices.IndexFunc(d.Steps[:i], func(o Step) bool { return o.Wait != nil && o.Wait.Event == w.Event }); j >= 0 {
+		add(at+".event", "%q: steps[%d] waits for it already; an event completes one step of its workflow, or which one it completes would be ambiguous", w.Event, j)
+	}
+	if w.Timeout == "" {
+		add(at+".timeout", "is required with \"event\": a wait with no bound would keep its orders waiting for ever; say how long the step waits for its event (\"48h\")")
+	} else {
+		checkWaitLength(add, at+".timeout", w.Timeout)
+	}
+	if len(w.Schema) > 0 {
+		checkEventSchema(add, at+".schema", w.Schema)
+	}
+	switch w.OnTimeout {
+	case "", OnTimeoutFail, OnTimeoutContinue:
+	default:
+		add(at+".onTimeout", "%q: want %q (the default: the step fails and the order is compensated) or %q (the step is Processed with no result and the order goes on)",
+			w.OnTimeout, OnTimeoutFail, OnTimeoutContinue)
+	}
+}
+
+// checkWaitLength checks how long a wait lasts at most: a timer's
+// duration, an event's timeout.
+func checkWaitLength(add func(string, string, ...any), at, v string) {
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil:
+		add(at, "%q: not a duration; write one like \"30m\" or \"48h\"", v)
+	case d < minWait:
+		add(at, "%q: must be at least %s: a wait ends on the Supervisor's schedule (once a minute by default), so a shorter one ends no sooner", v, minWait)
+	case d > maxWait:
+		add(at, "%q: at most 8760h (a year): a bound keeps every order ending", v)
+	}
+}
+
+// checkEventSchema reports an event's schema that does not compile (with
+// the compiler that checks the event's data, control.SendEvent's) or does
+// not describe an object: an event's data is a JSON object.
+func checkEventSchema(add func(string, string, ...any), at string, raw json.RawMessage) {
+	if err := checkInputSchema(raw); err != nil {
+		add(at, "is not a valid JSON Schema: %s", err)
+		return
+	}
+	var schema struct {
+		Type any `json:"type"`
+	}
+	if json.Unmarshal(raw, &schema) != nil || schema.Type != "object" {
+		add(at+".type", "must be \"object\": an event's data is a JSON object")
+	}
 }
 
 // CheckAgentNames reports each step whose service's agent, the Lambda
@@ -318,6 +507,9 @@ func (d Definition) Validate() Problems {
 func (d Definition) CheckAgentNames(stage string) Problems {
 	var ps Problems
 	for i, s := range d.Steps {
+		if s.Wait != nil {
+			continue // no agent
+		}
 		if len(s.Service) > maxServiceLen || !namePattern.MatchString(s.Service) {
 			continue // Validate says what is wrong
 		}
@@ -336,10 +528,30 @@ func (d Definition) CheckAgentNames(stage string) Problems {
 // form of Problems: a definition with warnings loads and runs. An undo
 // that carries its own step's result is sent without it when the step
 // timed out after its work was done (its answer never came), so its
-// service must then undo by the Idempotency-Key alone.
+// service must then undo by the Idempotency-Key alone. A call or undo
+// that carries the data of an event whose step goes on without it
+// (onTimeout "continue") is sent without it when the event never came.
 func (d Definition) Warnings() Problems {
 	var ws Problems
+	mayNotCome := func(name string) bool {
+		j := slices.IndexFunc(d.Steps, func(s Step) bool { return s.Name == name })
+		return j >= 0 && d.Steps[j].Wait != nil && d.Steps[j].Wait.Event != "" && d.Steps[j].Wait.OnTimeout == OnTimeoutContinue
+	}
 	for i, s := range d.Steps {
+		for _, c := range []struct {
+			field   string
+			carries []string
+		}{{"request.carries", carriesOf(s)}, {"undo.carries", undoCarriesOf(s)}} {
+			if c.field == "undo.carries" && (s.Undo == nil || s.Undo.Carries == nil) {
+				continue // the call's, reported once
+			}
+			for k, item := range c.carries {
+				if mayNotCome(item) {
+					ws = append(ws, Problem{Source: d.File, Field: fmt.Sprintf("steps[%d].%s[%d]", i, c.field, k),
+						Rule: fmt.Sprintf("%q: its event may not come (its wait's onTimeout is %q): the request is then sent without results.%s", item, OnTimeoutContinue, item)})
+				}
+			}
+		}
 		if s.Undo == nil {
 			continue
 		}
@@ -390,11 +602,15 @@ func (d Definition) Sizes() Sizes {
 	return z
 }
 
-// keeps reports whether the named step's result is kept: some call or
-// undo carries it, or its client is shown it, as order.Workflow.Keeps
-// says of the workflow.
+// keeps reports whether the named step's result is kept: it is an
+// event's data (always kept: it says who decided what, and tells a
+// repeated event from another), some call or undo carries it, or its
+// client is shown it, as order.Workflow.Keeps says of the workflow.
 func (d Definition) keeps(name string) bool {
 	for _, s := range d.Steps {
+		if s.Name == name && s.Wait != nil && s.Wait.Event != "" {
+			return true
+		}
 		if s.Name == name && s.Result != nil && s.Result.ShownToClient {
 			return true
 		}
@@ -444,6 +660,8 @@ func (d Definition) checkCarries(add func(string, string, ...any), at string, i 
 			add(field, "%q: the step itself; a call carries earlier steps' results (its undo may carry its own)", c)
 		case j > i:
 			add(field, "%q: runs after this step (steps[%d]); a call carries earlier steps' results", c, j)
+		case d.Steps[j].Wait != nil && d.Steps[j].Wait.isTimer():
+			add(field, "%q: a timer has no result to carry (an event's step has: its data)", c)
 		}
 	}
 }
@@ -655,6 +873,10 @@ func (d Definition) Workflow(t order.Timing) (order.Workflow, error) {
 	w := order.Workflow{Name: d.Name, Version: d.Version, Input: d.Input, ClaimWithin: t.ClaimWithin, SkewGrace: t.SkewGrace}
 	var ps Problems
 	for i, s := range d.Steps {
+		if s.Wait != nil {
+			w.Steps = append(w.Steps, waitStep(s, t))
+			continue
+		}
 		def := order.StepDef{
 			Name: s.Name, Agent: s.Service,
 			Allowance: t.Allowance, MaxAllowance: t.MaxAllowance, FailureThreshold: t.FailureThreshold, MaxHeartbeats: t.MaxHeartbeats,
@@ -704,6 +926,32 @@ func (d Definition) Workflow(t order.Timing) (order.Workflow, error) {
 		return order.Workflow{}, ps
 	}
 	return w, nil
+}
+
+// waitStep is s, a valid step that waits, as the domain runs it. It has no
+// agent, call, undo or carries: nothing calls a service for it. The
+// stage's timing stays on it, unread while it waits, so that no code
+// reading a step's timing finds zeros.
+func waitStep(s Step, t order.Timing) order.StepDef {
+	def := order.StepDef{Name: s.Name, Wait: &order.Wait{},
+		Allowance: t.Allowance, MaxAllowance: t.MaxAllowance, FailureThreshold: t.FailureThreshold, MaxHeartbeats: t.MaxHeartbeats,
+		ResultMaxBytes: order.DefaultResultMaxBytes}
+	// Validate parsed the durations.
+	if s.Wait.Event == "" {
+		def.Wait.For, _ = time.ParseDuration(s.Wait.For)
+		return def
+	}
+	def.Wait.Event, def.Wait.Schema, def.Wait.Continue = s.Wait.Event, s.Wait.Schema, s.Wait.OnTimeout == OnTimeoutContinue
+	def.Wait.Timeout, _ = time.ParseDuration(s.Wait.Timeout)
+	// The event's data is the step's result: result bounds it, and shows
+	// it to the order's client.
+	if r := s.Result; r != nil {
+		def.ResultShownToClient = r.ShownToClient
+		if r.MaxBytes != nil {
+			def.ResultMaxBytes = *r.MaxBytes
+		}
+	}
+	return def
 }
 
 // Same reports whether two definitions say the same, wherever each was

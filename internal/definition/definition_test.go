@@ -139,6 +139,44 @@ var badDefinitions = []struct {
 	{"heartbeats-too-many", []string{`steps[1].timing.maxHeartbeats: 451: at most 450: the agent heartbeats every third of the allowance (at least 1s) within its 2m30s invocation, so no attempt can use more`}, true},
 	{"service-name-too-long", []string{`steps[1].service: is 49 characters, the limit is 48: the service's agent is the Lambda function orderly-<stage>-<service>-agent, and Lambda takes at most 64 characters (a service of at most 46 with stage "dev")`}, true},
 	{"results-over-message", []string{`steps: kept results: their maxBytes add up to 212992 bytes (13 steps' results, 4096 each where unset); with the input (at most 65536 bytes) and the request's own fields (at most 1960 bytes), a request to an agent may be 280488 bytes, 18344 over the 262144 an SQS message holds; lower some result.maxBytes, or carry fewer results`}, false},
+	{"wait-with-call", []string{`steps[1].call: a step that waits calls no service; leave it out`}, true},
+	{"wait-with-fields", []string{
+		`steps[1].service: a step that waits has no service; leave it out`,
+		`steps[1].undo: a step that waits has nothing to undo; leave it out`,
+		`steps[1].timing: a step that waits has no allowance (its wait says how long it takes); leave it out`,
+		`steps[1].request: a step that waits sends no request; leave it out`,
+		`steps[1].result: a step that waits has no result (a timer answers nothing); leave it out`,
+	}, true},
+	// The schema cannot tell an empty service from none; the file can.
+	{"wait-with-empty-service", []string{`steps[1].service: a step that waits has no service; leave it out`}, true},
+	// A wrong type, and nothing more about the field it holds.
+	{"wait-not-an-object", []string{`steps[1].wait: must be an object, not a string`}, true},
+	{"wait-without-for", []string{waitNeither}, true},
+	// The timer's other form is planned, not built: refused as unknown.
+	{"wait-until", []string{
+		`steps[1].wait.until: unknown field; a wait takes "for" (a timer), or "event" with "timeout", "schema" and "onTimeout"`,
+		`steps[1].wait.max: unknown field; a wait takes "for" (a timer), or "event" with "timeout", "schema" and "onTimeout"`,
+		waitNeither,
+	}, true},
+	{"step-neither-calls-nor-waits", []string{`steps[1]: neither calls a service ("service" and "call") nor waits ("wait"): give it one or the other`}, true},
+	{"carries-wait-step", []string{
+		`steps[2].request.carries[1]: "cool-off": a timer has no result to carry (an event's step has: its data)`,
+		`steps[2].undo.carries[0]: "cool-off": a timer has no result to carry (an event's step has: its data)`,
+	}, false},
+	// Events, on a copy of testdata/event.json.
+	{"wait-for-and-event", []string{`steps[1].wait: has both "for" (a timer) and "event": a step waits for one or the other; keep one`}, true},
+	{"event-without-timeout", []string{`steps[1].wait.timeout: is required with "event": a wait with no bound would keep its orders waiting for ever; say how long the step waits for its event ("48h")`}, true},
+	{"timer-with-event-fields", []string{
+		`steps[1].wait.timeout: is an event's (how long the step waits for it); a timer has none ("for" is how long it waits): leave it out`,
+		`steps[1].wait.schema: is an event's (the JSON Schema of its data); a timer has none: leave it out`,
+		`steps[1].wait.onTimeout: is an event's (what its timeout does); a timer has none: leave it out`,
+	}, true},
+	{"event-bad-name", []string{`steps[1].wait.event: "Review!": must be lower-case letters, digits and "-" ([a-z0-9-])`}, true},
+	{"event-schema-not-schema", []string{`steps[1].wait.schema: is not a valid JSON Schema: at /required: got string, want array`}, true},
+	{"event-schema-not-object", []string{`steps[1].wait.schema.type: must be "object": an event's data is a JSON object`}, true},
+	{"event-on-timeout-unknown", []string{`steps[1].wait.onTimeout: "retry": want "fail" (the default: the step fails and the order is compensated) or "continue" (the step is Processed with no result and the order goes on)`}, true},
+	{"event-twice", []string{`steps[3].wait.event: "review": steps[1] waits for it already; an event completes one step of its workflow, or which one it completes would be ambiguous`}, false},
+	{"event-result-schema", []string{`steps[1].result.schema: an event's data is checked by "wait.schema"; move the schema there`}, true},
 	{"many-problems", []string{
 		`version: must not be empty`,
 		`steps[0].call.path: "reservations": must start with "/"`,
@@ -146,6 +184,9 @@ var badDefinitions = []struct {
 		`steps[1].timing.maxAllowance: 1s is below allowance 10s`,
 	}, true},
 }
+
+// waitNeither is the problem of testdata's step 1 waiting for nothing.
+const waitNeither = `steps[1].wait: has neither "for" (how long a timer waits, "30m") nor "event" (the event the step waits for, with its "timeout"): give it one`
 
 func TestParseRefusesBadDefinitions(t *testing.T) {
 	files, _ := filepath.Glob("testdata/bad/*.json")
@@ -201,6 +242,245 @@ func TestParseAcceptsAGoodDefinition(t *testing.T) {
 	}}
 	if !reflect.DeepEqual(w, want) {
 		t.Errorf("Workflow =\n%+v\nwant\n%+v", w, want)
+	}
+}
+
+// parsed is the definition in file, which must parse with no warnings,
+// and its workflow for stage, which must have steps steps.
+func parsed(t *testing.T, file string, stage order.Timing, steps int) (definition.Definition, order.Workflow) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := definition.Parse(file, data)
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if ws := def.Warnings(); len(ws) > 0 {
+		t.Errorf("Warnings = %v, want none", ws)
+	}
+	w, err := def.Workflow(stage)
+	if err != nil {
+		t.Fatalf("Workflow: %v", err)
+	}
+	if len(w.Steps) != steps {
+		t.Fatalf("Workflow has %d steps, want %d", len(w.Steps), steps)
+	}
+	return def, w
+}
+
+// A step that waits becomes a StepDef with its timer and no agent, call,
+// undo or carries: nothing calls a service for it.
+func TestParseAcceptsAWaitStep(t *testing.T) {
+	stage := order.DefaultTiming
+	def, w := parsed(t, "testdata/wait.json", stage, 3)
+	// The stage's timing stays on it, unread while it waits, so that no
+	// code reading a step's timing finds zeros.
+	want := order.StepDef{Name: "cool-off", Wait: &order.Wait{For: 30 * time.Minute},
+		Allowance: stage.Allowance, MaxAllowance: stage.MaxAllowance, FailureThreshold: stage.FailureThreshold, MaxHeartbeats: stage.MaxHeartbeats,
+		ResultMaxBytes: order.DefaultResultMaxBytes}
+	if got := w.Steps[1]; !reflect.DeepEqual(got, want) {
+		t.Errorf("the wait step =\n%+v\nwant\n%+v", got, want)
+	}
+	if !w.Steps[1].Waits() || w.Steps[0].Waits() || w.Steps[2].Waits() {
+		t.Error("only cool-off should wait")
+	}
+	if got := w.Agents(); !slices.Equal(got, []string{"inventory", "payment"}) {
+		t.Errorf("Agents = %q, want inventory and payment", got)
+	}
+	if w.Keeps("cool-off") {
+		t.Error("the wait step's result is kept; it has none")
+	}
+	if ps := def.CheckAgentNames("dev"); len(ps) > 0 {
+		t.Errorf("CheckAgentNames = %v, want none: a step that waits has no agent", ps)
+	}
+	// Written back, it is what the file says: no empty service or call.
+	raw, err := json.Marshal(def.Steps[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(raw); got != `{"name":"cool-off","wait":{"for":"30m"}}` {
+		t.Errorf("the wait step marshals as %s", got)
+	}
+}
+
+// A timer waits, and a step waits for its event, at least a second and
+// at most a year; the published schema refuses what it can state (a
+// duration's form, zero), not the bounds.
+func TestWaitDurations(t *testing.T) {
+	sch := publishedSchema(t)
+	data, err := os.ReadFile("testdata/wait.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each duration as a timer's "for" and as an event's "timeout".
+	forms := []struct {
+		field string
+		wait  func(string) map[string]any
+		// empty is the problem of an empty duration.
+		empty string
+	}{
+		{"for", func(v string) map[string]any { return map[string]any{"for": v} }, "x.json: " + waitNeither},
+		{"timeout", func(v string) map[string]any { return map[string]any{"event": "review", "timeout": v} },
+			`x.json: steps[1].wait.timeout: is required with "event"`},
+	}
+	tests := []struct {
+		value   string
+		problem string // "" when it is taken
+		schema  bool   // the schema refuses it too
+	}{
+		{"1s", "", false},
+		{"30m", "", false},
+		{"1h30m", "", false},
+		{"8760h", "", false},
+		{"525600m", "", false},
+		{"999ms", `"999ms": must be at least 1s: a wait ends on the Supervisor's schedule (once a minute by default), so a shorter one ends no sooner`, false},
+		{"0s", `"0s": must be at least 1s`, true},
+		{"-1h", `"-1h": must be at least 1s`, true},
+		{"8760h1s", `"8760h1s": at most 8760h (a year): a bound keeps every order ending`, false},
+		{"9000h", `"9000h": at most 8760h (a year)`, false},
+		{"half an hour", `"half an hour": not a duration; write one like "30m" or "48h"`, true},
+		{"1d", `"1d": not a duration`, true},
+		{"", "", true},
+	}
+	for _, form := range forms {
+		for _, tt := range tests {
+			t.Run(form.field+"="+tt.value, func(t *testing.T) {
+				var doc map[string]any
+				if err := json.Unmarshal(data, &doc); err != nil {
+					t.Fatal(err)
+				}
+				doc["steps"].([]any)[1].(map[string]any)["wait"] = form.wait(tt.value)
+				raw, _ := json.Marshal(doc)
+				_, err := definition.Parse("x.json", raw)
+				want := "x.json: steps[1].wait." + form.field + ": " + tt.problem
+				if tt.value == "" {
+					want = form.empty
+				}
+				if tt.problem == "" && tt.value != "" && err != nil || (tt.problem != "" || tt.value == "") && (err == nil || !strings.HasPrefix(err.Error(), want)) {
+					t.Errorf("Parse = %v, want a problem starting %q", err, want)
+				}
+				inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if refused := sch.Validate(inst) != nil; refused != tt.schema {
+					t.Errorf("the published schema refuses it: %t, want %t", refused, tt.schema)
+				}
+			})
+		}
+	}
+}
+
+// An event's name is a name like a step's: the route that takes it
+// (POST /orders/{id}/events/{name}) takes no other.
+func TestEventNames(t *testing.T) {
+	sch := publishedSchema(t)
+	data, err := os.ReadFile("testdata/event.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		problem string // "" when it is taken; the schema agrees
+	}{
+		{"review", ""},
+		{"payment-confirmed-2", ""},
+		{strings.Repeat("e", 63), ""},
+		{strings.Repeat("e", 64), "is 64 characters, the limit is 63"},
+		{"Review", `"Review": must be lower-case letters, digits and "-" ([a-z0-9-])`},
+		{"review/approve", `"review/approve": must be lower-case letters`},
+		{"re view", `"re view": must be lower-case letters`},
+		// Empty, the wait waits for nothing: it says what it lacks.
+		{"", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var doc map[string]any
+			if err := json.Unmarshal(data, &doc); err != nil {
+				t.Fatal(err)
+			}
+			doc["steps"].([]any)[1].(map[string]any)["wait"].(map[string]any)["event"] = tt.name
+			raw, _ := json.Marshal(doc)
+			_, err := definition.Parse("x.json", raw)
+			want := "x.json: steps[1].wait.event: " + tt.problem
+			if tt.name == "" {
+				want = "x.json: " + waitNeither
+			}
+			taken := tt.problem == "" && tt.name != ""
+			if taken && err != nil || !taken && (err == nil || !strings.HasPrefix(err.Error(), want)) {
+				t.Errorf("Parse = %v, want a problem starting %q", err, want)
+			}
+			inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if refused := sch.Validate(inst) != nil; refused == taken {
+				t.Errorf("the published schema refuses it: %t, want %t", refused, !taken)
+			}
+		})
+	}
+}
+
+// A step that waits for an event becomes a StepDef with its event, schema,
+// timeout and what its timeout does, and its result's bound and
+// visibility: the event's data is its result, always kept, and a later
+// call (and its undo) may carry it.
+func TestParseAcceptsAnEventStep(t *testing.T) {
+	stage := order.DefaultTiming
+	def, w := parsed(t, "testdata/event.json", stage, 4)
+	review, delivery := w.Steps[1], w.Steps[3]
+	schema := `{"type": "object", "required": ["decision"], "properties": {"decision": {"enum": ["approve", "reject"]}}}`
+	if review.Wait == nil || !order.SameJSON(review.Wait.Schema, json.RawMessage(schema)) {
+		t.Errorf("manual-review's schema = %s, want the file's %s", review.Wait.Schema, schema)
+	} else {
+		review.Wait = &order.Wait{Event: review.Wait.Event, Timeout: review.Wait.Timeout, Continue: review.Wait.Continue}
+	}
+	timing := order.StepDef{Allowance: stage.Allowance, MaxAllowance: stage.MaxAllowance, FailureThreshold: stage.FailureThreshold, MaxHeartbeats: stage.MaxHeartbeats}
+	want := timing
+	want.Name, want.Wait = "manual-review", &order.Wait{Event: "review", Timeout: 48 * time.Hour}
+	want.ResultMaxBytes, want.ResultShownToClient = 2048, true
+	if !reflect.DeepEqual(review, want) {
+		t.Errorf("manual-review =\n%+v\nwant\n%+v", review, want)
+	}
+	want = timing
+	want.Name, want.Wait, want.ResultMaxBytes = "delivery", &order.Wait{Event: "delivered", Timeout: 720 * time.Hour, Continue: true}, order.DefaultResultMaxBytes
+	if !reflect.DeepEqual(delivery, want) {
+		t.Errorf("delivery =\n%+v\nwant\n%+v", delivery, want)
+	}
+	if got := w.Steps[2]; !slices.Equal(got.Carries, []string{"order", "manual-review"}) || !slices.Equal(got.UndoCarries, []string{"manual-review"}) {
+		t.Errorf("charge carries %q, its undo %q; want the order and manual-review's data, and the data", got.Carries, got.UndoCarries)
+	}
+	for _, d := range []order.StepDef{review, delivery} {
+		if !d.Waits() || d.Wait.Kind() != order.WaitEvent || d.Agent != "" || d.Undo != "" || d.Carries != nil {
+			t.Errorf("%s: waits %t for a %s, agent %q, undo %q, carries %q; want an event, and nothing that calls", d.Name, d.Waits(), d.Wait.Kind(), d.Agent, d.Undo, d.Carries)
+		}
+		if !w.Keeps(d.Name) {
+			t.Errorf("%s: its data is not kept", d.Name)
+		}
+	}
+	if got, ok := w.EventStep("review"); !ok || got.Name != "manual-review" {
+		t.Errorf("EventStep(review) = %s, %t; want manual-review", got.Name, ok)
+	}
+	if got := w.Agents(); !slices.Equal(got, []string{"inventory", "payment"}) {
+		t.Errorf("Agents = %q, want inventory and payment", got)
+	}
+	// Both events' data is kept, and charge's shown answer: 3 results.
+	if z := def.Sizes(); z.Kept != 3 || z.Results != 2048+2*order.DefaultResultMaxBytes || z.Records != 6 {
+		t.Errorf("Sizes = %+v, want 3 kept (2048 bytes and two of %d), 6 records", z, order.DefaultResultMaxBytes)
+	}
+	// Written back, it is what the file says, and reads back the same.
+	raw, err := json.Marshal(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile("testdata/event.json"); !order.SameJSON(raw, data) {
+		t.Errorf("the definition marshals as\n%s\nnot as its file", raw)
+	}
+	again, err := definition.Parse("again.json", raw)
+	if err != nil || !again.Same(def) {
+		t.Errorf("Parse of the definition written back: %v; same %t", err, again.Same(def))
 	}
 }
 
@@ -269,7 +549,7 @@ func TestPublishedSchemaAgreesWithTheLoader(t *testing.T) {
 	if len(shipped) == 0 {
 		t.Fatal("no shipped definition under workflows/")
 	}
-	for _, f := range append(shipped, "testdata/good.json") {
+	for _, f := range append(shipped, "testdata/good.json", "testdata/wait.json", "testdata/event.json") {
 		if err := validateFile(t, sch, f); err != nil {
 			t.Errorf("%s: the published schema refuses it: %v", f, err)
 		}
@@ -396,6 +676,9 @@ func TestWarningsNameAnUndoCarryingItsOwnStep(t *testing.T) {
 	}
 	ownUndo := read("testdata/good.json")
 	ownUndo.Steps[0].Undo.Carries = []string{"order", "reserve"}
+	// charge carries manual-review's data, which may never come.
+	goesOn := read("testdata/event.json")
+	goesOn.Steps[1].Wait.OnTimeout = definition.OnTimeoutContinue
 	tests := []struct {
 		name string
 		def  definition.Definition
@@ -406,6 +689,11 @@ func TestWarningsNameAnUndoCarryingItsOwnStep(t *testing.T) {
 			`../../examples/workflows/checkout/v1.json: steps[2].undo.carries[1]: "charge-payment": the step's own result: an undo after the step timed out (its work may be done, its answer never came) is sent without results.charge-payment, so the service must undo by the Idempotency-Key alone`}},
 		{"an undo carrying its step", ownUndo, []string{
 			`testdata/good.json: steps[0].undo.carries[1]: "reserve": the step's own result: an undo after the step timed out (its work may be done, its answer never came) is sent without results.reserve, so the service must undo by the Idempotency-Key alone`}},
+		{"events carried", read("testdata/event.json"), nil},
+		{"an event that may not come carried", goesOn, []string{
+			`testdata/event.json: steps[2].request.carries[1]: "manual-review": its event may not come (its wait's onTimeout is "continue"): the request is then sent without results.manual-review`,
+			`testdata/event.json: steps[2].undo.carries[0]: "manual-review": its event may not come (its wait's onTimeout is "continue"): the request is then sent without results.manual-review`,
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -432,6 +720,29 @@ func TestSizesCountWhatTheWorkflowKeeps(t *testing.T) {
 		t.Fatal(err)
 	}
 	defs := append(slices.Clone(shipped), examples...)
+	// A step that waits is one record, with no undo, and keeps nothing.
+	waits, err := os.ReadFile("testdata/wait.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := definition.Parse("wait.json", waits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if z := def.Sizes(); z.Records != 4 || z.Kept != 1 {
+		t.Errorf("wait.json: Sizes = %+v, want 4 records (reserve and its undo, cool-off, charge), 1 kept", z)
+	}
+	defs = append(defs, def)
+	// A step that waits for an event keeps its data, whoever carries it.
+	events, err := os.ReadFile("testdata/event.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err = definition.Parse("event.json", events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs = append(defs, def)
 	data, _ := os.ReadFile("testdata/good.json")
 	for _, change := range []func(*definition.Definition){
 		func(d *definition.Definition) {

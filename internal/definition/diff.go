@@ -112,6 +112,12 @@ func Compare(old, new Definition, stage order.Timing) (Diff, error) {
 			continue
 		}
 		n := new.Steps[j]
+		if s.Wait != nil || n.Wait != nil {
+			// A step that waits has no call, undo, timing or request; one
+			// turned into or from a wait is compareShape's.
+			c.compareWait(i, s, n)
+			continue
+		}
 		c.compareCall(i, s, n)
 		c.compareUndo(i, s, n)
 		c.compareTiming(i, s, n)
@@ -247,7 +253,18 @@ func (c *comparison) compareShape() {
 		}
 		return -1
 	}
-	place := func(i int, s Step) string { return fmt.Sprintf("steps[%d] on %s", i, s.Service) }
+	place := func(i int, s Step) string {
+		if s.Wait != nil {
+			return fmt.Sprintf("steps[%d], %s", i, waits(s))
+		}
+		return fmt.Sprintf("steps[%d] on %s", i, s.Service)
+	}
+	does := func(s Step) string {
+		if s.Wait != nil {
+			return waits(s)
+		}
+		return "calls service " + s.Service
+	}
 	for i, s := range c.old.Steps {
 		j := at(c.new, s.Name)
 		switch {
@@ -261,9 +278,22 @@ func (c *comparison) compareShape() {
 			stop(s.Name, "place", fmt.Sprintf("steps[%d]", i), fmt.Sprintf("steps[%d]", j), "moved among the steps both versions have",
 				fmt.Sprintf("%s is steps[%d] in %s, steps[%d] in %s", s.Name, i, c.from, j, c.to))
 		}
-		if j >= 0 && s.Service != c.new.Steps[j].Service {
-			stop(s.Name, "service", s.Service, c.new.Steps[j].Service, "another agent and request queue",
-				fmt.Sprintf("%s is on service %s in %s, %s in %s", s.Name, s.Service, c.from, c.new.Steps[j].Service, c.to))
+		if j < 0 {
+			continue
+		}
+		n := c.new.Steps[j]
+		// A move matches records by agent too, and a step that waits has
+		// none.
+		switch {
+		case s.Wait == nil && n.Wait != nil:
+			stop(s.Name, "wait", "", waitValue(n), does(s)+" no more: it "+does(n)+" instead",
+				fmt.Sprintf("%s %s in %s and %s in %s", s.Name, does(s), c.from, does(n), c.to))
+		case s.Wait != nil && n.Wait == nil:
+			stop(s.Name, "wait", waitValue(s), "", "waits no more: it "+does(n)+" instead",
+				fmt.Sprintf("%s %s in %s and %s in %s", s.Name, does(s), c.from, does(n), c.to))
+		case s.Service != n.Service:
+			stop(s.Name, "service", s.Service, n.Service, "another agent and request queue",
+				fmt.Sprintf("%s is on service %s in %s, %s in %s", s.Name, s.Service, c.from, n.Service, c.to))
 		}
 	}
 	for j, n := range c.new.Steps {
@@ -276,6 +306,122 @@ func (c *comparison) compareShape() {
 }
 
 func endpoint(method, path string) string { return method + " " + path }
+
+// canonical is a duration in its canonical form, so that "60m" and "1h"
+// are the same; as written when it does not parse.
+func canonical(v string) string {
+	if d, err := time.ParseDuration(v); err == nil {
+		return d.String()
+	}
+	return v
+}
+
+// waitValue is what a step waits for, as a finding shows it: "timer
+// 30m0s" or "event review".
+func waitValue(s Step) string {
+	if s.Wait.Event != "" {
+		return "event " + s.Wait.Event
+	}
+	return "timer " + canonical(s.Wait.For)
+}
+
+// waits says what a step waits for, for people: "waits 30m0s" or "waits
+// for event review".
+func waits(s Step) string {
+	if s.Wait.Event != "" {
+		return "waits for event " + s.Wait.Event
+	}
+	return "waits " + canonical(s.Wait.For)
+}
+
+// onTimeout is what an event's timeout does, the default said.
+func onTimeout(w *Wait) string { return cmp.Or(w.OnTimeout, OnTimeoutFail) }
+
+// compareWait reports a changed wait of the step at index i, both
+// versions' step waiting (one turned into or from a wait is
+// compareShape's). A moved order's records are kept as they are: one
+// already waiting keeps the deadline it was given when it started
+// waiting (CompleteBy), and what ends its wait, an event or the time, is
+// read from the new version.
+func (c *comparison) compareWait(i int, s, n Step) {
+	if s.Wait == nil || n.Wait == nil {
+		return
+	}
+	before := func(p Position) (bool, string) { return !p.Undo && p.Index < i, "" }
+	atOrBefore := func(p Position) (bool, string) { return !p.Undo && p.Index <= i, "" }
+	sEvent, nEvent := s.Wait.Event != "", n.Wait.Event != ""
+	switch {
+	case sEvent != nEvent:
+		o, nw := waitValue(s), waitValue(n)
+		why := fmt.Sprintf("it waits for a timer under %s; under %s its deadline would end the wait as %s's timeout, and the step would %s",
+			c.from, c.to, n.Wait.Event, map[string]string{OnTimeoutFail: "fail", OnTimeoutContinue: "go on with no result"}[onTimeout(n.Wait)])
+		if sEvent {
+			why = fmt.Sprintf("it waits for event %s under %s; under %s that event is refused (it waits for no such event) and its deadline would end the wait as a timer's, with no data",
+				s.Wait.Event, c.from, c.to)
+		}
+		c.add(s.Name, "wait", o, nw,
+			"an order that reaches this step under "+c.to+" "+waits(n)+", where it "+strings.Replace(waits(s), "waits", "waited", 1)+" under "+c.from+"; an order already waiting in it cannot move",
+			func(p Position) (bool, string) {
+				if !p.Undo && p.Index == i {
+					return true, why
+				}
+				return before(p)
+			})
+	case !nEvent:
+		if o, nw := canonical(s.Wait.For), canonical(n.Wait.For); o != nw {
+			c.add(s.Name, "wait.for", o, nw,
+				"an order that reaches this step under "+c.to+" waits "+nw+"; an order already waiting in it keeps the deadline it was given when it started waiting (its end time is stored with it)",
+				before)
+		}
+	default:
+		c.compareEvent(i, s, n, before, atOrBefore)
+	}
+}
+
+// compareEvent reports a changed event of the step at index i, both
+// versions' step waiting for one.
+func (c *comparison) compareEvent(i int, s, n Step, before, atOrBefore func(Position) (bool, string)) {
+	o, nw := s.Wait, n.Wait
+	if o.Event != nw.Event {
+		c.add(s.Name, "wait.event", o.Event, nw.Event,
+			"new orders, and an order moved to "+c.to+" before or waiting in this step, take "+nw.Event+", not "+o.Event+
+				": their clients and operators must send POST .../events/"+nw.Event+"; an order that stays on "+c.from+" takes "+o.Event+" only",
+			atOrBefore)
+	}
+	if ot, nt := canonical(o.Timeout), canonical(nw.Timeout); ot != nt {
+		c.add(s.Name, "wait.timeout", ot, nt,
+			"an order that reaches this step under "+c.to+" waits at most "+nt+" for its event; an order already waiting in it keeps the deadline it was given when it started waiting (its end time is stored with it)",
+			before)
+	}
+	if !jsonEqual(o.Schema, nw.Schema) {
+		schema := func(raw json.RawMessage) string {
+			if len(raw) == 0 {
+				return ""
+			}
+			return "(a schema)"
+		}
+		os, ns := schema(o.Schema), schema(nw.Schema)
+		if os != "" && ns != "" {
+			ns = "(another schema)"
+		}
+		c.add(s.Name, "wait.schema", os, ns,
+			"an event sent to an order of "+c.to+" is checked against "+c.to+"'s schema, one sent to an order that stays on "+c.from+
+				" against "+c.from+"'s (an order keeps its version unless it is moved); data taken already is kept as it was, and the steps after this one that carry it get it as it was taken",
+			atOrBefore)
+	}
+	if ot, nt := onTimeout(o), onTimeout(nw); ot != nt {
+		effect := "an order of " + c.to + " before or waiting in this step whose event does not come in time goes on with no result of this step (the steps that carry it get none) instead of failing"
+		if nt == OnTimeoutFail {
+			effect = "an order of " + c.to + " before or waiting in this step whose event does not come in time fails there and is compensated, instead of going on"
+		}
+		c.add(s.Name, "wait.onTimeout", ot, nt, effect, atOrBefore)
+	}
+	if or, nr := resultOf(s), resultOf(n); or != nr {
+		c.add(n.Name, "result", or, nr,
+			"events sent from now on are bounded by "+c.to+"'s result.maxBytes, and the client of an order of "+c.to+" is shown the data as "+c.to+"'s result.shownToClient says; data taken under "+c.from+" is kept as it was",
+			atOrBefore)
+	}
+}
 
 // compareCall reports a changed forward call of the step at index i.
 func (c *comparison) compareCall(i int, s, n Step) {
@@ -450,18 +596,20 @@ func (c *comparison) compareUndoCarriesAndResult(i int, s, n Step) {
 				func(p Position) (bool, string) { return p.Undo && p.Index >= i, "" })
 		}
 	}
-	resultOf := func(st Step) string {
-		if st.Result == nil {
-			return "(none)"
-		}
-		raw, _ := json.Marshal(st.Result)
-		return string(raw)
-	}
 	if o, nw := resultOf(s), resultOf(n); o != nw {
 		c.add(n.Name, "result", o, nw,
 			"answers from now on are checked against "+c.to+"'s result bound and schema; one stored under "+c.from+" is kept as it was",
 			func(p Position) (bool, string) { return !p.Undo && p.Index <= i, "" })
 	}
+}
+
+// resultOf is what a step says of its result, as a finding shows it.
+func resultOf(s Step) string {
+	if s.Result == nil {
+		return "(none)"
+	}
+	raw, _ := json.Marshal(s.Result)
+	return string(raw)
 }
 
 // undoCarriesOf is what a step's undo request carries: undo.carries, else
@@ -474,14 +622,14 @@ func undoCarriesOf(s Step) []string {
 }
 
 // keptResults is the steps whose results an order of d stores: those some
-// step's request names (undo.carries, once definitions have it, adds its
-// own), and those shown to clients. A result is stored when the step answers, under the order's
-// version then.
+// step's request or undo names, those shown to clients, and every event's
+// data. A result is stored when the step answers (or its event comes),
+// under the order's version then.
 func keptResults(d Definition) map[string]bool {
 	kept := map[string]bool{}
 	for _, s := range d.Steps {
-		if s.Result != nil && s.Result.ShownToClient {
-			kept[s.Name] = true // shown to clients, so kept
+		if s.Result != nil && s.Result.ShownToClient || s.Wait != nil && s.Wait.Event != "" {
+			kept[s.Name] = true // shown to clients, or an event's data: kept
 		}
 		for _, item := range append(carriesOf(s), undoCarriesOf(s)...) {
 			if item != CarriesOrder {

@@ -458,3 +458,294 @@ func TestCompareUndoCarriesAndResult(t *testing.T) {
 		t.Error("every position moves; an order past charge-payment has no kept charge for its refund")
 	}
 }
+
+// A step that waits is compared like any other: added, removed or turned
+// into one (or from one), it stops every order, whose records are matched
+// by place and agent (a step that waits has none); its timer changed, it
+// changes what orders before it will wait, and an order already waiting
+// keeps the deadline it was given.
+func TestCompareWaits(t *testing.T) {
+	const coolOff = "cool-off"
+	wait := func(d string) definition.Step {
+		return definition.Step{Name: coolOff, Wait: &definition.Wait{For: d}}
+	}
+	// withWait is d with a step that waits d long after the reservation.
+	withWait := func(d *definition.Definition, dur string) {
+		d.Steps = slices.Insert(slices.Clone(d.Steps), 1, wait(dur))
+	}
+	tests := []struct {
+		name     string
+		change   func(t *testing.T, old, new *definition.Definition)
+		findings []string
+		// changed: the positions each finding changes; cannot: each
+		// position's reason's start, where an order cannot move.
+		changed map[string][]string
+		cannot  map[string]string
+		// effect is a part of the first finding's effect.
+		effect string
+	}{
+		{
+			name: "a timer lengthened",
+			change: func(_ *testing.T, old, new *definition.Definition) {
+				withWait(old, "30m")
+				withWait(new, "1h")
+			},
+			findings: []string{coolOff + " wait.for: 30m0s -> 1h0m0s"},
+			// An order at the wait keeps its deadline: nothing changes
+			// for it.
+			changed: map[string][]string{atReserve: {coolOff + " wait.for"}},
+			effect:  "an order already waiting in it keeps the deadline it was given when it started waiting",
+		},
+		{
+			name:   "the same timer written another way",
+			change: func(_ *testing.T, old, new *definition.Definition) { withWait(old, "60m"); withWait(new, "1h") },
+		},
+		{
+			name:     "a wait added",
+			change:   func(_ *testing.T, _, new *definition.Definition) { withWait(new, "30m") },
+			findings: []string{coolOff + " step: (none) -> steps[1], waits 30m0s !"},
+			cannot:   map[string]string{"*": coolOff + " is new in version 2"},
+			effect:   "added in version 2",
+		},
+		{
+			name:     "a wait removed",
+			change:   func(_ *testing.T, old, _ *definition.Definition) { withWait(old, "30m") },
+			findings: []string{coolOff + " step: steps[1], waits 30m0s -> (none) !"},
+			cannot:   map[string]string{"*": coolOff + " is not in version 2"},
+			effect:   "removed in version 2",
+		},
+		{
+			name: "a call turned into a wait",
+			change: func(_ *testing.T, _, new *definition.Definition) {
+				w := wait("30m")
+				w.Name = charge
+				new.Steps[1] = w
+			},
+			findings: []string{charge + " wait: (none) -> timer 30m0s !"},
+			cannot:   map[string]string{"*": charge + " calls service payment in version 1 and waits 30m0s in version 2"},
+			effect:   "calls service payment no more: it waits 30m0s instead",
+		},
+		{
+			name: "a wait turned into a call",
+			change: func(_ *testing.T, old, _ *definition.Definition) {
+				w := wait("30m")
+				w.Name = charge
+				old.Steps[1] = w
+			},
+			findings: []string{charge + " wait: timer 30m0s -> (none) !"},
+			cannot:   map[string]string{"*": charge + " waits 30m0s in version 1 and calls service payment in version 2"},
+			effect:   "waits no more: it calls service payment instead",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old, new := shipped(t), shipped(t)
+			new.Version = "2"
+			tt.change(t, &old, &new)
+			for _, d := range []definition.Definition{old, new} {
+				if ps := d.Validate(); len(ps) > 0 {
+					t.Fatalf("a test definition is invalid: %v", ps)
+				}
+			}
+			d, err := definition.Compare(old, new, order.DefaultTiming)
+			if err != nil {
+				t.Fatalf("Compare: %v", err)
+			}
+			checkFindings(t, d, tt.findings)
+			if tt.effect != "" && (len(d.Findings) == 0 || !strings.Contains(d.Findings[0].Effect, tt.effect)) {
+				t.Errorf("findings %+v, want the first's effect to say %q", d.Findings, tt.effect)
+			}
+			for _, p := range d.Positions {
+				if p.Undo && p.Step == coolOff {
+					t.Errorf("position %s: a step that waits has no undo", p)
+				}
+				want, ok := tt.cannot[p.String()]
+				if !ok {
+					want = tt.cannot["*"]
+				}
+				if p.Moves != (want == "") || want != "" && (len(p.Cannot) != 1 || !strings.HasPrefix(p.Cannot[0], want)) {
+					t.Errorf("%s: moves %t, cannot %q; want cannot %q", p, p.Moves, p.Cannot, want)
+				}
+				if want == "" && !slices.Equal(p.Changes, tt.changed[p.String()]) {
+					t.Errorf("%s: changes %q, want %q", p, p.Changes, tt.changed[p.String()])
+				}
+			}
+			if d.Moves != (len(tt.cannot) == 0) {
+				t.Errorf("Moves %t, want %t", d.Moves, len(tt.cannot) == 0)
+			}
+		})
+	}
+}
+
+// A step that waits for an event is compared field by field: its name,
+// timeout, schema, what its timeout does and its result. An order that
+// moves takes the new version's event, schema and outcome from then on;
+// an order already waiting keeps its deadline. A timer turned into an
+// event, or back, stops an order waiting in it: its wait would end as
+// the other kind.
+func TestCompareEvents(t *testing.T) {
+	const review = "manual-review"
+	atReview := "at " + review
+	schema := json.RawMessage(`{"type": "object", "required": ["decision"]}`)
+	event := func(change func(w *definition.Wait, s *definition.Step)) definition.Step {
+		s := definition.Step{Name: review, Wait: &definition.Wait{Event: "review", Timeout: "48h", Schema: schema},
+			Result: &definition.Result{MaxBytes: intp(2048), ShownToClient: true}}
+		if change != nil {
+			change(s.Wait, &s)
+		}
+		return s
+	}
+	timer := definition.Step{Name: review, Wait: &definition.Wait{For: "30m"}}
+	// insert puts s after the reservation.
+	insert := func(d *definition.Definition, s definition.Step) {
+		d.Steps = slices.Insert(slices.Clone(d.Steps), 1, s)
+	}
+	both := func(change func(w *definition.Wait, s *definition.Step)) func(*definition.Definition, *definition.Definition) {
+		return func(old, new *definition.Definition) { insert(old, event(nil)); insert(new, event(change)) }
+	}
+	changesToReview := func(field string) map[string][]string {
+		return map[string][]string{atReserve: {review + " " + field}, atReview: {review + " " + field}}
+	}
+	tests := []struct {
+		name     string
+		change   func(old, new *definition.Definition)
+		findings []string
+		// changed: the positions each finding changes (nil: not checked
+		// but where an order cannot move); cannot: each position's
+		// reason's start, where an order cannot move ("*": every other).
+		changed map[string][]string
+		cannot  map[string]string
+		// effect is a part of the first finding's effect.
+		effect string
+	}{
+		{
+			name:     "the event renamed",
+			change:   both(func(w *definition.Wait, _ *definition.Step) { w.Event = "approval" }),
+			findings: []string{review + " wait.event: review -> approval"},
+			changed:  changesToReview("wait.event"),
+			effect:   "new orders, and an order moved to version 2 before or waiting in this step, take approval, not review",
+		},
+		{
+			name:     "the timeout lengthened",
+			change:   both(func(w *definition.Wait, _ *definition.Step) { w.Timeout = "72h" }),
+			findings: []string{review + " wait.timeout: 48h0m0s -> 72h0m0s"},
+			// An order at the wait keeps its deadline.
+			changed: map[string][]string{atReserve: {review + " wait.timeout"}},
+			effect:  "an order already waiting in it keeps the deadline it was given",
+		},
+		{
+			name:   "the same timeout written another way",
+			change: both(func(w *definition.Wait, _ *definition.Step) { w.Timeout = "2880m" }),
+		},
+		{
+			name:     "the schema changed",
+			change:   both(func(w *definition.Wait, _ *definition.Step) { w.Schema = json.RawMessage(`{"type": "object"}`) }),
+			findings: []string{review + " wait.schema: (a schema) -> (another schema)"},
+			changed:  changesToReview("wait.schema"),
+			effect:   "an event sent to an order of version 2 is checked against version 2's schema",
+		},
+		{
+			name:     "the schema removed",
+			change:   both(func(w *definition.Wait, _ *definition.Step) { w.Schema = nil }),
+			findings: []string{review + " wait.schema: (a schema) -> (none)"},
+			changed:  changesToReview("wait.schema"),
+		},
+		{
+			name: "the same schema written another way",
+			change: both(func(w *definition.Wait, _ *definition.Step) {
+				w.Schema = json.RawMessage(`{"required":["decision"],"type":"object"}`)
+			}),
+		},
+		{
+			name:     "continue on timeout",
+			change:   both(func(w *definition.Wait, _ *definition.Step) { w.OnTimeout = "continue" }),
+			findings: []string{review + " wait.onTimeout: fail -> continue"},
+			changed:  changesToReview("wait.onTimeout"),
+			effect:   "goes on with no result of this step",
+		},
+		{
+			name:   "fail on timeout said outright",
+			change: both(func(w *definition.Wait, _ *definition.Step) { w.OnTimeout = "fail" }),
+		},
+		{
+			name: "the result's bound raised",
+			change: both(func(_ *definition.Wait, s *definition.Step) {
+				s.Result = &definition.Result{MaxBytes: intp(4096), ShownToClient: true}
+			}),
+			findings: []string{review + ` result: {"maxBytes":2048,"shownToClient":true} -> {"maxBytes":4096,"shownToClient":true}`},
+			changed:  changesToReview("result"),
+			effect:   "events sent from now on are bounded",
+		},
+		{
+			name:     "an event wait added",
+			change:   func(_, new *definition.Definition) { insert(new, event(nil)) },
+			findings: []string{review + " step: (none) -> steps[1], waits for event review !"},
+			cannot:   map[string]string{"*": review + " is new in version 2"},
+		},
+		{
+			name:     "a timer turned into an event",
+			change:   func(old, new *definition.Definition) { insert(old, timer); insert(new, event(nil)) },
+			findings: []string{review + " wait: timer 30m0s -> event review !"},
+			cannot:   map[string]string{atReview: "it waits for a timer under version 1"},
+			changed:  map[string][]string{atReserve: {review + " wait"}},
+			effect:   "an order that reaches this step under version 2 waits for event review",
+		},
+		{
+			name:     "an event turned into a timer",
+			change:   func(old, new *definition.Definition) { insert(old, event(nil)); insert(new, timer) },
+			findings: []string{review + " wait: event review -> timer 30m0s !"},
+			cannot:   map[string]string{atReview: "it waits for event review under version 1"},
+			changed:  map[string][]string{atReserve: {review + " wait"}},
+		},
+		{
+			// An event's data is always kept: an order past the step has
+			// it for a call that newly carries it.
+			name: "a later call carries the event's data",
+			change: func(old, new *definition.Definition) {
+				insert(old, event(nil))
+				insert(new, event(nil))
+				new.Steps[2].Request = &definition.Request{Carries: []string{"order", review}}
+			},
+			findings: []string{charge + " request.carries: order -> order, " + review},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old, new := shipped(t), shipped(t)
+			new.Version = "2"
+			tt.change(&old, &new)
+			for _, d := range []definition.Definition{old, new} {
+				if ps := d.Validate(); len(ps) > 0 {
+					t.Fatalf("a test definition is invalid: %v", ps)
+				}
+			}
+			d, err := definition.Compare(old, new, order.DefaultTiming)
+			if err != nil {
+				t.Fatalf("Compare: %v", err)
+			}
+			checkFindings(t, d, tt.findings)
+			if tt.effect != "" && (len(d.Findings) == 0 || !strings.Contains(d.Findings[0].Effect, tt.effect)) {
+				t.Errorf("findings %+v, want the first's effect to say %q", d.Findings, tt.effect)
+			}
+			for _, p := range d.Positions {
+				if p.Undo && p.Step == review {
+					t.Errorf("position %s: a step that waits has no undo", p)
+				}
+				want, ok := tt.cannot[p.String()]
+				if !ok {
+					want = tt.cannot["*"]
+				}
+				if p.Moves != (want == "") || want != "" && (len(p.Cannot) != 1 || !strings.HasPrefix(p.Cannot[0], want)) {
+					t.Errorf("%s: moves %t, cannot %q; want cannot %q", p, p.Moves, p.Cannot, want)
+				}
+				checkChanges := tt.changed != nil || tt.findings == nil
+				if want == "" && checkChanges && !slices.Equal(p.Changes, tt.changed[p.String()]) {
+					t.Errorf("%s: changes %q, want %q", p, p.Changes, tt.changed[p.String()])
+				}
+			}
+			if d.Moves != (len(tt.cannot) == 0) {
+				t.Errorf("Moves %t, want %t", d.Moves, len(tt.cannot) == 0)
+			}
+		})
+	}
+}

@@ -13,7 +13,10 @@ var (
 	callShape = &strictjson.Shape{Fields: map[string]*strictjson.Shape{"method": scalar, "path": scalar}}
 	carries   = &strictjson.Shape{Elem: scalar}
 	undoShape = &strictjson.Shape{Fields: map[string]*strictjson.Shape{"method": scalar, "path": scalar, "description": scalar, "carries": carries}}
-	stepShape = &strictjson.Shape{Fields: map[string]*strictjson.Shape{"name": scalar, "service": scalar, "call": callShape, "undo": undoShape,
+	// A timer's other form ("until", "max") is planned, not built: refused.
+	waitShape = &strictjson.Shape{Fields: map[string]*strictjson.Shape{"for": scalar, "event": scalar, "timeout": scalar, "onTimeout": scalar, "schema": nil},
+		Unknown: `unknown field; a wait takes "for" (a timer), or "event" with "timeout", "schema" and "onTimeout"`}
+	stepShape = &strictjson.Shape{Fields: map[string]*strictjson.Shape{"name": scalar, "service": scalar, "call": callShape, "wait": waitShape, "undo": undoShape,
 		"timing":  {Fields: map[string]*strictjson.Shape{"allowance": scalar, "maxAllowance": scalar, "failureThreshold": integer, "maxHeartbeats": integer}},
 		"request": {Fields: map[string]*strictjson.Shape{"carries": carries}},
 		"result":  {Fields: map[string]*strictjson.Shape{"schema": nil, "maxBytes": integer, "shownToClient": boolean}}}}

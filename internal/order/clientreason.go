@@ -49,8 +49,10 @@ func ClientReason(status Status, reason string) string {
 		return subject + " did not complete in time" + looking
 	case why == cancelledUnclaimed:
 		return "the order was cancelled before " + subject + " started"
-	case strings.HasPrefix(why, cancelledReclaim), strings.HasPrefix(why, cancelledTimedOut):
+	case strings.HasPrefix(why, cancelledReclaim), strings.HasPrefix(why, cancelledTimedOut), why == cancelledAccepted:
 		return "the order was cancelled while " + subject + " was under way: its work, if done, is undone too"
+	case strings.HasPrefix(why, noEvent):
+		return subject + " did not receive its event in time" + looking
 	case why == cancelledWait:
 		return "the order was cancelled while " + subject + " waited"
 	case why == RedriveReason(RedriveCompensate):
@@ -66,6 +68,8 @@ const (
 	cancelledReclaim   = "the order was cancelled while the step waited to be claimed again: "
 	cancelledTimedOut  = "the order was cancelled and attempt "
 	cancelledWait      = "the order was cancelled while the step waited"
+	cancelledAccepted  = "the order was cancelled while the step's call was accepted: its work, if done, is undone too"
+	noEvent            = "no event "
 )
 
 // RedriveReason is the reason of an operator's redrive with action.

@@ -18,8 +18,11 @@ type Guard struct {
 	// write's time). EarlierThan: the record's deadline is before this
 	// (a heartbeat only moves a deadline later). SameCompleteBy: the
 	// deadline is the fence's.
-	Expired        bool
-	EarlierThan    time.Time
+	Expired     bool
+	EarlierThan time.Time
+	// InTime: the record's deadline has not passed (CompleteBy at or
+	// after the write's time): an event is taken only inside its wait.
+	InTime         bool
 	SameCompleteBy bool
 	// Unlocked: no Scheduler holds the record's claim; LockedBy: this
 	// Scheduler does.
@@ -107,7 +110,7 @@ func (g Guard) Holds(fence StepState, at time.Time, f Found) bool {
 	switch {
 	case !ok || r.Index != fence.Index || r.Step != fence.Step || r.Attempt != fence.Attempt || r.ProcessState != g.State:
 		return false
-	case g.Expired && !r.CompleteBy.Before(at):
+	case g.Expired && !r.CompleteBy.Before(at), g.InTime && r.CompleteBy.Before(at):
 		return false
 	case !g.EarlierThan.IsZero() && !r.CompleteBy.Before(g.EarlierThan):
 		return false

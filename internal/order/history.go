@@ -24,8 +24,8 @@ type HistoryEntry struct {
 	To      string `json:"to,omitempty" dynamodbav:"T,omitempty"`
 	Attempt int    `json:"attempt,omitempty" dynamodbav:"A,omitempty"`
 	// By is the actor that made the change: submit, scheduler <id>,
-	// supervisor, agent <name>, client cancel, operator redrive, operator
-	// cancel (the CLI's).
+	// supervisor, agent <name>, client cancel, client event, operator
+	// redrive, operator cancel (the CLI's), operator event.
 	By     string `json:"by,omitempty" dynamodbav:"B,omitempty"`
 	Reason string `json:"reason,omitempty" dynamodbav:"W,omitempty"`
 	// Result is the answer a step's success kept (its workflow passes it

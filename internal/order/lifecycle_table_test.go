@@ -70,6 +70,24 @@ func newSample() sample {
 	return s
 }
 
+// waitingFor is a workflow and its record, Waiting, of a step that waits
+// for an event.
+type waitingFor struct {
+	wf order.Workflow
+	st order.StepState
+}
+
+// event is s.wf with a step that waits for the event "review" at index
+// at (going on without it when goesOn), and its record Waiting, its
+// deadline between s.now and s.later.
+func (s sample) event(at int, goesOn bool) waitingFor {
+	wf := s.wf
+	wf.Steps = slices.Insert(slices.Clone(s.wf.Steps), at, order.StepDef{Name: "manual-review", Wait: &order.Wait{Event: "review", Timeout: time.Hour, Continue: goesOn}})
+	st := s.waiting
+	st.Step, st.Index, st.CompleteBy = "manual-review", at, s.now.Add(time.Second)
+	return waitingFor{wf, st}
+}
+
 // step is st as the record of the workflow's step i, in state ps.
 func (s sample) step(st order.StepState, i int, ps order.ProcessState) order.StepState {
 	st.Step, st.Index, st.Agent, st.ProcessState = s.wf.Steps[i].Name, i, s.wf.Steps[i].Agent, ps
@@ -232,6 +250,32 @@ var lifecycle = []row{
 			redriven.ProcessState, redriven.CompleteBy = order.Pending, s.later
 			return forms(order.StartWait(redriven, s.now.Add(time.Hour), s.now))
 		}},
+	{order.Waiting, "its event arrived", order.Processed, "client, operator (API)", "receive event",
+		"deadline not passed; the order not cancelled; the next record NotStarted",
+		"the event's data recorded as its result, no deadline left; the next record Pending for a Scheduler to claim, `DueAt` at the end of its window, the order Processing; or the order ends Processed",
+		func(s sample) []order.Transition {
+			review, last := s.event(2, false), s.event(3, false)
+			return forms(review.wf.EventArrived(review.st, json.RawMessage(`{"decision":"approve"}`), s.now).Transition(s.now),
+				last.wf.EventArrived(last.st, json.RawMessage(`{"decision":"approve"}`), s.now).Transition(s.now))
+		}},
+	{order.Waiting, "no event by its timeout", order.Failed, "Supervisor", "start undoing",
+		"deadline passed; no undo record yet; the order not cancelled; the undo floor as known",
+		"failures + 1, no deadline left, the alert cleared; undo records appended (the steps before it: it did no work), the first announced, the next look when it must be claimed by, in the due index; the order Compensating, or ends Failed with nothing to undo, announced no more",
+		func(s sample) []order.Transition {
+			review, bare := s.event(2, false), s.event(2, false)
+			bare.wf.Steps = slices.Clone(s.bareWaits.Steps)
+			bare.wf.Steps[2] = review.wf.Steps[2]
+			return forms(undoing(review.wf.UndoRecovery(review.st, review.wf.Assess(review.st, s.later, order.NoBacklog), s.later), s.later),
+				undoing(bare.wf.UndoRecovery(bare.st, bare.wf.Assess(bare.st, s.later, order.NoBacklog), s.later), s.later))
+		}},
+	{order.Waiting, "no event by its timeout, in a workflow that stops on failure", order.Error, "Supervisor", "fail",
+		"deadline passed",
+		"failures + 1; the order in Error; a `StepTimedOut` alert leased to the writer",
+		func(s sample) []order.Transition {
+			review := s.event(2, false)
+			review.wf.StopOnFailure = true
+			return forms(supervised(review.wf.Assess(review.st, s.later, order.NoBacklog), review.st, s.later))
+		}},
 	{order.Waiting, "its time is up", order.Processed, "Supervisor", "end wait",
 		"deadline passed; the order not cancelled; the next record NotStarted",
 		"no deadline left; the next record Pending for a Scheduler to claim, `DueAt` at the end of its window, the order Processing; or the order ends Processed",
@@ -240,7 +284,10 @@ var lifecycle = []row{
 			last.Index, last.Step = 3, "cool-off"
 			end := s.waits
 			end.Steps = append(slices.Clone(s.wf.Steps), order.StepDef{Name: "cool-off", Wait: &order.Wait{For: time.Hour}})
-			return forms(s.waits.WaitEnded(s.waiting, s.now).Transition(s.now), end.WaitEnded(last, s.now).Transition(s.now))
+			// An event's wait that goes on without it ends the same way.
+			goesOn := s.event(2, true)
+			return forms(s.waits.WaitEnded(s.waiting, s.now).Transition(s.now), end.WaitEnded(last, s.now).Transition(s.now),
+				goesOn.wf.WaitEnded(goesOn.st, s.later).Transition(s.later))
 		}},
 	{order.Waiting, "cancelled", order.Cancelled, "client's cancel", "start undoing",
 		"no undo record yet; the order not cancelled yet; the undo floor as known",

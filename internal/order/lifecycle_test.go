@@ -59,6 +59,7 @@ func TestLifecycle(t *testing.T) {
 var (
 	guardWords = map[string][]string{
 		"Expired":        {"deadline passed"},
+		"InTime":         {"deadline not passed"},
 		"EarlierThan":    {"later than the stored one"},
 		"SameCompleteBy": {"the deadline as found"},
 		"Unlocked":       {"unclaimed"},

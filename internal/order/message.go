@@ -170,6 +170,9 @@ type Outcome string
 const (
 	OutcomeSucceeded Outcome = "succeeded"
 	OutcomeFailed    Outcome = "failed" // a permanent fault: retrying cannot help
+	// OutcomeAccepted: the service of a step that calls back (StepDef.
+	// Callback) accepted the call (202): the step waits for its callback.
+	OutcomeAccepted Outcome = "accepted"
 )
 
 // StepReply is what an agent posts on the response queue.
@@ -276,7 +279,7 @@ func DecodeReply(body []byte) (StepReply, error) {
 		return rep, fmt.Errorf("reply has invalid orderId %q", rep.OrderID)
 	case rep.Attempt < 1:
 		return rep, fmt.Errorf("reply has invalid attempt %d", rep.Attempt)
-	case rep.Outcome != OutcomeSucceeded && rep.Outcome != OutcomeFailed:
+	case rep.Outcome != OutcomeSucceeded && rep.Outcome != OutcomeFailed && rep.Outcome != OutcomeAccepted:
 		return rep, fmt.Errorf("reply has unknown outcome %q", rep.Outcome)
 	}
 	return rep, nil
@@ -284,8 +287,12 @@ func DecodeReply(body []byte) (StepReply, error) {
 
 // Check reports whether the reply names a step, and record, that w has.
 func (r StepReply) Check(w Workflow) error {
-	if _, ok := w.Step(r.Step); !ok {
+	d, ok := w.Step(r.Step)
+	if !ok {
 		return fmt.Errorf("reply names step %q, which workflow version %s does not have", r.Step, w.Version)
+	}
+	if r.Outcome == OutcomeAccepted && (r.Undo || d.Callback == nil) {
+		return fmt.Errorf("reply says %s of step %q was accepted, which does not call back", map[bool]string{true: "the undo", false: "the call"}[r.Undo], r.Step)
 	}
 	if _, ok := r.StepIndex(w); !ok {
 		return fmt.Errorf("reply names undo record %d, which cannot be one", r.Record)

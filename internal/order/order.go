@@ -105,6 +105,9 @@ var (
 	// the client has cancelled: the success is recorded by the write that
 	// starts undoing the order's work instead.
 	ErrCancelRequested = errors.New("the order was cancelled")
+	// ErrTooLate says that what arrived (an event) came after the wait
+	// for it ended: nothing is written.
+	ErrTooLate = errors.New("too late")
 	// ErrHeartbeatLimit says that an attempt's deadline was moved on as
 	// often as its step allows: the agent must finish by the deadline it
 	// has.

@@ -133,13 +133,7 @@ func (w Workflow) Assess(s StepState, now time.Time, backlog Backlog) Recovery {
 	// A wait ends at its time: no reply is on its way, and the due index
 	// is read SkewGrace late already.
 	if s.ProcessState == Waiting {
-		switch _, ok := w.Step(s.Step); {
-		case !s.Expired(now):
-			return Recovery{Action: Leave}
-		case !ok:
-			return Recovery{Action: Fail, AlertKind: AlertStepFailed, Reason: fmt.Sprintf("step %q is not in the workflow", s.Step)}
-		}
-		return Recovery{Action: EndWait}
+		return w.assessWait(s, now)
 	}
 	// A deadline counts as passed only SkewGrace after it: the actor that
 	// set it may run on a clock behind this one, and a reply sent inside
@@ -207,4 +201,44 @@ func (w Workflow) Assess(s StepState, now time.Time, backlog Backlog) Recovery {
 		}
 	}
 	return Recovery{Action: Leave}
+}
+
+// assessWait decides about a Waiting step: nothing before its time; then
+// a timer ends, and so does an event's wait that goes on without it; an
+// event that did not arrive fails the step like a permanent fault (it
+// did no work, so only the steps before it are undone), or stops the
+// order in Error for an operator when the workflow says so.
+func (w Workflow) assessWait(s StepState, now time.Time) Recovery {
+	def, ok := w.Step(s.Step)
+	switch {
+	case !s.Expired(now):
+		return Recovery{Action: Leave}
+	case !ok || def.WaitKind() == "":
+		return Recovery{Action: Fail, AlertKind: AlertStepFailed, Reason: fmt.Sprintf("step %q is not a step that waits in the workflow", s.Step)}
+	case def.Callback != nil:
+		return w.callbackTimedOut(def, s, now)
+	case def.Wait.Event == "" || def.Wait.Continue:
+		return Recovery{Action: EndWait}
+	}
+	reason := fmt.Sprintf(noEvent+"%q by %s", def.Wait.Event, s.CompleteBy.UTC().Format(time.RFC3339Nano))
+	if w.StopOnFailure {
+		return Recovery{Action: Fail, AlertKind: AlertStepTimedOut, Reason: reason}
+	}
+	return Recovery{Action: Compensate, Reason: reason}
+}
+
+// callbackTimedOut decides about a step whose service did not call back
+// by its deadline: a timeout like a reply's, its call made again with the
+// same Idempotency-Key until the step's failure threshold; then, since
+// the service may have done the work, it is undone with the rest.
+func (w Workflow) callbackTimedOut(def StepDef, s StepState, now time.Time) Recovery {
+	reason := fmt.Sprintf("attempt %d timed out: no callback by %s", s.Attempt, s.CompleteBy.UTC().Format(time.RFC3339Nano))
+	if s.FailureCount+1 < def.FailureThreshold {
+		return Recovery{Action: Retry, CompleteBy: now.Add(w.ClaimWithin), Reason: reason}
+	}
+	reason = fmt.Sprintf("%s; %d of %d allowed timeouts used", reason, s.FailureCount+1, def.FailureThreshold)
+	if w.StopOnFailure {
+		return Recovery{Action: Fail, AlertKind: AlertStepTimedOut, Reason: reason}
+	}
+	return Recovery{Action: Compensate, MayHaveRun: true, Reason: reason}
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"unicode/utf8"
 
@@ -58,6 +59,35 @@ type InputCheck func(doc []byte) []FieldError
 // returned as sent, compacted, with the fingerprint of its content (see
 // Order.RequestHash).
 func ParseInput(body []byte, check InputCheck) (input json.RawMessage, hash string, err error) {
+	return parseObject(body, check, ReservedInput)
+}
+
+// ParseEventData decodes and checks the body of an event strictly, as
+// ParseInput does a submission's, but for names: an event's data is its
+// step's result, and its schema is the only judge of its fields (see
+// control.SendEvent). The data is returned compacted.
+func ParseEventData(body []byte) (json.RawMessage, error) {
+	data, _, err := parseObject(body, nil, nil)
+	return data, err
+}
+
+// SameJSON reports whether a and b hold the same JSON value, however
+// they are formatted or their keys ordered (numbers as written).
+func SameJSON(a, b json.RawMessage) bool {
+	decode := func(raw json.RawMessage) (any, bool) {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		var v any
+		return v, dec.Decode(&v) == nil
+	}
+	va, okA := decode(a)
+	vb, okB := decode(b)
+	return okA && okB && reflect.DeepEqual(va, vb)
+}
+
+// parseObject is ParseInput's check of a JSON object body, refusing the
+// reserved names.
+func parseObject(body []byte, check InputCheck, reserved []string) (input json.RawMessage, hash string, err error) {
 	if len(body) > MaxInputBytes {
 		return nil, "", fmt.Errorf("body is %d bytes, the limit is %d: %w", len(body), MaxInputBytes, ErrTooLarge)
 	}
@@ -81,7 +111,7 @@ func ParseInput(body []byte, check InputCheck) (input json.RawMessage, hash stri
 	}
 	// The body's and the view's own names are refused whatever the
 	// workflow's schema allows (its additionalProperties, say).
-	for _, name := range ReservedInput {
+	for _, name := range reserved {
 		if _, taken := fields[name]; taken {
 			problems = append(problems, FieldError{Field: name, Problem: "is a name orderly gives its own field; an order's input may not use it"})
 		}

@@ -66,8 +66,10 @@ type Change struct {
 	Cancel bool
 	// Wait starts the record waiting (with State Waiting, until
 	// CompleteBy): its attempt goes up by one (the new fence), it waits
-	// since the write's time, and the order is announced no more.
-	Wait bool
+	// since the write's time, and the order is announced no more. Await
+	// is the same on the record's own attempt, which its call's callback
+	// names: the claim's.
+	Wait, Await bool
 	// CountHeartbeat counts a heartbeat against the attempt.
 	CountHeartbeat bool
 	// ClearAlert records that operators were alerted; Unwatch takes the
@@ -404,6 +406,9 @@ func (t Transition) Applied(r StepState) StepState {
 	if c.Wait {
 		r.Attempt, r.Since = r.Attempt+1, t.At
 	}
+	if c.Await {
+		r.Since = t.At
+	}
 	if c.CountHeartbeat {
 		r.Heartbeats++
 	}
@@ -457,7 +462,7 @@ func (t Transition) Active() int {
 // carries the time of the change; a change of the order's alone (a park)
 // leaves the record's time as it is.
 func (c Change) TouchesRecord() bool {
-	return c.State != "" || c.Wait || !c.CompleteBy.IsZero() || c.CountFailure || c.CountNudge || c.Releases > 0 || c.Deferrals > 0 ||
+	return c.State != "" || c.Wait || c.Await || !c.CompleteBy.IsZero() || c.CountFailure || c.CountNudge || c.Releases > 0 || c.Deferrals > 0 ||
 		c.CountHeartbeat || c.Reference != "" || len(c.Result) > 0 || c.Settle || c.Fresh
 }
 

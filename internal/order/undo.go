@@ -38,8 +38,27 @@ func (w Workflow) UndoUnclaimed(st StepState, cancelNow bool, now time.Time) Und
 // workflow step waits (Waiting): the wait stops at once (nothing is in
 // flight), the step ends Cancelled, and the work of the steps before it is
 // undone in reverse. It holds only while the order is not cancelled yet.
+//
+// A step whose service calls back may be doing its work meanwhile: it is
+// undone too, first (its undo call, with the step's Idempotency-Key, is
+// how the service hears of the cancel).
 func (w Workflow) UndoCancelledWait(st StepState, now time.Time) Undoing {
-	return w.undoing(Undoing{Step: st, From: Waiting, Ends: Cancelled, Reason: cancelledWait, CancelNow: true}, false, now)
+	def, _ := w.Step(st.Step)
+	return w.undoing(Undoing{Step: st, From: Waiting, Ends: Cancelled, Reason: cancelledWait, CancelNow: true}, def.Callback != nil, now)
+}
+
+// UndoAcceptedAfterCancel is the call of a step whose service calls back,
+// accepted after the client's cancel: the step ends Cancelled, and its
+// work, which the service may be doing, is undone first, then the rest.
+func (w Workflow) UndoAcceptedAfterCancel(st StepState, now time.Time) Undoing {
+	return w.undoing(Undoing{Step: st, From: Processing, Ends: Cancelled, Reason: cancelledAccepted, Cancelled: true}, true, now)
+}
+
+// UndoCallbackFailed is the failure callback of st, a step whose service
+// calls back, inside its wait: a permanent fault, which did no work (the
+// service says so), so the steps before it are undone.
+func (w Workflow) UndoCallbackFailed(st StepState, reason string, now time.Time) Undoing {
+	return w.undoing(Undoing{Step: st, From: Waiting, InTime: true, Ends: Failed, Reason: reason}, false, now)
 }
 
 // UndoRecovery is the Supervisor's Compensate decision about the active

@@ -16,6 +16,9 @@ type StepDef struct {
 	// Wait, when set, makes the step one that waits instead of calling a
 	// service: it has no agent, no call and nothing to undo.
 	Wait *Wait
+	// Callback, when set, makes the step's call asynchronous: its service
+	// accepts it (202) and calls orderly back when the work is done.
+	Callback *CallbackWait
 	// Allowance is how long the agent has for the first attempt. Each retry
 	// after a timeout gets twice the previous allowance, up to MaxAllowance,
 	// so a slow remote service is given more room rather than hammered.
@@ -58,22 +61,81 @@ type StepDef struct {
 	ResultShownToClient bool
 }
 
-// Wait is what a step that waits waits for. For now that is a durable
-// timer: the step is reached, waits For, and is Processed when the time
-// is up, with no Lambda running meanwhile (the Supervisor ends it when the
-// order is due).
+// Wait is what a step that waits waits for: a durable timer (For), or
+// an event (Event). No Lambda runs while a step waits: the Supervisor
+// ends a timer, or an event's wait at its timeout, when the order is due.
 type Wait struct {
+	// For is a durable timer's length: the step is Processed this long
+	// after it is reached.
 	For time.Duration
+	// Event names the event the step waits for, sent by the order's
+	// client, an operator or a service: its data, checked against Schema
+	// (a JSON Schema; none takes any object), is the step's result.
+	// Timeout bounds the wait; when no event arrived by then the step
+	// fails (and the order is compensated, or stops in Error with
+	// StopOnFailure), or, with Continue, is Processed with no result.
+	Event    string
+	Schema   json.RawMessage
+	Timeout  time.Duration
+	Continue bool
 }
 
-// Kind names what the wait waits for, for people and clients ("timer").
-func (w Wait) Kind() string { return WaitTimer }
+// Kind names what the wait waits for, for people and clients: "timer"
+// or "event".
+func (w Wait) Kind() string {
+	if w.Event != "" {
+		return WaitEvent
+	}
+	return WaitTimer
+}
+
+// Length is how long the wait lasts at most: a timer's length, an
+// event's timeout.
+func (w Wait) Length() time.Duration {
+	if w.Event != "" {
+		return w.Timeout
+	}
+	return w.For
+}
 
 // The kinds of wait (Wait.Kind).
-const WaitTimer = "timer"
+const (
+	WaitTimer = "timer"
+	WaitEvent = "event"
+)
+
+// CallbackWait is how long a step whose service calls back waits for
+// the callback: Timeout from when the call was accepted, moved on by each
+// "working" callback by Timeout again, to at most MaxTimeout after it was
+// accepted. A wait that ends with no callback is a timeout like any
+// other: the call is made again with the same Idempotency-Key, up to the
+// step's failure threshold.
+type CallbackWait struct {
+	Timeout, MaxTimeout time.Duration
+}
+
+// The kind of wait of a step whose service calls back (StepDef.WaitKind).
+const WaitCallback = "callback"
+
+// WaitKind names what the step waits for when it is Waiting: "timer",
+// "event" or "callback"; "" for a step that never waits.
+func (d StepDef) WaitKind() string {
+	switch {
+	case d.Wait != nil:
+		return d.Wait.Kind()
+	case d.Callback != nil:
+		return WaitCallback
+	}
+	return ""
+}
 
 // Waits reports whether the step is one that waits.
 func (d StepDef) Waits() bool { return d.Wait != nil }
+
+// AwaitsEvent reports whether the step waits for the named event.
+func (d StepDef) AwaitsEvent(name string) bool {
+	return d.Wait != nil && d.Wait.Event != "" && d.Wait.Event == name
+}
 
 // Start is how the step starts once it is reached at now: a step that
 // waits goes Waiting until its wait ends; any other goes Processing under
@@ -82,11 +144,21 @@ func (d StepDef) Waits() bool { return d.Wait != nil }
 func (d StepDef) Start(owner string, claimWithin time.Duration, now time.Time) (ProcessState, time.Time) {
 	switch {
 	case d.Wait != nil:
-		return Waiting, now.Add(d.Wait.For)
+		return Waiting, now.Add(d.Wait.Length())
 	case owner != "":
 		return Processing, now.Add(d.AllowanceFor(0))
 	}
 	return Pending, now.Add(claimWithin)
+}
+
+// EventStep returns the step of w that waits for the named event.
+func (w Workflow) EventStep(name string) (StepDef, bool) {
+	for _, d := range w.Steps {
+		if d.AwaitsEvent(name) {
+			return d, true
+		}
+	}
+	return StepDef{}, false
 }
 
 // CarriesOrder is the item of Carries that is the order's input.
@@ -172,9 +244,14 @@ func (w Workflow) UndoPlan(active int, activeMayHaveRun bool) []int {
 
 // Keeps reports whether the named step's answer is stored with the order:
 // only when some call's request carries it or its client is shown it, so
-// that workflows that pass and show no results pay nothing for them.
+// that workflows that pass and show no results pay nothing for them. An
+// event's data is always kept: it says who decided what, and a second
+// send of the same event is told from a different one by it.
 func (w Workflow) Keeps(step string) bool {
 	for _, d := range w.Steps {
+		if d.Name == step && d.Wait != nil && d.Wait.Event != "" {
+			return true
+		}
 		if slices.Contains(d.Carries, step) || slices.Contains(d.UndoCarries, step) || (d.Name == step && d.ResultShownToClient) {
 			return true
 		}

@@ -26,6 +26,9 @@ type Completion struct {
 	// over: the record is found Waiting past its CompleteBy, not
 	// Processing.
 	WaitEnded bool
+	// Arrived names what the step waited for and what arrived before its
+	// CompleteBy, "event" or "callback": the record is found Waiting.
+	Arrived string
 	// Undid is, for an undo record, the index of the workflow step whose
 	// work it undid: that step becomes Undone in the same write.
 	Undid int
@@ -94,6 +97,27 @@ func (w Workflow) WaitEnded(st StepState, now time.Time) Completion {
 	return c
 }
 
+// EventArrived is the write that takes the event st, a step that waits
+// for it, waits for: data is its result, the step is Processed and the
+// next one announced for a Scheduler (the API that takes events sends no
+// requests), or the order ends Processed. It holds only inside the wait.
+func (w Workflow) EventArrived(st StepState, data json.RawMessage, now time.Time) Completion {
+	c := w.Completion(st, "", data, "", now)
+	c.Arrived = WaitEvent
+	return c
+}
+
+// CallbackArrived is the write that takes the success callback st, a
+// step whose service calls back, waits for: reference and result are its
+// answer, the step is Processed and the next one announced, or the order
+// ends Processed. It holds only inside the wait, on the attempt the
+// callback's token names.
+func (w Workflow) CallbackArrived(st StepState, reference string, result json.RawMessage, now time.Time) Completion {
+	c := w.Completion(st, reference, result, "", now)
+	c.Arrived = WaitCallback
+	return c
+}
+
 // Guard is what c's write must hold: the replied record is still
 // Processing on the reply's attempt (so stale and duplicate replies
 // change nothing), or, for a wait that ended, Waiting past its deadline;
@@ -102,8 +126,8 @@ func (w Workflow) WaitEnded(st StepState, now time.Time) Completion {
 // ends the order as cancelled or not, as c says.
 func (c Completion) Guard() Guard {
 	g := Guard{State: Processing, NotCancelled: !c.Step.Undo}
-	if c.WaitEnded {
-		g.State, g.Expired = Waiting, true
+	if c.WaitEnded || c.Arrived != "" {
+		g.State, g.Expired, g.InTime = Waiting, c.WaitEnded, c.Arrived != ""
 	}
 	switch {
 	case c.Next != nil:
@@ -147,8 +171,11 @@ func (c Completion) Transition(now time.Time) Transition {
 		ch.End = StatusFailed
 	}
 	name := "complete"
-	if c.WaitEnded {
+	switch {
+	case c.WaitEnded:
 		name = "end wait"
+	case c.Arrived != "":
+		name = "receive " + c.Arrived
 	}
 	return Transition{Name: name, Record: c.Step, Guard: c.Guard(), Change: ch, At: now}
 }
@@ -192,8 +219,8 @@ type Undoing struct {
 	From ProcessState
 	// Expired makes the write hold only once the step's deadline has
 	// passed (a Supervisor's timeout), and counts the timeout as a
-	// failure.
-	Expired bool
+	// failure. InTime makes it hold only before (a callback's failure).
+	Expired, InTime bool
 	// Ends is the step's state from now on: Failed, Processed (a success
 	// that arrived after a cancel) or Cancelled (it waited for a claim;
 	// Plan says whether it is undone too).
@@ -228,7 +255,7 @@ type Undoing struct {
 // attempts count on from it.
 func (u Undoing) Guard() Guard {
 	cancelled := u.Cancelled && !u.CancelNow
-	return Guard{State: u.From, Records: u.Steps, Expired: u.Expired, Unlocked: u.From == Pending,
+	return Guard{State: u.From, Records: u.Steps, Expired: u.Expired, InTime: u.InTime, Unlocked: u.From == Pending,
 		Cancelled: cancelled, NotCancelled: !cancelled, SameUndoFloor: true}
 }
 

@@ -12,6 +12,7 @@ package api
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,6 +37,7 @@ type Store interface {
 type Controls interface {
 	Cancel(ctx context.Context, owner order.Principal, id string) (order.Order, error)
 	Redrive(ctx context.Context, id, action string) (order.Order, error)
+	SendEvent(ctx context.Context, by order.Principal, operator bool, id, name string, data json.RawMessage) (order.Order, error)
 }
 
 // History reads an order's history.

@@ -74,6 +74,15 @@ func TestClientHistoryShowsTheOrderNotTheEnginesWorkings(t *testing.T) {
 		{"an undo record's state", wf,
 			order.HistoryEntry{At: at, Record: 3, Step: "fraud-check", Undo: true, Event: "state", To: "Pending", Attempt: 1, Reason: "appended to undo the work done"},
 			&order.HistoryEntry{At: at, Record: 3, Step: "fraud-check", Undo: true, Event: "state", To: "Pending"}},
+		{"a step that starts to wait says until when", wf,
+			order.HistoryEntry{At: at, Record: 1, Step: "charge-payment", Event: "state", From: "NotStarted", To: "Waiting", Attempt: 1, By: "scheduler 4f2a",
+				Reason: "waits until 2026-03-01T13:00:00Z"},
+			&order.HistoryEntry{At: at, Record: 1, Step: "charge-payment", Event: "state", From: "NotStarted", To: "Waiting",
+				Reason: "waits until 2026-03-01T13:00:00Z"}},
+		{"the end of a wait, by the Supervisor", wf,
+			order.HistoryEntry{At: at, Record: 1, Step: "charge-payment", Event: "state", From: "Waiting", To: "Processed", Attempt: 1, By: "supervisor",
+				Reason: "the wait ended"},
+			&order.HistoryEntry{At: at, Record: 1, Step: "charge-payment", Event: "state", From: "Waiting", To: "Processed"}},
 		{"a heartbeat is the agent's", wf,
 			order.HistoryEntry{At: at, Record: 1, Step: "charge-payment", Event: "heartbeat", Attempt: 1, By: "agent payment", Reason: "deadline moved to …"}, nil},
 		{"a deferral is the Supervisor's", wf, order.HistoryEntry{At: at, Record: 1, Step: "charge-payment", Event: "deferred", By: "supervisor"}, nil},
@@ -125,5 +134,63 @@ func TestClientViewSaysWhyInTheClientsWords(t *testing.T) {
 				t.Errorf("lastError %q, want %q", got.LastError, tt.want)
 			}
 		})
+	}
+}
+
+// A Waiting step shows, to clients and operators alike, what it waits for
+// (from the step's definition in the order's workflow version), since
+// when and until when; a step that does not wait shows no wait, and a
+// version this build lacks leaves out what the wait is for.
+func TestViewsShowWhatAWaitingStepWaitsFor(t *testing.T) {
+	since := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	until := since.Add(time.Hour)
+	wf := order.Workflow{Name: "checkout", Version: "1", Steps: []order.StepDef{
+		{Name: "cool-off", Wait: &order.Wait{For: time.Hour}}, {Name: "charge-payment", Agent: "payment"}}}
+	o := order.Order{ID: "O", Workflow: "checkout", Version: "1", Status: order.StatusWaiting, CreatedAt: since, UpdatedAt: since}
+	waiting := order.StepState{Step: "cool-off", ProcessState: order.Waiting, Attempt: 1, Since: since, CompleteBy: until, UpdatedAt: since}
+	notStarted := order.StepState{Step: "charge-payment", Agent: "payment", ProcessState: order.NotStarted}
+	tests := []struct {
+		name string
+		wf   order.Workflow
+		// want is each step's "waiting" as JSON, "" for none.
+		want []string
+	}{
+		{"a timer of a version this build has", wf,
+			[]string{`{"for":"timer","since":"2026-03-01T12:00:00Z","until":"2026-03-01T13:00:00Z"}`, ""}},
+		{"a version this build lacks: what it waits for is not known", order.Workflow{},
+			[]string{`{"since":"2026-03-01T12:00:00Z","until":"2026-03-01T13:00:00Z"}`, ""}},
+	}
+	for _, tt := range tests {
+		for _, view := range []struct {
+			who  string
+			view any
+		}{
+			{"client", api.NewClientView(o, []order.StepState{waiting, notStarted}, tt.wf)},
+			{"operator", api.NewOrderView(o, []order.StepState{waiting, notStarted}, tt.wf)},
+		} {
+			t.Run(tt.name+", "+view.who, func(t *testing.T) {
+				raw, err := json.Marshal(view.view)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got struct {
+					Steps []struct {
+						State   string          `json:"state"`
+						Waiting json.RawMessage `json:"waiting"`
+					} `json:"steps"`
+				}
+				if err := json.Unmarshal(raw, &got); err != nil {
+					t.Fatal(err)
+				}
+				if len(got.Steps) != len(tt.want) || got.Steps[0].State != "Waiting" {
+					t.Fatalf("steps %s, want %d with the first Waiting", raw, len(tt.want))
+				}
+				for i, s := range got.Steps {
+					if string(s.Waiting) != tt.want[i] {
+						t.Errorf("step %d: waiting %s, want %q", i, s.Waiting, tt.want[i])
+					}
+				}
+			})
+		}
 	}
 }

@@ -37,6 +37,7 @@ var statusOf = []struct {
 	{errMethod, http.StatusMethodNotAllowed, "method_not_allowed"},
 	{order.ErrConflict, http.StatusConflict, "idempotency_conflict"},
 	{order.ErrNotAllowed, http.StatusConflict, "invalid_state"},
+	{order.ErrTooLate, http.StatusGone, "too_late"},
 	{control.ErrBusy, http.StatusServiceUnavailable, "busy"},
 	{errUnavailable, http.StatusServiceUnavailable, "unavailable"},
 }

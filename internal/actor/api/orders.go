@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -19,11 +20,12 @@ func (s *Service) get(ctx context.Context, req events.APIGatewayProxyRequest, op
 	if err != nil {
 		return events.APIGatewayProxyResponse{}, err
 	}
+	// A version this build lacks shows no result, nor what a step waits for.
+	wf, _ := s.workflows.Get(o.Workflow, o.Version)
 	if !operator {
-		wf, _ := s.workflows.Get(o.Workflow, o.Version) // a version this build lacks shows no result
 		return jsonResponse(http.StatusOK, NewClientView(o, steps, wf)), nil
 	}
-	return jsonResponse(http.StatusOK, NewOrderView(o, steps)), nil
+	return jsonResponse(http.StatusOK, NewOrderView(o, steps, wf)), nil
 }
 
 // shown reads the order a GET on it names, for the caller that submitted
@@ -102,6 +104,39 @@ func (s *Service) cancel(ctx context.Context, req events.APIGatewayProxyRequest)
 	s.log.InfoContext(ctx, "order cancel requested", "order_id", o.ID, "status", o.Status)
 	return accepted(o, false), nil
 }
+
+// sendEvent delivers an event to an order (POST /orders/{id}/events/{name},
+// the client's own orders; POST /ops/orders/{id}/events/{name}, an
+// operator's, any order): the body is the event's data, a JSON object,
+// which the step that waits for it checks against its schema and takes as
+// its result.
+func (s *Service) sendEvent(ctx context.Context, req events.APIGatewayProxyRequest, operator bool) (events.APIGatewayProxyResponse, error) {
+	caller, id, body, err := actionOn(req)
+	if err != nil {
+		return events.APIGatewayProxyResponse{}, err
+	}
+	data, err := order.ParseEventData(body)
+	if err != nil {
+		return events.APIGatewayProxyResponse{}, err
+	}
+	name := eventNameOf(req)
+	if !eventName.MatchString(name) {
+		return events.APIGatewayProxyResponse{}, &order.ValidationError{Fields: []order.FieldError{{Field: "event",
+			Problem: fmt.Sprintf("%q: an event's name is lower-case letters, digits and \"-\", at most 63 characters", excerpt(name))}}}
+	}
+	o, err := s.controls.SendEvent(ctx, caller, operator, id, name, data)
+	if errors.Is(err, order.ErrNotFound) {
+		return events.APIGatewayProxyResponse{}, fmt.Errorf("no order has that id: %w", order.ErrNotFound)
+	}
+	if err != nil {
+		return events.APIGatewayProxyResponse{}, err
+	}
+	s.log.InfoContext(ctx, "event taken", "order_id", o.ID, "event", name, "status", o.Status, "operator", operator)
+	return accepted(o, false), nil
+}
+
+// eventName is what a workflow definition allows an event to be named.
+var eventName = regexp.MustCompile(`^[a-z0-9-]{1,63}$`)
 
 // redrive resumes an order in Error (POST /orders/{id}/redrive, an
 // operator's route; optional body {"action":"retry"|"compensate"}).

@@ -23,6 +23,7 @@ func TestParseQuery(t *testing.T) {
 			order.Query{CustomerID: "c-1", CreatedFrom: day, CreatedTo: day.Add(24 * time.Hour), Limit: order.DefaultSearchLimit}, ""},
 		{"every filter", map[string]string{"status": "Failed", "workflow": "order", "version": "2", "ended_from": "2026-11-26T01:00:00+01:00", "limit": "100"},
 			order.Query{Status: order.StatusFailed, Workflow: "order", Version: "2", EndedFrom: day, Limit: 100}, ""},
+		{"the running orders whose step waits", map[string]string{"status": "Waiting"}, order.Query{Status: order.StatusWaiting, Limit: order.DefaultSearchLimit}, ""},
 		{"an unknown status", map[string]string{"status": "Done"}, order.Query{}, "status"},
 		{"a time that does not parse", map[string]string{"created_from": "yesterday"}, order.Query{}, "created_from"},
 		{"a range that ends before it starts", map[string]string{"ended_from": "2026-11-27T00:00:00Z", "ended_to": "2026-11-26T00:00:00Z"}, order.Query{}, "ended_to"},

@@ -33,6 +33,11 @@ const (
 	// any order's on ResourceOperatorHistory.
 	ResourceHistory         = "/orders/{id}/history"
 	ResourceOperatorHistory = "/ops/orders/{id}/history"
+	// ResourceEvent sends an event to the caller's own order (a step
+	// that waits for it takes its data); operators send events to any
+	// order on ResourceOperatorEvent.
+	ResourceEvent         = "/orders/{id}/events/{name}"
+	ResourceOperatorEvent = "/ops/orders/{id}/events/{name}"
 )
 
 // handler serves one route.
@@ -55,6 +60,8 @@ var routes = []struct {
 	{http.MethodPost, ResourceRedrive, (*Service).redrive},
 	{http.MethodGet, ResourceHistory, asClient((*Service).showHistory)},
 	{http.MethodGet, ResourceOperatorHistory, asOperator((*Service).showHistory)},
+	{http.MethodPost, ResourceEvent, asClient((*Service).sendEvent)},
+	{http.MethodPost, ResourceOperatorEvent, asOperator((*Service).sendEvent)},
 }
 
 // sided is a handler that serves a client its own orders, or an operator
@@ -153,6 +160,12 @@ func resourceOf(path string) string {
 	}
 	rest, isOrder := strings.CutPrefix(path, prefix+ResourceOrders+"/")
 	id, action, _ := strings.Cut(rest, "/")
+	if name, ok := strings.CutPrefix(action, "events/"); ok && isOrder && id != "" && name != "" && !strings.Contains(name, "/") {
+		if prefix != "" {
+			return ResourceOperatorEvent
+		}
+		return ResourceEvent
+	}
 	switch {
 	case path == ResourceOrders:
 		return ResourceOrders
@@ -185,6 +198,15 @@ func workflowOf(path string) string {
 		return ""
 	}
 	return name
+}
+
+// eventNameOf is the event an events path names.
+func eventNameOf(req events.APIGatewayProxyRequest) string {
+	if name, ok := req.PathParameters["name"]; ok {
+		return name
+	}
+	_, name, _ := strings.Cut(req.Path, "/events/")
+	return strings.TrimSuffix(name, "/")
 }
 
 func orderIDOf(req events.APIGatewayProxyRequest) string {

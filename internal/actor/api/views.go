@@ -22,11 +22,38 @@ type StepView struct {
 	CompleteBy   *time.Time `json:"completeBy,omitempty"`
 	LockedBy     string     `json:"lockedBy,omitempty"`
 	LastError    string     `json:"lastError,omitempty"`
+	// Waiting is, for a Waiting step, what it waits for and until when.
+	Waiting *WaitView `json:"waiting,omitempty"`
 	// Reference is the remote service's id for the work a step did;
 	// Result, its whole answer when the workflow keeps it.
 	Reference string          `json:"reference,omitempty"`
 	Result    json.RawMessage `json:"result,omitempty"`
 	UpdatedAt time.Time       `json:"updatedAt"`
+}
+
+// WaitView is what a Waiting step waits for, since when and until when,
+// as clients and operators read it.
+type WaitView struct {
+	// For is the kind of wait (order.Wait.Kind), from the step's
+	// definition; empty when this build lacks the order's workflow
+	// version.
+	For   string    `json:"for,omitempty"`
+	Since time.Time `json:"since,omitzero"`
+	// Until is when the wait ends: the record's CompleteBy.
+	Until time.Time `json:"until"`
+}
+
+// waitView is st's wait, nil unless st is Waiting. wf is the order's
+// workflow version (the zero Workflow when this build lacks it).
+func waitView(st order.StepState, wf order.Workflow) *WaitView {
+	if st.ProcessState != order.Waiting {
+		return nil
+	}
+	v := &WaitView{Since: st.Since, Until: st.CompleteBy}
+	if d, ok := wf.Step(st.Step); ok && d.Wait != nil && !st.Undo {
+		v.For = d.Wait.Kind()
+	}
+	return v
 }
 
 // ClientStepView is one record's state as the order's client reads it
@@ -39,6 +66,7 @@ type ClientStepView struct {
 	Step      string          `json:"step"`
 	Undo      bool            `json:"undo,omitempty"`
 	State     string          `json:"state"`
+	Waiting   *WaitView       `json:"waiting,omitempty"`
 	Reference string          `json:"reference,omitempty"`
 	Result    json.RawMessage `json:"result,omitempty"`
 	UpdatedAt time.Time       `json:"updatedAt"`
@@ -81,7 +109,7 @@ func NewClientView(o order.Order, steps []order.StepState, wf order.Workflow) Cl
 		CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt, Steps: make([]ClientStepView, len(steps)),
 	}
 	for i, st := range steps {
-		v := ClientStepView{Step: st.Step, Undo: st.Undo, State: string(st.ProcessState), UpdatedAt: st.UpdatedAt}
+		v := ClientStepView{Step: st.Step, Undo: st.Undo, State: string(st.ProcessState), Waiting: waitView(st, wf), UpdatedAt: st.UpdatedAt}
 		if !st.Undo && wf.ShowsResult(st.Step) {
 			v.Reference, v.Result = st.Reference, st.Result
 		}
@@ -209,8 +237,10 @@ func redriveViews(o order.Order, steps []order.StepState) []RedriveView {
 
 // NewOrderView is how the operators' route, the CLI and the console show
 // an order and its records, with, for an order in Error, what each
-// redrive does.
-func NewOrderView(o order.Order, steps []order.StepState) OrderView {
+// redrive does. wf is the order's workflow version, which says what a
+// Waiting step waits for; a version this build lacks (the zero Workflow)
+// leaves that out.
+func NewOrderView(o order.Order, steps []order.StepState, wf order.Workflow) OrderView {
 	view := OrderView{
 		OrderID: o.ID, Workflow: o.Workflow, Version: o.Version, Status: o.Status, Input: o.Input, CustomerID: o.CustomerID, LastError: o.LastError,
 		CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt, Steps: make([]StepView, len(steps)),
@@ -218,7 +248,7 @@ func NewOrderView(o order.Order, steps []order.StepState) OrderView {
 	for i, st := range steps {
 		v := StepView{
 			Step: st.Step, Undo: st.Undo, Agent: st.Agent, State: string(st.ProcessState), Attempt: st.Attempt,
-			FailureCount: st.FailureCount, LockedBy: st.LockedBy, LastError: st.LastError,
+			FailureCount: st.FailureCount, LockedBy: st.LockedBy, LastError: st.LastError, Waiting: waitView(st, wf),
 			Reference: st.Reference, Result: st.Result, UpdatedAt: st.UpdatedAt,
 		}
 		if !st.CompleteBy.IsZero() {
@@ -246,7 +276,8 @@ var clientEvents = []string{"status", "cancel requested", "state", "removed"}
 // how the order and each record changed, and why the order did; who
 // changed it only when a person did (a client's cancel, an operator's
 // redrive or cancel); a step's result only where wf shows it to clients
-// (StepDef.ResultShownToClient), with its reference. The order's reasons
+// (StepDef.ResultShownToClient), with its reference; a step's start of a
+// wait with its reason (until when it waits). The order's reasons
 // are said as order.ClientReason says them. Attempts (the fences), the
 // instances and agents that wrote, and records' other reasons (timeouts,
 // deadlines, a reference not shown) are the operators'. Each entry is built anew from
@@ -267,6 +298,8 @@ func ClientHistory(wf order.Workflow, ts []order.HistoryEntry) []order.HistoryEn
 			c.Reason = order.ClientReason(order.Status(e.To), e.Reason) // the order's reason, as clients read it
 		case e.Record < 0:
 			c.Reason = e.Reason // a submission's, a cancel's: the engine's plain words
+		case e.Event == "state" && e.To == string(order.Waiting):
+			c.Reason = e.Reason // until when the step waits, which the client's view shows too
 		case !e.Undo && wf.ShowsResult(e.Step) && strings.HasPrefix(e.Reason, order.ReferencePrefix):
 			c.Reason = e.Reason // the reference, shown like the step's result
 		}

@@ -46,8 +46,11 @@ const (
 type Service struct {
 	clients   Store // writes a client's cancel
 	operators Store // writes an operator's redrive
-	workflows order.Versions
-	now       func() time.Time
+	// clientEvents and operatorEvents write events (TakingEvents).
+	clientEvents, operatorEvents Store
+	schemas                      schemas
+	workflows                    order.Versions
+	now                          func() time.Time
 }
 
 // New returns a control service that writes cancels through clients and
@@ -206,7 +209,7 @@ func (s *Service) Move(ctx context.Context, id, to string) (order.Order, error) 
 		}
 		var active *order.StepState
 		for i := range steps {
-			if steps[i].ProcessState == order.Pending || steps[i].ProcessState == order.Processing || steps[i].ProcessState == order.Error {
+			if ps := steps[i].ProcessState; ps == order.Pending || ps == order.Processing || ps == order.Waiting || ps == order.Error {
 				active = &steps[i]
 				break
 			}

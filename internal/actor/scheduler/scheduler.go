@@ -183,7 +183,7 @@ func (s *Service) claim(ctx context.Context, wf order.Workflow, seen order.StepS
 	if def.Waits() {
 		// A step that waits is announced only after an operator's
 		// redrive: it starts waiting again, with no request.
-		_, _, err := s.store.Apply(ctx, order.StartWait(seen, now.Add(def.Wait.For), now))
+		_, _, err := s.store.Apply(ctx, order.StartWait(seen, now.Add(def.Wait.Length()), now))
 		if errors.Is(err, order.ErrStale) {
 			return nil
 		}
@@ -244,6 +244,21 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 			// The step is done, but the client cancelled meanwhile: its
 			// work is undone too, then the rest in reverse.
 			err = s.undo(ctx, log, wf.UndoCancelledSuccess(replied, rep.Reference, result, now).ClaimedBy(s.id, now))
+		}
+	case rep.Outcome == order.OutcomeAccepted:
+		// The service calls back: the step waits for it, no request
+		// goes out.
+		t := wf.CallAccepted(replied, now)
+		if _, _, err = s.store.Apply(ctx, t); err != nil {
+			err = order.AcceptRefused(t, err)
+		}
+		if errors.Is(err, order.ErrCancelRequested) {
+			// Cancelled meanwhile: the service may be doing the work,
+			// so it is undone first, then the rest.
+			err = s.undo(ctx, log, wf.UndoAcceptedAfterCancel(replied, now).ClaimedBy(s.id, now))
+		}
+		if err == nil {
+			log.InfoContext(ctx, "call accepted; the step waits for its callback")
 		}
 	case rep.Undo || wf.StopOnFailure || rep.WorkDone:
 		// An undo that cannot be done, a workflow that stops for an

@@ -54,6 +54,9 @@ func condition(fence order.StepState, g order.Guard, at time.Time) expression.Co
 	if g.Expired {
 		add(field("CompleteBy").LessThan(msValue(at)))
 	}
+	if g.InTime {
+		add(field("CompleteBy").GreaterThanEqual(msValue(at)))
+	}
 	if !g.EarlierThan.IsZero() {
 		add(field("CompleteBy").LessThan(msValue(g.EarlierThan)))
 	}
@@ -157,6 +160,9 @@ func (s *Store) change(t order.Transition) expression.UpdateBuilder {
 	}
 	if c.Wait {
 		upd = waits(upd, i, t.At)
+	}
+	if c.Await {
+		upd = upd.Set(field("Since"), msValue(t.At)).Remove(expression.Name(attrUnclaimed))
 	}
 	if !c.CompleteBy.IsZero() {
 		upd = upd.Set(field("CompleteBy"), msValue(c.CompleteBy))

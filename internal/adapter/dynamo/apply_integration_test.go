@@ -34,10 +34,12 @@ var timing = order.Timing{Allowance: 10 * time.Second, MaxAllowance: 40 * time.S
 // writes that move an order on has landed in each of its forms.
 func TestWritesLandExactlyWhenTheDomainSaysTheyHold(t *testing.T) {
 	w := testenv.NewWorld(t, timing)
-	// The shipped steps with a timer between the second and the third,
-	// so that waits start, end and are cancelled too.
+	// The shipped steps with a timer and a wait for an event between the
+	// second and the third, so that waits start, end, take events and are
+	// cancelled too.
 	waits := w.Workflow
-	waits.Steps = slices.Insert(slices.Clone(waits.Steps), 2, order.StepDef{Name: "cool-off", Wait: &order.Wait{For: timing.Allowance}})
+	waits.Steps = slices.Insert(slices.Clone(waits.Steps), 2, order.StepDef{Name: "cool-off", Wait: &order.Wait{For: timing.Allowance}},
+		order.StepDef{Name: "manual-review", Wait: &order.Wait{Event: "review", Timeout: timing.Allowance}})
 	w.Run(t, waits)
 	ctx := context.Background()
 	seed := uint64(time.Now().UnixNano())
@@ -107,8 +109,11 @@ func TestWritesLandExactlyWhenTheDomainSaysTheyHold(t *testing.T) {
 			wr = completion(rng, w.Workflow, f, cur, now)
 		}
 		if k == 0 && cur.ProcessState == order.Waiting && rng.IntN(2) == 0 {
-			// and its waits mostly end.
+			// and its waits mostly end, or take their event.
 			wr = endWait(w.Workflow, cur, now)
+			if rng.IntN(2) == 0 {
+				wr = receiveEvent(w.Workflow, cur, now)
+			}
 		}
 		if k == 1 && i >= 300 && forms["redrive: forward"] == 0 {
 			// The rarest form: when the walk has not landed it by
@@ -174,7 +179,7 @@ func TestWritesLandExactlyWhenTheDomainSaysTheyHold(t *testing.T) {
 // kinds are the writes the walk must see both land and be refused.
 var kinds = []string{"fail", "release", "record the agent gave up", "park", "defer", "retry", "give up", "nudge",
 	"claim", "cancel", "heartbeat", "lease alert", "clear alert", "reschedule", "move version",
-	"complete", "start undoing", "redrive", "start wait", "end wait"}
+	"complete", "start undoing", "redrive", "start wait", "end wait", "receive event"}
 
 // allForms are the forms of the writes that move an order on, which the
 // walk must see land.
@@ -185,7 +190,7 @@ var allForms = []string{
 	"start undoing: first undo announced", "start undoing: from Error", "start undoing: the client's cancel",
 	"start undoing: timed out", "start undoing: a wait cancelled",
 	"redrive: in place", "redrive: forward",
-	"end wait: next announced",
+	"end wait: next announced", "receive event: next announced",
 }
 
 // formsOf names the forms of tr, a write that moves an order on.
@@ -212,7 +217,7 @@ func formsOf(tr order.Transition) []string {
 		add(c.Cancel, "the client's cancel")
 		add(c.CountFailure, "timed out")
 		add(tr.Guard.State == order.Waiting, "a wait cancelled")
-	case "end wait":
+	case "end wait", "receive event":
 		add(c.Next != nil && c.Next.State == order.Pending, "next announced")
 	case "redrive":
 		add(c.Forward == nil, "in place")
@@ -291,13 +296,13 @@ func randomWrite(rng *rand.Rand, wf order.Workflow, f order.Found, fence order.S
 	}
 	// Half the time a write that fits the record as stored, so that
 	// each lands often enough to meet its stale views too.
-	pick := rng.IntN(19)
+	pick := rng.IntN(20)
 	if cur, _ := f.Record(); rng.IntN(2) == 0 {
 		fits := map[order.ProcessState][]int{
 			order.Pending:    {3, 6, 7, 8, 8, 13, 16},
 			order.Processing: {0, 1, 2, 3, 3, 5, 9, 10, 15, 16},
 			order.Error:      {11, 12, 14, 16, 17, 17},
-			order.Waiting:    {3, 13, 16, 18, 18},
+			order.Waiting:    {3, 13, 16, 18, 18, 19, 19},
 		}[cur.ProcessState]
 		if cur.AlertPending {
 			fits = append(fits, 11, 11, 12)
@@ -360,9 +365,17 @@ func randomWrite(rng *rand.Rand, wf order.Workflow, f order.Found, fence order.S
 		return undoing(rng, wf, fence, now)
 	case 17:
 		return resume(wf, f, fence, later, now)
-	default:
+	case 18:
 		return endWait(wf, fence, now)
+	default:
+		return receiveEvent(wf, fence, now)
 	}
+}
+
+// receiveEvent is the API's write of an event for fence, as it decides
+// it (whatever the step).
+func receiveEvent(wf order.Workflow, fence order.StepState, now time.Time) write {
+	return write{name: "receive event", tr: wf.EventArrived(fence, json.RawMessage(`{"decision":"approve"}`), now).Transition(now)}
 }
 
 // endWait is the Supervisor's end of fence's wait, as it decides it

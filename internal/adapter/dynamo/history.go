@@ -78,7 +78,8 @@ func diff(before *orderRecord, now orderRecord) []order.HistoryEntry {
 		add(order.HistoryEntry{Record: -1, Event: "status", To: now.Status, Reason: order.ReasonSubmitted})
 		for i, s := range now.Steps {
 			if s.State != string(order.NotStarted) {
-				add(order.HistoryEntry{Record: i, Step: s.Step, Undo: s.Undo, Event: "state", From: string(order.NotStarted), To: s.State, Attempt: s.Attempt})
+				add(order.HistoryEntry{Record: i, Step: s.Step, Undo: s.Undo, Event: "state", From: string(order.NotStarted), To: s.State, Attempt: s.Attempt,
+					Reason: waitReason(s)})
 			}
 		}
 		return out
@@ -121,6 +122,12 @@ func diff(before *orderRecord, now orderRecord) []order.HistoryEntry {
 			if n.Result != "" && n.Result != o.Result {
 				t.Result = json.RawMessage(n.Result)
 			}
+			switch {
+			case n.State == string(order.Waiting):
+				t.Reason = waitReason(n)
+			case o.State == string(order.Waiting) && n.State == string(order.Processed) && t.Reason == "":
+				t.Reason = waitEnded
+			}
 		case n.Heartbeats > o.Heartbeats:
 			t.Event = "heartbeat"
 			t.Reason = fmt.Sprintf("deadline moved to %s (heartbeat %d)", fromMillis(n.CompleteBy).Format(time.RFC3339Nano), n.Heartbeats)
@@ -144,6 +151,19 @@ func diff(before *orderRecord, now orderRecord) []order.HistoryEntry {
 		add(alertTransition(*before, before.Active, "alert withdrawn", before.AlertKind))
 	}
 	return out
+}
+
+// waitEnded is the reason of a step's success when its wait ended.
+const waitEnded = "the wait ended"
+
+// waitReason is the reason of a record's entry as it starts to wait: until
+// when (its CompleteBy). The time it waits since is the entry's own. A
+// record that does not wait has none.
+func waitReason(s stepRecord) string {
+	if s.State != string(order.Waiting) {
+		return ""
+	}
+	return "waits until " + fromMillis(s.CompleteBy).UTC().Format(time.RFC3339Nano)
 }
 
 // cancelledBy is the reason of a cancel's history entry, which clients
@@ -187,6 +207,11 @@ func statusChange(before *orderRecord, now orderRecord, seq string) *order.Statu
 		c.Previous = order.Status(before.Status)
 	}
 	switch c.Status {
+	case order.StatusWaiting:
+		// Which step waits, and until when: a client's words too.
+		if st, ok := now.active(); ok && st.ProcessState == order.Waiting {
+			c.Reason = fmt.Sprintf("step %s waits until %s", st.Step, st.CompleteBy.UTC().Format(time.RFC3339Nano))
+		}
 	case order.StatusCompensating, order.StatusFailed, order.StatusError:
 		// Clients' own rules receive the events: the reason is the
 		// client's, not the engine's (the order's history keeps that).

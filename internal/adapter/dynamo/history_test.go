@@ -160,3 +160,101 @@ func TestStatusChangeCarriesTheClientsReason(t *testing.T) {
 		t.Errorf("got reason %q, failed step %q; want the client's reason of charge-payment", c.Reason, c.FailedStep)
 	}
 }
+
+// A step that starts to wait says until when, in the history its order's
+// client and operators read; the end of a wait says so; and the time a
+// record started to wait, written with the wait, makes no entry of its
+// own.
+func TestDiffTellsAWait(t *testing.T) {
+	zero, one := 0, 1
+	until := time.Date(2026, 3, 1, 13, 0, 0, 0, time.UTC)
+	step := func(name, state string, attempt int) stepRecord {
+		return stepRecord{Step: name, State: state, Attempt: attempt}
+	}
+	waiting := stepRecord{Step: "cool-off", State: "Waiting", Attempt: 1, Since: 1000, CompleteBy: until.UnixMilli()}
+	tests := []struct {
+		name        string
+		before, now orderRecord
+		want        []string
+	}{
+		{"submitted to wait at once", orderRecord{},
+			orderRecord{Status: "Waiting", By: "submit", Active: &zero, Steps: []stepRecord{waiting, step("charge", "NotStarted", 0)}},
+			[]string{"-1 status >Waiting (submitted)", "0 state NotStarted>Waiting attempt 1 (waits until 2026-03-01T13:00:00Z)"}},
+		{"a success starts the next step's wait",
+			orderRecord{Status: "Processing", By: "scheduler s1", Active: &zero, Steps: []stepRecord{step("reserve", "Processing", 1), step("cool-off", "NotStarted", 0)}},
+			orderRecord{Status: "Waiting", By: "scheduler s1", Active: &one, Steps: []stepRecord{step("reserve", "Processed", 1), waiting}},
+			[]string{"-1 status Processing>Waiting", "0 state Processing>Processed attempt 1", "1 state NotStarted>Waiting attempt 1 (waits until 2026-03-01T13:00:00Z)"}},
+		{"the Supervisor ends the wait",
+			orderRecord{Status: "Waiting", By: "scheduler s1", Active: &zero, Steps: []stepRecord{waiting, step("charge", "NotStarted", 0)}},
+			orderRecord{Status: "Processing", By: "supervisor", Active: &one, Steps: []stepRecord{
+				{Step: "cool-off", State: "Processed", Attempt: 1, Since: 1000}, {Step: "charge", State: "Pending", CompleteBy: until.UnixMilli() + 1000}}},
+			[]string{"-1 status Waiting>Processing", "0 state Waiting>Processed attempt 1 (the wait ended)", "1 state NotStarted>Pending"}},
+		{"the time it waits since, alone, is no change",
+			orderRecord{Status: "Waiting", Active: &zero, Steps: []stepRecord{waiting}},
+			orderRecord{Status: "Waiting", Active: &zero, Steps: []stepRecord{{Step: "cool-off", State: "Waiting", Attempt: 1, Since: 2000, CompleteBy: until.UnixMilli()}}},
+			nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := &tt.before
+			if tt.before.Status == "" {
+				before = nil
+			}
+			var got []string
+			for _, tr := range diff(before, tt.now) {
+				s := fmt.Sprintf("%d %s %s>%s", tr.Record, tr.Event, tr.From, tr.To)
+				if tr.Attempt > 0 {
+					s += fmt.Sprintf(" attempt %d", tr.Attempt)
+				}
+				if tr.Reason != "" {
+					s += " (" + tr.Reason + ")"
+				}
+				if tr.By != tt.now.By {
+					t.Errorf("transition %+v: by %q, want the write's actor", tr, tr.By)
+				}
+				got = append(got, s)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("diff:\n%q\nwant:\n%q", got, tt.want)
+			}
+		})
+	}
+}
+
+// A Waiting order's status event says which step waits and until when,
+// in a client's words; other running statuses carry no reason.
+func TestStatusChangeSaysWhatAWaitingOrderWaitsFor(t *testing.T) {
+	zero, one := 0, 1
+	until := time.Date(2026, 3, 1, 13, 0, 0, 0, time.UTC).UnixMilli()
+	tests := []struct {
+		name        string
+		before, now orderRecord
+		want        string
+	}{
+		{"submitted to wait", orderRecord{}, orderRecord{OrderID: "O", Status: "Waiting", Active: &zero,
+			Steps: []stepRecord{{Step: "cool-off", State: "Waiting", Attempt: 1, Since: 1000, CompleteBy: until}}},
+			"step cool-off waits until 2026-03-01T13:00:00Z"},
+		{"a later step waits", orderRecord{OrderID: "O", Status: "Processing", Active: &zero,
+			Steps: []stepRecord{{Step: "reserve", State: "Processing", Attempt: 1}, {Step: "cool-off", State: "NotStarted"}}},
+			orderRecord{OrderID: "O", Status: "Waiting", Active: &one,
+				Steps: []stepRecord{{Step: "reserve", State: "Processed", Attempt: 1}, {Step: "cool-off", State: "Waiting", Attempt: 1, Since: 1000, CompleteBy: until}}},
+			"step cool-off waits until 2026-03-01T13:00:00Z"},
+		{"the wait ended", orderRecord{OrderID: "O", Status: "Waiting", Active: &zero,
+			Steps: []stepRecord{{Step: "cool-off", State: "Waiting", Attempt: 1, CompleteBy: until}, {Step: "charge", State: "NotStarted"}}},
+			orderRecord{OrderID: "O", Status: "Processing", Active: &one,
+				Steps: []stepRecord{{Step: "cool-off", State: "Processed", Attempt: 1}, {Step: "charge", State: "Pending", CompleteBy: until + 1000}}},
+			""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := &tt.before
+			if tt.before.Status == "" {
+				before = nil
+			}
+			c := statusChange(before, tt.now, "7")
+			if c.Reason != tt.want || c.FailedStep != "" {
+				t.Errorf("reason %q, failed step %q; want reason %q and no failed step", c.Reason, c.FailedStep, tt.want)
+			}
+		})
+	}
+}

@@ -79,7 +79,7 @@ func expiredItem(item map[string]types.AttributeValue, now time.Time) bool {
 
 // As returns a store whose writes are stamped as made by actor: "submit",
 // "scheduler <id>", "supervisor", "agent <name>", "client cancel",
-// "operator redrive".
+// "client event", "operator redrive", "operator event".
 func (s *Store) As(actor string) *Store {
 	c := *s
 	c.actor = actor

@@ -179,6 +179,9 @@ func ContractFor(w order.Workflow) (map[string]any, error) {
 		return nil
 	}
 	for _, d := range w.Steps {
+		if d.Waits() {
+			continue // no service is called: nothing of it is in the contract
+		}
 		success := ref("Answer")
 		if _, ok := schemas[resultName(d.Name)]; ok {
 			success = map[string]any{"allOf": []any{ref("Answer"), ref(resultName(d.Name))}}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"orderly/internal/adapter/remote"
 	"orderly/internal/definition"
 	"orderly/internal/order"
+	"orderly/internal/testkit/ordertest"
 )
 
 var update = flag.Bool("update", false, "rewrite contract.json from remote.Contract")
@@ -385,5 +387,27 @@ func TestClientClassesMatchTheContract(t *testing.T) {
 		if classes[c] == 0 {
 			t.Errorf("no status of class %s", c)
 		}
+	}
+}
+
+// A step that waits calls no service: a workflow's contract has its
+// calls' operations only, and no operation without a method and path.
+func TestContractLeavesOutStepsThatWait(t *testing.T) {
+	w := ordertest.OrderWorkflow(order.DefaultTiming)
+	w.Steps = slices.Insert(slices.Clone(w.Steps), 1, order.StepDef{Name: "cool-off", Wait: &order.Wait{For: time.Minute}},
+		order.StepDef{Name: "manual-review", Wait: &order.Wait{Event: "review", Timeout: time.Hour}})
+	doc, err := remote.ContractFor(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := doc["paths"].(map[string]any)
+	var ops []string
+	for path, item := range paths {
+		for method, op := range item.(map[string]any) {
+			ops = append(ops, method+" "+path+" "+op.(map[string]any)["operationId"].(string))
+		}
+	}
+	if len(ops) != 6 || paths[""] != nil {
+		t.Errorf("operations %v, want the three calls and three undos only", ops)
 	}
 }

@@ -138,7 +138,8 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("base URL %q: want http:// or https:// and a host", redactURL(cfg.BaseURL))
 	}
-	checked := w.Steps
+	// A step that waits calls no service: there is nothing of it to check.
+	checked := slices.DeleteFunc(slices.Clone(w.Steps), order.StepDef.Waits)
 	if cfg.Step != "" {
 		d, ok := w.Step(cfg.Step)
 		if !ok {
@@ -148,7 +149,13 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 			}
 			return nil, fmt.Errorf("workflow %s version %s has no step %q (it has %s)", w.Name, w.Version, cfg.Step, strings.Join(names, ", "))
 		}
+		if d.Waits() {
+			return nil, fmt.Errorf("step %s of workflow %s version %s waits (a %s): it calls no service, so there is nothing to check", d.Name, w.Name, w.Version, d.Wait.Kind())
+		}
 		checked = []order.StepDef{d}
+	}
+	if len(checked) == 0 {
+		return nil, fmt.Errorf("workflow %s version %s has no step that calls a service: there is nothing to check", w.Name, w.Version)
 	}
 	versions, err := order.NewVersions(w)
 	if err != nil {
@@ -289,8 +296,8 @@ type setupKey struct {
 // carry, and theirs in turn, when only some steps are checked.
 func (r *run) setupSteps(checked []order.StepDef) []string {
 	w := r.cfg.Workflow
-	if len(checked) == len(w.Steps) {
-		return nil
+	if r.cfg.Step == "" {
+		return nil // every step that calls a service is checked
 	}
 	var need []string
 	var add func(d order.StepDef)

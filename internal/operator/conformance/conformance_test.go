@@ -573,6 +573,31 @@ func TestUnknownEntity(t *testing.T) {
 	}
 }
 
+// A step that waits calls no service: a run checks the other steps and
+// reports nothing of it, and a run of it alone is refused.
+func TestStepsThatWaitAreNotChecked(t *testing.T) {
+	shipped, _ := workflows(t)
+	shipped.Steps = slices.Insert(slices.Clone(shipped.Steps), 1, order.StepDef{Name: "cool-off", Wait: &order.Wait{For: time.Hour}})
+	sim, err := simulator.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	rs := run(t, sim, conformance.Config{Workflow: shipped, Input: shippedInput})
+	if conformance.Failed(rs) > 0 {
+		t.Errorf("a workflow with a step that waits:\n%s", printed(rs))
+	}
+	for _, r := range rs {
+		if r.Step == "cool-off" {
+			t.Errorf("a result for the step that waits: %+v", r)
+		}
+	}
+	_, err = conformance.Run(t.Context(), conformance.Config{Workflow: shipped, BaseURL: "http://127.0.0.1:1", Step: "cool-off"})
+	if want := `step cool-off of workflow order version 1 waits (a timer): it calls no service, so there is nothing to check`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Run of the step that waits alone: %v, want %q", err, want)
+	}
+}
+
 func TestRunRefusesABadStart(t *testing.T) {
 	_, checkout := workflows(t)
 	tests := []struct {
@@ -583,6 +608,8 @@ func TestRunRefusesABadStart(t *testing.T) {
 			`workflow checkout version 1 has no step "refund" (it has fraud-check, reserve-inventory, charge-payment, arrange-shipping)`},
 		{conformance.Config{Workflow: checkout, BaseURL: "ftp://user:pw@example.com"}, `base URL "ftp://user:xxxxx@example.com": want http:// or https:// and a host`},
 		{conformance.Config{Workflow: checkout, BaseURL: "localhost:8091"}, `want http:// or https://`},
+		{conformance.Config{Workflow: order.Workflow{Name: "pause", Version: "1", Steps: []order.StepDef{{Name: "cool-off", Wait: &order.Wait{For: time.Hour}}}},
+			BaseURL: "http://127.0.0.1:1"}, `workflow pause version 1 has no step that calls a service: there is nothing to check`},
 	}
 	for _, tt := range tests {
 		_, err := conformance.Run(t.Context(), tt.cfg)

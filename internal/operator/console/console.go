@@ -295,7 +295,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	page.Counts = []statusCount{{Label: "Error", Count: count{len(inError), len(inError) >= CountLimit}, Show: showError, Alarm: true},
 		{Label: "stuck > " + StuckAfter.String(), Count: count{len(stuck), capped}, Show: showStuck, Alarm: true},
 		{Label: "in flight", Count: count{len(inFlight), capped}, Show: showInFlight}}
-	for _, s := range []order.Status{order.StatusPending, order.StatusProcessing, order.StatusCompensating, order.StatusCancelling} {
+	for _, s := range []order.Status{order.StatusPending, order.StatusProcessing, order.StatusWaiting, order.StatusCompensating, order.StatusCancelling} {
 		page.Counts = append(page.Counts, statusCount{Label: string(s), Count: count{byStatus[s], capped}})
 	}
 	if page.Show == "" {
@@ -337,7 +337,9 @@ type orderPage struct {
 	History  []order.HistoryEntry
 	Timeline Timeline
 	// Stuck is the record an operator's redrive resumes, in Error.
-	Stuck     *api.StepView
+	Stuck *api.StepView
+	// Waiting is the step the order waits on, while it is Waiting.
+	Waiting   *api.StepView
 	CanCancel bool
 	Done      string // what the last action did
 	Live      bool
@@ -355,7 +357,7 @@ func (c *Console) order(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page := orderPage{Stage: c.name, Order: v, History: history, Timeline: BuildTimeline(v, history, c.now()),
-		Stuck: stuck(v), CanCancel: cancellable(v.Status), Done: r.URL.Query().Get("done"),
+		Stuck: stuck(v), Waiting: waitingStep(v), CanCancel: cancellable(v.Status), Done: r.URL.Query().Get("done"),
 		Live: r.URL.Query().Get("live") == "1" && !final(v.Status)}
 	c.render(w, http.StatusOK, "order", page)
 }
@@ -389,8 +391,23 @@ func stuck(v api.OrderView) *api.StepView {
 	return nil
 }
 
+// waitingStep is the step a Waiting order waits on.
+func waitingStep(v api.OrderView) *api.StepView {
+	if v.Status != order.StatusWaiting {
+		return nil
+	}
+	for i := range v.Steps {
+		if v.Steps[i].Waiting != nil {
+			return &v.Steps[i]
+		}
+	}
+	return nil
+}
+
+// cancellable reports whether an order in status s can be cancelled for
+// its client: one that runs or waits, and has not started undoing.
 func cancellable(s order.Status) bool {
-	return s == order.StatusPending || s == order.StatusProcessing
+	return s == order.StatusPending || s == order.StatusProcessing || s == order.StatusWaiting
 }
 
 // Actions the order page offers.
@@ -421,8 +438,11 @@ func (c *Console) confirm(w http.ResponseWriter, r *http.Request) {
 	case actCancel:
 		page.Title = "Cancel order " + v.OrderID
 		page.What = "The order stops at its current step and the work already done is undone, in reverse, as if its client had cancelled it. The history names the operator."
+		if v.Status == order.StatusWaiting {
+			page.What += " The step's wait stops at once: nothing is in flight."
+		}
 		if !cancellable(v.Status) {
-			c.problem(w, http.StatusConflict, "Cannot cancel", fmt.Sprintf("Order %s is %s: only a Pending or Processing order can be cancelled.", v.OrderID, v.Status))
+			c.problem(w, http.StatusConflict, "Cannot cancel", fmt.Sprintf("Order %s is %s: only a Pending, Processing or Waiting order can be cancelled.", v.OrderID, v.Status))
 			return
 		}
 	case actRedriveRetry, actRedriveCompensate:

@@ -29,7 +29,18 @@ const (
 	stuckID    = "STUCKORDERAAAAAAAAAAAAAAAA"
 	flyingID   = "FLYINGORDERAAAAAAAAAAAAAAA"
 	timedOutID = "TIMEDOUTORDERAAAAAAAAAAAAA"
+	waitingID  = "WAITINGORDERAAAAAAAAAAAAAA"
 )
+
+// waitingOrder is an order whose first step, a timer, waits an hour from
+// t0.
+func waitingOrder(id string) api.OrderView {
+	until := t0.Add(time.Hour)
+	return api.OrderView{OrderID: id, Status: order.StatusWaiting, CreatedAt: t0, UpdatedAt: t0,
+		Steps: []api.StepView{{Step: "cool-off", State: "Waiting", Attempt: 1, CompleteBy: &until, UpdatedAt: t0,
+			Waiting: &api.WaitView{For: order.WaitTimer, Since: t0, Until: until}},
+			{Step: ordertest.StepReserveInventory, Agent: ordertest.AgentInventory, State: "NotStarted"}}}
+}
 
 // stuckAtUndo is an order in Error at the refund that undoes its payment,
 // after its shipping was refused; tweak changes the stuck undo.
@@ -45,7 +56,7 @@ func stuckAtUndo(id string, tweak func(*order.StepState)) api.OrderView {
 	if tweak != nil {
 		tweak(&steps[3])
 	}
-	return api.NewOrderView(o, steps)
+	return api.NewOrderView(o, steps, ordertest.OrderWorkflow(order.DefaultTiming))
 }
 
 // fakeStage is a stage with one order in Error and one in flight, and
@@ -63,7 +74,8 @@ type fakeStage struct {
 
 func (f *fakeStage) InFlight(context.Context, time.Duration, int) ([]ops.Listed, error) {
 	return []ops.Listed{{OrderID: flyingID, Status: order.StatusProcessing, Step: ordertest.StepChargePayment, State: "Processing", Attempt: 2,
-		CompleteBy: t0.Add(-5 * time.Minute), Late: 5 * time.Minute}}, nil
+		CompleteBy: t0.Add(-5 * time.Minute), Late: 5 * time.Minute},
+		{OrderID: waitingID, Status: order.StatusWaiting, Step: "cool-off", State: "Waiting", Attempt: 1, CompleteBy: t0.Add(time.Hour)}}, nil
 }
 
 func (f *fakeStage) InError(context.Context, int) ([]ops.Listed, error) {
@@ -82,6 +94,8 @@ func (f *fakeStage) Show(_ context.Context, id string) (api.OrderView, error) {
 	case flyingID:
 		return api.OrderView{OrderID: id, Status: order.StatusProcessing, CreatedAt: t0,
 			Steps: []api.StepView{{Step: ordertest.StepChargePayment, State: "Processing"}}}, nil
+	case waitingID:
+		return waitingOrder(id), nil
 	}
 	return api.OrderView{}, fmt.Errorf("order %s: %w", id, order.ErrNotFound)
 }
@@ -226,7 +240,12 @@ func TestPages(t *testing.T) {
 		{"/orders/" + stuckID + "/redrive-compensate", 200, []string{"then the rest of the order"}},
 		{"/orders/" + flyingID + "/cancel", 200, []string{"Cancel order " + flyingID}},
 		{"/orders/" + flyingID + "/redrive-retry", 409, []string{"only an order in Error can be redriven"}},
-		{"/orders/" + stuckID + "/cancel", 409, []string{"only a Pending or Processing order can be cancelled"}},
+		{"/orders/" + stuckID + "/cancel", 409, []string{"only a Pending, Processing or Waiting order can be cancelled"}},
+		// A waiting order: counted, shown with what it waits for, and cancellable.
+		{"/?show=in+flight", 200, []string{"data-count=\"Waiting\">\n    <div class=\"n\">1</div>", `/orders/` + waitingID}},
+		{"/orders/" + waitingID, 200, []string{`id="waiting"`, "cool-off waits for timer since 2026-11-22 10:00:00.000 until 2026-11-22 11:00:00.000 (in 59m0s)",
+			`id="cancel"`, "Watch live"}},
+		{"/orders/" + waitingID + "/cancel", 200, []string{"Cancel order " + waitingID, "wait stops at once", `id="confirm"`}},
 		{"/orders/NOSUCHORDERAAAAAAAAAAAAAAA", 404, []string{"has no order"}},
 		{"/orders/not-an-id", 404, []string{"No order has that id"}},
 		{"/orders/" + stuckID + "/delete", 404, []string{"is not an action"}},

@@ -10,7 +10,8 @@ import (
 
 // Timeline is an order laid out over time, from its history: a lane for
 // the order's status, then one per record (the workflow's steps, then the
-// undos), each a row of phases (waiting for a claim, an attempt running)
+// undos), each a row of phases (waiting for a claim, an attempt running,
+// a step's wait)
 // with marks for what happened in between (heartbeats, deferrals,
 // re-announcements, alerts) and the deadline the Supervisor watches.
 type Timeline struct {
@@ -80,9 +81,10 @@ func final(s order.Status) bool {
 }
 
 // moving reports whether a record in state s waits for something to
-// happen: a claim (Pending) or a reply (Processing).
+// happen: a claim (Pending), a reply (Processing) or the end of its wait
+// (Waiting).
 func moving(s string) bool {
-	return s == string(order.Pending) || s == string(order.Processing)
+	return s == string(order.Pending) || s == string(order.Processing) || s == string(order.Waiting)
 }
 
 // waiting reports whether a record in state s is drawn as a phase: while
@@ -152,7 +154,11 @@ func BuildTimeline(v api.OrderView, history []order.HistoryEntry, now time.Time)
 	for i, s := range v.Steps {
 		if s.CompleteBy != nil && moving(s.State) && !final(v.Status) {
 			l := lane(i)
-			l.Marks = append(l.Marks, Mark{Kind: "deadline", At: *s.CompleteBy, Title: "deadline " + clock(*s.CompleteBy)})
+			title := "deadline " + clock(*s.CompleteBy)
+			if s.State == string(order.Waiting) {
+				title = "the wait ends " + clock(*s.CompleteBy)
+			}
+			l.Marks = append(l.Marks, Mark{Kind: "deadline", At: *s.CompleteBy, Title: title})
 			if s.CompleteBy.After(t.End) {
 				t.End = *s.CompleteBy
 			}

@@ -84,6 +84,18 @@ func TestBuildTimeline(t *testing.T) {
 			start: 0, end: 9000,
 		},
 		{
+			name: "a step that waits: a phase until now, and the end of its wait marked beyond",
+			view: api.OrderView{Status: order.StatusWaiting, CreatedAt: at(0), UpdatedAt: at(0),
+				Steps: []api.StepView{{Step: "cool-off", State: "Waiting", Attempt: 1, CompleteBy: &deadline}, {Step: ordertest.StepChargePayment, State: "NotStarted"}}},
+			history: []order.HistoryEntry{status(0, "Waiting"), {At: at(0), Record: 0, Step: "cool-off", Event: "state", From: "NotStarted", To: "Waiting", Attempt: 1}},
+			now:     at(3000),
+			lanes: []string{
+				"order: Waiting/0[0-9000]... | ",
+				"cool-off: Waiting/1[0-9000]... | deadline@9000",
+			},
+			start: 0, end: 9000,
+		},
+		{
 			name: "an undo refused: Error until now, with its alert; an appended undo not yet started",
 			view: api.OrderView{Status: order.StatusError, CreatedAt: at(0), UpdatedAt: at(2000),
 				Steps: []api.StepView{{Step: ordertest.StepChargePayment, State: "Failed"}, {Step: ordertest.StepChargePayment, Undo: true, State: "Error", CompleteBy: &deadline}}},

@@ -117,14 +117,14 @@ func (s *Stage) InFlight(ctx context.Context, late time.Duration, limit int) ([]
 }
 
 // InStatus lists up to limit orders in a status: Error from the error
-// index, a status in flight (Pending, Processing, Compensating,
+// index, a status in flight (Pending, Processing, Waiting, Compensating,
 // Cancelling) from the due index. Orders that ended are in neither: they
 // are looked up by id.
 func (s *Stage) InStatus(ctx context.Context, status order.Status, limit int) ([]Listed, error) {
 	switch status {
 	case order.StatusError:
 		return s.InError(ctx, limit)
-	case order.StatusPending, order.StatusProcessing, order.StatusCompensating, order.StatusCancelling:
+	case order.StatusPending, order.StatusProcessing, order.StatusWaiting, order.StatusCompensating, order.StatusCancelling:
 		ls, err := s.collect(ctx, limit, s.dueUpTo(s.now().AddDate(100, 0, 0)), func(l Listed) bool { return l.Status == status })
 		if err != nil {
 			return nil, fmt.Errorf("list orders %s: %w", status, err)
@@ -192,7 +192,7 @@ func (s *Stage) Versions(ctx context.Context) ([]VersionUse, error) {
 
 // ErrNotListed marks a status no index lists: an order that ended
 // (Processed, Failed, Cancelled) is looked up by id.
-var ErrNotListed = errors.New("only Error and the statuses in flight (Pending, Processing, Compensating, Cancelling) are indexed; an order that ended is looked up by id")
+var ErrNotListed = errors.New("only Error and the statuses in flight (Pending, Processing, Waiting, Compensating, Cancelling) are indexed; an order that ended is looked up by id")
 
 // InError lists up to limit orders in Error with their stuck record, from
 // the sparse error index (never a Scan), each shard's oldest first.
@@ -253,13 +253,17 @@ func listed(st order.StepState, now time.Time) Listed {
 }
 
 // statusOf is the status of the order whose active record is st: a stuck
-// record's is Error, a cancelled order's Cancelling (its step still
-// running, or its undos), an undo's Compensating, the first step's
-// Pending, any other step's Processing.
+// record's is Error, a waiting step's Waiting, a cancelled order's
+// Cancelling (its step still running, or its undos), an undo's
+// Compensating, the first step's Pending, any other step's Processing.
 func statusOf(st order.StepState) order.Status {
 	switch {
 	case st.ProcessState == order.Error:
 		return order.StatusError
+	case st.ProcessState == order.Waiting && !st.Undo:
+		// A cancel stops a wait in its own write, so a waiting step's
+		// order is never Cancelling.
+		return order.StatusWaiting
 	case st.CancelRequested:
 		return order.StatusCancelling
 	case st.Undo:
@@ -276,7 +280,8 @@ func (s *Stage) Show(ctx context.Context, id string) (api.OrderView, error) {
 	if err != nil {
 		return api.OrderView{}, fmt.Errorf("stage %s: %w", s.Name, err) // the store's error names the order
 	}
-	return api.NewOrderView(o, steps), nil
+	wf, _ := s.workflows.Get(o.Workflow, o.Version) // a version this build lacks: what a step waits for is not shown
+	return api.NewOrderView(o, steps, wf), nil
 }
 
 // History is the status of an order and every transition of it, in

@@ -284,6 +284,66 @@ func TestInStatus(t *testing.T) {
 	}
 }
 
+// A waiting order is listed as Waiting, in flight and by its status, from
+// the due index; shown with what it waits for and until when; and
+// cancelled at once for its client, nothing being in flight.
+func TestAWaitingOrder(t *testing.T) {
+	w, _ := world(t)
+	ctx := context.Background()
+	pending := w.Submit(t, someOrder)
+	w.Run(t, ordertest.Timed(w.Workflow, 0, time.Hour))
+	stage := ops.Open(w.Stack.Catalog.Stage, w.Clients.DynamoDB, w.Clients.SQS, w.Versions())
+	waiting := w.Submit(t, someOrder)
+	ids := func(ls []ops.Listed) []string {
+		var out []string
+		for _, l := range ls {
+			out = append(out, l.OrderID)
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		status order.Status
+		want   []string
+	}{
+		{order.StatusWaiting, []string{waiting}},
+		{order.StatusPending, []string{pending}},
+	} {
+		ls, err := stage.InStatus(ctx, tt.status, 100)
+		if got := ids(ls); err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("%s: %v, %v; want %v", tt.status, got, err, tt.want)
+		}
+		for _, l := range ls {
+			if l.Status != tt.status {
+				t.Errorf("%s: listed %+v", tt.status, l)
+			}
+		}
+	}
+	flying, err := stage.InFlight(ctx, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range flying {
+		if l.OrderID == waiting && (l.Status != order.StatusWaiting || l.State != string(order.Waiting) || l.Step != ordertest.StepCoolOff || l.Late != 0) {
+			t.Errorf("in flight: %+v, want it Waiting at %s, not late", l, ordertest.StepCoolOff)
+		}
+	}
+	v, err := stage.Show(ctx, waiting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wt := v.Steps[0].Waiting; v.Status != order.StatusWaiting || wt == nil || wt.For != order.WaitTimer ||
+		wt.Since.IsZero() || !wt.Until.Equal(wt.Since.Add(time.Hour)) || !wt.Until.Equal(*v.Steps[0].CompleteBy) {
+		t.Errorf("shown: %s, step %+v waiting %+v; want a timer of an hour", v.Status, v.Steps[0], v.Steps[0].Waiting)
+	}
+	o, err := stage.Cancel(ctx, waiting)
+	if err != nil || o.Status != order.StatusCancelled {
+		t.Fatalf("cancel: %s, %v; want Cancelled at once: nothing ran, nothing to undo", o.Status, err)
+	}
+	if ls, err := stage.InStatus(ctx, order.StatusWaiting, 100); err != nil || len(ls) != 0 {
+		t.Errorf("Waiting after the cancel: %v, %v; want none", ids(ls), err)
+	}
+}
+
 // The alerts the recorder keeps are listed newest first, by kind, within
 // the period asked for.
 func TestAlerts(t *testing.T) {

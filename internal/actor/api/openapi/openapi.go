@@ -112,12 +112,15 @@ func Document(wfs order.Versions) map[string]any {
 			"(result.shownToClient); the engine's internals are the operators'", "Order"),
 		"/orders/{id}/history": getHistory("the caller's order's history",
 			"every change of the order's status and of each record's state, in order; why the order moved (reason, on the order's own entries); "+
-				"who acted only when a person did (by: client cancel, operator redrive, operator cancel); a result only where the workflow shows it"),
+				"who acted only when a person did (by: client cancel, client event, operator redrive, operator cancel, operator event); a result only where the workflow shows it"),
 		"/ops/orders/{id}": getOrder("any order, with every record as the engine keeps it (operators)", "OperatorOrder"),
 		"/ops/orders/{id}/history": getHistory("any order's history (operators)",
 			"every transition, in order, with its attempt, its writer, its reason and any result kept"),
-		"/orders/{id}/cancel":  action("cancel the caller's order (Pending or Processing): 202 Cancelling, or Cancelled at once", nil),
+		"/orders/{id}/cancel":  action("cancel the caller's order (Pending, Processing or Waiting): 202 Cancelling, or Cancelled at once", nil),
 		"/orders/{id}/redrive": action("resume an order in Error where it stopped (operators)", ref("Redrive")),
+		"/orders/{id}/events/{name}": event("send an event to the caller's order: the step that waits for it takes the body, " +
+			"checked against its schema, as its result, and the order goes on"),
+		"/ops/orders/{id}/events/{name}": event("send an event to any order (operators)"),
 	}
 	schemas := map[string]any{}
 	for _, name := range wfs.Names() {
@@ -158,7 +161,7 @@ func Document(wfs order.Versions) map[string]any {
 					"agent":        map[string]any{"type": "string", "description": "the service that does the step"},
 					"attempt":      map[string]any{"type": "integer", "description": "claims so far: the fencing token"},
 					"failureCount": map[string]any{"type": "integer", "description": "timeouts since the last redrive"},
-					"completeBy":   map[string]any{"type": "string", "format": "date-time", "description": "the deadline of the attempt or of its claim"},
+					"completeBy":   map[string]any{"type": "string", "format": "date-time", "description": "the deadline of the attempt or of its claim; for a Waiting step, when its wait ends"},
 					"lockedBy":     map[string]any{"type": "string", "description": "the instance that holds the claim"},
 					"lastError":    map[string]any{"type": "string", "description": "the record's latest reason"},
 					"reference":    map[string]any{"type": "string", "description": "the service's id for the work"},
@@ -178,7 +181,7 @@ func Document(wfs order.Versions) map[string]any {
 						"from":  map[string]any{"type": "string"}, "to": map[string]any{"type": "string"},
 						"attempt": map[string]any{"type": "integer", "description": "operators' route only"},
 						"by":      map[string]any{"type": "string", "description": "who made the change; on a client's route only a person's action"},
-						"reason":  map[string]any{"type": "string", "description": "why; on a client's route only on the order's own entries"},
+						"reason":  map[string]any{"type": "string", "description": "why; on a client's route only on the order's own entries, a shown step's reference and a step's start of a wait (waits until …)"},
 						"result":  map[string]any{"type": "object", "description": "the answer a step's success kept; on a client's route only where the workflow shows it"}}}}}},
 			"Error": map[string]any{"type": "object", "required": []string{"error", "message"}, "properties": map[string]any{
 				"error": map[string]any{"type": "string", "enum": api.ErrorCodes()}, "message": map[string]any{"type": "string"},
@@ -191,6 +194,12 @@ func Document(wfs order.Versions) map[string]any {
 var clientStep = map[string]any{
 	"step": map[string]any{"type": "string"}, "undo": map[string]any{"type": "boolean", "description": "an undo record: the undo of step's work"},
 	"state": map[string]any{"type": "string"}, "updatedAt": map[string]any{"type": "string", "format": "date-time"},
+	"waiting": map[string]any{"type": "object", "description": "a Waiting step: what it waits for, since when and until when (no service works on it meanwhile)",
+		"required": []string{"until"}, "properties": map[string]any{
+			"for": map[string]any{"type": "string",
+				"description": "what kind of thing the step waits for (" + order.WaitTimer + ": a time); absent when the stage no longer has the order's workflow version"},
+			"since": map[string]any{"type": "string", "format": "date-time", "description": "when the step started to wait"},
+			"until": map[string]any{"type": "string", "format": "date-time", "description": "when the wait ends"}}},
 }
 
 // orderSchema is an order view with the given steps, and the fields more
@@ -232,6 +241,23 @@ func action(summary string, body map[string]any) map[string]any {
 		op["requestBody"] = map[string]any{"required": false, "content": jsonBody(body)}
 	}
 	return map[string]any{"post": op}
+}
+
+// event is an events route: the body is the event's data, any JSON
+// object as far as the document goes (each step's schema judges it).
+func event(summary string) map[string]any {
+	op := action(summary, map[string]any{"type": "object"})
+	post := op["post"].(map[string]any)
+	post["parameters"] = append(post["parameters"].([]any), map[string]any{"name": "name", "in": "path", "required": true,
+		"description": "the event's name, as the workflow's step waits for it", "schema": map[string]any{"type": "string", "pattern": "^[a-z0-9-]{1,63}$"}})
+	post["requestBody"].(map[string]any)["required"] = true
+	responses := post["responses"].(map[string]any)
+	responses["202"] = response("taken: the status the order runs in now (the same event with the same data again answers so too)", ref("Accepted"))
+	responses["400"] = errorResponse("invalid_request: data the step's schema refuses, or an event the order's workflow has not (the fields say which)")
+	responses["409"] = errorResponse("invalid_state: the order is not waiting for this event (not yet, ended, cancelled), or took it already with other data")
+	responses["410"] = errorResponse("too_late: the wait for the event ended")
+	responses["413"] = errorResponse("too_large: the data is over what the step keeps (its result.maxBytes)")
+	return op
 }
 
 func statuses() []string {

@@ -29,6 +29,7 @@ func TestDocumentDescribesEveryRoute(t *testing.T) {
 	routes := []struct{ method, resource string }{
 		{"post", api.ResourceOrders}, {"get", api.ResourceOrders}, {"get", api.ResourceOperatorOrders}, {"get", api.ResourceOrder}, {"get", api.ResourceOperatorOrder},
 		{"post", api.ResourceCancel}, {"post", api.ResourceRedrive}, {"get", api.ResourceHistory}, {"get", api.ResourceOperatorHistory},
+		{"post", api.ResourceEvent}, {"post", api.ResourceOperatorEvent},
 		// ResourceWorkflowOrders, once per workflow the stage runs.
 		{"post", "/workflows/order/orders"},
 	}
@@ -73,27 +74,31 @@ func TestDocumentDescribesTheViewsAsWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	wf := order.Workflow{Steps: []order.StepDef{{Name: "ship", ResultShownToClient: true}}}
+	wf := order.Workflow{Steps: []order.StepDef{{Name: "ship", ResultShownToClient: true}, {Name: "cool-off", Wait: &order.Wait{For: time.Hour}}}}
 	o := order.Order{ID: order.NewID(), Status: order.StatusError, CreatedAt: now, UpdatedAt: now}
+	cooling := order.StepState{Step: "cool-off", ProcessState: order.Waiting, Attempt: 1, Since: now, CompleteBy: now.Add(time.Hour), UpdatedAt: now}
 	steps := []order.StepState{{Step: "ship", Agent: "shipping", ProcessState: order.Error, Attempt: 2, FailureCount: 1, CompleteBy: now,
 		LockedBy: "s1", LastError: "refused", Reference: "shp_1", Result: json.RawMessage(`{"id":"shp_1"}`), UpdatedAt: now, Undo: true}}
+	waits := order.Order{ID: order.NewID(), Status: order.StatusWaiting, CreatedAt: now, UpdatedAt: now}
 	for _, tt := range []struct {
 		schema string
-		view   any
+		views  []any
 	}{
-		{"Order", api.NewClientView(o, []order.StepState{{Step: "ship", ProcessState: order.Processed, Reference: "shp_1",
-			Result: json.RawMessage(`{"id":"shp_1"}`), UpdatedAt: now, Undo: false}, {Step: "ship", Undo: true, UpdatedAt: now}}, wf)},
-		{"OperatorOrder", api.NewOrderView(o, steps)},
+		{"Order", []any{api.NewClientView(o, []order.StepState{{Step: "ship", ProcessState: order.Processed, Reference: "shp_1",
+			Result: json.RawMessage(`{"id":"shp_1"}`), UpdatedAt: now, Undo: false}, {Step: "ship", Undo: true, UpdatedAt: now}, cooling}, wf)}},
+		{"OperatorOrder", []any{api.NewOrderView(o, steps, wf), api.NewOrderView(waits, []order.StepState{cooling}, wf)}},
 	} {
-		raw, _ := json.Marshal(tt.view)
-		var written struct{ Steps []map[string]any }
-		if err := json.Unmarshal(raw, &written); err != nil {
-			t.Fatal(err)
-		}
 		seen := map[string]bool{}
-		for _, st := range written.Steps {
-			for k := range st {
-				seen[k] = true
+		for _, view := range tt.views {
+			raw, _ := json.Marshal(view)
+			var written struct{ Steps []map[string]any }
+			if err := json.Unmarshal(raw, &written); err != nil {
+				t.Fatal(err)
+			}
+			for _, st := range written.Steps {
+				for k := range st {
+					seen[k] = true
+				}
 			}
 		}
 		described := doc.Components.Schemas[tt.schema].Properties.Steps.Items.Properties
