@@ -44,7 +44,7 @@ func TestWarmUpRunsOrdersAndLeavesNoTrace(t *testing.T) {
 	// checked, so that the listings below cannot pass by looking elsewhere.
 	prefix := "orderly-" + stage
 	warm := resources.New(stage+"-warmup", ordertest.Built(order.DefaultTiming).Agents())
-	for _, name := range []string{warm.Orders.Name, warm.History.Name, warm.ResponseQueue.Name, warm.StatusQueue.Name, warm.EventBus, warm.AlertTopic, warm.PageTokenSecret} {
+	for _, name := range []string{warm.Orders.Name, warm.History.Name, warm.ResponseQueue.Name, warm.StatusQueue.Name, warm.EventBus, warm.AlertTopic, warm.PageTokenSecret, warm.CallbackSecret} {
 		if !strings.HasPrefix(name, prefix) {
 			t.Fatalf("warm-up resource %q does not start with %q", name, prefix)
 		}

@@ -13,6 +13,7 @@
 //	orderly watch ID [--every 1s] [--timeout 10m]
 //	orderly cancel ID
 //	orderly redrive ID [--action retry|compensate]
+//	orderly send-event ID NAME [--data JSON | --data-file FILE]
 //	orderly dlq list
 //	orderly dlq show QUEUE [--max 10]
 //	orderly dlq redrive QUEUE [--max N] [--dry-run]

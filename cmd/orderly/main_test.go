@@ -147,6 +147,12 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"list", "--late", "5m", "--status", "Error"}, "--late lists the orders in flight, whatever their status: leave out --status"},
 		{[]string{"list", "--status", "Processed"}, "--status Processed: only Error and the statuses in flight"},
 		{[]string{"move", "X"}, "move: --version is required"},
+		{[]string{"send-event", "X"}, "accepts 2 arg(s), received 1"},
+		{[]string{"send-event", "X", "review", "--data", "[1]"}, "--data: body: must be a JSON object"},
+		{[]string{"send-event", "X", "review", "--data", `{"decision":`}, "--data: body: malformed JSON: unexpected EOF"},
+		{[]string{"send-event", "X", "review", "--data", `{"a":1,"a":2}`}, "--data: a: appears more than once"},
+		{[]string{"send-event", "X", "review", "--data", "{}", "--data-file", "d.json"}, "--data and --data-file: give one"},
+		{[]string{"send-event", "X", "review", "--data-file", "/nonexistent/d.json"}, "--data-file /nonexistent/d.json: open /nonexistent/d.json: no such file"},
 		{[]string{"help", "nope"}, `no help for "nope": no such command`},
 	}
 	for _, tt := range tests {
@@ -186,6 +192,9 @@ func TestFlagsGoAnywhere(t *testing.T) {
 		{[]string{"alerts", "-kind", "UndoFailed", "-since", "72h", "-o", "json"}, "orderly alerts", nil, map[string]string{"kind": "UndoFailed", "since": "72h0m0s", "output": "json"}},
 		{[]string{"redrive", "X", "-action", "retry", "-stage", "qa"}, "orderly redrive", []string{"X"}, map[string]string{"action": "retry", "stage": "qa"}},
 		{[]string{"move", "X", "-version", "2"}, "orderly move", []string{"X"}, map[string]string{"version": "2"}},
+		{[]string{"send-event", "X", "review"}, "orderly send-event", []string{"X", "review"}, map[string]string{"data": "{}", "data-file": ""}},
+		{[]string{"send-event", "X", "-data", `{"decision":"approve"}`, "review", "-stage", "qa"}, "orderly send-event", []string{"X", "review"},
+			map[string]string{"data": `{"decision":"approve"}`, "stage": "qa"}},
 		{[]string{"watch", "X", "-every", "2s", "-timeout", "1m"}, "orderly watch", []string{"X"}, map[string]string{"every": "2s", "timeout": "1m0s"}},
 	}
 	for _, tt := range tests {
@@ -274,6 +283,8 @@ func TestShowPrintsWhatAStepWaitsFor(t *testing.T) {
 	}{
 		{"a timer", api.WaitView{For: order.WaitTimer, Since: since, Until: until},
 			"  waiting: cool-off waits for timer since 2026-03-01T12:00:00Z until 2026-03-01T13:00:00Z\n"},
+		{"an event", api.WaitView{For: order.WaitEvent, Event: "review", Since: since, Until: until},
+			"  waiting: cool-off waits for event review since 2026-03-01T12:00:00Z until 2026-03-01T13:00:00Z (orderly send-event O review --data JSON)\n"},
 		{"a version this build lacks", api.WaitView{Since: since, Until: until},
 			"  waiting: cool-off waits since 2026-03-01T12:00:00Z until 2026-03-01T13:00:00Z\n"},
 	} {

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"time"
 
@@ -230,6 +232,69 @@ is refused.`,
 	return cmd
 }
 
+func (a *app) sendEventCmd() *cobra.Command {
+	var data, file string
+	cmd := &cobra.Command{
+		Use:                   "send-event ID NAME [--data JSON | --data-file FILE]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Send the event a Waiting order's step waits for (an approval)",
+		Long: `Send the event NAME to the order as an operator, as
+POST /ops/orders/{id}/events/{name} would: the step that waits for it takes
+the data, a JSON object, as its result and the order goes on. orderly show ID
+says what a Waiting order's step waits for. The data is checked before
+anything is sent, then against the step's schema; an event the order does not
+wait for, or whose wait is over, is refused and nothing is written. The
+history names the operator's event.`,
+		Example: "  orderly send-event ID review --data '{\"decision\":\"approve\"}'\n  orderly send-event ID review --data-file decision.json",
+		Args:    cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			body, err := eventData(cmd, data, file)
+			if err != nil {
+				return err
+			}
+			stage, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			o, err := stage.SendEvent(cmd.Context(), args[0], args[1], body)
+			if err != nil {
+				return err
+			}
+			return a.printStatus(o)
+		},
+	}
+	cmd.Flags().StringVar(&data, "data", "{}", "the event's data, a JSON object")
+	cmd.Flags().StringVar(&file, "data-file", "", "read the event's data from this file (- for standard input)")
+	return cmd
+}
+
+// eventData is send-event's data, from --data or --data-file, checked as
+// the API checks an event's body: a bad one is a usage error naming the
+// problem, before anything is asked of AWS.
+func eventData(cmd *cobra.Command, data, file string) (json.RawMessage, error) {
+	body, flag := []byte(data), "--data"
+	if file != "" {
+		if cmd.Flags().Changed("data") {
+			return nil, usagef("--data and --data-file: give one")
+		}
+		var err error
+		flag = "--data-file " + file
+		if file == "-" {
+			body, err = io.ReadAll(io.LimitReader(cmd.InOrStdin(), order.MaxInputBytes+1))
+		} else {
+			body, err = os.ReadFile(file)
+		}
+		if err != nil {
+			return nil, usagef("%s: %w", flag, err)
+		}
+	}
+	parsed, err := order.ParseEventData(body)
+	if err != nil {
+		return nil, usagef("%s: %w", flag, err)
+	}
+	return parsed, nil
+}
+
 // printStatus prints an order's status after a change.
 func (a *app) printStatus(o order.Order) error {
 	return a.print(map[string]any{"orderId": o.ID, "status": o.Status}, func(w io.Writer) { fmt.Fprintf(w, "order %s: %s\n", o.ID, o.Status) })
@@ -362,10 +427,18 @@ func writeOrder(w io.Writer, v api.OrderView) {
 			if wt.For != "" {
 				fmt.Fprintf(w, " for %s", wt.For)
 			}
+			if wt.Event != "" {
+				fmt.Fprintf(w, " %s", wt.Event)
+			}
 			if !wt.Since.IsZero() {
 				fmt.Fprintf(w, " since %s", wt.Since.UTC().Format(time.RFC3339))
 			}
-			fmt.Fprintf(w, " until %s\n", wt.Until.UTC().Format(time.RFC3339))
+			fmt.Fprintf(w, " until %s", wt.Until.UTC().Format(time.RFC3339))
+			// What moves it on, before anyone looks it up.
+			if wt.Event != "" {
+				fmt.Fprintf(w, " (orderly send-event %s %s --data JSON)", v.OrderID, wt.Event)
+			}
+			fmt.Fprintln(w)
 		}
 	}
 	// What each redrive would do, or why it is refused, before anyone tries.

@@ -12,6 +12,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"orderly/internal/operator/ops"
 )
 
 // envStage names the stage when --stage does not.
@@ -48,6 +50,9 @@ type app struct {
 	stage  string
 	output format
 	out    io.Writer
+	// opened, when set, is the stage open returns: a test's stage on the
+	// emulators, running workflows this binary does not ship.
+	opened *ops.Stage
 }
 
 // format is --output's value: text (tables, for people) or json (for
@@ -91,7 +96,7 @@ func newRoot(out, errOut io.Writer) *cobra.Command {
 	root.AddGroup(&cobra.Group{ID: groupOrders, Title: "A stage's orders and queues (with your AWS credentials):"},
 		&cobra.Group{ID: groupDefinitions, Title: "Workflow definitions and services (offline: no deployed stage, no AWS):"})
 	for _, c := range []*cobra.Command{
-		a.listCmd(), a.showCmd(), a.historyCmd(), a.watchCmd(), a.cancelCmd(), a.redriveCmd(), a.moveCmd(),
+		a.listCmd(), a.showCmd(), a.historyCmd(), a.watchCmd(), a.cancelCmd(), a.redriveCmd(), a.sendEventCmd(), a.moveCmd(),
 		a.versionsCmd(), a.alertsCmd(), a.searchCmd(), a.countsCmd(), a.dlqCmd(), a.consoleCmd(),
 	} {
 		c.GroupID = groupOrders

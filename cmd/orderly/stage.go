@@ -30,6 +30,9 @@ const localHint = `for a local run: eval "$(bash localstack/emulators.sh env)"`
 // functions are told them (ORDERLY_WORKFLOWS; every one under workflows/
 // when unset).
 func (a *app) open(ctx context.Context) (*ops.Stage, error) {
+	if a.opened != nil {
+		return a.opened, nil
+	}
 	awsCfg, err := config.AWS(ctx)
 	var noProfile awsconfig.SharedConfigProfileNotExistError
 	if errors.As(err, &noProfile) {

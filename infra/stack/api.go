@@ -134,6 +134,13 @@ func newAPI(s *Stack) awsapigateway.RestApi {
 	opsByID.AddMethod(jsii.String("GET"), integration, getByID)
 	opsByID.AddResource(jsii.String("history"), nil).AddMethod(jsii.String("GET"), integration, getByID)
 	opsByID.AddResource(jsii.String("events"), nil).AddResource(jsii.String("{name}"), nil).AddMethod(jsii.String("POST"), integration, event)
+	if s.props.Workflows.CallsBack() {
+		// Services that call back report here. A callback carries no AWS
+		// identity: the sealed token in its Authorization header allows
+		// it, for one attempt of one step, and the function checks it.
+		s.callbacks = api.Root().AddResource(jsii.String("callbacks"), nil).AddMethod(jsii.String("POST"), integration,
+			&awsapigateway.MethodOptions{AuthorizationType: awsapigateway.AuthorizationType_NONE})
+	}
 
 	invoke := func(paths ...string) awsiam.PolicyDocument {
 		arns := make([]*string, len(paths))

@@ -19,18 +19,31 @@ type data struct {
 	// guards no data at rest, so it goes with the stack: a new key only
 	// makes the cursors handed out before it fail with a 400.
 	pageTokenKey awssecretsmanager.Secret
+	// callbackKey keys the tokens of services that call back
+	// (callbacktoken): made at deployment like pageTokenKey, read by the
+	// submission function and by the agents of steps that call back. A
+	// new key only makes the tokens of calls waiting for their callback
+	// fail with a 401; those steps time out and are called again.
+	callbackKey awssecretsmanager.Secret
 }
 
 func newData(s *Stack) *data {
 	return &data{orders: table(s, "OrdersTable", s.cat.Orders), history: table(s, "HistoryTable", s.cat.History),
-		pageTokenKey: awssecretsmanager.NewSecret(s.Stack, jsii.String("PageTokenKey"), &awssecretsmanager.SecretProps{
-			SecretName:  jsii.String(s.cat.PageTokenSecret),
-			Description: jsii.String("keys the cursors of orderly's search pages"),
-			GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
-				PasswordLength: jsii.Number(64), ExcludePunctuation: jsii.Bool(true), IncludeSpace: jsii.Bool(false),
-			},
-			RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
-		})}
+		pageTokenKey: key(s, "PageTokenKey", s.cat.PageTokenSecret, "keys the cursors of orderly's search pages"),
+		callbackKey:  key(s, "CallbackKey", s.cat.CallbackSecret, "keys the tokens of orderly's callbacks")}
+}
+
+// key is one of the stage's own keys: a random secret made at
+// deployment, which goes with the stack.
+func key(s *Stack, id, name, description string) awssecretsmanager.Secret {
+	return awssecretsmanager.NewSecret(s.Stack, jsii.String(id), &awssecretsmanager.SecretProps{
+		SecretName:  jsii.String(name),
+		Description: jsii.String(description),
+		GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
+			PasswordLength: jsii.Number(64), ExcludePunctuation: jsii.Bool(true), IncludeSpace: jsii.Bool(false),
+		},
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
 }
 
 // table builds an on-demand, point-in-time-recoverable table from its

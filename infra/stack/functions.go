@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/jsii-runtime-go"
 
+	"orderly/internal/compose"
 	"orderly/internal/config"
 	"orderly/internal/resources"
 )
@@ -74,10 +75,15 @@ func newFunctions(s *Stack) *functions {
 	// version. It reads an order's history for GET /orders/{id}/history.
 	// It searches orders on the search indexes, reading the status of the
 	// running ones it lists (BatchGetItem), and seals the search pages'
-	// cursors with the stage's key, read once at start.
+	// cursors with the stage's key, read once at start. When a step's
+	// service calls back, it opens the tokens of callbacks with the
+	// stage's callback key.
 	firsts := s.props.Workflows.FirstAgents()
 	submitEnv := map[string]*string{resources.EnvHistoryTable: jsii.String(s.cat.History.Name),
 		resources.EnvPageTokenSecret: jsii.String(s.cat.PageTokenSecret)}
+	if s.props.Workflows.CallsBack() {
+		submitEnv[resources.EnvCallbackSecret] = jsii.String(s.cat.CallbackSecret)
+	}
 	for _, first := range firsts {
 		submitEnv[resources.EnvRequestQueueURL(first)] = m.requests[first].QueueUrl()
 	}
@@ -90,11 +96,10 @@ func newFunctions(s *Stack) *functions {
 	f.submit.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{Actions: jsii.Strings("dynamodb:Query"),
 		Resources: &[]*string{jsii.String(*d.orders.TableArn() + "/index/" + resources.CreatedIndexName),
 			jsii.String(*d.orders.TableArn() + "/index/" + resources.EndedIndexName)}}))
-	// By its name, so that the grant is the secret's, whichever ARN
-	// suffix Secrets Manager gave it.
-	allow(f.submit, s.Stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("secretsmanager"), Resource: jsii.String("secret"),
-		ResourceName: jsii.String(s.cat.PageTokenSecret + "-??????"), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME}),
-		"secretsmanager:GetSecretValue")
+	allow(f.submit, s.secretARN(s.cat.PageTokenSecret), "secretsmanager:GetSecretValue")
+	if s.props.Workflows.CallsBack() {
+		allow(f.submit, s.secretARN(s.cat.CallbackSecret), "secretsmanager:GetSecretValue")
+	}
 	for _, first := range firsts {
 		allow(f.submit, m.requests[first].QueueArn(), "sqs:SendMessage")
 	}
@@ -154,6 +159,13 @@ func newFunctions(s *Stack) *functions {
 		allow(fn, d.orders.TableArn(), "dynamodb:UpdateItem")
 		// Its remote service's secret or invoke permission, and no other's.
 		f.grantService(s, fn, agent, s.services[agent])
+		// The agent of a step that calls back seals its calls' tokens
+		// with the stage's callback key; no other agent reads it. The
+		// callback URL is the API's, added once the API is built.
+		if compose.CallsBack(s.props.Workflows, agent) {
+			fn.AddEnvironment(jsii.String(resources.EnvCallbackSecret), jsii.String(s.cat.CallbackSecret), nil)
+			allow(fn, s.secretARN(s.cat.CallbackSecret), "secretsmanager:GetSecretValue")
+		}
 		fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(m.requests[agent], &awslambdaeventsources.SqsEventSourceProps{
 			BatchSize:               jsii.Number(resources.RequestBatchSize),
 			MaxConcurrency:          jsii.Number(s.props.AgentMaxConcurrency),
@@ -273,6 +285,14 @@ func (f *functions) publishAlerts(s *Stack, fn awslambda.Function) {
 }
 
 // allow adds one least-privilege statement: these actions on this resource.
+// secretARN is the ARN of the stage's secret name by its name, so that a
+// grant on it is the secret's whichever ARN suffix Secrets Manager gave
+// it.
+func (s *Stack) secretARN(name string) *string {
+	return s.Stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("secretsmanager"), Resource: jsii.String("secret"),
+		ResourceName: jsii.String(name + "-??????"), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME})
+}
+
 func allow(fn awslambda.Function, resource *string, actions ...string) {
 	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings(actions...),

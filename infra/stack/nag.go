@@ -40,6 +40,9 @@ const (
 	whyOrderIDs     = "order ids are made per request, so reading, cancelling, redriving orders or sending them events is granted on that method of every id under the route; an event's name is checked by the function against the order's workflow"
 	whyPageTokenKey = "the page token key seals search cursors and guards no data at rest; a new key only makes open cursors fail with a 400, " +
 		"and the submission function reads it once at start, so it is replaced by hand with a deployment, not by a rotation function"
+	whyCallbackKey = "the callback key seals the tokens of calls waiting for their callback and guards no data at rest; a new key only makes " +
+		"those tokens fail with a 401 (the steps time out and are called again with new ones), so it is replaced by hand with a deployment, not by a rotation function"
+	whyCallbackToken = "services that call back have no AWS identity: the sealed token their call carried (AES-GCM, one attempt of one step, expiring with its wait) authorizes the callback, and the function refuses any other with 401"
 	whyWorkflowNames = "a client may submit to any workflow the stage runs: the wildcard is the workflow's name, and a name no workflow has is answered 400 with the names there are"
 	whyAPILogsRole   = "API Gateway's account-level logging role needs AmazonAPIGatewayPushToCloudWatchLogs, " +
 		"the AWS-documented policy for execution logs"
@@ -116,12 +119,17 @@ func suppress(s *Stack) {
 	}
 	add(s.api, true, "AwsSolutions-COG4", whyIAMAuth)
 	add(s.data.pageTokenKey, false, "AwsSolutions-SMG4", whyPageTokenKey)
+	add(s.data.callbackKey, false, "AwsSolutions-SMG4", whyCallbackKey)
 	// The stage's logical id changes with the stage name, hence regexes.
 	add(s.clientPolicy, false, "AwsSolutions-IAM5", whyOrderIDs+"; "+whyWorkflowNames, `/^Resource::arn:.*:execute-api:.*\/GET\/orders\/\*$/`,
 		`/^Resource::arn:.*:execute-api:.*\/POST\/orders\/\*\/cancel$/`, `/^Resource::arn:.*:execute-api:.*\/POST\/workflows\/\*\/orders$/`,
 		`/^Resource::arn:.*:execute-api:.*\/POST\/orders\/\*\/events\/\*$/`)
 	add(s.operatorPolicy, false, "AwsSolutions-IAM5", whyOrderIDs, `/^Resource::arn:.*:execute-api:.*\/GET\/ops\/orders\/\*$/`,
 		`/^Resource::arn:.*:execute-api:.*\/POST\/orders\/\*\/redrive$/`, `/^Resource::arn:.*:execute-api:.*\/POST\/ops\/orders\/\*\/events\/\*$/`)
+	if s.callbacks != nil {
+		add(s.callbacks, false, "AwsSolutions-APIG4", whyCallbackToken)
+		add(s.callbacks, false, "AwsSolutions-COG4", whyCallbackToken)
+	}
 	add(s.api, true, "AwsSolutions-IAM4", whyAPILogsRole,
 		"Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs")
 }

@@ -23,7 +23,9 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	apiactor "orderly/internal/actor/api"
 	"orderly/internal/adapter/services"
+	"orderly/internal/compose"
 	"orderly/internal/config"
 	"orderly/internal/definition"
 	"orderly/internal/order"
@@ -330,6 +332,8 @@ type Stack struct {
 	// clientPolicy and operatorPolicy grant what callers and operators may
 	// invoke; attach them to the roles that use the API.
 	clientPolicy, operatorPolicy awsiam.ManagedPolicy
+	// callbacks is POST /callbacks, when a workflow's service calls back.
+	callbacks awsapigateway.Method
 
 	suppressions []Suppression
 }
@@ -368,6 +372,14 @@ func New(scope constructs.Construct, id string, props Props) (*Stack, error) {
 	s.msg = newMessaging(s)
 	s.fns = newFunctions(s)
 	s.api = newAPI(s)
+	// Services that call back call the stage's API. The API integrates
+	// the submission function alone, so an agent that names it makes no
+	// cycle.
+	for agent, fn := range s.fns.agents {
+		if compose.CallsBack(s.props.Workflows, agent) {
+			fn.AddEnvironment(jsii.String(resources.EnvCallbackURL), s.api.UrlForPath(jsii.String(apiactor.ResourceCallbacks)), nil)
+		}
+	}
 	operatorTools := newOperatorTools(s)
 	newSchedule(s)
 	newDashboard(s, newAlarms(s))

@@ -123,7 +123,7 @@ func TestResourceCounts(t *testing.T) {
 		// history and events, POST /workflows/{workflow}/orders and POST
 		// /workflows/order/orders
 		"AWS::ApiGateway::Method":           13,
-		"AWS::SecretsManager::Secret":       1, // the page token key
+		"AWS::SecretsManager::Secret":       2, // the page token key, the callback key
 		"AWS::IAM::ManagedPolicy":           3, // the client and operator policies, and the operators' tools
 		"AWS::ApiGateway::RequestValidator": 1,
 		"AWS::ApiGateway::Model":            2, // POST /orders's, and the order workflow's
@@ -463,7 +463,7 @@ func TestFunctionsAreConfigured(t *testing.T) {
 // empty at run time, a failure only a deployed stack shows).
 func TestFunctionsGetTheVariablesTheyRequire(t *testing.T) {
 	required := map[string][]string{
-		"submit":    {resources.EnvOrdersTable, resources.EnvHistoryTable, resources.EnvRequestQueueURL(ordertest.AgentInventory)},
+		"submit":    {resources.EnvOrdersTable, resources.EnvHistoryTable, resources.EnvPageTokenSecret, resources.EnvRequestQueueURL(ordertest.AgentInventory)},
 		"scheduler": {resources.EnvOrdersTable, resources.EnvAlertTopicARN, resources.EnvRequestQueueURL(ordertest.AgentInventory), resources.EnvRequestQueueURL(ordertest.AgentPayment), resources.EnvRequestQueueURL(ordertest.AgentShipping)},
 		"supervisor": {resources.EnvOrdersTable, resources.EnvAlertTopicARN, resources.EnvResponseQueueURL,
 			resources.EnvRequestQueueURL(ordertest.AgentInventory), resources.EnvRequestQueueURL(ordertest.AgentPayment), resources.EnvRequestQueueURL(ordertest.AgentShipping)},

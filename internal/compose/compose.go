@@ -33,6 +33,7 @@ import (
 	"orderly/internal/adapter/services"
 	"orderly/internal/adapter/sns"
 	"orderly/internal/adapter/sqs"
+	"orderly/internal/callbacktoken"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
 	"orderly/internal/pagetoken"
@@ -53,6 +54,14 @@ type Stage struct {
 	EventBus      string
 	// PageTokenSecret names the key that seals the search's cursors.
 	PageTokenSecret string
+	// CallbackSecret names the key of callback tokens: the submission
+	// function opens them, the agents of steps that call back seal them.
+	// A submission function whose workflows have no such step is given
+	// none, and takes no callback.
+	CallbackSecret string
+	// CallbackURL is where services that call back call (the stage API's
+	// POST /callbacks): the agents of steps that call back send it.
+	CallbackURL string
 	// AnonymousCaller names unsigned API callers (LocalStack only; empty
 	// in AWS, where the IAM authorizer names every caller).
 	AnonymousCaller string
@@ -102,8 +111,9 @@ func (f Function) notifier(orders *dynamo.Store) *alerting.Notifier {
 }
 
 // Submit is the submission API behind API Gateway. Its page token key is
-// read from Secrets Manager at the first search: a key that cannot be
-// read fails searches (503), never a submission.
+// read from Secrets Manager at the first search, its callback key at the
+// first callback: a key that cannot be read fails those alone (503),
+// never a submission.
 func Submit(f Function, tweaks ...func(*api.Config)) (*api.Service, error) {
 	secrets := secretsmanager.NewFromConfig(f.AWS)
 	db := dynamodb.NewFromConfig(f.AWS)
@@ -123,6 +133,10 @@ func Submit(f Function, tweaks ...func(*api.Config)) (*api.Service, error) {
 		}),
 		AnonymousCaller: f.Stage.AnonymousCaller,
 	}
+	if f.Stage.CallbackSecret != "" {
+		// A stage whose steps never call back takes no callback (503).
+		cfg.CallbackTokens = f.callbackTokens(secrets)
+	}
 	return api.NewService(tweaked(cfg, tweaks))
 }
 
@@ -131,7 +145,8 @@ func Submit(f Function, tweaks ...func(*api.Config)) (*api.Service, error) {
 // operator's), a redrive as by an operator, and an event as by its sender.
 func Controls(orders *dynamo.Store, canceller string, workflows order.Versions, now func() time.Time) *control.Service {
 	return control.New(orders.As(canceller), orders.As(control.ByOperatorRedrive), workflows, now).
-		TakingEvents(orders.As(control.ByClientEvent), orders.As(control.ByOperatorEvent))
+		TakingEvents(orders.As(control.ByClientEvent), orders.As(control.ByOperatorEvent)).
+		TakingCallbacks(orders.As(control.ByServiceCallback))
 }
 
 // Scheduler is one Scheduler instance: it applies agents' replies and
@@ -198,17 +213,24 @@ type AgentSettings struct {
 // Agent is an agent: it calls its one service with its credential
 // (a header's secret, or SigV4 with f's own role), replies on the
 // response queue, moves its attempts' deadlines on, and while its circuit
-// is open holds requests back in its own queue.
+// is open holds requests back in its own queue. The agent of a step that
+// calls back also sends, with that step's call, the stage's callback URL
+// and a token sealed with its callback key, read at its first such call.
 func Agent(f Function, a AgentSettings) *agent.Service {
 	hc := &http.Client{}
 	if a.Transport != nil {
 		hc.Transport = a.Transport(http.DefaultTransport)
 	}
 	own := services.Config{a.Name: a.Service}
+	client := remote.NewClientFor(remote.ServicesFrom(own, f.AWS), hc, f.Stage.Workflows)
+	if CallsBack(f.Stage.Workflows, a.Name) {
+		client = client.CallingBack(remote.Callbacks{URL: f.Stage.CallbackURL,
+			Tokens: f.callbackTokens(secretsmanager.NewFromConfig(f.AWS)), Now: f.Now})
+	}
 	sqsClient := awssqs.NewFromConfig(f.AWS)
 	return agent.New(agent.Config{
 		Name:        a.Name,
-		Remote:      remote.NewClientFor(remote.ServicesFrom(own, f.AWS), hc, f.Stage.Workflows),
+		Remote:      client,
 		Replies:     sqs.NewReplies(sqsClient, f.Stage.ResponseQueue),
 		Backoff:     a.Backoff,
 		ReplyMargin: a.ReplyMargin,
@@ -221,6 +243,28 @@ func Agent(f Function, a AgentSettings) *agent.Service {
 		Log:         f.Log,
 		Metrics:     f.Metrics,
 	})
+}
+
+// callbackTokens is the stage's callback key, read through secrets when
+// first needed.
+func (f Function) callbackTokens(secrets secret.Reader) callbacktoken.Source {
+	return callbacktoken.Loaded(func(ctx context.Context) ([]byte, error) {
+		return secret.Key(ctx, secrets, f.Stage.CallbackSecret, callbacktoken.MinKeyBytes)
+	})
+}
+
+// CallsBack reports whether agent does a step, in any of workflows'
+// versions, whose service calls back: only such an agent is given the
+// callback key and URL.
+func CallsBack(workflows order.Versions, agent string) bool {
+	for _, w := range workflows.Workflows() {
+		for _, d := range w.Steps {
+			if d.Agent == agent && d.Callback != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // tweaked is cfg with each tweak applied, in order.

@@ -44,6 +44,9 @@ func FromEnv(ctx context.Context, log *slog.Logger, env *config.Env, function st
 	case resources.FunctionSubmit:
 		st.HistoryTable = env.Required(resources.EnvHistoryTable)
 		st.PageTokenSecret = env.Required(resources.EnvPageTokenSecret)
+		if workflows.CallsBack() {
+			st.CallbackSecret = env.Required(resources.EnvCallbackSecret)
+		}
 		st.AnonymousCaller = env.String(resources.EnvAnonymousCaller, "")
 		// Submission only ever sends a first step's request.
 		st.RequestQueues = env.RequestQueueURLs(workflows.FirstAgents())
@@ -62,8 +65,10 @@ func FromEnv(ctx context.Context, log *slog.Logger, env *config.Env, function st
 
 // AgentFromEnv reads what an agent function is built from: FromEnv's,
 // and its name (AGENT_NAME), its remote service's base URL and
-// authentication, and how long it calls for. Its only request queue is
-// its own, where it holds requests back while its circuit is open.
+// authentication, and how long it calls for; the agent of a step that
+// calls back, the callback key's name and the callback URL too. Its only
+// request queue is its own, where it holds requests back while its
+// circuit is open.
 func AgentFromEnv(ctx context.Context, log *slog.Logger, env *config.Env) (Function, AgentSettings, error) {
 	name := env.Required("AGENT_NAME")
 	f := Function{ID: config.InstanceID("agent"), Log: log, Now: time.Now,
@@ -84,6 +89,11 @@ func AgentFromEnv(ctx context.Context, log *slog.Logger, env *config.Env) (Funct
 		return Function{}, AgentSettings{}, err
 	}
 	st.Workflows = workflows
+	if CallsBack(workflows, name) {
+		// Only the agents of steps that call back are given the key.
+		st.CallbackSecret = env.Required(resources.EnvCallbackSecret)
+		st.CallbackURL = env.Required(resources.EnvCallbackURL)
+	}
 	if f, err = load(ctx, env, f); err != nil {
 		return Function{}, AgentSettings{}, err
 	}

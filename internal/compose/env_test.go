@@ -24,6 +24,7 @@ func stageEnv(without ...string) map[string]string {
 		resources.EnvOrdersTable:                  "orderly-t-orders",
 		resources.EnvHistoryTable:                 "orderly-t-history",
 		resources.EnvPageTokenSecret:              "orderly/t/page-token-key",
+		resources.EnvCallbackSecret:               "orderly/t/callback-key",
 		resources.EnvAlertTopicARN:                "arn:aws:sns:eu-west-1:123456789012:orderly-t-alerts",
 		resources.EnvResponseQueueURL:             "https://sqs.eu-west-1.amazonaws.com/123456789012/orderly-t-responses",
 		resources.EnvEventBus:                     "orderly-t",
@@ -86,7 +87,7 @@ func TestFromEnvReadsTheStage(t *testing.T) {
 	if got, want := slices.Sorted(maps.Keys(sub.Stage.RequestQueues)), sub.Stage.Workflows.FirstAgents(); !slices.Equal(got, want) {
 		t.Errorf("submission's queues: got %v, want the first steps' agents %v", got, want)
 	}
-	if sub.Stage.OrdersTable != "orderly-t-orders" || sub.Stage.HistoryTable != "orderly-t-history" || sub.Stage.PageTokenSecret == "" {
+	if sub.Stage.OrdersTable != "orderly-t-orders" || sub.Stage.HistoryTable != "orderly-t-history" || sub.Stage.PageTokenSecret == "" || sub.Stage.CallbackSecret != "" {
 		t.Errorf("submission's stage: got %+v", sub.Stage)
 	}
 	if _, err := compose.Submit(sub); err != nil {

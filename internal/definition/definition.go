@@ -45,7 +45,11 @@ type Definition struct {
 // Step is one step of a definition: one that calls a service (Service
 // and Call), or one that waits (Wait), which calls nothing.
 type Step struct {
-	Name    string   `json:"name"`
+	Name string `json:"name"`
+	// When, a CEL expression on the input and earlier results (see
+	// package expr), is the step's condition: where it does not hold, the
+	// step is skipped.
+	When    string   `json:"when,omitempty"`
 	Service string   `json:"service,omitempty"`
 	Call    *Call    `json:"call,omitempty"`
 	Wait    *Wait    `json:"wait,omitempty"`
@@ -55,11 +59,16 @@ type Step struct {
 	Result  *Result  `json:"result,omitempty"`
 }
 
-// Wait is what a step that waits waits for: a durable timer (For), or
-// an event (Event), one or the other.
+// Wait is what a step that waits waits for: a durable timer (For, or
+// Until and Max), or an event (Event), one or the other.
 type Wait struct {
 	// For is how long the step waits once it is reached: a Go duration.
-	For string `json:"for,omitempty"`
+	// Until, instead, is a CEL expression giving the time it waits until,
+	// from the input and earlier results; Max (a Go duration, required
+	// with Until) bounds the wait after the step is reached.
+	For   string `json:"for,omitempty"`
+	Until string `json:"until,omitempty"`
+	Max   string `json:"max,omitempty"`
 	// Event names the event the step waits for, sent by the order's
 	// client or an operator (POST /orders/{id}/events/{name}); its data,
 	// a JSON object, is the step's result. Timeout (a Go duration)
@@ -70,11 +79,15 @@ type Wait struct {
 	Timeout   string          `json:"timeout,omitempty"`
 	OnTimeout string          `json:"onTimeout,omitempty"`
 	Schema    json.RawMessage `json:"schema,omitempty"`
+	// RejectWhen, a CEL expression on the event's data (event), the
+	// input and earlier results, fails the step when it holds for an
+	// event: the event is taken, and the order compensated.
+	RejectWhen string `json:"rejectWhen,omitempty"`
 }
 
 // isTimer reports whether the wait is a timer, not an event (a wait that
 // is neither, or both, is not).
-func (w Wait) isTimer() bool { return w.For != "" && w.Event == "" }
+func (w Wait) isTimer() bool { return (w.For != "" || w.Until != "") && w.Event == "" }
 
 // What a step that waits for an event does when it does not come in time
 // (Wait.OnTimeout): fail, and the order is compensated; or continue, the
@@ -100,6 +113,21 @@ type Result struct {
 type Call struct {
 	Method string `json:"method"`
 	Path   string `json:"path"`
+	// Callback, when set, makes the call one whose service calls back:
+	// it accepts the call (202) and calls orderly back when the work is
+	// done.
+	Callback *Callback `json:"callback,omitempty"`
+}
+
+// Callback is how long a step whose service calls back waits for the
+// callback, in Go durations: Timeout once the call was accepted, moved
+// on by Timeout again by each "working" callback, up to MaxTimeout
+// (Timeout when left out) after the call was accepted. A wait that ends
+// with no callback is a timeout: the call is made again with the same
+// Idempotency-Key, up to the step's failureThreshold.
+type Callback struct {
+	Timeout    string `json:"timeout"`
+	MaxTimeout string `json:"maxTimeout,omitempty"`
 }
 
 // Undo is the call that reverses a step's work, and what it does, for
@@ -257,7 +285,8 @@ func Parse(file string, data []byte) (Definition, error) {
 
 // checkGiven reports what Validate cannot see in the decoded definition,
 // only in its file data: a step that waits with a service, even an empty
-// one.
+// one; an undo with a callback; a callback's maxTimeout given empty; an
+// expression given empty.
 func (d Definition) checkGiven(data []byte) Problems {
 	var given struct {
 		Steps []map[string]json.RawMessage `json:"steps"`
@@ -270,15 +299,61 @@ func (d Definition) checkGiven(data []byte) Problems {
 		if _, ok := given.Steps[i]["service"]; ok && s.Wait != nil && s.Service == "" {
 			ps = append(ps, Problem{Source: d.File, Field: fmt.Sprintf("steps[%d].service", i), Rule: waitHasNoService})
 		}
+		// Left out, there is no condition; given empty, it is a mistake.
+		var wait struct {
+			RejectWhen *string `json:"rejectWhen"`
+		}
+		_ = json.Unmarshal(given.Steps[i]["wait"], &wait)
+		for _, e := range []struct {
+			field string
+			given bool
+		}{
+			{"when", string(given.Steps[i]["when"]) == `""`},
+			{"wait.rejectWhen", wait.RejectWhen != nil && *wait.RejectWhen == ""},
+		} {
+			if e.given {
+				ps = append(ps, Problem{Source: d.File, Field: fmt.Sprintf("steps[%d].%s", i, e.field), Rule: "is empty: write a condition, or leave it out"})
+			}
+		}
+		var undo map[string]json.RawMessage
+		if json.Unmarshal(given.Steps[i]["undo"], &undo) == nil {
+			if _, ok := undo["callback"]; ok {
+				ps = append(ps, Problem{Source: d.File, Field: fmt.Sprintf("steps[%d].undo.callback", i), Rule: undoHasNoCallback})
+			}
+		}
+		var call struct {
+			Callback *struct {
+				MaxTimeout *string `json:"maxTimeout"`
+			} `json:"callback"`
+		}
+		// Left out, maxTimeout is the timeout; given empty, it is a
+		// duration that does not parse.
+		if s.Wait == nil && json.Unmarshal(given.Steps[i]["call"], &call) == nil && call.Callback != nil && call.Callback.MaxTimeout != nil && *call.Callback.MaxTimeout == "" {
+			checkWaitLength(func(field, rule string, args ...any) {
+				ps = append(ps, Problem{Source: d.File, Field: field, Rule: fmt.Sprintf(rule, args...)})
+			}, fmt.Sprintf("steps[%d].call.callback.maxTimeout", i), "")
+		}
 	}
 	return ps
 }
+
+// undoHasNoCallback is the rule an undo with a callback breaks:
+// compensation takes an undo's answer as the work undone and waits for
+// no callback (StepReply.Check refuses an undo's acceptance).
+const undoHasNoCallback = "an undo is a plain call, answered when the work is undone; only the step's call may be answered by a callback: leave it out"
 
 // waitHasNoService is the rule a step that waits and names a service breaks.
 const waitHasNoService = "a step that waits has no service; leave it out"
 
 // Validate reports every rule the definition breaks.
 func (d Definition) Validate() Problems {
+	ps, _ := d.validate()
+	return ps
+}
+
+// validate is Validate, with the definition's expressions compiled (nil
+// when it breaks a rule).
+func (d Definition) validate() (Problems, []stepExprs) {
 	var ps Problems
 	add := func(field, rule string, args ...any) {
 		ps = append(ps, Problem{Source: d.File, Field: field, Rule: fmt.Sprintf(rule, args...)})
@@ -295,12 +370,14 @@ func (d Definition) Validate() Problems {
 	}
 	checkName("name", d.Name)
 	checkName("version", d.Version)
+	inputOK := false
 	if len(d.Input) == 0 || string(d.Input) == "null" {
 		add("input", "is required: the JSON Schema of what a submission carries")
 	} else if err := checkInputSchema(d.Input); err != nil {
 		add("input", "is not a valid JSON Schema: %s", err)
 	} else {
 		checkInput(add, d.Input)
+		inputOK = true
 	}
 	if len(d.Steps) == 0 {
 		add("steps", "must list at least one step")
@@ -332,6 +409,9 @@ func (d Definition) Validate() Problems {
 		switch {
 		case s.Call != nil:
 			checkCall(add, at+".call", s.Call.Method, s.Call.Path)
+			if s.Call.Callback != nil {
+				checkCallback(add, at+".call.callback", *s.Call.Callback)
+			}
 		case s.Service != "":
 			add(at+".call", "is required: the remote call that does the step's work")
 		}
@@ -360,8 +440,17 @@ func (d Definition) Validate() Problems {
 			checkResult(add, at+".result", *s.Result, false)
 		}
 	}
-	d.checkSize(add)
-	return ps
+	// Expressions are checked against the input's schema: with none to
+	// check them against, the input's problem is the one to fix first.
+	var exprs []stepExprs
+	if inputOK {
+		exprs = d.compileExprs(add)
+	}
+	d.checkSize(add, readsOf(exprs))
+	if len(ps) > 0 {
+		return ps, nil
+	}
+	return ps, exprs
 }
 
 // Bounds on how long a step waits: a timer's duration, an event's
@@ -420,32 +509,54 @@ func checkResult(add func(string, string, ...any), at string, r Result, event bo
 	}
 }
 
-// checkWait checks what step i waits for: a timer's duration, or an
-// event's name, timeout, schema and outcome.
+// checkWait checks what step i waits for: a timer's duration, or its
+// time and bound, or an event's name, timeout, schema and outcome. (The
+// expressions are compileExprs'.)
 func (d Definition) checkWait(add func(string, string, ...any), checkName func(string, string), i int, at string, w Wait) {
+	timer := "for"
+	if w.For == "" {
+		timer = "until"
+	}
 	switch {
-	case w.For != "" && w.Event != "":
-		add(at, "has both \"for\" (a timer) and \"event\": a step waits for one or the other; keep one")
+	case (w.For != "" || w.Until != "") && w.Event != "":
+		add(at, "has both %q (a timer) and \"event\": a step waits for one or the other; keep one", timer)
 		return
-	case w.For == "" && w.Event == "":
-		add(at, "has neither \"for\" (how long a timer waits, \"30m\") nor \"event\" (the event the step waits for, with its \"timeout\"): give it one")
+	case w.For != "" && w.Until != "":
+		add(at, "has both \"for\" (how long a timer waits) and \"until\" (the time it waits until): a timer has one or the other; keep one")
 		return
-	case w.For != "":
-		checkWaitLength(add, at+".for", w.For)
+	case w.For == "" && w.Until == "" && w.Event == "":
+		add(at, "has neither \"for\" (how long a timer waits, \"30m\"), \"until\" (the time a timer waits until, with its \"max\") nor \"event\" (the event the step waits for, with its \"timeout\"): give it one")
+		return
+	case w.For != "" || w.Until != "":
+		switch {
+		case w.For != "":
+			checkWaitLength(add, at+".for", w.For)
+			if w.Max != "" {
+				add(at+".max", "bounds a timer's \"until\"; a timer with \"for\" waits exactly that long: leave it out")
+			}
+		case w.Max == "":
+			add(at+".max", "is required with \"until\": a timer with no bound would keep its orders waiting for ever, whatever time its expression gives; say how long the step waits at most once reached (\"720h\")")
+		default:
+			checkWaitLength(add, at+".max", w.Max)
+		}
 		for _, f := range []struct {
 			field string
 			set   bool
 			what  string
 		}{
-			{"timeout", w.Timeout != "", "how long the step waits for it); a timer has none (\"for\" is how long it waits)"},
+			{"timeout", w.Timeout != "", "how long the step waits for it); a timer has none (" + map[string]string{"for": `"for" is how long it waits`, "until": `"until" and "max" say how long it waits`}[timer] + ")"},
 			{"schema", len(w.Schema) > 0, "the JSON Schema of its data); a timer has none"},
 			{"onTimeout", w.OnTimeout != "", "what its timeout does); a timer has none"},
+			{"rejectWhen", w.RejectWhen != "", "a condition on its data that fails the step); a timer has none"},
 		} {
 			if f.set {
 				add(at+"."+f.field, "is an event's (%s: leave it out", f.what)
 			}
 		}
 		return
+	}
+	if w.Max != "" {
+		add(at+".max", "is a timer's (how long it waits at most after \"until\"); an event's wait is bounded by \"timeout\": leave it out")
 	}
 	checkName(at+".event", w.Event)
 	// An event is sent by name: two steps waiting for one would leave
@@ -470,8 +581,9 @@ func (d Definition) checkWait(add func(string, string, ...any), checkName func(s
 }
 
 // checkWaitLength checks how long a wait lasts at most: a timer's
-// duration, an event's timeout.
-func checkWaitLength(add func(string, string, ...any), at, v string) {
+// duration, an event's timeout, a callback's timeouts. ok is false when
+// it breaks a rule.
+func checkWaitLength(add func(string, string, ...any), at, v string) (d time.Duration, ok bool) {
 	d, err := time.ParseDuration(v)
 	switch {
 	case err != nil:
@@ -480,6 +592,28 @@ func checkWaitLength(add func(string, string, ...any), at, v string) {
 		add(at, "%q: must be at least %s: a wait ends on the Supervisor's schedule (once a minute by default), so a shorter one ends no sooner", v, minWait)
 	case d > maxWait:
 		add(at, "%q: at most 8760h (a year): a bound keeps every order ending", v)
+	default:
+		return d, true
+	}
+	return d, false
+}
+
+// checkCallback checks how long a step whose service calls back waits
+// for the callback: a timeout, required, and a maxTimeout not below it,
+// each a wait's length (a bound keeps every order ending).
+func checkCallback(add func(string, string, ...any), at string, c Callback) {
+	var timeout time.Duration
+	okT := false
+	if c.Timeout == "" {
+		add(at+".timeout", "is required: how long the step waits for its service's callback once the call was accepted (\"2h\")")
+	} else {
+		timeout, okT = checkWaitLength(add, at+".timeout", c.Timeout)
+	}
+	if c.MaxTimeout == "" {
+		return // the timeout; given empty, checkGiven says so
+	}
+	if maxTimeout, okM := checkWaitLength(add, at+".maxTimeout", c.MaxTimeout); okT && okM && maxTimeout < timeout {
+		add(at+".maxTimeout", "%s is below timeout %s: the wait starts at timeout, and \"working\" callbacks move it on up to maxTimeout after the call was accepted", c.MaxTimeout, c.Timeout)
 	}
 }
 
@@ -530,12 +664,22 @@ func (d Definition) CheckAgentNames(stage string) Problems {
 // timed out after its work was done (its answer never came), so its
 // service must then undo by the Idempotency-Key alone. A call or undo
 // that carries the data of an event whose step goes on without it
-// (onTimeout "continue") is sent without it when the event never came.
+// (onTimeout "continue") is sent without it when the event never came,
+// and one that carries the result of a step with a condition, when the
+// step was skipped.
 func (d Definition) Warnings() Problems {
 	var ws Problems
-	mayNotCome := func(name string) bool {
+	// mayNotCome says why the named step may leave no result, or "".
+	mayNotCome := func(name string) string {
 		j := slices.IndexFunc(d.Steps, func(s Step) bool { return s.Name == name })
-		return j >= 0 && d.Steps[j].Wait != nil && d.Steps[j].Wait.Event != "" && d.Steps[j].Wait.OnTimeout == OnTimeoutContinue
+		switch {
+		case j < 0:
+		case d.Steps[j].When != "":
+			return "it may be skipped (its when)"
+		case d.Steps[j].Wait != nil && d.Steps[j].Wait.Event != "" && d.Steps[j].Wait.OnTimeout == OnTimeoutContinue:
+			return fmt.Sprintf("its event may not come (its wait's onTimeout is %q)", OnTimeoutContinue)
+		}
+		return ""
 	}
 	for i, s := range d.Steps {
 		for _, c := range []struct {
@@ -546,9 +690,9 @@ func (d Definition) Warnings() Problems {
 				continue // the call's, reported once
 			}
 			for k, item := range c.carries {
-				if mayNotCome(item) {
+				if why := mayNotCome(item); why != "" {
 					ws = append(ws, Problem{Source: d.File, Field: fmt.Sprintf("steps[%d].%s[%d]", i, c.field, k),
-						Rule: fmt.Sprintf("%q: its event may not come (its wait's onTimeout is %q): the request is then sent without results.%s", item, OnTimeoutContinue, item)})
+						Rule: fmt.Sprintf("%q: %s: the request is then sent without results.%s", item, why, item)})
 				}
 			}
 		}
@@ -582,13 +726,18 @@ type Sizes struct {
 // order.MaxInputBytes; the item holds it and a copy of its customerId,
 // which may be most of it.
 func (d Definition) Sizes() Sizes {
+	return d.sizes(readsOf(d.compileExprs(nil)))
+}
+
+// sizes is Sizes, read the results some expression reads.
+func (d Definition) sizes(read map[string]bool) Sizes {
 	var z Sizes
 	for _, s := range d.Steps {
 		z.Records++
 		if s.Undo != nil {
 			z.Records++
 		}
-		if !d.keeps(s.Name) {
+		if !d.keeps(s.Name, read) {
 			continue
 		}
 		z.Kept++
@@ -604,9 +753,13 @@ func (d Definition) Sizes() Sizes {
 
 // keeps reports whether the named step's result is kept: it is an
 // event's data (always kept: it says who decided what, and tells a
-// repeated event from another), some call or undo carries it, or its
-// client is shown it, as order.Workflow.Keeps says of the workflow.
-func (d Definition) keeps(name string) bool {
+// repeated event from another), some call or undo carries it, its client
+// is shown it, or an expression reads it (read), as order.Workflow.Keeps
+// says of the workflow.
+func (d Definition) keeps(name string, read map[string]bool) bool {
+	if read[name] {
+		return true
+	}
 	for _, s := range d.Steps {
 		if s.Name == name && s.Wait != nil && s.Wait.Event != "" {
 			return true
@@ -630,8 +783,8 @@ func (d Definition) keeps(name string) bool {
 
 // checkSize refuses a definition whose largest order would not fit an
 // SQS message or a DynamoDB item.
-func (d Definition) checkSize(add func(string, string, ...any)) {
-	z := d.Sizes()
+func (d Definition) checkSize(add func(string, string, ...any), read map[string]bool) {
+	z := d.sizes(read)
 	kept := fmt.Sprintf("kept results: their maxBytes add up to %d bytes (%d steps' results, %d each where unset)", z.Results, z.Kept, order.DefaultResultMaxBytes)
 	if z.Message > MaxMessageBytes {
 		add("steps", "%s; with the input (at most %d bytes) and the request's own fields (at most %d bytes), a request to an agent may be %d bytes, %d over the %d an SQS message holds; lower some result.maxBytes, or carry fewer results",
@@ -867,24 +1020,34 @@ func checkDuration(add func(string, string, ...any), at, v string) (time.Duratio
 // timing t for whatever the definition's steps leave out. Its error is
 // Problems, naming the file.
 func (d Definition) Workflow(t order.Timing) (order.Workflow, error) {
-	if ps := d.Validate(); len(ps) > 0 {
+	ps, exprs := d.validate()
+	if len(ps) > 0 {
 		return order.Workflow{}, ps
 	}
 	w := order.Workflow{Name: d.Name, Version: d.Version, Input: d.Input, ClaimWithin: t.ClaimWithin, SkewGrace: t.SkewGrace}
-	var ps Problems
 	for i, s := range d.Steps {
 		if s.Wait != nil {
-			w.Steps = append(w.Steps, waitStep(s, t))
+			w.Steps = append(w.Steps, waitStep(s, t, exprs[i]))
 			continue
 		}
 		def := order.StepDef{
-			Name: s.Name, Agent: s.Service,
+			Name: s.Name, Agent: s.Service, When: asExpr(exprs[i].when),
 			Allowance: t.Allowance, MaxAllowance: t.MaxAllowance, FailureThreshold: t.FailureThreshold, MaxHeartbeats: t.MaxHeartbeats,
 			Call:    order.Endpoint{Method: s.Call.Method, Path: s.Call.Path},
 			Carries: []string{CarriesOrder}, ResultMaxBytes: order.DefaultResultMaxBytes,
 		}
 		if s.Request != nil {
 			def.Carries = s.Request.Carries
+		}
+		if cb := s.Call.Callback; cb != nil {
+			// Validate parsed them already; maxTimeout left out is the
+			// timeout.
+			def.Callback = &order.CallbackWait{}
+			def.Callback.Timeout, _ = time.ParseDuration(cb.Timeout)
+			def.Callback.MaxTimeout = def.Callback.Timeout
+			if cb.MaxTimeout != "" {
+				def.Callback.MaxTimeout, _ = time.ParseDuration(cb.MaxTimeout)
+			}
 		}
 		if s.Undo != nil {
 			def.Undo = s.Undo.Description
@@ -932,16 +1095,22 @@ func (d Definition) Workflow(t order.Timing) (order.Workflow, error) {
 // agent, call, undo or carries: nothing calls a service for it. The
 // stage's timing stays on it, unread while it waits, so that no code
 // reading a step's timing finds zeros.
-func waitStep(s Step, t order.Timing) order.StepDef {
-	def := order.StepDef{Name: s.Name, Wait: &order.Wait{},
+func waitStep(s Step, t order.Timing, e stepExprs) order.StepDef {
+	def := order.StepDef{Name: s.Name, Wait: &order.Wait{}, When: asExpr(e.when),
 		Allowance: t.Allowance, MaxAllowance: t.MaxAllowance, FailureThreshold: t.FailureThreshold, MaxHeartbeats: t.MaxHeartbeats,
 		ResultMaxBytes: order.DefaultResultMaxBytes}
 	// Validate parsed the durations.
 	if s.Wait.Event == "" {
+		if s.Wait.Until != "" {
+			def.Wait.Until = asExpr(e.until)
+			def.Wait.Max, _ = time.ParseDuration(s.Wait.Max)
+			return def
+		}
 		def.Wait.For, _ = time.ParseDuration(s.Wait.For)
 		return def
 	}
 	def.Wait.Event, def.Wait.Schema, def.Wait.Continue = s.Wait.Event, s.Wait.Schema, s.Wait.OnTimeout == OnTimeoutContinue
+	def.Wait.RejectWhen = asExpr(e.rejectWhen)
 	def.Wait.Timeout, _ = time.ParseDuration(s.Wait.Timeout)
 	// The event's data is the step's result: result bounds it, and shows
 	// it to the order's client.

@@ -16,6 +16,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"orderly/internal/definition"
+	"orderly/internal/expr"
 	"orderly/internal/order"
 	"orderly/internal/testkit/ordertest"
 	"orderly/workflows"
@@ -123,7 +124,7 @@ var badDefinitions = []struct {
 	{"result-bound", []string{`steps[0].result.maxBytes: 100000: must be between 64 and 16384`}, true},
 	{"result-shown-not-boolean", []string{`steps[0].result.shownToClient: must be true or false, not a string`}, true},
 	{"result-schema-not-schema", []string{`steps[0].result.schema: is not a valid JSON Schema: at /type: value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string'; at /type: got string, want array`}, true},
-	{"input-reserved-name", []string{`input.properties.orderId: is a name orderly gives its own field (orderId, results, workflow, version, status, steps, lastError, createdAt, updatedAt, redrive); call it something else`}, false},
+	{"input-reserved-name", []string{`input.properties.orderId: is a name orderly gives its own field (orderId, results, callback, workflow, version, status, steps, lastError, createdAt, updatedAt, redrive); call it something else`}, false},
 	{"timing-over-agent", []string{`steps[1].timing.maxAllowance: 5m0s: an attempt must end within the agent's 2m30s invocation: at most 2m20s`}, false},
 	{"input-not-object", []string{`input.type: must be "object": a submission is a JSON object`}, false},
 	{"path-dot-segment", []string{`steps[0].call.path: "/reservations/../admin": dot segments ("." and "..") are refused: a server or proxy resolves them to another path than the one called, and than the one the agent's IAM policy names`}, true},
@@ -152,12 +153,19 @@ var badDefinitions = []struct {
 	// A wrong type, and nothing more about the field it holds.
 	{"wait-not-an-object", []string{`steps[1].wait: must be an object, not a string`}, true},
 	{"wait-without-for", []string{waitNeither}, true},
-	// The timer's other form is planned, not built: refused as unknown.
-	{"wait-until", []string{
-		`steps[1].wait.until: unknown field; a wait takes "for" (a timer), or "event" with "timeout", "schema" and "onTimeout"`,
-		`steps[1].wait.max: unknown field; a wait takes "for" (a timer), or "event" with "timeout", "schema" and "onTimeout"`,
-		waitNeither,
-	}, true},
+	// Expressions, on a copy of testdata/wait.json with captureAfter in
+	// its input: each is type-checked against the schemas of what it
+	// reads, the checker's message at the field.
+	{"when-type-error", []string{`steps[2].when: 1:18: found no matching overload for '_==_' applied to '(string, int)'`}, false},
+	{"when-input-typo", []string{`steps[2].when: 1:6: undefined field 'custmerId' (input has: captureAfter, customerId)`}, false},
+	{"when-later-result", []string{`steps[1].when: 1:8: undefined field 'charge' (the steps before this one: reserve); charge is steps[2], which runs after this one: an expression reads earlier steps' results`}, false},
+	{"when-not-bool", []string{`steps[2].when: must be a bool, is string`}, false},
+	{"until-not-a-timestamp", []string{`steps[1].wait.until: must be a timestamp, is string: timestamp(...) reads an RFC 3339 string`}, false},
+	// A timer until a time has a bound; it waits for "for" or "until".
+	{"until-without-max", []string{`steps[1].wait.max: is required with "until": a timer with no bound would keep its orders waiting for ever, whatever time its expression gives; say how long the step waits at most once reached ("720h")`}, true},
+	{"until-with-for", []string{`steps[1].wait: has both "for" (how long a timer waits) and "until" (the time it waits until): a timer has one or the other; keep one`}, true},
+	{"max-without-until", []string{`steps[1].wait.max: bounds a timer's "until"; a timer with "for" waits exactly that long: leave it out`}, true},
+	{"reject-when-on-timer", []string{`steps[1].wait.rejectWhen: is an event's (a condition on its data that fails the step); a timer has none: leave it out`}, true},
 	{"step-neither-calls-nor-waits", []string{`steps[1]: neither calls a service ("service" and "call") nor waits ("wait"): give it one or the other`}, true},
 	{"carries-wait-step", []string{
 		`steps[2].request.carries[1]: "cool-off": a timer has no result to carry (an event's step has: its data)`,
@@ -177,6 +185,13 @@ var badDefinitions = []struct {
 	{"event-on-timeout-unknown", []string{`steps[1].wait.onTimeout: "retry": want "fail" (the default: the step fails and the order is compensated) or "continue" (the step is Processed with no result and the order goes on)`}, true},
 	{"event-twice", []string{`steps[3].wait.event: "review": steps[1] waits for it already; an event completes one step of its workflow, or which one it completes would be ambiguous`}, false},
 	{"event-result-schema", []string{`steps[1].result.schema: an event's data is checked by "wait.schema"; move the schema there`}, true},
+	// Services that call back, on a copy of testdata/callback.json.
+	{"callback-without-timeout", []string{`steps[1].call.callback.timeout: is required: how long the step waits for its service's callback once the call was accepted ("2h")`}, true},
+	{"callback-max-below-timeout", []string{`steps[1].call.callback.maxTimeout: 90m is below timeout 2h: the wait starts at timeout, and "working" callbacks move it on up to maxTimeout after the call was accepted`}, false},
+	{"callback-max-over-a-year", []string{`steps[1].call.callback.maxTimeout: "9000h": at most 8760h (a year): a bound keeps every order ending`}, false},
+	{"callback-unknown-field", []string{`steps[1].call.callback.url: unknown field; a callback takes "timeout" and "maxTimeout" (where to call back is sent with each call)`}, true},
+	{"callback-not-an-object", []string{`steps[1].call.callback: must be an object, not a string`}, true},
+	{"undo-callback", []string{`steps[1].undo.callback: an undo is a plain call, answered when the work is undone; only the step's call may be answered by a callback: leave it out`}, true},
 	{"many-problems", []string{
 		`version: must not be empty`,
 		`steps[0].call.path: "reservations": must start with "/"`,
@@ -186,7 +201,7 @@ var badDefinitions = []struct {
 }
 
 // waitNeither is the problem of testdata's step 1 waiting for nothing.
-const waitNeither = `steps[1].wait: has neither "for" (how long a timer waits, "30m") nor "event" (the event the step waits for, with its "timeout"): give it one`
+const waitNeither = `steps[1].wait: has neither "for" (how long a timer waits, "30m"), "until" (the time a timer waits until, with its "max") nor "event" (the event the step waits for, with its "timeout"): give it one`
 
 func TestParseRefusesBadDefinitions(t *testing.T) {
 	files, _ := filepath.Glob("testdata/bad/*.json")
@@ -314,7 +329,9 @@ func TestWaitDurations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Each duration as a timer's "for" and as an event's "timeout".
+	// Each duration as a timer's "for", as an event's "timeout" and as
+	// the bound of a timer until a time.
+	const yearEnd = "timestamp('2030-12-31T00:00:00Z')"
 	forms := []struct {
 		field string
 		wait  func(string) map[string]any
@@ -324,6 +341,8 @@ func TestWaitDurations(t *testing.T) {
 		{"for", func(v string) map[string]any { return map[string]any{"for": v} }, "x.json: " + waitNeither},
 		{"timeout", func(v string) map[string]any { return map[string]any{"event": "review", "timeout": v} },
 			`x.json: steps[1].wait.timeout: is required with "event"`},
+		{"max", func(v string) map[string]any { return map[string]any{"until": yearEnd, "max": v} },
+			`x.json: steps[1].wait.max: is required with "until"`},
 	}
 	tests := []struct {
 		value   string
@@ -484,6 +503,299 @@ func TestParseAcceptsAnEventStep(t *testing.T) {
 	}
 }
 
+// A step whose service calls back becomes a StepDef with its call and
+// its callback's timeouts (maxTimeout, left out, is the timeout); its
+// timing and its undo are a plain step's: the timing bounds the call up
+// to its acceptance, the undo is a plain call.
+func TestParseAcceptsACallbackStep(t *testing.T) {
+	stage := order.DefaultTiming
+	def, w := parsed(t, "testdata/callback.json", stage, 3)
+	want := []order.StepDef{
+		{Name: "charge-payment", Agent: "payment", Undo: "refund the payment",
+			Callback:  &order.CallbackWait{Timeout: 2 * time.Hour, MaxTimeout: 24 * time.Hour},
+			Allowance: stage.Allowance, MaxAllowance: stage.MaxAllowance, FailureThreshold: stage.FailureThreshold, MaxHeartbeats: stage.MaxHeartbeats,
+			Call: order.Endpoint{Method: "POST", Path: "/payment/charges"}, UndoCall: order.Endpoint{Method: "POST", Path: "/payment/refunds"},
+			Carries: []string{"order"}, UndoCarries: []string{"order"}, ResultMaxBytes: order.DefaultResultMaxBytes},
+		{Name: "pick-and-pack", Agent: "warehouse",
+			Callback:  &order.CallbackWait{Timeout: 48 * time.Hour, MaxTimeout: 48 * time.Hour},
+			Allowance: 10 * time.Second, MaxAllowance: stage.MaxAllowance, FailureThreshold: 2, MaxHeartbeats: stage.MaxHeartbeats,
+			Call: order.Endpoint{Method: "POST", Path: "/picks"}, Carries: []string{"order"}, ResultMaxBytes: order.DefaultResultMaxBytes,
+			ResultShownToClient: true},
+	}
+	if !reflect.DeepEqual(w.Steps[1:], want) {
+		t.Errorf("the callback steps =\n%+v\nwant\n%+v", w.Steps[1:], want)
+	}
+	for i, d := range w.Steps {
+		kind := map[bool]string{true: order.WaitCallback, false: ""}[i > 0]
+		if got := d.WaitKind(); got != kind || d.Waits() {
+			t.Errorf("%s: WaitKind %q, Waits %t; want %q, and not a step that waits (it calls its service)", d.Name, got, d.Waits(), kind)
+		}
+	}
+	if got := w.Agents(); !slices.Equal(got, []string{"inventory", "payment", "warehouse"}) {
+		t.Errorf("Agents = %q, want inventory, payment and warehouse", got)
+	}
+	// Written back, it is what the file says, and reads back the same.
+	raw, err := json.Marshal(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile("testdata/callback.json"); !order.SameJSON(raw, data) {
+		t.Errorf("the definition marshals as\n%s\nnot as its file", raw)
+	}
+	again, err := definition.Parse("again.json", raw)
+	if err != nil || !again.Same(def) {
+		t.Errorf("Parse of the definition written back: %v; same %t", err, again.Same(def))
+	}
+}
+
+// A step's condition, a timer's time and an event's rejection become
+// order.Expr on the StepDef, type-checked against the schemas of what
+// each reads, and evaluate the order's JSON: the definition read back
+// decides an order as the file says.
+func TestParseAcceptsExpressions(t *testing.T) {
+	def, w := parsed(t, "testdata/expr.json", order.DefaultTiming, 4)
+	screen, review, capture, pay := w.Steps[0], w.Steps[1], w.Steps[2], w.Steps[3]
+	if screen.When != nil || capture.When != nil {
+		t.Errorf("conditions where the file has none: %v, %v", screen.When, capture.When)
+	}
+	if review.When == nil || review.Wait.RejectWhen == nil || capture.Wait.Until == nil || pay.When == nil {
+		t.Fatalf("an expression of the file is missing: when %v, rejectWhen %v, until %v, when %v", review.When, review.Wait.RejectWhen, capture.Wait.Until, pay.When)
+	}
+	if c := capture.Wait; c.Max != 720*time.Hour || c.For != 0 || c.Kind() != order.WaitTimer || c.Length() != 720*time.Hour || c.RejectWhen != nil {
+		t.Errorf("capture-after waits %+v, want a timer until its expression, at most 720h", c)
+	}
+	if got := review.When.String(); got != def.Steps[1].When {
+		t.Errorf("the condition's source is %q, want the file's %q", got, def.Steps[1].When)
+	}
+	if got := review.When.Results(); !slices.Equal(got, []string{"fraud-screen"}) {
+		t.Errorf("manual-review's condition reads %q, want fraud-screen", got)
+	}
+	// fraud-screen's result is carried by no call nor shown: a condition
+	// reads it, so it is kept.
+	if !w.Keeps("fraud-screen") {
+		t.Error("fraud-screen's result is not kept, and a condition reads it")
+	}
+	input := json.RawMessage(`{"customerId":"c-1","captureAfter":"2030-01-02T03:04:05Z"}`)
+	results := func(kv ...string) map[string]json.RawMessage {
+		m := map[string]json.RawMessage{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = json.RawMessage(kv[i+1])
+		}
+		return m
+	}
+	tests := []struct {
+		name string
+		e    order.Expr
+		vars order.ExprVars
+		want bool
+	}{
+		{"a high score is reviewed", review.When, order.ExprVars{Input: input, Results: results("fraud-screen", `{"score": 80}`)}, true},
+		{"a low score is not", review.When, order.ExprVars{Input: input, Results: results("fraud-screen", `{"score": 12.5}`)}, false},
+		{"a reject is rejected", review.Wait.RejectWhen, order.ExprVars{Input: input, Results: results("fraud-screen", `{"score": 80}`), Event: json.RawMessage(`{"decision": "reject"}`)}, true},
+		{"an approval is not", review.Wait.RejectWhen, order.ExprVars{Input: input, Event: json.RawMessage(`{"decision": "approve"}`)}, false},
+		{"a charge with no review", pay.When, order.ExprVars{Input: input, Results: results("fraud-screen", `{"score": 12.5}`)}, true},
+		{"a charge after an approval", pay.When, order.ExprVars{Input: input, Results: results("fraud-screen", `{"score": 80}`, "manual-review", `{"decision": "approve"}`)}, true},
+		{"no charge after a reject", pay.When, order.ExprVars{Input: input, Results: results("manual-review", `{"decision": "reject"}`)}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.e.Bool(tt.vars)
+			if err != nil || got != tt.want {
+				t.Errorf("%s = %t, %v; want %t", tt.e, got, err, tt.want)
+			}
+		})
+	}
+	if got, err := capture.Wait.Until.Time(order.ExprVars{Input: input}); err != nil || !got.Equal(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)) {
+		t.Errorf("until = %s, %v; want the input's captureAfter", got, err)
+	}
+	// A result it reads that the order does not have is an error, not
+	// false.
+	if _, err := review.When.Bool(order.ExprVars{Input: input}); !errors.Is(err, expr.ErrNoValue) {
+		t.Errorf("the condition with no fraud-screen result: %v, want ErrNoValue", err)
+	}
+	// Written back, it is what the file says, and reads back the same.
+	raw, err := json.Marshal(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile("testdata/expr.json"); !order.SameJSON(raw, data) {
+		t.Errorf("the definition marshals as\n%s\nnot as its file", raw)
+	}
+	again, err := definition.Parse("again.json", raw)
+	if err != nil || !again.Same(def) {
+		t.Errorf("Parse of the definition written back: %v; same %t", err, again.Same(def))
+	}
+}
+
+// Each expression is checked where it stands: what it reads (earlier
+// steps' results, an event's data in a rejectWhen only), what it gives,
+// its length. The published schema checks that it is a string of 1 to
+// 1,000 characters; the rest is the loader's.
+func TestExpressionProblems(t *testing.T) {
+	sch := publishedSchema(t)
+	tests := []struct {
+		name, file string
+		step       int
+		field      string // "when", "wait.until" or "wait.rejectWhen"
+		value      string
+		problem    string // "" when it is taken
+		schema     bool   // the schema refuses it too
+	}{
+		{"a condition on a timer", "testdata/wait.json", 1, "when", "input.customerId != ''", "", false},
+		{"a condition on the first step", "testdata/wait.json", 0, "when", "input.customerId.startsWith('c-')", "", false},
+		{"a result with no schema is checked when evaluated", "testdata/wait.json", 2, "when", "results.reserve.anything == 1", "", false},
+		{"a timer's result", "testdata/wait.json", 2, "when", "results['cool-off'].done",
+			`steps[2].when: 1:8: undefined field 'cool-off' (the steps before this one: reserve); cool-off is a timer, which has no result`, false},
+		{"the step's own result", "testdata/wait.json", 0, "when", "results.reserve.id == 'r'",
+			`steps[0].when: 1:8: undefined field 'reserve' (no step comes before this one); reserve is this step: an expression reads earlier steps' results`, false},
+		{"an event outside a rejectWhen", "testdata/wait.json", 2, "when", "event.decision == 'reject'",
+			`steps[2].when: 1:1: undeclared reference to 'event': event is only there in an event's rejectWhen`, false},
+		{"a clock", "testdata/wait.json", 2, "when", "now > timestamp('2030-01-01T00:00:00Z')",
+			`steps[2].when: 1:1: undeclared reference to 'now': expressions have no clock`, false},
+		{"an integer for a number", "testdata/expr.json", 3, "when", "results['fraud-screen'].score == 70",
+			`steps[3].when: 1:31: found no matching overload for '_==_' applied to '(double, int)': a JSON Schema number is a double, so write 70.0 rather than 70`, false},
+		{"a typo in the event's data", "testdata/expr.json", 1, "wait.rejectWhen", "event.decison == 'reject'",
+			`steps[1].wait.rejectWhen: 1:6: undefined field 'decison' (event has: decision)`, false},
+		{"a rejection that is not a bool", "testdata/expr.json", 1, "wait.rejectWhen", "event.decision", `steps[1].wait.rejectWhen: must be a bool, is string`, false},
+		{"a rejection reading earlier results", "testdata/expr.json", 1, "wait.rejectWhen", "results['fraud-screen'].score > 99.0 && event.decision != 'approve'", "", false},
+		{"a time from a result", "testdata/expr.json", 2, "wait.until", "timestamp(input.captureAfter) + duration('24h')", "", false},
+		{"a time reading the event", "testdata/expr.json", 2, "wait.until", "timestamp(event.at)", `steps[2].wait.until: 1:11: undeclared reference to 'event': event is only there in an event's rejectWhen`, false},
+		{"an empty condition", "testdata/wait.json", 2, "when", "", `steps[2].when: is empty: write a condition, or leave it out`, true},
+		{"an empty rejection", "testdata/expr.json", 1, "wait.rejectWhen", "", `steps[1].wait.rejectWhen: is empty: write a condition, or leave it out`, true},
+		{"the longest", "testdata/wait.json", 2, "when", "true" + strings.Repeat(" ", 996), "", false},
+		{"too long", "testdata/wait.json", 2, "when", "true" + strings.Repeat(" ", 997), `steps[2].when: is 1001 characters long, at most 1000`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data, err := os.ReadFile(tt.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc map[string]any
+			if err := json.Unmarshal(data, &doc); err != nil {
+				t.Fatal(err)
+			}
+			at := doc["steps"].([]any)[tt.step].(map[string]any)
+			if f, ok := strings.CutPrefix(tt.field, "wait."); ok {
+				at = at["wait"].(map[string]any)
+				at[f] = tt.value
+			} else {
+				at[tt.field] = tt.value
+			}
+			raw, _ := json.Marshal(doc)
+			_, err = definition.Parse("x.json", raw)
+			want := "x.json: " + tt.problem
+			if tt.problem == "" && err != nil || tt.problem != "" && (err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n")) {
+				t.Errorf("Parse = %v, want one problem starting %q", err, want)
+			}
+			inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if refused := sch.Validate(inst) != nil; refused != tt.schema {
+				t.Errorf("the published schema refuses it: %t, want %t", refused, tt.schema)
+			}
+		})
+	}
+}
+
+// A callback's timeout and maxTimeout are waits: at least a second and at
+// most a year, as a timer's; maxTimeout not below timeout. The published
+// schema refuses what it can state (a duration's form, zero), not the
+// bounds nor one field against the other.
+func TestCallbackDurations(t *testing.T) {
+	sch := publishedSchema(t)
+	data, err := os.ReadFile("testdata/callback.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each duration as a timeout, and as a maxTimeout over a timeout of
+	// 1s.
+	forms := []struct {
+		field    string
+		callback func(string) map[string]any
+		// empty is the problem of an empty duration.
+		empty string
+	}{
+		{"timeout", func(v string) map[string]any { return map[string]any{"timeout": v} },
+			`x.json: steps[1].call.callback.timeout: is required: how long the step waits`},
+		{"maxTimeout", func(v string) map[string]any { return map[string]any{"timeout": "1s", "maxTimeout": v} },
+			`x.json: steps[1].call.callback.maxTimeout: "": not a duration`},
+	}
+	tests := []struct {
+		value   string
+		problem string // "" when it is taken
+		schema  bool   // the schema refuses it too
+	}{
+		{"1s", "", false},
+		{"30m", "", false},
+		{"1h30m", "", false},
+		{"8760h", "", false},
+		{"525600m", "", false},
+		{"999ms", `"999ms": must be at least 1s: a wait ends on the Supervisor's schedule (once a minute by default), so a shorter one ends no sooner`, false},
+		{"0s", `"0s": must be at least 1s`, true},
+		{"-1h", `"-1h": must be at least 1s`, true},
+		{"8760h1s", `"8760h1s": at most 8760h (a year): a bound keeps every order ending`, false},
+		{"half an hour", `"half an hour": not a duration; write one like "30m" or "48h"`, true},
+		{"1d", `"1d": not a duration`, true},
+		{"", "", true},
+	}
+	for _, form := range forms {
+		for _, tt := range tests {
+			t.Run(form.field+"="+tt.value, func(t *testing.T) {
+				var doc map[string]any
+				if err := json.Unmarshal(data, &doc); err != nil {
+					t.Fatal(err)
+				}
+				doc["steps"].([]any)[1].(map[string]any)["call"].(map[string]any)["callback"] = form.callback(tt.value)
+				raw, _ := json.Marshal(doc)
+				_, err := definition.Parse("x.json", raw)
+				want := "x.json: steps[1].call.callback." + form.field + ": " + tt.problem
+				if tt.value == "" {
+					want = form.empty
+				}
+				taken := tt.problem == "" && tt.value != ""
+				if taken && err != nil || !taken && (err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n")) {
+					t.Errorf("Parse = %v, want one problem starting %q", err, want)
+				}
+				inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if refused := sch.Validate(inst) != nil; refused != tt.schema {
+					t.Errorf("the published schema refuses it: %t, want %t", refused, tt.schema)
+				}
+			})
+		}
+	}
+	// maxTimeout against timeout, which the schema cannot compare.
+	for _, tt := range []struct {
+		timeout, maxTimeout string
+		problem             string // "" when taken
+	}{
+		{"2h", "2h", ""},
+		{"2h", "120m", ""},
+		{"2h", "24h", ""},
+		{"2h", "1h59m59s", `x.json: steps[1].call.callback.maxTimeout: 1h59m59s is below timeout 2h`},
+		{"48h", "1h", `x.json: steps[1].call.callback.maxTimeout: 1h is below timeout 48h`},
+		// A timeout that is wrong is said once, not compared.
+		{"1d", "1h", `x.json: steps[1].call.callback.timeout: "1d": not a duration`},
+	} {
+		t.Run(tt.timeout+"/"+tt.maxTimeout, func(t *testing.T) {
+			var doc map[string]any
+			if err := json.Unmarshal(data, &doc); err != nil {
+				t.Fatal(err)
+			}
+			doc["steps"].([]any)[1].(map[string]any)["call"].(map[string]any)["callback"] = map[string]any{"timeout": tt.timeout, "maxTimeout": tt.maxTimeout}
+			raw, _ := json.Marshal(doc)
+			_, err := definition.Parse("x.json", raw)
+			if tt.problem == "" && err != nil || tt.problem != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.problem) || strings.Contains(err.Error(), "\n")) {
+				t.Errorf("Parse = %v, want one problem starting %q", err, tt.problem)
+			}
+		})
+	}
+}
+
 // A step's own timing must fit the stage's for what it leaves out.
 func TestWorkflowRefusesTimingThatDoesNotFitTheStage(t *testing.T) {
 	data, _ := os.ReadFile("testdata/good.json")
@@ -549,7 +861,7 @@ func TestPublishedSchemaAgreesWithTheLoader(t *testing.T) {
 	if len(shipped) == 0 {
 		t.Fatal("no shipped definition under workflows/")
 	}
-	for _, f := range append(shipped, "testdata/good.json", "testdata/wait.json", "testdata/event.json") {
+	for _, f := range append(shipped, "testdata/good.json", "testdata/wait.json", "testdata/event.json", "testdata/callback.json", "testdata/expr.json") {
 		if err := validateFile(t, sch, f); err != nil {
 			t.Errorf("%s: the published schema refuses it: %v", f, err)
 		}
@@ -679,6 +991,9 @@ func TestWarningsNameAnUndoCarryingItsOwnStep(t *testing.T) {
 	// charge carries manual-review's data, which may never come.
 	goesOn := read("testdata/event.json")
 	goesOn.Steps[1].Wait.OnTimeout = definition.OnTimeoutContinue
+	// charge carries manual-review's data, and the review may be skipped.
+	mayBeSkipped := read("testdata/event.json")
+	mayBeSkipped.Steps[1].When = "input.customerId != 'c-0'"
 	tests := []struct {
 		name string
 		def  definition.Definition
@@ -694,6 +1009,11 @@ func TestWarningsNameAnUndoCarryingItsOwnStep(t *testing.T) {
 			`testdata/event.json: steps[2].request.carries[1]: "manual-review": its event may not come (its wait's onTimeout is "continue"): the request is then sent without results.manual-review`,
 			`testdata/event.json: steps[2].undo.carries[0]: "manual-review": its event may not come (its wait's onTimeout is "continue"): the request is then sent without results.manual-review`,
 		}},
+		{"a step that may be skipped carried", mayBeSkipped, []string{
+			`testdata/event.json: steps[2].request.carries[1]: "manual-review": it may be skipped (its when): the request is then sent without results.manual-review`,
+			`testdata/event.json: steps[2].undo.carries[0]: "manual-review": it may be skipped (its when): the request is then sent without results.manual-review`,
+		}},
+		{"expressions that read a step that may be skipped", read("testdata/expr.json"), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -743,6 +1063,20 @@ func TestSizesCountWhatTheWorkflowKeeps(t *testing.T) {
 		t.Fatal(err)
 	}
 	defs = append(defs, def)
+	// A result an expression reads is kept: fraud-screen's, read by
+	// manual-review's condition alone.
+	exprs, err := os.ReadFile("testdata/expr.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err = definition.Parse("expr.json", exprs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if z := def.Sizes(); z.Kept != 2 {
+		t.Errorf("expr.json: Sizes = %+v, want 2 kept (fraud-screen, read by a condition, and manual-review's event)", z)
+	}
+	defs = append(defs, def)
 	data, _ := os.ReadFile("testdata/good.json")
 	for _, change := range []func(*definition.Definition){
 		func(d *definition.Definition) {
@@ -750,6 +1084,9 @@ func TestSizesCountWhatTheWorkflowKeeps(t *testing.T) {
 		},
 		func(d *definition.Definition) { d.Steps[0].Undo.Carries = []string{"reserve"} },
 		func(d *definition.Definition) { d.Steps[1].Result = &definition.Result{ShownToClient: true} },
+		func(d *definition.Definition) { d.Steps[1].Result, d.Steps[1].When = nil, "results.reserve.id != ''" },
+		// Asking whether it has one is reading it.
+		func(d *definition.Definition) { d.Steps[1].Result, d.Steps[1].When = nil, "'reserve' in results" },
 	} {
 		def, err := definition.Parse("good.json", data)
 		if err != nil {

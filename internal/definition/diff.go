@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"orderly/internal/expr"
 	"orderly/internal/order"
 )
 
@@ -103,7 +104,8 @@ func Compare(old, new Definition, stage order.Timing) (Diff, error) {
 	if old.Name != new.Name {
 		return Diff{}, Problems{{Source: new.File, Field: "name", Rule: fmt.Sprintf("%q: %s is workflow %q; an order moves only between versions of its own workflow", new.Name, old.File, old.Name)}}
 	}
-	c := comparison{old: old, new: new, stage: stage, from: "version " + old.Version, to: "version " + new.Version}
+	c := comparison{old: old, new: new, stage: stage, from: "version " + old.Version, to: "version " + new.Version,
+		newExprs: new.compileExprs(nil)}
 	c.compareInput()
 	c.compareShape()
 	for i, s := range old.Steps {
@@ -112,6 +114,7 @@ func Compare(old, new Definition, stage order.Timing) (Diff, error) {
 			continue
 		}
 		n := new.Steps[j]
+		c.compareWhen(i, s, n)
 		if s.Wait != nil || n.Wait != nil {
 			// A step that waits has no call, undo, timing or request; one
 			// turned into or from a wait is compareShape's.
@@ -119,12 +122,14 @@ func Compare(old, new Definition, stage order.Timing) (Diff, error) {
 			continue
 		}
 		c.compareCall(i, s, n)
+		c.compareCallback(i, s, n)
 		c.compareUndo(i, s, n)
 		c.compareTiming(i, s, n)
 		c.compareRequestCarries(i, s, n)
 		c.compareUndoCarriesAndResult(i, s, n)
 	}
 	c.compareKeptResults()
+	c.compareExprReads()
 
 	d := Diff{Workflow: old.Name, From: old.Version, To: new.Version, Moves: true, Stage: StageTiming{
 		Allowance: stage.Allowance.String(), MaxAllowance: stage.MaxAllowance.String(),
@@ -161,6 +166,8 @@ type comparison struct {
 	stage    order.Timing
 	from, to string
 	rules    []rule
+	// newExprs are new's expressions, compiled, by new's step index.
+	newExprs []stepExprs
 }
 
 func (c *comparison) add(step, field, old, new, effect string, at func(Position) (bool, string)) {
@@ -317,21 +324,45 @@ func canonical(v string) string {
 }
 
 // waitValue is what a step waits for, as a finding shows it: "timer
-// 30m0s" or "event review".
+// 30m0s", "timer until EXPR, at most 720h0m0s" or "event review".
 func waitValue(s Step) string {
-	if s.Wait.Event != "" {
+	switch {
+	case s.Wait.Event != "":
 		return "event " + s.Wait.Event
+	case s.Wait.For == "" && s.Wait.Until != "":
+		return "timer until " + s.Wait.Until + ", at most " + canonical(s.Wait.Max)
 	}
 	return "timer " + canonical(s.Wait.For)
 }
 
-// waits says what a step waits for, for people: "waits 30m0s" or "waits
-// for event review".
+// waits says what a step waits for, for people: "waits 30m0s", "waits
+// until the time EXPR gives, at most 720h0m0s" or "waits for event
+// review".
 func waits(s Step) string {
-	if s.Wait.Event != "" {
+	switch {
+	case s.Wait.Event != "":
 		return "waits for event " + s.Wait.Event
+	case s.Wait.For == "" && s.Wait.Until != "":
+		return "waits until the time " + s.Wait.Until + " gives, at most " + canonical(s.Wait.Max)
 	}
 	return "waits " + canonical(s.Wait.For)
+}
+
+// compareWhen reports a step's condition added, changed or removed. It
+// is decided where the step would start: an order before the step meets
+// the new one when it gets there; an order at or past it is not
+// affected, its step decided (run, or Skipped) when it was reached.
+func (c *comparison) compareWhen(i int, s, n Step) {
+	if s.When == n.When {
+		return
+	}
+	effect := "an order before this step meets the new condition when it gets there, and skips the step where " + n.When + " does not hold"
+	if n.When == "" {
+		effect = "an order before this step runs it when it gets there, whatever its input and results"
+	}
+	c.add(s.Name, "when", s.When, n.When,
+		effect+"; an order at or past it is not affected: its step was decided (run, or skipped) when it was reached",
+		func(p Position) (bool, string) { return !p.Undo && p.Index < i, "" })
 }
 
 // onTimeout is what an event's timeout does, the default said.
@@ -368,10 +399,18 @@ func (c *comparison) compareWait(i int, s, n Step) {
 				return before(p)
 			})
 	case !nEvent:
-		if o, nw := canonical(s.Wait.For), canonical(n.Wait.For); o != nw {
-			c.add(s.Name, "wait.for", o, nw,
-				"an order that reaches this step under "+c.to+" waits "+nw+"; an order already waiting in it keeps the deadline it was given when it started waiting (its end time is stored with it)",
-				before)
+		// A timer's form (for, or until and max) is compared field by
+		// field; each change takes effect where an order reaches it.
+		effect := "an order that reaches this step under " + c.to + " " + waits(n) +
+			"; an order already waiting in it keeps the deadline it was given when it started waiting (its end time is stored with it)"
+		for _, f := range []struct{ field, o, nw string }{
+			{"wait.for", canonical(s.Wait.For), canonical(n.Wait.For)},
+			{"wait.until", s.Wait.Until, n.Wait.Until},
+			{"wait.max", canonical(s.Wait.Max), canonical(n.Wait.Max)},
+		} {
+			if f.o != f.nw {
+				c.add(s.Name, f.field, f.o, f.nw, effect, before)
+			}
 		}
 	default:
 		c.compareEvent(i, s, n, before, atOrBefore)
@@ -416,6 +455,14 @@ func (c *comparison) compareEvent(i int, s, n Step, before, atOrBefore func(Posi
 		}
 		c.add(s.Name, "wait.onTimeout", ot, nt, effect, atOrBefore)
 	}
+	if o.RejectWhen != nw.RejectWhen {
+		effect := "an event sent to an order of " + c.to + " before or waiting in this step fails the step (and the order is compensated) where " + nw.RejectWhen + " holds"
+		if nw.RejectWhen == "" {
+			effect = "no condition rejects an event sent to an order of " + c.to + " before or waiting in this step: its event completes the step"
+		}
+		c.add(s.Name, "wait.rejectWhen", o.RejectWhen, nw.RejectWhen,
+			effect+"; an event taken already is kept as it was", atOrBefore)
+	}
 	if or, nr := resultOf(s), resultOf(n); or != nr {
 		c.add(n.Name, "result", or, nr,
 			"events sent from now on are bounded by "+c.to+"'s result.maxBytes, and the client of an order of "+c.to+" is shown the data as "+c.to+"'s result.shownToClient says; data taken under "+c.from+" is kept as it was",
@@ -423,15 +470,88 @@ func (c *comparison) compareEvent(i int, s, n Step, before, atOrBefore func(Posi
 	}
 }
 
-// compareCall reports a changed forward call of the step at index i.
+// compareCall reports a changed forward call of the step at index i: its
+// method and path (its callback is compareCallback's).
 func (c *comparison) compareCall(i int, s, n Step) {
-	if s.Call == nil || n.Call == nil || *s.Call == *n.Call {
+	if s.Call == nil || n.Call == nil || s.Call.Method == n.Call.Method && s.Call.Path == n.Call.Path {
 		return
 	}
 	c.add(s.Name, "call", endpoint(s.Call.Method, s.Call.Path), endpoint(n.Call.Method, n.Call.Path),
 		"orders before this step call the new one; an order at it makes its next attempt there with the same Idempotency-Key, "+
 			"so the new call must recognise work the old one did under that key",
 		func(p Position) (bool, string) { return !p.Undo && p.Index <= i, "" })
+}
+
+// callbackTimeouts is how long a step whose service calls back waits for
+// the callback, as it runs: its timeout, and its maxTimeout, which left
+// out (own false) is the timeout.
+func callbackTimeouts(cb *Callback) (timeout, maxTimeout string, own bool) {
+	timeout = canonical(cb.Timeout)
+	if cb.MaxTimeout == "" {
+		return timeout, timeout, false
+	}
+	return timeout, canonical(cb.MaxTimeout), true
+}
+
+// compareCallback reports a step's call turned into one whose service
+// calls back, or back, and a changed timeout or maxTimeout. A moved
+// order's records are kept as they are: one already waiting for its
+// callback keeps the deadline it has (CompleteBy); its next "working"
+// callback moves it on by the new version's timeout, up to its
+// maxTimeout.
+func (c *comparison) compareCallback(i int, s, n Step) {
+	if s.Call == nil || n.Call == nil {
+		return
+	}
+	o, nw := s.Call.Callback, n.Call.Callback
+	atOrBefore := func(p Position) (bool, string) { return !p.Undo && p.Index <= i, "" }
+	value := func(cb *Callback) string {
+		if cb == nil {
+			return ""
+		}
+		t, m, _ := callbackTimeouts(cb)
+		return "timeout " + t + ", maxTimeout " + m
+	}
+	switch {
+	case o == nil && nw == nil:
+	case o == nil:
+		t, _, _ := callbackTimeouts(nw)
+		c.add(s.Name, "call.callback", "", value(nw),
+			"orders before this step make a callback call under "+c.to+": its request carries where to call back, and the service answers 202 and calls back (within "+t+
+				", or the call is made again); an order at it makes its next attempt that way, with the same Idempotency-Key, so the service must recognise work the plain call did under that key",
+			atOrBefore)
+	case nw == nil:
+		c.add(s.Name, "call.callback", value(o), "",
+			"orders before this step make a plain call under "+c.to+", which its service must answer within the step's allowance; an order at it cannot move: its call may be accepted, or its wait for the callback begun, and "+
+				c.to+"'s step takes no callback; an order that stays on "+c.from+" is not concerned: its service's callback is still taken, since an order keeps its version",
+			func(p Position) (bool, string) {
+				if !p.Undo && p.Index == i {
+					return true, fmt.Sprintf("its call may be accepted, or its wait for the callback begun, under %s; under %s %s calls back no more, so neither its acceptance nor its callback would be taken", c.from, c.to, s.Name)
+				}
+				return atOrBefore(p)
+			})
+	default:
+		ot, om, oOwn := callbackTimeouts(o)
+		nt, nm, nOwn := callbackTimeouts(nw)
+		if ot != nt {
+			c.add(s.Name, "call.callback.timeout", ot, nt,
+				"an order whose call is accepted under "+c.to+" waits "+nt+" for its callback, and each \"working\" callback moves the wait on by "+nt+
+					"; an order already waiting for its callback keeps the deadline it has (stored with it) until its next \"working\" callback",
+				atOrBefore)
+		}
+		show := func(v string, own bool) string {
+			if own {
+				return v
+			}
+			return v + " (the timeout)"
+		}
+		if om != nm {
+			c.add(s.Name, "call.callback.maxTimeout", show(om, oOwn), show(nm, nOwn),
+				"\"working\" callbacks move the wait on up to "+nm+" after the call was accepted, for an order of "+c.to+
+					" before this step and for one already waiting in it; an order already waiting for its callback keeps the deadline it has (stored with it), never shortened",
+				atOrBefore)
+		}
+	}
 }
 
 // compareUndo reports a changed, added or removed undo of the step at
@@ -622,11 +742,11 @@ func undoCarriesOf(s Step) []string {
 }
 
 // keptResults is the steps whose results an order of d stores: those some
-// step's request or undo names, those shown to clients, and every event's
-// data. A result is stored when the step answers (or its event comes),
-// under the order's version then.
+// step's request or undo names, those shown to clients, those an
+// expression reads, and every event's data. A result is stored when the
+// step answers (or its event comes), under the order's version then.
 func keptResults(d Definition) map[string]bool {
-	kept := map[string]bool{}
+	kept := readsOf(d.compileExprs(nil))
 	for _, s := range d.Steps {
 		if s.Result != nil && s.Result.ShownToClient || s.Wait != nil && s.Wait.Event != "" {
 			kept[s.Name] = true // shown to clients, or an event's data: kept
@@ -673,6 +793,63 @@ func (c *comparison) compareKeptResults() {
 					}
 					return false, ""
 				})
+		}
+	}
+}
+
+// compareExprReads reports a result an expression of the new version
+// reads that the old one did not keep: an order past the step that
+// answered it has no such result, and the expression finds none. A
+// condition or a rejection that reads it without testing 'NAME' in
+// results first cannot be decided: the order stops for an operator, or
+// the event is refused; a timer's time is not there, and it waits its
+// whole max. Each is evaluated where the step is reached (a rejection,
+// when its event comes, while the step waits).
+func (c *comparison) compareExprReads() {
+	kept := keptResults(c.old)
+	for j, n := range c.new.Steps {
+		i := slices.IndexFunc(c.old.Steps, func(s Step) bool { return s.Name == n.Name })
+		if i < 0 || j >= len(c.newExprs) {
+			continue // a step new to the new version stops every order already
+		}
+		e := c.newExprs[j]
+		for _, x := range []struct {
+			field    string
+			p        *expr.Program
+			waiting  bool // evaluated while the step waits, too
+			decision bool // a decision that cannot be made, not a time left to its bound
+		}{
+			{"when", e.when, false, true},
+			{"wait.until", e.until, false, false},
+			{"wait.rejectWhen", e.rejectWhen, true, true},
+		} {
+			if x.p == nil {
+				continue
+			}
+			for _, item := range x.p.Results() {
+				k := slices.IndexFunc(c.old.Steps, func(s Step) bool { return s.Name == item })
+				if kept[item] || k < 0 {
+					continue
+				}
+				effect := "an order past " + item + " has no result of it (it answered under " + c.from + ", which did not keep it) for this step's " + x.field + " to read: "
+				if x.decision {
+					effect += "unless it tests '" + item + "' in results first, it cannot be decided, and the order stops for an operator (an event is refused)"
+				} else {
+					effect += "unless it tests '" + item + "' in results first, it gives no time, and the timer waits its whole max"
+				}
+				why := fmt.Sprintf("it is past %s, whose result %s did not keep and %s's %s of %s reads", item, c.from, c.to, x.field, n.Name)
+				c.add(n.Name, x.field+" reads "+item, "(not kept by "+c.from+")", item, effect,
+					func(p Position) (bool, string) {
+						reached := p.Index < i || x.waiting && p.Index == i
+						if p.Undo || p.Index <= k || !reached {
+							return false, ""
+						}
+						if x.decision {
+							return true, why
+						}
+						return true, ""
+					})
+			}
 		}
 	}
 }

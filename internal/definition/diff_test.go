@@ -749,3 +749,331 @@ func TestCompareEvents(t *testing.T) {
 		})
 	}
 }
+
+// A step whose service calls back is compared as a call, and its
+// callback too: turned on or off, its timeout and maxTimeout (as they
+// run, maxTimeout being the timeout where left out). An order already
+// waiting for a callback keeps the deadline it has; one moved while its
+// step's call is a callback call, to a version where it is a plain one,
+// cannot move: the wait it may be in is one the new version's step does
+// not have.
+func TestCompareCallbacks(t *testing.T) {
+	callback := func(timeout, maxTimeout string) func(d *definition.Definition) {
+		return func(d *definition.Definition) {
+			s := step(t, d, charge)
+			c := *s.Call
+			c.Callback = &definition.Callback{Timeout: timeout, MaxTimeout: maxTimeout}
+			s.Call = &c
+		}
+	}
+	both := func(o, n func(*definition.Definition)) func(old, new *definition.Definition) {
+		return func(old, new *definition.Definition) { o(old); n(new) }
+	}
+	none := func(*definition.Definition) {}
+	changes := func(fields ...string) map[string][]string {
+		var on []string
+		for _, f := range fields {
+			on = append(on, charge+" "+f)
+		}
+		return map[string][]string{atReserve: on, atCharge: on}
+	}
+	tests := []struct {
+		name     string
+		change   func(old, new *definition.Definition)
+		findings []string
+		// changed: the positions the findings change; cannot: each
+		// position's reason's start, where an order cannot move.
+		changed map[string][]string
+		cannot  map[string]string
+		// effect is a part of the first finding's effect.
+		effect string
+	}{
+		{
+			name:     "a call turned into a callback call",
+			change:   both(none, callback("2h", "24h")),
+			findings: []string{charge + " call.callback: (none) -> timeout 2h0m0s, maxTimeout 24h0m0s"},
+			changed:  changes("call.callback"),
+			effect:   "an order at it makes its next attempt that way, with the same Idempotency-Key",
+		},
+		{
+			name:     "a callback call turned into a plain one",
+			change:   both(callback("2h", "24h"), none),
+			findings: []string{charge + " call.callback: timeout 2h0m0s, maxTimeout 24h0m0s -> (none) !"},
+			changed:  map[string][]string{atReserve: {charge + " call.callback"}},
+			cannot:   map[string]string{atCharge: "its call may be accepted, or its wait for the callback begun, under version 1"},
+			effect:   "an order that stays on version 1 is not concerned: its service's callback is still taken, since an order keeps its version",
+		},
+		{
+			name:     "the timeout lengthened",
+			change:   both(callback("2h", "24h"), callback("3h", "24h")),
+			findings: []string{charge + " call.callback.timeout: 2h0m0s -> 3h0m0s"},
+			changed:  changes("call.callback.timeout"),
+			effect:   "an order already waiting for its callback keeps the deadline it has",
+		},
+		{
+			name:   "the same timeout written another way",
+			change: both(callback("2h", "24h"), callback("120m", "1440m")),
+		},
+		{
+			name:     "maxTimeout raised",
+			change:   both(callback("2h", "24h"), callback("2h", "48h")),
+			findings: []string{charge + " call.callback.maxTimeout: 24h0m0s -> 48h0m0s"},
+			changed:  changes("call.callback.maxTimeout"),
+			effect:   "\"working\" callbacks move the wait on up to 48h0m0s after the call was accepted",
+		},
+		{
+			name:   "maxTimeout written out as the timeout",
+			change: both(callback("2h", ""), callback("2h", "2h")),
+		},
+		{
+			// Left out, maxTimeout is the timeout: it changes with it.
+			name:   "the timeout lengthened, maxTimeout left out",
+			change: both(callback("2h", ""), callback("3h", "")),
+			findings: []string{
+				charge + " call.callback.timeout: 2h0m0s -> 3h0m0s",
+				charge + " call.callback.maxTimeout: 2h0m0s (the timeout) -> 3h0m0s (the timeout)",
+			},
+			changed: changes("call.callback.timeout", "call.callback.maxTimeout"),
+		},
+		{
+			name: "the path changed, the callback not",
+			change: both(callback("2h", "24h"), func(d *definition.Definition) {
+				callback("2h", "24h")(d)
+				step(t, d, charge).Call.Path = "/payment/v2/charges"
+			}),
+			findings: []string{charge + " call: POST /payment/charges -> POST /payment/v2/charges"},
+			changed:  changes("call"),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old, new := shipped(t), shipped(t)
+			new.Version = "2"
+			tt.change(&old, &new)
+			for _, d := range []definition.Definition{old, new} {
+				if ps := d.Validate(); len(ps) > 0 {
+					t.Fatalf("a test definition is invalid: %v", ps)
+				}
+			}
+			d, err := definition.Compare(old, new, order.DefaultTiming)
+			if err != nil {
+				t.Fatalf("Compare: %v", err)
+			}
+			checkFindings(t, d, tt.findings)
+			if tt.effect != "" && (len(d.Findings) == 0 || !strings.Contains(d.Findings[0].Effect, tt.effect)) {
+				t.Errorf("findings %+v, want the first's effect to say %q", d.Findings, tt.effect)
+			}
+			for _, p := range d.Positions {
+				want := tt.cannot[p.String()]
+				if p.Moves != (want == "") || want != "" && (len(p.Cannot) != 1 || !strings.HasPrefix(p.Cannot[0], want)) {
+					t.Errorf("%s: moves %t, cannot %q; want cannot %q", p, p.Moves, p.Cannot, want)
+				}
+				if want == "" && !slices.Equal(p.Changes, tt.changed[p.String()]) {
+					t.Errorf("%s: changes %q, want %q", p, p.Changes, tt.changed[p.String()])
+				}
+			}
+			if d.Moves != (len(tt.cannot) == 0) {
+				t.Errorf("Moves %t, want %t", d.Moves, len(tt.cannot) == 0)
+			}
+		})
+	}
+}
+
+// A condition, a timer's time and bound, and an event's rejection are
+// compared as written: an order before the step meets the new one when
+// it gets there (an order waiting for its event, the new rejection when
+// its event comes); an order past it is not affected, and one waiting in
+// a timer keeps its deadline. An expression that reads a result the old
+// version did not keep stops the orders past that step: they have none.
+func TestCompareExpressions(t *testing.T) {
+	const (
+		coolOff = "cool-off"
+		review  = "manual-review"
+		reads   = "results['" + reserve + "'].id != ''"
+	)
+	atReview := "at " + review
+	timer := func(w definition.Wait) definition.Step { return definition.Step{Name: coolOff, Wait: &w} }
+	event := func(rejectWhen string) definition.Step {
+		return definition.Step{Name: review, Wait: &definition.Wait{Event: "review", Timeout: "48h", RejectWhen: rejectWhen}}
+	}
+	// insert puts s at index i.
+	insert := func(d *definition.Definition, i int, s definition.Step) {
+		d.Steps = slices.Insert(slices.Clone(d.Steps), i, s)
+	}
+	when := func(d *definition.Definition, name, cond string) {
+		for i := range d.Steps {
+			if d.Steps[i].Name == name {
+				d.Steps[i].When = cond
+			}
+		}
+	}
+	const (
+		y30 = "timestamp('2030-01-01T00:00:00Z')"
+		y31 = "timestamp('2031-01-01T00:00:00Z')"
+	)
+	tests := []struct {
+		name     string
+		change   func(old, new *definition.Definition)
+		findings []string
+		changed  map[string][]string
+		cannot   map[string]string
+		effect   string
+	}{
+		{
+			name:     "a condition added",
+			change:   func(_, new *definition.Definition) { when(new, ship, "input.customerId != 'c-0'") },
+			findings: []string{ship + " when: (none) -> input.customerId != 'c-0'"},
+			changed:  map[string][]string{atReserve: {ship + " when"}, atCharge: {ship + " when"}},
+			effect:   "an order before this step meets the new condition when it gets there, and skips the step where input.customerId != 'c-0' does not hold; an order at or past it is not affected",
+		},
+		{
+			name: "a condition changed",
+			change: func(old, new *definition.Definition) {
+				when(old, charge, "input.customerId != 'c-0'")
+				when(new, charge, "input.customerId != 'c-1'")
+			},
+			findings: []string{charge + " when: input.customerId != 'c-0' -> input.customerId != 'c-1'"},
+			changed:  map[string][]string{atReserve: {charge + " when"}},
+		},
+		{
+			name:     "a condition removed",
+			change:   func(old, _ *definition.Definition) { when(old, charge, "input.customerId != 'c-0'") },
+			findings: []string{charge + " when: input.customerId != 'c-0' -> (none)"},
+			changed:  map[string][]string{atReserve: {charge + " when"}},
+			effect:   "an order before this step runs it when it gets there, whatever its input and results",
+		},
+		{
+			name:   "the same condition",
+			change: func(old, new *definition.Definition) { when(old, ship, "true"); when(new, ship, "true") },
+		},
+		{
+			name:     "a condition reading a result the old version did not keep",
+			change:   func(_, new *definition.Definition) { when(new, ship, reads) },
+			findings: []string{ship + " when: (none) -> " + reads, ship + " when reads " + reserve + ": (not kept by version 1) -> " + reserve + " !"},
+			// At the reservation, its result is kept when it answers.
+			changed: map[string][]string{atReserve: {ship + " when"}},
+			cannot:  map[string]string{atCharge: "it is past " + reserve + ", whose result version 1 did not keep and version 2's when of " + ship + " reads"},
+		},
+		{
+			name: "a condition reading a result the old version kept for its own",
+			change: func(old, new *definition.Definition) {
+				when(old, ship, "'"+reserve+"' in results")
+				when(new, ship, reads)
+			},
+			findings: []string{ship + " when: '" + reserve + "' in results -> " + reads},
+			changed:  map[string][]string{atReserve: {ship + " when"}, atCharge: {ship + " when"}},
+		},
+		{
+			name: "a timer's time changed",
+			change: func(old, new *definition.Definition) {
+				insert(old, 1, timer(definition.Wait{Until: y30, Max: "720h"}))
+				insert(new, 1, timer(definition.Wait{Until: y31, Max: "720h"}))
+			},
+			findings: []string{coolOff + " wait.until: " + y30 + " -> " + y31},
+			changed:  map[string][]string{atReserve: {coolOff + " wait.until"}},
+			effect:   "an order that reaches this step under version 2 waits until the time " + y31 + " gives, at most 720h0m0s; an order already waiting in it keeps the deadline it was given",
+		},
+		{
+			name: "a timer's bound shortened",
+			change: func(old, new *definition.Definition) {
+				insert(old, 1, timer(definition.Wait{Until: y30, Max: "720h"}))
+				insert(new, 1, timer(definition.Wait{Until: y30, Max: "1h"}))
+			},
+			findings: []string{coolOff + " wait.max: 720h0m0s -> 1h0m0s"},
+			changed:  map[string][]string{atReserve: {coolOff + " wait.max"}},
+		},
+		{
+			name: "a timer's bound written another way",
+			change: func(old, new *definition.Definition) {
+				insert(old, 1, timer(definition.Wait{Until: y30, Max: "720h"}))
+				insert(new, 1, timer(definition.Wait{Until: y30, Max: "43200m"}))
+			},
+		},
+		{
+			name: "a timer's length turned into a time",
+			change: func(old, new *definition.Definition) {
+				insert(old, 1, timer(definition.Wait{For: "30m"}))
+				insert(new, 1, timer(definition.Wait{Until: y30, Max: "720h"}))
+			},
+			findings: []string{coolOff + " wait.for: 30m0s -> (none)", coolOff + " wait.until: (none) -> " + y30, coolOff + " wait.max: (none) -> 720h0m0s"},
+			changed:  map[string][]string{atReserve: {coolOff + " wait.for", coolOff + " wait.until", coolOff + " wait.max"}},
+		},
+		{
+			// Reading a result the old version did not keep, the time
+			// is not there: the timer waits its whole max.
+			name: "a timer's time reading a result the old version did not keep",
+			change: func(old, new *definition.Definition) {
+				insert(old, 2, timer(definition.Wait{Until: y30, Max: "720h"}))
+				insert(new, 2, timer(definition.Wait{Until: "timestamp(results['" + reserve + "'].at)", Max: "720h"}))
+			},
+			findings: []string{
+				coolOff + " wait.until: " + y30 + " -> timestamp(results['" + reserve + "'].at)",
+				coolOff + " wait.until reads " + reserve + ": (not kept by version 1) -> " + reserve,
+			},
+			changed: map[string][]string{atReserve: {coolOff + " wait.until"}, atCharge: {coolOff + " wait.until", coolOff + " wait.until reads " + reserve}},
+		},
+		{
+			name: "a rejection added",
+			change: func(old, new *definition.Definition) {
+				insert(old, 1, event(""))
+				insert(new, 1, event("event.decision == 'reject'"))
+			},
+			findings: []string{review + " wait.rejectWhen: (none) -> event.decision == 'reject'"},
+			// An order waiting for its event meets it when the event comes.
+			changed: map[string][]string{atReserve: {review + " wait.rejectWhen"}, atReview: {review + " wait.rejectWhen"}},
+			effect:  "an event sent to an order of version 2 before or waiting in this step fails the step (and the order is compensated) where event.decision == 'reject' holds",
+		},
+		{
+			name: "a rejection removed",
+			change: func(old, new *definition.Definition) {
+				insert(old, 1, event("event.decision == 'reject'"))
+				insert(new, 1, event(""))
+			},
+			findings: []string{review + " wait.rejectWhen: event.decision == 'reject' -> (none)"},
+			changed:  map[string][]string{atReserve: {review + " wait.rejectWhen"}, atReview: {review + " wait.rejectWhen"}},
+			effect:   "no condition rejects an event sent to an order of version 2 before or waiting in this step",
+		},
+		{
+			name: "a rejection reading a result the old version did not keep",
+			change: func(old, new *definition.Definition) {
+				insert(old, 1, event(""))
+				insert(new, 1, event(reads))
+			},
+			findings: []string{review + " wait.rejectWhen: (none) -> " + reads, review + " wait.rejectWhen reads " + reserve + ": (not kept by version 1) -> " + reserve + " !"},
+			changed:  map[string][]string{atReserve: {review + " wait.rejectWhen"}},
+			cannot:   map[string]string{atReview: "it is past " + reserve + ", whose result version 1 did not keep and version 2's wait.rejectWhen of " + review + " reads"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old, new := shipped(t), shipped(t)
+			new.Version = "2"
+			tt.change(&old, &new)
+			for _, d := range []definition.Definition{old, new} {
+				if ps := d.Validate(); len(ps) > 0 {
+					t.Fatalf("a test definition is invalid: %v", ps)
+				}
+			}
+			d, err := definition.Compare(old, new, order.DefaultTiming)
+			if err != nil {
+				t.Fatalf("Compare: %v", err)
+			}
+			checkFindings(t, d, tt.findings)
+			if tt.effect != "" && (len(d.Findings) == 0 || !strings.Contains(d.Findings[0].Effect, tt.effect)) {
+				t.Errorf("findings %+v, want the first's effect to say %q", d.Findings, tt.effect)
+			}
+			for _, p := range d.Positions {
+				want := tt.cannot[p.String()]
+				if p.Moves != (want == "") || want != "" && (len(p.Cannot) != 1 || !strings.HasPrefix(p.Cannot[0], want)) {
+					t.Errorf("%s: moves %t, cannot %q; want cannot %q", p, p.Moves, p.Cannot, want)
+				}
+				if want == "" && !slices.Equal(p.Changes, tt.changed[p.String()]) {
+					t.Errorf("%s: changes %q, want %q", p, p.Changes, tt.changed[p.String()])
+				}
+			}
+			if d.Moves != (len(tt.cannot) == 0) {
+				t.Errorf("Moves %t, want %t", d.Moves, len(tt.cannot) == 0)
+			}
+		})
+	}
+}

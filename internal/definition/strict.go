@@ -10,16 +10,23 @@ var (
 	integer   = &strictjson.Shape{Kind: strictjson.Integer}
 	boolean   = &strictjson.Shape{Kind: strictjson.Bool}
 	scalar    = &strictjson.Shape{Kind: strictjson.String}
-	callShape = &strictjson.Shape{Fields: map[string]*strictjson.Shape{"method": scalar, "path": scalar}}
+	callShape = &strictjson.Shape{Fields: map[string]*strictjson.Shape{"method": scalar, "path": scalar, "callback": callbackShape}}
 	carries   = &strictjson.Shape{Elem: scalar}
-	undoShape = &strictjson.Shape{Fields: map[string]*strictjson.Shape{"method": scalar, "path": scalar, "description": scalar, "carries": carries}}
-	// A timer's other form ("until", "max") is planned, not built: refused.
-	waitShape = &strictjson.Shape{Fields: map[string]*strictjson.Shape{"for": scalar, "event": scalar, "timeout": scalar, "onTimeout": scalar, "schema": nil},
-		Unknown: `unknown field; a wait takes "for" (a timer), or "event" with "timeout", "schema" and "onTimeout"`}
-	stepShape = &strictjson.Shape{Fields: map[string]*strictjson.Shape{"name": scalar, "service": scalar, "call": callShape, "wait": waitShape, "undo": undoShape,
+	// An undo takes no callback: taken here as any value, it is refused
+	// with its reason (checkGiven), not as an unknown field.
+	undoShape = &strictjson.Shape{Fields: map[string]*strictjson.Shape{"method": scalar, "path": scalar, "description": scalar, "carries": carries, "callback": nil}}
+	waitShape = &strictjson.Shape{Fields: map[string]*strictjson.Shape{"for": scalar, "until": scalar, "max": scalar,
+		"event": scalar, "timeout": scalar, "onTimeout": scalar, "schema": nil, "rejectWhen": scalar},
+		Unknown: `unknown field; a wait takes "for" (a timer), "until" with "max" (a timer until a time), or "event" with "timeout", "schema", "onTimeout" and "rejectWhen"`}
+	stepShape = &strictjson.Shape{Fields: map[string]*strictjson.Shape{"name": scalar, "when": scalar, "service": scalar, "call": callShape, "wait": waitShape, "undo": undoShape,
 		"timing":  {Fields: map[string]*strictjson.Shape{"allowance": scalar, "maxAllowance": scalar, "failureThreshold": integer, "maxHeartbeats": integer}},
 		"request": {Fields: map[string]*strictjson.Shape{"carries": carries}},
 		"result":  {Fields: map[string]*strictjson.Shape{"schema": nil, "maxBytes": integer, "shownToClient": boolean}}}}
 	definitionShape = &strictjson.Shape{Fields: map[string]*strictjson.Shape{"$schema": scalar, "name": scalar, "version": scalar,
 		"description": scalar, "input": nil, "steps": {Elem: stepShape}}}
+
+	// Where to call back is orderly's to say, with each call: a URL or a
+	// token in a definition is refused as unknown, naming what it takes.
+	callbackShape = &strictjson.Shape{Fields: map[string]*strictjson.Shape{"timeout": scalar, "maxTimeout": scalar},
+		Unknown: `unknown field; a callback takes "timeout" and "maxTimeout" (where to call back is sent with each call)`}
 )

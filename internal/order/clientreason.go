@@ -51,6 +51,8 @@ func ClientReason(status Status, reason string) string {
 		return "the order was cancelled before " + subject + " started"
 	case strings.HasPrefix(why, cancelledReclaim), strings.HasPrefix(why, cancelledTimedOut), why == cancelledAccepted:
 		return "the order was cancelled while " + subject + " was under way: its work, if done, is undone too"
+	case strings.HasPrefix(why, eventRejected) && strings.HasSuffix(why, "was rejected (its rejectWhen holds)"):
+		return subject + " was rejected" + looking
 	case strings.HasPrefix(why, noEvent):
 		return subject + " did not receive its event in time" + looking
 	case why == cancelledWait:
@@ -70,6 +72,7 @@ const (
 	cancelledWait      = "the order was cancelled while the step waited"
 	cancelledAccepted  = "the order was cancelled while the step's call was accepted: its work, if done, is undone too"
 	noEvent            = "no event "
+	eventRejected      = "event "
 )
 
 // RedriveReason is the reason of an operator's redrive with action.

@@ -43,6 +43,9 @@ var (
 type Answer struct {
 	Reference string
 	Body      json.RawMessage
+	// Accepted says that the service of a step that calls back took the
+	// call (202): the work's answer comes with its callback.
+	Accepted bool
 }
 
 // StatusFault is a service's failed answer: the classified error (Err

@@ -88,6 +88,20 @@ func (s sample) event(at int, goesOn bool) waitingFor {
 	return waitingFor{wf, st}
 }
 
+// callback is s.wf with its second step's service calling back, within an
+// hour and at most two, and that step's record in state ps (Waiting since
+// a minute before s.now, its deadline between s.now and s.later).
+func (s sample) callback(ps order.ProcessState) waitingFor {
+	wf := s.wf
+	wf.Steps = slices.Clone(s.wf.Steps)
+	wf.Steps[1].Callback = &order.CallbackWait{Timeout: time.Hour, MaxTimeout: 2 * time.Hour}
+	st := s.processing
+	if ps == order.Waiting {
+		st.ProcessState, st.LockedBy, st.Since, st.CompleteBy = order.Waiting, "", s.now.Add(-time.Minute), s.now.Add(time.Second)
+	}
+	return waitingFor{wf, st}
+}
+
 // step is st as the record of the workflow's step i, in state ps.
 func (s sample) step(st order.StepState, i int, ps order.ProcessState) order.StepState {
 	st.Step, st.Index, st.Agent, st.ProcessState = s.wf.Steps[i].Name, i, s.wf.Steps[i].Agent, ps
@@ -258,6 +272,23 @@ var lifecycle = []row{
 			return forms(review.wf.EventArrived(review.st, json.RawMessage(`{"decision":"approve"}`), s.now).Transition(s.now),
 				last.wf.EventArrived(last.st, json.RawMessage(`{"decision":"approve"}`), s.now).Transition(s.now))
 		}},
+	{order.Waiting, "its event arrived, and its rejectWhen holds", order.Failed, "client, operator (API)", "start undoing",
+		"deadline not passed; no undo record yet; the order not cancelled; the undo floor as known",
+		"the event's data recorded as its result, no deadline left, the alert cleared; undo records appended (the steps before it: it did no work), the first announced, the next look when it must be claimed by, in the due index; the order Compensating, or ends Failed with nothing to undo, announced no more",
+		func(s sample) []order.Transition {
+			review, bare := s.event(2, false), s.event(2, false)
+			bare.wf.Steps = slices.Clone(s.bareWaits.Steps)
+			bare.wf.Steps[2] = review.wf.Steps[2]
+			data := json.RawMessage(`{"decision":"reject"}`)
+			return forms(undoing(review.wf.UndoEventRejected(review.st, "review", data, s.now), s.now),
+				undoing(bare.wf.UndoEventRejected(bare.st, "review", data, s.now), s.now))
+		}},
+	{order.Waiting, "its event arrived, and its rejectWhen holds, in a workflow that stops on failure", order.Error, "client, operator (API)", "fail",
+		"deadline not passed",
+		"the order in Error; a `StepFailed` alert leased to the writer",
+		func(s sample) []order.Transition {
+			return forms(order.EventRejected(s.event(2, false).st, "review", s.now))
+		}},
 	{order.Waiting, "no event by its timeout", order.Failed, "Supervisor", "start undoing",
 		"deadline passed; no undo record yet; the order not cancelled; the undo floor as known",
 		"failures + 1, no deadline left, the alert cleared; undo records appended (the steps before it: it did no work), the first announced, the next look when it must be claimed by, in the due index; the order Compensating, or ends Failed with nothing to undo, announced no more",
@@ -294,6 +325,66 @@ var lifecycle = []row{
 		"no deadline left, the alert cleared; undo records appended, the first announced, the next look when it must be claimed by, in the due index; the order Cancelling, or ends Cancelled with nothing to undo, announced no more; the cancel recorded",
 		func(s sample) []order.Transition {
 			return forms(undoing(s.waits.UndoCancelledWait(s.waiting, s.now), s.now), undoing(s.bareWaits.UndoCancelledWait(s.waiting, s.now), s.now))
+		}},
+	{order.Processing, "its call accepted (202)", order.Waiting, "Scheduler (reply)", "await callback",
+		"the order not cancelled",
+		"waits for its callback since the write, on the same attempt: the deadline and `DueAt` at the step's callback timeout; the order Waiting",
+		func(s sample) []order.Transition {
+			c := s.callback(order.Processing)
+			return forms(c.wf.CallAccepted(c.st, s.now))
+		}},
+	{order.Processing, "its call accepted after a cancel", order.Cancelled, "Scheduler (reply)", "start undoing",
+		"the order cancelled; no undo record yet; the undo floor as known",
+		"no deadline left, the alert cleared; undo records appended, its own work first (its service may be doing it), then the rest, the first claimed at once, the next look at its deadline, in the due index; the order Cancelling",
+		func(s sample) []order.Transition {
+			c := s.callback(order.Processing)
+			return forms(undoing(c.wf.UndoAcceptedAfterCancel(c.st, s.now).ClaimedBy("s1", s.now), s.now))
+		}},
+	{order.Waiting, "its service still working (callback)", order.Waiting, "service (API)", "callback working",
+		"deadline not passed; the deadline earlier than the new one (it is later than the stored one)",
+		"the deadline moved on by the step's callback timeout, to at most its maximum after the call was accepted; heartbeats + 1",
+		func(s sample) []order.Transition {
+			c := s.callback(order.Waiting)
+			t, ok := c.wf.CallbackWorking(c.st, s.now)
+			if !ok {
+				panic("the sample's wait does not move")
+			}
+			return forms(t)
+		}},
+	{order.Waiting, "its service succeeded (callback)", order.Processed, "service (API)", "receive callback",
+		"deadline not passed; the order not cancelled; the next record NotStarted",
+		"its reference and its result (when kept) recorded, no deadline left; the next record Pending for a Scheduler to claim, `DueAt` at the end of its window, the order Processing",
+		func(s sample) []order.Transition {
+			c := s.callback(order.Waiting)
+			return forms(c.wf.CallbackArrived(c.st, "ch-1", json.RawMessage(`{"id":"ch-1"}`), s.now).Transition(s.now))
+		}},
+	{order.Waiting, "its service failed (callback)", order.Failed, "service (API)", "start undoing",
+		"deadline not passed; no undo record yet; the order not cancelled; the undo floor as known",
+		"no deadline left, the alert cleared; undo records appended (the steps before it: the service did no work), the first announced, the next look when it must be claimed by, in the due index; the order Compensating",
+		func(s sample) []order.Transition {
+			c := s.callback(order.Waiting)
+			return forms(undoing(c.wf.UndoCallbackFailed(c.st, "card declined", s.now), s.now))
+		}},
+	{order.Waiting, "its service failed (callback), in a workflow that stops on failure", order.Error, "service (API)", "fail",
+		"deadline not passed",
+		"the order in Error; a `StepFailed` alert leased to the writer",
+		func(s sample) []order.Transition {
+			return forms(order.CallbackFailed(s.callback(order.Waiting).st, "card declined", s.now))
+		}},
+	{order.Waiting, "no callback by its deadline", order.Pending, "Supervisor", "retry",
+		"deadline passed; a workflow step's order not cancelled",
+		"a claim window and the next look at its end, announced; failures + 1: the call is made again with the same key",
+		func(s sample) []order.Transition {
+			c := s.callback(order.Waiting)
+			return forms(supervised(c.wf.Assess(c.st, s.later, order.NoBacklog), c.st, s.later))
+		}},
+	{order.Waiting, "no callback by its deadline, the last allowed timeout", order.Failed, "Supervisor", "start undoing",
+		"deadline passed; no undo record yet; the order not cancelled; the undo floor as known",
+		"failures + 1, no deadline left, the alert cleared; undo records appended for its own work and the steps before it, announced, the next look when the first must be claimed by, in the due index; the order Compensating",
+		func(s sample) []order.Transition {
+			c := s.callback(order.Waiting)
+			c.st.FailureCount = order.DefaultTiming.FailureThreshold - 1
+			return forms(undoing(c.wf.UndoRecovery(c.st, c.wf.Assess(c.st, s.later, order.NoBacklog), s.later), s.later))
 		}},
 	{order.Processing, "succeeded after a cancel", order.Processed, "Scheduler (reply)", "start undoing",
 		"the order cancelled; no undo record yet; the undo floor as known",

@@ -109,6 +109,7 @@ var (
 		"Watch":          {"in the due index"},
 		"Unannounce":     {"claimed at once", "announced no more"},
 		"Wait":           {"starts waiting"},
+		"Await":          {"waits for its callback since"},
 	}
 	// unsaid are the fields the prose leaves to other columns: the
 	// states (from and to), and the reason a write records, which

@@ -106,11 +106,14 @@ func (r StepRequest) Body(d StepDef) ([]byte, error) {
 const (
 	BodyOrderID = "orderId"
 	BodyResults = "results"
+	// BodyCallback is where the call of a step whose service calls back
+	// says how to call back (its URL, token and expiry).
+	BodyCallback = "callback"
 )
 
 // ReservedInput are the names an order's input may not use at its top:
 // the request body's own fields and the order view's (see ParseInput).
-var ReservedInput = []string{BodyOrderID, BodyResults, "workflow", "version", "status", "steps", "lastError", "createdAt", "updatedAt", "redrive"}
+var ReservedInput = []string{BodyOrderID, BodyResults, BodyCallback, "workflow", "version", "status", "steps", "lastError", "createdAt", "updatedAt", "redrive"}
 
 // input is the order's input as fields: Input, or a request of an older
 // build's order.

@@ -61,6 +61,26 @@ func (w Workflow) UndoCallbackFailed(st StepState, reason string, now time.Time)
 	return w.undoing(Undoing{Step: st, From: Waiting, InTime: true, Ends: Failed, Reason: reason}, false, now)
 }
 
+// UndoEventRejected is an event, taken inside the wait of st, for which
+// the step's RejectWhen holds: the step ends Failed with the event's data
+// as its result (who rejected what stays with the order), and the steps
+// before it are undone (it did no work).
+func (w Workflow) UndoEventRejected(st StepState, event string, data json.RawMessage, now time.Time) Undoing {
+	return w.undoing(Undoing{Step: st, From: Waiting, InTime: true, Ends: Failed, Result: data, Reason: EventRejectedReason(event)}, false, now)
+}
+
+// EventRejected is the same event in a workflow that stops on failure:
+// the record and its order go to Error, with a StepFailed alert leased to
+// the writer.
+func EventRejected(st StepState, event string, now time.Time) Transition {
+	return failure("fail", st, Guard{State: Waiting, InTime: true}, AlertStepFailed, false, EventRejectedReason(event), now)
+}
+
+// EventRejectedReason is the reason of a step whose event was rejected.
+func EventRejectedReason(event string) string {
+	return eventRejected + event + " was rejected (its rejectWhen holds)"
+}
+
 // UndoRecovery is the Supervisor's Compensate decision about the active
 // record st: a Processing record past its deadline ends Failed (the
 // timeout counted, like one that is retried); a cancelled order's Pending

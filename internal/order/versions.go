@@ -191,6 +191,17 @@ func (v Versions) FirstAgents() []string {
 	return out
 }
 
+// CallsBack reports whether any version has a step whose service calls
+// back: only then does a stage take callbacks.
+func (v Versions) CallsBack() bool {
+	for _, w := range v.Workflows() {
+		if slices.ContainsFunc(w.Steps, func(d StepDef) bool { return d.Callback != nil }) {
+			return true
+		}
+	}
+	return false
+}
+
 // Workflows lists the definitions, oldest first.
 func (v Versions) Workflows() []Workflow {
 	out := make([]Workflow, 0, len(v.known))

@@ -19,6 +19,10 @@ type StepDef struct {
 	// Callback, when set, makes the step's call asynchronous: its service
 	// accepts it (202) and calls orderly back when the work is done.
 	Callback *CallbackWait
+	// When, when set, is the step's condition on the order's input and
+	// earlier results: a step whose condition does not hold is Skipped
+	// where it would start, and the next one starts instead.
+	When Expr
 	// Allowance is how long the agent has for the first attempt. Each retry
 	// after a timeout gets twice the previous allowance, up to MaxAllowance,
 	// so a slow remote service is given more room rather than hammered.
@@ -66,8 +70,12 @@ type StepDef struct {
 // ends a timer, or an event's wait at its timeout, when the order is due.
 type Wait struct {
 	// For is a durable timer's length: the step is Processed this long
-	// after it is reached.
-	For time.Duration
+	// after it is reached. Until, instead, gives the time from the
+	// order's input and earlier results, bounded by Max after the step is
+	// reached (a time in the past ends the wait at once).
+	For   time.Duration
+	Until Expr
+	Max   time.Duration
 	// Event names the event the step waits for, sent by the order's
 	// client, an operator or a service: its data, checked against Schema
 	// (a JSON Schema; none takes any object), is the step's result.
@@ -78,6 +86,10 @@ type Wait struct {
 	Schema   json.RawMessage
 	Timeout  time.Duration
 	Continue bool
+	// RejectWhen, when set, is a condition on the event's data (and the
+	// order's input and results): an event for which it holds is taken,
+	// and fails the step like a permanent fault.
+	RejectWhen Expr
 }
 
 // Kind names what the wait waits for, for people and clients: "timer"
@@ -92,8 +104,11 @@ func (w Wait) Kind() string {
 // Length is how long the wait lasts at most: a timer's length, an
 // event's timeout.
 func (w Wait) Length() time.Duration {
-	if w.Event != "" {
+	switch {
+	case w.Event != "":
 		return w.Timeout
+	case w.Until != nil:
+		return w.Max
 	}
 	return w.For
 }
@@ -140,15 +155,50 @@ func (d StepDef) AwaitsEvent(name string) bool {
 // Start is how the step starts once it is reached at now: a step that
 // waits goes Waiting until its wait ends; any other goes Processing under
 // owner's claim with its first allowance or, with no owner, Pending, to be
-// claimed within claimWithin.
+// claimed within claimWithin. A timer until a time from the order's data
+// (Wait.Until) needs it: see StartOn.
 func (d StepDef) Start(owner string, claimWithin time.Duration, now time.Time) (ProcessState, time.Time) {
+	state, until, _ := d.StartOn(ExprVars{}, owner, claimWithin, now)
+	return state, until
+}
+
+// StartOn is Start on the order's data vars, which a timer until a time
+// reads: it waits until that time, at most its Max from now; a time
+// already past ends it at once (at the Supervisor's next look). A time
+// the order's data cannot give (a value it lacks) waits the whole Max,
+// and the error says why.
+func (d StepDef) StartOn(vars ExprVars, owner string, claimWithin time.Duration, now time.Time) (ProcessState, time.Time, error) {
 	switch {
+	case d.Wait != nil && d.Wait.Until != nil:
+		bound := now.Add(d.Wait.Max)
+		t, err := d.Wait.Until.Time(vars)
+		if err != nil {
+			return Waiting, bound, fmt.Errorf("step %s waits its whole max, %s: its until (%s) has no time for this order: %w", d.Name, d.Wait.Max, d.Wait.Until, err)
+		}
+		switch {
+		case t.Before(now):
+			t = now
+		case t.After(bound):
+			t = bound
+		}
+		return Waiting, t.UTC().Truncate(time.Millisecond), nil
 	case d.Wait != nil:
-		return Waiting, now.Add(d.Wait.Length())
+		return Waiting, now.Add(d.Wait.Length()), nil
 	case owner != "":
-		return Processing, now.Add(d.AllowanceFor(0))
+		return Processing, now.Add(d.AllowanceFor(0)), nil
 	}
-	return Pending, now.Add(claimWithin)
+	return Pending, now.Add(claimWithin), nil
+}
+
+// ReadsOrder reports whether the start of the step after done (a
+// workflow step) depends on the order's data: its decider reads the order
+// and decides the completion on it (Completion.On).
+func (w Workflow) ReadsOrder(done StepState) bool {
+	if done.Undo {
+		return false
+	}
+	next, ok := w.Next(done.Step)
+	return ok && next.Wait != nil && next.Wait.Until != nil
 }
 
 // EventStep returns the step of w that waits for the named event.
@@ -252,12 +302,18 @@ func (w Workflow) Keeps(step string) bool {
 		if d.Name == step && d.Wait != nil && d.Wait.Event != "" {
 			return true
 		}
+		if reads(d.When, step) || d.Wait != nil && (reads(d.Wait.RejectWhen, step) || reads(d.Wait.Until, step)) {
+			return true
+		}
 		if slices.Contains(d.Carries, step) || slices.Contains(d.UndoCarries, step) || (d.Name == step && d.ResultShownToClient) {
 			return true
 		}
 	}
 	return false
 }
+
+// reads reports whether e reads the named step's result.
+func reads(e Expr, step string) bool { return e != nil && slices.Contains(e.Results(), step) }
 
 // ShowsResult reports whether the order's client is shown the named
 // step's answer and reference (StepDef.ResultShownToClient).
@@ -384,6 +440,13 @@ func (w Workflow) StartStatus() Status {
 // itself, saving a claim write and a stream hop), or Waiting when it is a
 // step that waits; the rest NotStarted.
 func (w Workflow) NewStates(orderID, owner string, now time.Time) []StepState {
+	states, _ := w.NewStatesOn(orderID, ExprVars{}, owner, now)
+	return states
+}
+
+// NewStatesOn is NewStates for an order whose input is vars' (a first
+// timer until a time reads it); the error is StartOn's.
+func (w Workflow) NewStatesOn(orderID string, vars ExprVars, owner string, now time.Time) ([]StepState, error) {
 	states := make([]StepState, len(w.Steps))
 	for i, d := range w.Steps {
 		states[i] = StepState{
@@ -391,9 +454,10 @@ func (w Workflow) NewStates(orderID, owner string, now time.Time) []StepState {
 			ProcessState: NotStarted, UpdatedAt: now,
 		}
 	}
+	var err error
 	if len(states) > 0 {
 		first := &states[0]
-		first.ProcessState, first.CompleteBy = w.Steps[0].Start(owner, w.ClaimWithin, now)
+		first.ProcessState, first.CompleteBy, err = w.Steps[0].StartOn(vars, owner, w.ClaimWithin, now)
 		first.Attempt = 1
 		if first.ProcessState == Waiting {
 			first.Since = now
@@ -401,5 +465,5 @@ func (w Workflow) NewStates(orderID, owner string, now time.Time) []StepState {
 			first.LockedBy = owner
 		}
 	}
-	return states
+	return states, err
 }

@@ -87,6 +87,19 @@ func (w Workflow) Completion(done StepState, reference string, result json.RawMe
 	return c
 }
 
+// On is c with its next step's start decided on the order's data vars
+// (Workflow.ReadsOrder): its input, and its results with the done step's
+// among them. The error is StepDef.StartOn's: the write is still made,
+// with the bound it says.
+func (c Completion) On(vars ExprVars, now time.Time) (Completion, error) {
+	if c.Next == nil || c.Step.Undo || c.Next.Wait == nil || c.Next.Wait.Until == nil {
+		return c, nil
+	}
+	var err error
+	c.NextState, c.NextCompleteBy, err = c.Next.StartOn(vars, "", 0, now)
+	return c, err
+}
+
 // WaitEnded is the write that ends the wait of st, a step that waits,
 // found Waiting past its CompleteBy: the step is Processed and the next
 // one starts (announced for a Scheduler to claim, since the Supervisor

@@ -253,6 +253,11 @@ type Catalog struct {
 	// search API's page tokens (pagetoken): random, made at deployment,
 	// read by the submission function.
 	PageTokenSecret string
+	// CallbackSecret is the Secrets Manager secret whose value keys the
+	// tokens of services that call back (callbacktoken): random, made at
+	// deployment, read by the agents of steps that call back (to seal a
+	// call's token) and by the submission function (to open a callback's).
+	CallbackSecret string
 }
 
 // Event source and detail-type prefix of status events: detail-type is
@@ -324,6 +329,7 @@ func New(stage string, agents []string) Catalog {
 		EventBus:        name("events"),
 		StatusQueue:     queue("status-events", RecorderTimeout),
 		PageTokenSecret: name("page-token-key"),
+		CallbackSecret:  name("callback-key"),
 	}
 	for _, a := range agents {
 		c.RequestQueues[a] = queue(a+"-requests", AgentTimeout)
@@ -364,6 +370,13 @@ const (
 	// EnvPageTokenSecret names the secret that keys the search API's page
 	// tokens (Catalog.PageTokenSecret).
 	EnvPageTokenSecret = "PAGE_TOKEN_SECRET"
+	// EnvCallbackSecret names the secret that keys callback tokens
+	// (Catalog.CallbackSecret): given to the submission function and to
+	// the agents of steps that call back, and to no other.
+	EnvCallbackSecret = "CALLBACK_SECRET"
+	// EnvCallbackURL is where a service that calls back calls: the stage
+	// API's POST /callbacks, given to the agents of steps that call back.
+	EnvCallbackURL = "CALLBACK_URL"
 )
 
 // EnvRequestQueueURL names the variable holding an agent's request queue

@@ -43,7 +43,8 @@ import (
 	"orderly/internal/order"
 )
 
-// Caller calls the remote service.
+// Caller calls the remote service. The call of a step whose service
+// calls back may be accepted (202): its answer then has no reference.
 type Caller interface {
 	Call(ctx context.Context, service string, req order.StepRequest) (order.Answer, error)
 }
@@ -237,6 +238,10 @@ func (s *Service) Process(ctx context.Context, r order.StepRequest) error {
 
 	rep := order.StepReply{OrderID: req.OrderID, Workflow: req.Workflow, Version: req.Version, Step: req.Step, Undo: req.Undo, Record: req.Record, Attempt: req.Attempt}
 	switch {
+	case err == nil && req.callsBack && answer.Accepted:
+		// The service took the call and calls back: the Scheduler writes
+		// the step waiting for it.
+		rep.Outcome = order.OutcomeAccepted
 	case err == nil:
 		rep.Outcome, rep.Reference = order.OutcomeSucceeded, answer.Reference
 		if req.keeps {
@@ -359,6 +364,9 @@ type job struct {
 	record order.StepState
 	// keeps: the step's answer is kept with the order.
 	keeps bool
+	// callsBack: the step's service calls back, so its call may be
+	// accepted (order.StepDef.Callback); never an undo's.
+	callsBack bool
 	// maxHeartbeats is how often the agent may move the attempt's deadline
 	// on; 0 when it may not.
 	maxHeartbeats int
@@ -370,9 +378,11 @@ func (s *Service) job(req order.StepRequest) job {
 	if index, ok := req.StepIndex(wf); ok {
 		j.record.Index = index
 	}
-	if def, ok := wf.Step(req.Step); known && ok && s.deadlines != nil && req.Allowance() > 0 {
+	def, ok := wf.Step(req.Step)
+	if known && ok && s.deadlines != nil && req.Allowance() > 0 {
 		j.maxHeartbeats = def.MaxHeartbeats
 	}
+	j.callsBack = known && ok && !req.Undo && def.Callback != nil
 	return j
 }
 

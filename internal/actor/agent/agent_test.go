@@ -64,6 +64,8 @@ type result struct {
 	body  json.RawMessage
 	err   error
 	block bool
+	// accepted: the service took the call and calls back (202).
+	accepted bool
 }
 
 var (
@@ -113,7 +115,7 @@ func (f *fakeCaller) Call(ctx context.Context, service string, req order.StepReq
 		<-ctx.Done()
 		return order.Answer{}, fmt.Errorf("payment: %w: %w", ctx.Err(), order.ErrTransient)
 	}
-	return order.Answer{Reference: r.ref, Body: r.body}, r.err
+	return order.Answer{Reference: r.ref, Body: r.body, Accepted: r.accepted}, r.err
 }
 
 func (f *fakeCaller) callsFor(orderID string) []call {

@@ -16,6 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"orderly/internal/actor/control"
+	"orderly/internal/callbacktoken"
 	"time"
 
 	"orderly/internal/definition"
@@ -38,6 +40,7 @@ type Controls interface {
 	Cancel(ctx context.Context, owner order.Principal, id string) (order.Order, error)
 	Redrive(ctx context.Context, id, action string) (order.Order, error)
 	SendEvent(ctx context.Context, by order.Principal, operator bool, id, name string, data json.RawMessage) (order.Order, error)
+	Callback(ctx context.Context, c callbacktoken.Claim, cb order.Callback) (control.Taken, error)
 }
 
 // History reads an order's history.
@@ -65,6 +68,7 @@ type Service struct {
 	metrics   *metrics.Recorder
 	anonymous string
 	pages     pagetoken.Source
+	callbacks callbacktoken.Source
 }
 
 // Config wires the submission service.
@@ -89,6 +93,10 @@ type Config struct {
 	// stage's key; a key it cannot give fails searches alone (503), not
 	// submissions.
 	PageTokens pagetoken.Source
+	// CallbackTokens gives what opens the tokens of callbacks (POST
+	// /callbacks) with the stage's callback key; nil, or a key it cannot
+	// give, fails callbacks alone (503).
+	CallbackTokens callbacktoken.Source
 }
 
 // NewService returns the submission service.
@@ -107,7 +115,8 @@ func NewService(c Config) (*Service, error) {
 		inputs[name] = check
 	}
 	return &Service{id: c.InstanceID, store: c.Store, controls: c.Controls, history: c.History, dispatcher: c.Dispatcher, workflows: c.Workflows,
-		inputs: inputs, now: c.Now, log: c.Log, metrics: c.Metrics, anonymous: c.AnonymousCaller, pages: c.PageTokens}, nil
+		inputs: inputs, now: c.Now, log: c.Log, metrics: c.Metrics, anonymous: c.AnonymousCaller, pages: c.PageTokens,
+		callbacks: c.CallbackTokens}, nil
 }
 
 // inputCheck checks submissions against wf's input schema. A workflow

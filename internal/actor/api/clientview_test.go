@@ -138,9 +138,10 @@ func TestClientViewSaysWhyInTheClientsWords(t *testing.T) {
 }
 
 // A Waiting step shows, to clients and operators alike, what it waits for
-// (from the step's definition in the order's workflow version), since
-// when and until when; a step that does not wait shows no wait, and a
-// version this build lacks leaves out what the wait is for.
+// (from the step's definition in the order's workflow version: an
+// event's name too), since when and until when; a step that does not
+// wait shows no wait, and a version this build lacks leaves out what the
+// wait is for.
 func TestViewsShowWhatAWaitingStepWaitsFor(t *testing.T) {
 	since := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	until := since.Add(time.Hour)
@@ -157,6 +158,9 @@ func TestViewsShowWhatAWaitingStepWaitsFor(t *testing.T) {
 	}{
 		{"a timer of a version this build has", wf,
 			[]string{`{"for":"timer","since":"2026-03-01T12:00:00Z","until":"2026-03-01T13:00:00Z"}`, ""}},
+		{"an event, named", order.Workflow{Name: "checkout", Version: "1", Steps: []order.StepDef{
+			{Name: "cool-off", Wait: &order.Wait{Event: "review", Timeout: time.Hour}}, wf.Steps[1]}},
+			[]string{`{"for":"event","event":"review","since":"2026-03-01T12:00:00Z","until":"2026-03-01T13:00:00Z"}`, ""}},
 		{"a version this build lacks: what it waits for is not known", order.Workflow{},
 			[]string{`{"since":"2026-03-01T12:00:00Z","until":"2026-03-01T13:00:00Z"}`, ""}},
 	}

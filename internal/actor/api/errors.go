@@ -19,6 +19,7 @@ var (
 	errNoRoute          = errors.New("no such route")
 	errMethod           = errors.New("method not allowed")
 	errUnavailable      = errors.New("temporarily unavailable")
+	errBadToken         = errors.New("not a callback token of this stage")
 )
 
 // statusOf is the one table that maps errors to HTTP statuses and the
@@ -31,6 +32,7 @@ var statusOf = []struct {
 	{order.ErrInvalid, http.StatusBadRequest, "invalid_request"},
 	{order.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large"},
 	{errNoCaller, http.StatusForbidden, "forbidden"},
+	{errBadToken, http.StatusUnauthorized, "invalid_token"},
 	{errUnsupportedMedia, http.StatusUnsupportedMediaType, "unsupported_media_type"},
 	{order.ErrNotFound, http.StatusNotFound, "not_found"},
 	{errNoRoute, http.StatusNotFound, "no_route"},
@@ -68,8 +70,11 @@ func (s *Service) errorResponse(ctx context.Context, req events.APIGatewayProxyR
 		}
 		s.log.InfoContext(ctx, "request rejected", "method", req.HTTPMethod, "path", req.Path, "status", m.status, "error", err)
 		resp := jsonResponse(m.status, body)
-		if m.status == http.StatusMethodNotAllowed {
+		switch m.status {
+		case http.StatusMethodNotAllowed:
 			resp.Headers["Allow"] = strings.Join(allowed(resource), ", ")
+		case http.StatusUnauthorized:
+			resp.Headers["WWW-Authenticate"] = callbackScheme
 		}
 		return resp, nil
 	}

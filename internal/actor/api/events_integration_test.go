@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"orderly/internal/expr"
 	"orderly/internal/order"
 	"orderly/internal/testkit/ordertest"
 	"orderly/internal/testkit/testenv"
@@ -137,6 +138,56 @@ func TestAnEventIsTakenOnlyWhileItsStepWaits(t *testing.T) {
 	}
 	unchanged(t, before)
 	refused(t, testenv.Caller, "review", `{"decision":"reject"}`, false, 409, "invalid_state", "already, with other data")
+}
+
+// celExpr is an expr.Program as the domain reads it.
+type celExpr struct{ *expr.Program }
+
+func (e celExpr) vars(v order.ExprVars) expr.Vars {
+	return expr.Vars{Input: v.Input, Results: v.Results, Event: v.Event}
+}
+func (e celExpr) Bool(v order.ExprVars) (bool, error)      { return e.Program.Bool(e.vars(v)) }
+func (e celExpr) Time(v order.ExprVars) (time.Time, error) { return e.Program.Time(e.vars(v)) }
+
+// A review whose data its rejectWhen says is a rejection fails the step:
+// the data is kept, the steps before it are undone, and the same
+// rejection again answers as the first did.
+func TestARejectedEventFailsItsStep(t *testing.T) {
+	if !testenv.Enabled() {
+		t.Skip("set ORDERLY_INTEGRATION=1 to run against the emulators")
+	}
+	w := testenv.NewWorld(t, timing)
+	wf := reviewed(t, w)
+	env, err := expr.NewEnv(expr.Schemas{Event: wf.Steps[1].Wait.Schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prg, err := env.Compile(`event.decision == 'reject'`, expr.Bool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf.Steps = slices.Clone(wf.Steps)
+	review := *wf.Steps[1].Wait
+	review.RejectWhen = celExpr{prg}
+	wf.Steps[1].Wait = &review
+	w.Run(t, wf)
+	id := w.Submit(t, ordertest.Submission{CustomerID: "c-1", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}})
+	succeedFirst(t, w, id)
+	reject := `{"decision":"reject","note":"stolen card"}`
+	if got, out := sendEvent(t, w, testenv.Caller, id, "review", reject, false); got != http.StatusAccepted || out["status"] != string(order.StatusCompensating) {
+		t.Fatalf("the rejection: got %d %v, want 202 Compensating", got, out)
+	}
+	o, steps := w.Records(t, id)
+	if steps[1].ProcessState != order.Failed || !order.SameJSON(steps[1].Result, json.RawMessage(reject)) || len(steps) != 5 ||
+		steps[4].Step != ordertest.StepReserveInventory || !strings.Contains(o.LastError, "rejected") {
+		t.Errorf("after the rejection: %s %s %q, want the review Failed with its data, the reservation undone", o.Status, testenv.Describe(testenv.States(steps)), o.LastError)
+	}
+	if got, _ := sendEvent(t, w, testenv.Caller, id, "review", reject, false); got != http.StatusAccepted {
+		t.Errorf("the same rejection again: got %d, want 202", got)
+	}
+	if got, _ := sendEvent(t, w, testenv.Caller, id, "review", `{"decision":"approve"}`, false); got != http.StatusConflict {
+		t.Errorf("an approval after the rejection: got %d, want 409", got)
+	}
 }
 
 // An event after its wait ended gets 410 and writes nothing, before and

@@ -38,6 +38,11 @@ const (
 	// order on ResourceOperatorEvent.
 	ResourceEvent         = "/orders/{id}/events/{name}"
 	ResourceOperatorEvent = "/ops/orders/{id}/events/{name}"
+	// ResourceCallbacks takes the callbacks of services that call back.
+	// It is not IAM-authorized: the sealed token in the request's
+	// Authorization header is what allows a callback, for one attempt of
+	// one step.
+	ResourceCallbacks = "/callbacks"
 )
 
 // handler serves one route.
@@ -62,6 +67,7 @@ var routes = []struct {
 	{http.MethodGet, ResourceOperatorHistory, asOperator((*Service).showHistory)},
 	{http.MethodPost, ResourceEvent, asClient((*Service).sendEvent)},
 	{http.MethodPost, ResourceOperatorEvent, asOperator((*Service).sendEvent)},
+	{http.MethodPost, ResourceCallbacks, (*Service).callback},
 }
 
 // sided is a handler that serves a client its own orders, or an operator
@@ -171,6 +177,8 @@ func resourceOf(path string) string {
 		return ResourceOrders
 	case path == ResourceOperatorOrders:
 		return ResourceOperatorOrders
+	case path == ResourceCallbacks:
+		return ResourceCallbacks
 	case !isOrder || id == "" || strings.Contains(action, "/"):
 		return ""
 	case action == "":

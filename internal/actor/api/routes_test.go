@@ -21,7 +21,8 @@ import (
 // table's methods for it: as API Gateway sends it (with the resource,
 // under a custom domain's base path too) and as a direct invocation (the
 // path alone). The requests name no caller, so a route that answers
-// refuses them (403) before it reads or writes anything.
+// refuses them (403; the callbacks' route, which takes a token instead of
+// a caller, 401) before it reads or writes anything.
 func TestRoutingTable(t *testing.T) {
 	s, err := api.NewService(api.Config{
 		PageTokens: pagetoken.Fixed(nil),
@@ -54,9 +55,13 @@ func TestRoutingTable(t *testing.T) {
 					t.Fatalf("%s %s (%s): %v", method, sent.path, sent.name, err)
 				}
 				if slices.Contains(methods, method) {
-					if resp.StatusCode != http.StatusForbidden || resp.Headers["Allow"] != "" {
-						t.Errorf("%s %s (%s): got %d %s, want the route's 403 for a request with no caller",
-							method, sent.path, sent.name, resp.StatusCode, resp.Body)
+					refused := http.StatusForbidden
+					if resource == api.ResourceCallbacks {
+						refused = http.StatusUnauthorized
+					}
+					if resp.StatusCode != refused || resp.Headers["Allow"] != "" {
+						t.Errorf("%s %s (%s): got %d %s, want the route's %d for a request with no caller",
+							method, sent.path, sent.name, resp.StatusCode, resp.Body, refused)
 					}
 					continue
 				}

@@ -52,7 +52,11 @@ func (s *Service) submit(ctx context.Context, req events.APIGatewayProxyRequest)
 	if key != "" {
 		o.ID = order.IDForKey(caller.ID, o.Workflow, o.CustomerID, key)
 	}
-	steps := wf.NewStates(o.ID, s.id, now)
+	steps, err := wf.NewStatesOn(o.ID, order.ExprVars{Input: o.Input}, s.id, now)
+	if err != nil {
+		// A first timer until a time the input lacks waits its max.
+		s.log.WarnContext(ctx, "the first step's start cannot be decided on the order's input", "error", err)
+	}
 	existing, err := s.store.CreateOrder(ctx, o, steps)
 	if errors.Is(err, order.ErrExists) {
 		return s.replay(ctx, o, existing)

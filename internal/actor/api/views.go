@@ -37,7 +37,10 @@ type WaitView struct {
 	// For is the kind of wait (order.Wait.Kind), from the step's
 	// definition; empty when this build lacks the order's workflow
 	// version.
-	For   string    `json:"for,omitempty"`
+	For string `json:"for,omitempty"`
+	// Event is the name of the event the step waits for (For "event"):
+	// what a client or an operator sends to move the order on.
+	Event string    `json:"event,omitempty"`
 	Since time.Time `json:"since,omitzero"`
 	// Until is when the wait ends: the record's CompleteBy.
 	Until time.Time `json:"until"`
@@ -51,7 +54,7 @@ func waitView(st order.StepState, wf order.Workflow) *WaitView {
 	}
 	v := &WaitView{Since: st.Since, Until: st.CompleteBy}
 	if d, ok := wf.Step(st.Step); ok && d.Wait != nil && !st.Undo {
-		v.For = d.Wait.Kind()
+		v.For, v.Event = d.Wait.Kind(), d.Wait.Event
 	}
 	return v
 }

@@ -48,9 +48,11 @@ type Service struct {
 	operators Store // writes an operator's redrive
 	// clientEvents and operatorEvents write events (TakingEvents).
 	clientEvents, operatorEvents Store
-	schemas                      schemas
-	workflows                    order.Versions
-	now                          func() time.Time
+	// callbacks writes services' callbacks (TakingCallbacks).
+	callbacks Store
+	schemas   schemas
+	workflows order.Versions
+	now       func() time.Time
 }
 
 // New returns a control service that writes cancels through clients and
@@ -251,6 +253,10 @@ func fits(wf order.Workflow, steps []order.StepState) error {
 		}
 		if st.Index >= len(wf.Steps) || wf.Steps[st.Index].Name != st.Step || wf.Steps[st.Index].Agent != st.Agent {
 			return fmt.Errorf("step %d is %s (agent %s), which version %s does not have there", st.Index, st.Step, st.Agent, wf.Version)
+		}
+		if st.ProcessState == order.Waiting && wf.Steps[st.Index].WaitKind() == "" {
+			// Its wait would be ended by a version that does not wait there.
+			return fmt.Errorf("step %d, %s, waits; version %s's step %s does not", st.Index, st.Step, wf.Version, st.Step)
 		}
 		forward++
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"orderly/internal/actor/undo"
 	"strings"
 	"sync"
 	"time"
@@ -75,13 +76,40 @@ func (s *Service) SendEvent(ctx context.Context, by order.Principal, operator bo
 			}
 			return o, err
 		}
-		o, _, err = store.Apply(ctx, wf.EventArrived(st, data, now).Transition(now))
+		o, err = s.takeEvent(ctx, store, wf, def, o, st, name, data, now)
 		if errors.Is(err, order.ErrStale) {
 			continue // read again: taken, ended, or cancelled meanwhile
 		}
 		return o, err
 	}
 	return order.Order{}, fmt.Errorf("event %s for order %s: %w", name, id, ErrBusy)
+}
+
+// takeEvent writes the event's arrival for st: the step is Processed
+// with data and the order goes on, or, when the step's rejectWhen holds
+// for it, the step fails (the order is compensated, or stops in Error in
+// a workflow that stops on failure).
+func (s *Service) takeEvent(ctx context.Context, store Store, wf order.Workflow, def order.StepDef, o order.Order, st order.StepState,
+	name string, data json.RawMessage, now time.Time) (order.Order, error) {
+	rejected := false
+	if e := def.Wait.RejectWhen; e != nil {
+		var err error
+		if rejected, err = e.Bool(order.ExprVars{Input: o.Input, Results: o.Results, Event: data}); err != nil {
+			// The schema took the data: what is missing is the order's.
+			return o, fmt.Errorf("event %s: its rejectWhen (%s) cannot be decided for order %s: %v: %w", name, e, o.ID, err, order.ErrNotAllowed)
+		}
+	}
+	switch {
+	case !rejected:
+		c, _ := wf.EventArrived(st, data, now).On(o.VarsWith(st.Step, data), now) // an until it cannot decide waits its max
+		o, _, err := store.Apply(ctx, c.Transition(now))
+		return o, err
+	case wf.StopOnFailure:
+		o, _, err := store.Apply(ctx, order.EventRejected(st, name, now))
+		return o, err
+	}
+	o, _, err := undo.Start(ctx, store, wf.UndoEventRejected(st, name, data, now), now)
+	return o, err
 }
 
 // errTakenAlready marks a second send of an event taken with the same
@@ -107,6 +135,12 @@ func eventAllowed(o order.Order, st order.StepState, name string, data json.RawM
 		}
 		return fmt.Errorf("order %s took event %s already, with other data: %w", o.ID, name, order.ErrNotAllowed)
 	case order.Failed:
+		switch {
+		case order.SameJSON(st.Result, data):
+			return errTakenAlready // rejected, as it is again
+		case len(st.Result) > 0:
+			return fmt.Errorf("order %s took event %s already, with other data, and rejected it: %w", o.ID, name, order.ErrNotAllowed)
+		}
 		return fmt.Errorf("order %s: event %s did not arrive in time, and the order failed: %w", o.ID, name, order.ErrTooLate)
 	case order.NotStarted, order.Pending:
 		if !o.Status.Terminal() && o.Status != order.StatusCancelling && o.Status != order.StatusCompensating {

@@ -119,3 +119,21 @@ func shippedDefinition(t *testing.T) definition.Definition {
 	}
 	return shipped[0]
 }
+
+// An order waiting in a step moves only onto a version whose step there
+// waits too: one that calls a service would see a wait it cannot end.
+func TestAWaitMovesOnlyOntoAStepThatWaits(t *testing.T) {
+	waits := order.Workflow{Name: "w", Version: "1", Steps: []order.StepDef{
+		{Name: "hold", Wait: &order.Wait{For: time.Hour}}, {Name: "ship", Agent: "shipping"}}}
+	calls := waits
+	calls.Version, calls.Steps = "2", []order.StepDef{{Name: "hold"}, {Name: "ship", Agent: "shipping"}}
+	longer := waits
+	longer.Version, longer.Steps = "3", []order.StepDef{{Name: "hold", Wait: &order.Wait{For: 2 * time.Hour}}, waits.Steps[1]}
+	records := waits.NewStates("o", "api", time.Unix(0, 0))
+	if err := fits(calls, records); err == nil || !strings.Contains(err.Error(), "waits") {
+		t.Errorf("onto a step that calls: %v, want it refused", err)
+	}
+	if err := fits(longer, records); err != nil {
+		t.Errorf("onto a longer wait: %v, want it to fit", err)
+	}
+}

@@ -34,6 +34,9 @@ type Store interface {
 	// delivers it, and returns its active record if that waits for a
 	// claim (ok); it fails on an image it cannot read.
 	UnclaimedStep(image map[string]events.DynamoDBAttributeValue) (st order.StepState, ok bool, err error)
+	// GetOrder reads an order and its records: the data a step's start
+	// may depend on (order.Workflow.ReadsOrder).
+	GetOrder(ctx context.Context, id string) (order.Order, []order.StepState, error)
 }
 
 // Dispatcher sends a claimed step's request to its agent.
@@ -293,6 +296,16 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 // and no second write stand between two steps.
 func (s *Service) complete(ctx context.Context, wf order.Workflow, log *slog.Logger, done order.StepState, reference string, result json.RawMessage, now time.Time) error {
 	c := wf.Completion(done, reference, result, s.id, now)
+	if wf.ReadsOrder(done) {
+		// The next step's start depends on the order's data: read it.
+		o, _, err := s.store.GetOrder(ctx, done.OrderID)
+		if err != nil {
+			return err
+		}
+		if c, err = c.On(o.VarsWith(done.Step, result), now); err != nil {
+			log.WarnContext(ctx, "the next step's start cannot be decided on the order's data", "error", err)
+		}
+	}
 	o, claimed, err := s.store.Apply(ctx, c.Transition(now))
 	if err != nil {
 		// The reply knows neither the cancel nor DueAt: the domain says

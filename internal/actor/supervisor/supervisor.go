@@ -35,6 +35,9 @@ type Store interface {
 	// is order.ErrStale, when its guard no longer holds) and returns the
 	// order and the record it leaves active as written.
 	Apply(ctx context.Context, t order.Transition) (order.Order, order.StepState, error)
+	// GetOrder reads an order and its records: the data a step's start
+	// may depend on (order.Workflow.ReadsOrder).
+	GetOrder(ctx context.Context, id string) (order.Order, []order.StepState, error)
 }
 
 // Notifier sends the alert a step records and clears its alert flag, or
@@ -328,7 +331,13 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 		}
 	case order.EndWait:
 		var o order.Order
-		o, _, err = s.store.Apply(ctx, wf.WaitEnded(st, now).Transition(now))
+		c := wf.WaitEnded(st, now)
+		if wf.ReadsOrder(st) {
+			c, err = decideOn(ctx, s.store, c, log, now)
+		}
+		if err == nil {
+			o, _, err = s.store.Apply(ctx, c.Transition(now))
+		}
 		if err == nil {
 			r.WaitsEnded++
 			log.InfoContext(ctx, "wait ended", "waited_since", st.Since, "status", o.Status)
@@ -373,6 +382,21 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 		return fmt.Errorf("%s step %s of order %s: %w", rec.Action, st.Step, st.OrderID, err)
 	}
 	return nil
+}
+
+// decideOn is c decided on its order's data, read now: the next step's
+// start depends on it (order.Workflow.ReadsOrder). What the data cannot
+// decide is logged, and the write made as the domain bounds it.
+func decideOn(ctx context.Context, store Store, c order.Completion, log *slog.Logger, now time.Time) (order.Completion, error) {
+	o, _, err := store.GetOrder(ctx, c.Step.OrderID)
+	if err != nil {
+		return c, err
+	}
+	c, err = c.On(o.VarsWith(c.Step.Step, c.Result), now)
+	if err != nil {
+		log.WarnContext(ctx, "the next step's start cannot be decided on the order's data", "error", err)
+	}
+	return c, nil
 }
 
 // compensate ends the active workflow step and starts undoing the order's

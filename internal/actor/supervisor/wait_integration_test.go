@@ -2,12 +2,14 @@ package supervisor_test
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
 
 	"orderly/internal/actor/control"
 	"orderly/internal/actor/supervisor"
+	"orderly/internal/expr"
 	"orderly/internal/order"
 	"orderly/internal/testkit/ordertest"
 	"orderly/internal/testkit/testenv"
@@ -140,5 +142,55 @@ func TestACancelStopsAWaitAtOnce(t *testing.T) {
 	takeRequests(t, w)
 	if r := run(t, w); r.WaitsEnded != 0 {
 		t.Errorf("at the timer's old time: report %+v, want no wait ended", r)
+	}
+}
+
+// celTime is an expr.Program as the domain reads it.
+type celTime struct{ *expr.Program }
+
+func (e celTime) vars(v order.ExprVars) expr.Vars {
+	return expr.Vars{Input: v.Input, Results: v.Results, Event: v.Event}
+}
+func (e celTime) Bool(v order.ExprVars) (bool, error)      { return e.Program.Bool(e.vars(v)) }
+func (e celTime) Time(v order.ExprVars) (time.Time, error) { return e.Program.Time(e.vars(v)) }
+
+// A timer until a time from an earlier step's result waits until then,
+// bounded by its max; one whose time the result lacks waits the max.
+func TestATimerWaitsUntilATimeTheOrderGives(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	env, err := expr.NewEnv(expr.Schemas{Results: map[string]json.RawMessage{first: nil}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prg, err := env.Compile(`timestamp(results['`+first+`'].heldUntil)`, expr.Timestamp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf := w.Workflow
+	wf.Steps = slices.Insert(slices.Clone(wf.Steps), 1, order.StepDef{Name: "hold", Wait: &order.Wait{Until: celTime{prg}, Max: 48 * time.Hour}})
+	w.Run(t, wf)
+	now := w.Clock.Now().Truncate(time.Millisecond)
+	for _, tt := range []struct {
+		name, result string
+		want         time.Time
+	}{
+		{"a time in a day", `{"id":"r-1","heldUntil":"` + now.Add(24*time.Hour).Format(time.RFC3339Nano) + `"}`, now.Add(24 * time.Hour)},
+		{"past its max", `{"id":"r-1","heldUntil":"` + now.Add(100*time.Hour).Format(time.RFC3339Nano) + `"}`, now.Add(48 * time.Hour)},
+		{"already past", `{"id":"r-1","heldUntil":"2020-01-01T00:00:00Z"}`, now},
+		{"no time", `{"id":"r-1"}`, now.Add(48 * time.Hour)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			id := w.Submit(t, someOrder)
+			takeRequests(t, w)
+			resp, err := w.Scheduler("s1").HandleReplies(context.Background(), testenv.ReplyEvent(order.StepReply{
+				OrderID: id, Step: first, Attempt: 1, Outcome: order.OutcomeSucceeded, Reference: "r-1", Result: json.RawMessage(tt.result)}))
+			if err != nil || len(resp.BatchItemFailures) > 0 {
+				t.Fatalf("HandleReplies: %+v, %v", resp, err)
+			}
+			_, steps := w.Records(t, id)
+			if steps[1].ProcessState != order.Waiting || !steps[1].CompleteBy.Equal(tt.want) {
+				t.Errorf("hold: %s until %s, want Waiting until %s", steps[1].ProcessState, steps[1].CompleteBy, tt.want)
+			}
+		})
 	}
 }

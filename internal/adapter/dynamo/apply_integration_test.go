@@ -38,7 +38,10 @@ func TestWritesLandExactlyWhenTheDomainSaysTheyHold(t *testing.T) {
 	// second and the third, so that waits start, end, take events and are
 	// cancelled too.
 	waits := w.Workflow
-	waits.Steps = slices.Insert(slices.Clone(waits.Steps), 2, order.StepDef{Name: "cool-off", Wait: &order.Wait{For: timing.Allowance}},
+	waits.Steps = slices.Clone(waits.Steps)
+	// and the second step's service calls back.
+	waits.Steps[1].Callback = &order.CallbackWait{Timeout: timing.Allowance, MaxTimeout: 3 * timing.Allowance}
+	waits.Steps = slices.Insert(waits.Steps, 2, order.StepDef{Name: "cool-off", Wait: &order.Wait{For: timing.Allowance}},
 		order.StepDef{Name: "manual-review", Wait: &order.Wait{Event: "review", Timeout: timing.Allowance}})
 	w.Run(t, waits)
 	ctx := context.Background()
@@ -109,10 +112,20 @@ func TestWritesLandExactlyWhenTheDomainSaysTheyHold(t *testing.T) {
 			wr = completion(rng, w.Workflow, f, cur, now)
 		}
 		if k == 0 && cur.ProcessState == order.Waiting && rng.IntN(2) == 0 {
-			// and its waits mostly end, or take their event.
-			wr = endWait(w.Workflow, cur, now)
-			if rng.IntN(2) == 0 {
+			// and its waits mostly end, or take their event or callback,
+			// or a callback that its service is still working.
+			switch d, _ := w.Workflow.Step(cur.Step); {
+			case d.Callback != nil && rng.IntN(2) == 0:
+				wr = transition(order.Heartbeat(cur, now, 1, now)) // refused: a callback's is not an agent's
+				if t, ok := w.Workflow.CallbackWorking(cur, now); ok {
+					wr = transition(t)
+				}
+			case d.Callback != nil:
+				wr = receiveCallback(w.Workflow, cur, now)
+			case rng.IntN(2) == 0:
 				wr = receiveEvent(w.Workflow, cur, now)
+			default:
+				wr = endWait(w.Workflow, cur, now)
 			}
 		}
 		if k == 1 && i >= 300 && forms["redrive: forward"] == 0 {
@@ -179,7 +192,7 @@ func TestWritesLandExactlyWhenTheDomainSaysTheyHold(t *testing.T) {
 // kinds are the writes the walk must see both land and be refused.
 var kinds = []string{"fail", "release", "record the agent gave up", "park", "defer", "retry", "give up", "nudge",
 	"claim", "cancel", "heartbeat", "lease alert", "clear alert", "reschedule", "move version",
-	"complete", "start undoing", "redrive", "start wait", "end wait", "receive event"}
+	"complete", "start undoing", "redrive", "start wait", "end wait", "receive event", "await callback", "callback working", "receive callback"}
 
 // allForms are the forms of the writes that move an order on, which the
 // walk must see land.
@@ -188,9 +201,9 @@ var allForms = []string{
 	"complete: an undo's step Undone",
 	"start undoing: undo records appended", "start undoing: nothing to undo", "start undoing: first undo claimed",
 	"start undoing: first undo announced", "start undoing: from Error", "start undoing: the client's cancel",
-	"start undoing: timed out", "start undoing: a wait cancelled",
+	"start undoing: timed out", "start undoing: a wait cancelled", "start undoing: a callback failed",
 	"redrive: in place", "redrive: forward",
-	"end wait: next announced", "receive event: next announced",
+	"end wait: next announced", "receive event: next announced", "receive callback: next announced",
 }
 
 // formsOf names the forms of tr, a write that moves an order on.
@@ -216,8 +229,9 @@ func formsOf(tr order.Transition) []string {
 		add(c.OutOfError, "from Error")
 		add(c.Cancel, "the client's cancel")
 		add(c.CountFailure, "timed out")
-		add(tr.Guard.State == order.Waiting, "a wait cancelled")
-	case "end wait", "receive event":
+		add(tr.Guard.State == order.Waiting && c.Cancel, "a wait cancelled")
+		add(tr.Guard.State == order.Waiting && tr.Guard.InTime, "a callback failed")
+	case "end wait", "receive event", "receive callback":
 		add(c.Next != nil && c.Next.State == order.Pending, "next announced")
 	case "redrive":
 		add(c.Forward == nil, "in place")
@@ -296,13 +310,13 @@ func randomWrite(rng *rand.Rand, wf order.Workflow, f order.Found, fence order.S
 	}
 	// Half the time a write that fits the record as stored, so that
 	// each lands often enough to meet its stale views too.
-	pick := rng.IntN(20)
+	pick := rng.IntN(23)
 	if cur, _ := f.Record(); rng.IntN(2) == 0 {
 		fits := map[order.ProcessState][]int{
 			order.Pending:    {3, 6, 7, 8, 8, 13, 16},
-			order.Processing: {0, 1, 2, 3, 3, 5, 9, 10, 15, 16},
+			order.Processing: {0, 1, 2, 3, 3, 5, 9, 10, 15, 16, 20},
 			order.Error:      {11, 12, 14, 16, 17, 17},
-			order.Waiting:    {3, 13, 16, 18, 18, 19, 19},
+			order.Waiting:    {3, 13, 16, 18, 18, 19, 19, 21, 22, 22},
 		}[cur.ProcessState]
 		if cur.AlertPending {
 			fits = append(fits, 11, 11, 12)
@@ -367,9 +381,24 @@ func randomWrite(rng *rand.Rand, wf order.Workflow, f order.Found, fence order.S
 		return resume(wf, f, fence, later, now)
 	case 18:
 		return endWait(wf, fence, now)
-	default:
+	case 19:
 		return receiveEvent(wf, fence, now)
+	case 20:
+		return transition(wf.CallAccepted(fence, now))
+	case 21:
+		if t, ok := wf.CallbackWorking(fence, now); ok {
+			return transition(t)
+		}
+		return transition(wf.CallAccepted(fence, now))
+	default:
+		return receiveCallback(wf, fence, now)
 	}
+}
+
+// receiveCallback is the API's write of a success callback for fence, as
+// it decides it (whatever the step).
+func receiveCallback(wf order.Workflow, fence order.StepState, now time.Time) write {
+	return write{name: "receive callback", tr: wf.CallbackArrived(fence, "ch-1", json.RawMessage(`{"id":"ch-1"}`), now).Transition(now)}
 }
 
 // receiveEvent is the API's write of an event for fence, as it decides
@@ -412,9 +441,13 @@ func completion(rng *rand.Rand, wf order.Workflow, f order.Found, fence order.St
 // refusal, the write Undoing.Again decides.
 func undoing(rng *rand.Rand, wf order.Workflow, fence order.StepState, now time.Time) write {
 	var u order.Undoing
-	switch rng.IntN(6) {
+	switch rng.IntN(8) {
 	case 5:
 		u = wf.UndoCancelledWait(fence, now)
+	case 6:
+		u = wf.UndoCallbackFailed(fence, "declined", now)
+	case 7:
+		u = wf.UndoAcceptedAfterCancel(fence, now)
 	case 0:
 		u = wf.UndoFault(fence, "declined", now)
 	case 1:

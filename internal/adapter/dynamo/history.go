@@ -3,6 +3,7 @@ package dynamo
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -127,6 +128,9 @@ func diff(before *orderRecord, now orderRecord) []order.HistoryEntry {
 				t.Reason = waitReason(n)
 			case o.State == string(order.Waiting) && n.State == string(order.Processed) && t.Reason == "":
 				t.Reason = waitEnded
+				if strings.HasSuffix(by, " event") {
+					t.Reason = eventArrived
+				}
 			}
 		case n.Heartbeats > o.Heartbeats:
 			t.Event = "heartbeat"
@@ -153,8 +157,13 @@ func diff(before *orderRecord, now orderRecord) []order.HistoryEntry {
 	return out
 }
 
-// waitEnded is the reason of a step's success when its wait ended.
-const waitEnded = "the wait ended"
+// waitEnded is the reason of a step's success when its wait ended;
+// eventArrived, when the event it waited for arrived (its data is the
+// entry's result).
+const (
+	waitEnded    = "the wait ended"
+	eventArrived = "its event arrived"
+)
 
 // waitReason is the reason of a record's entry as it starts to wait: until
 // when (its CompleteBy). The time it waits since is the entry's own. A

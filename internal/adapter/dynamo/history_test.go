@@ -189,6 +189,11 @@ func TestDiffTellsAWait(t *testing.T) {
 			orderRecord{Status: "Processing", By: "supervisor", Active: &one, Steps: []stepRecord{
 				{Step: "cool-off", State: "Processed", Attempt: 1, Since: 1000}, {Step: "charge", State: "Pending", CompleteBy: until.UnixMilli() + 1000}}},
 			[]string{"-1 status Waiting>Processing", "0 state Waiting>Processed attempt 1 (the wait ended)", "1 state NotStarted>Pending"}},
+		{"an operator's event ends the wait",
+			orderRecord{Status: "Waiting", By: "scheduler s1", Active: &zero, Steps: []stepRecord{waiting, step("charge", "NotStarted", 0)}},
+			orderRecord{Status: "Processing", By: "operator event", Active: &one, Steps: []stepRecord{
+				{Step: "cool-off", State: "Processed", Attempt: 1, Since: 1000}, {Step: "charge", State: "Pending", CompleteBy: until.UnixMilli() + 1000}}},
+			[]string{"-1 status Waiting>Processing", "0 state Waiting>Processed attempt 1 (its event arrived)", "1 state NotStarted>Pending"}},
 		{"the time it waits since, alone, is no change",
 			orderRecord{Status: "Waiting", Active: &zero, Steps: []stepRecord{waiting}},
 			orderRecord{Status: "Waiting", Active: &zero, Steps: []stepRecord{{Step: "cool-off", State: "Waiting", Attempt: 1, Since: 2000, CompleteBy: until.UnixMilli()}}},

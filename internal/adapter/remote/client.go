@@ -19,11 +19,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
+	"orderly/internal/callbacktoken"
 	"orderly/internal/definition"
 	"orderly/internal/order"
+	"orderly/internal/resources"
 )
 
 const (
@@ -36,12 +37,6 @@ const (
 	// scrubbed of the credential first (see Scrubber), then cut
 	// (order.Cut).
 	maxMessageBytes = 512
-	// maxReferenceChars bounds a service's id, the step's reference: it is
-	// kept in the order's item and history, and a client sees it when the
-	// step's definition sets result.shownToClient. A longer one, or one
-	// with a character that is not printable, is a contract fault, never
-	// written.
-	maxReferenceChars = 256
 	// maxRetryAfterSeconds keeps a huge Retry-After from overflowing.
 	maxRetryAfterSeconds = math.MaxInt64 / int64(time.Second)
 )
@@ -59,7 +54,40 @@ type Client struct {
 	workflows order.Versions
 	// schemas are the steps' compiled result schemas.
 	schemas map[stepRef]definition.Schema
+	// callbacks, when set, is what the calls of steps that call back
+	// carry.
+	callbacks *Callbacks
 }
+
+// Callbacks is what the call of a step whose service calls back
+// (order.StepDef.Callback) carries besides its body: where to call back
+// and a token for the attempt (see CallingBack).
+type Callbacks struct {
+	// URL is the stage API's POST /callbacks.
+	URL string
+	// Tokens seals the tokens with the stage's callback key.
+	Tokens callbacktoken.Source
+	// Now is the clock a token's expiry is counted from.
+	Now func() time.Time
+}
+
+// CallingBack returns a copy of c whose calls of steps that call back
+// carry cb: the request's body gets a "callback" object with cb's URL, a
+// token sealed for the attempt and when it expires, and a 202 answer is
+// the call accepted. A client without it refuses such a call as a
+// configuration fault.
+func (c *Client) CallingBack(cb Callbacks) *Client {
+	if cb.Now == nil {
+		cb.Now = time.Now
+	}
+	out := *c
+	out.callbacks = &cb
+	return &out
+}
+
+// BodyCallback is the request body's field (order.BodyCallback) that tells a service that
+// calls back where and with what (see callbackField).
+const BodyCallback = order.BodyCallback
 
 // stepRef names one step of one workflow version.
 type stepRef struct{ workflow, version, step string }
@@ -110,7 +138,11 @@ func resultSchemas(v order.Versions) map[stepRef]definition.Schema {
 
 // Call asks service (the step's agent: "payment") to do the work of req,
 // or undo it, with the call req's step defines, and returns the service's
-// reference for it (a reservation, charge or shipment id). The undo call
+// reference for it (a reservation, charge or shipment id). The call of a
+// step whose service calls back carries a callback (see CallingBack); its
+// service may accept it (202), and the answer then has no reference: the
+// step waits for the callback. It may also answer 200 or 201 with the
+// work done, as any call. The undo call
 // takes the step's own Idempotency-Key, reverses the work done under that
 // key, and answers success when there was nothing to undo. A call repeated with the same req.IdempotencyKey after a
 // success returns the same reference without new work being done.
@@ -141,6 +173,16 @@ func (c *Client) Call(ctx context.Context, service string, req order.StepRequest
 	if err != nil {
 		return order.Answer{}, fmt.Errorf("%s: %w: %w", op, err, order.ErrPermanent)
 	}
+	callsBack := def.Callback != nil && !req.Undo
+	// echoed scrubs the callback's token out of what the service
+	// answers: echoed into an error or a result, it would reach logs,
+	// the order's history and its client.
+	var echoed *Scrubber
+	if callsBack {
+		if body, echoed, err = c.withCallback(ctx, wf, def, req, body); err != nil {
+			return order.Answer{}, fmt.Errorf("%s: %w", op, err)
+		}
+	}
 	httpReq, err := http.NewRequestWithContext(ctx, call.Method, ep.base+call.Path, bytes.NewReader(body))
 	if err != nil {
 		return order.Answer{}, fmt.Errorf("%s: %w: %w", op, err, order.ErrPermanent)
@@ -152,17 +194,22 @@ func (c *Client) Call(ctx context.Context, service string, req order.StepRequest
 	// The endpoint's transport adds the service's credential.
 	resp, err := ep.http.Do(httpReq)
 	if err != nil {
-		return order.Answer{}, transportError(ctx, op, err)
+		return order.Answer{}, transportError(ctx, op, quoted(err, echoed.Scrub(err.Error())))
 	}
 	defer resp.Body.Close()
 	// One byte more than the bound tells an answer over it from one at it.
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil {
-		return order.Answer{}, transportError(ctx, op, fmt.Errorf("read response: %w", err))
+		return order.Answer{}, transportError(ctx, op, fmt.Errorf("read response: %w", quoted(err, echoed.Scrub(err.Error()))))
 	}
 	over := len(raw) > maxResponseBytes
-	raw = raw[:min(len(raw), maxResponseBytes)]
+	raw = echoed.scrubJSON(echoed.scrubBytes(raw[:min(len(raw), maxResponseBytes)]))
 
+	if callsBack && resp.StatusCode == http.StatusAccepted {
+		// Accepted: the service calls back. Its body says nothing the
+		// engine needs.
+		return order.Answer{Accepted: true}, nil
+	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		if over {
 			// The work was done, and no retry makes the answer shorter.
@@ -189,6 +236,50 @@ func (c *Client) Call(ctx context.Context, service string, req order.StepRequest
 	return order.Answer{}, fault
 }
 
+// withCallback is body, the request of def's call for req, with the
+// callback object: c's URL, a token sealed for req's attempt, and the
+// token's expiry; and the scrubber of the token. The token outlives the
+// attempt's window (in which the call is accepted) and the longest wait
+// after it. Its text is in the returned body only: never in an error, a
+// log or a reply.
+func (c *Client) withCallback(ctx context.Context, wf order.Workflow, def order.StepDef, req order.StepRequest, body []byte) ([]byte, *Scrubber, error) {
+	if c.callbacks == nil || c.callbacks.URL == "" || c.callbacks.Tokens == nil {
+		return nil, nil, fmt.Errorf("step %s calls back, and this agent has no callback URL or key (%s, %s): %w",
+			def.Name, resources.EnvCallbackURL, resources.EnvCallbackSecret, order.ErrConfiguration)
+	}
+	sealer, err := c.callbacks.Tokens(ctx)
+	if err != nil {
+		// Read again at the next call: Secrets Manager may be back.
+		return nil, nil, fmt.Errorf("seal a callback token: %w: %w", err, order.ErrTransient)
+	}
+	record, _ := req.StepIndex(wf)
+	wait := max(def.Callback.Timeout, def.Callback.MaxTimeout)
+	expires := c.callbacks.Now().Add(wait + max(req.Allowance(), def.Allowance)).UTC().Truncate(time.Second)
+	token, err := sealer.Seal(callbacktoken.Claim{OrderID: req.OrderID, Record: record, Step: req.Step, Attempt: req.Attempt, ExpiresAt: expires})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", err, order.ErrPermanent)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return nil, nil, fmt.Errorf("order %s: request body: %w: %w", req.OrderID, err, order.ErrPermanent)
+	}
+	// The engine's field, whatever the order's input says.
+	fields[BodyCallback], _ = json.Marshal(callbackField{URL: c.callbacks.URL, Token: token.Reveal(), ExpiresAt: expires.Format(time.RFC3339)})
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return nil, nil, fmt.Errorf("order %s: encode request body: %w: %w", req.OrderID, err, order.ErrPermanent)
+	}
+	return out, NewScrubber(token.Reveal()), nil
+}
+
+// callbackField is the request body's "callback": where and with what
+// token the service calls back, and until when it may.
+type callbackField struct {
+	URL       string `json:"url"`
+	Token     string `json:"token"`
+	ExpiresAt string `json:"expiresAt"`
+}
+
 // answer reads a success's body: a JSON object with the reference in
 // "id", within the step's bound when its workflow keeps it, and matching
 // its result schema when it has one. An undo's answer needs only the
@@ -207,7 +298,7 @@ func (c *Client) answer(op string, wf order.Workflow, def order.StepDef, req ord
 	contract := func(problem string) error {
 		return fmt.Errorf("%s: status %d: %w: %w", op, status, &order.ContractError{Service: def.Agent, Step: def.Name, Problem: problem}, order.ErrContract)
 	}
-	if problem := referenceProblem(created.ID, id); problem != "" {
+	if problem := order.ReferenceProblem(created.ID, id); problem != "" {
 		// The same key replays the same id: no retry helps.
 		return order.Answer{}, contract(problem)
 	}
@@ -241,26 +332,6 @@ func (c *Client) answer(op string, wf order.Workflow, def order.StepDef, req ord
 		return order.Answer{}, fmt.Errorf("%s: status %d with an answer that is not JSON: %w", op, status, order.ErrTransient)
 	}
 	return order.Answer{Reference: id, Body: compact.Bytes()}, nil
-}
-
-// referenceProblem says what is wrong with a service's id (raw as the
-// answer wrote it, id decoded), in the engine's words, never quoting it:
-// "" when it is at most maxReferenceChars printable characters of valid
-// UTF-8. Printable is unicode.IsPrint: letters, marks, numbers,
-// punctuation, symbols and the ASCII space, so no control character (a
-// line break that forges a log line), no format character (a direction
-// override that disguises it) and no other space.
-func referenceProblem(raw json.RawMessage, id string) string {
-	if !utf8.Valid(raw) {
-		return "has an id that is not valid UTF-8"
-	}
-	if n := utf8.RuneCountInString(id); n > maxReferenceChars {
-		return fmt.Sprintf("has an id of %d characters, over the %d a reference may have", n, maxReferenceChars)
-	}
-	if strings.IndexFunc(id, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
-		return fmt.Sprintf("has an id with a character that is not printable (a control, format or separator character); a reference is at most %d printable characters", maxReferenceChars)
-	}
-	return ""
 }
 
 // callOf returns req's step and the call it defines (its undo call for an

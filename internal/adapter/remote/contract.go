@@ -25,6 +25,9 @@ const (
 	ClassConfiguration Class = "configuration"
 	ClassContract      Class = "contract"
 	ClassNotInBuild    Class = "not-in-build"
+	// ClassAccepted is a 202 to the call of a step whose service calls
+	// back: the step waits for its callback.
+	ClassAccepted Class = "accepted"
 )
 
 // StatusClass is the class of an answer with status, as Call takes it (a
@@ -98,7 +101,15 @@ SKU): answer an unknown entity with 422, which says so plainly. Errors carry {"e
 Requests carry Content-Type: application/json, Accept: application/json, the Idempotency-Key and the stage's
 authentication for the service (a header kept in AWS Secrets Manager, or SigV4), and a JSON object: "orderId";
 when the step's request carries "order", every top-level field of the order's input; when it carries earlier steps,
-"results" with each one's answer, by step name.`
+"results" with each one's answer, by step name.
+
+A step whose service calls back (steps[].call.callback; components.pathItems.StepCallCallingBack) sends "callback"
+too: {"url", "token", "expiresAt"}. The service answers 202 Accepted (x-orderly-class accepted; the body is ignored)
+and later calls POST url with the header Authorization: Orderly-Callback <token> and {"outcome": "succeeded",
+"result": {"id": ..., ...}} (the answer a synchronous call returns), {"outcome": "failed", "error": "why"} or
+{"outcome": "working"}; or it answers 200 or 201 with the work done at once, as any call. The token is a bearer secret
+for this one attempt, valid until expiresAt: never log it. A call made again after the wait ended has the same
+Idempotency-Key and a new token.`
 
 // Contract returns the remote-service contract as an OpenAPI 3.1
 // document, for any workflow: its calls are components.pathItems
@@ -122,15 +133,22 @@ func Contract() map[string]any {
 						order.BodyOrderID: orderIDSchema(),
 						order.BodyResults: map[string]any{"type": "object", "description": "earlier steps' answers, by step name",
 							"additionalProperties": ref("Answer")},
+						BodyCallback: ref("Callback"),
 					},
 				},
-				"Answer": answerSchema(),
-				"Error":  errorSchema(),
+				"Answer":   answerSchema(),
+				"Error":    errorSchema(),
+				"Callback": callbackSchema(),
 			},
 			"pathItems": map[string]any{
 				"StepCall": map[string]any{"post": operation("do a step's work",
 					"At the method and path of the step's call (steps[].call). Does the work once per Idempotency-Key.",
 					ref("Request"), response("the work is done (or was, under this key): its reference and the step's result", ref("Answer")))},
+				"StepCallCallingBack": map[string]any{"post": callingBack(operation("do a step's work, calling back",
+					"At the method and path of the call of a step whose service calls back (steps[].call.callback). Does the work once per "+
+						"Idempotency-Key; answers 202 and calls back at callback.url with callback.token, or answers 2xx with the work done.",
+					map[string]any{"allOf": []any{ref("Request"), map[string]any{"required": []any{BodyCallback}}}},
+					response("the work is done (or was, under this key): its reference and the step's result", ref("Answer"))))},
 				"StepUndo": map[string]any{"post": operation("undo a step's work",
 					"At the method and path of the step's undo (steps[].undo), with the work's Idempotency-Key. Reverses the work done under the key, "+
 						"or does nothing when there was none; then blocks the key. It may come without the step's own result (results.<step>): "+
@@ -192,6 +210,11 @@ func ContractFor(w order.Workflow) (map[string]any, error) {
 		}
 		op := operation("step "+d.Name+" (service "+d.Agent+")", "Does the work of step "+d.Name+" once per Idempotency-Key.",
 			requestSchema(w, d, input, false), response("the work is done (or was, under this key): its reference and the step's result, "+kept, success))
+		if d.Callback != nil {
+			op = callingBack(op)
+			op["description"] = "Does the work of step " + d.Name + " once per Idempotency-Key; answers 202 and calls back at callback.url " +
+				"with callback.token, or answers 2xx with the work done."
+		}
 		op["operationId"] = d.Name
 		if err := add(d.Call, "step "+d.Name, op); err != nil {
 			return nil, err
@@ -244,9 +267,36 @@ func answerSchema() map[string]any {
 		"type":        "object",
 		"description": "a success's answer: the service's reference for the work in \"id\"; other fields are the step's result too",
 		"required":    []any{"id"},
-		"properties": map[string]any{"id": map[string]any{"type": "string", "minLength": 1, "maxLength": maxReferenceChars,
-			"description": fmt.Sprintf("the step's reference: at most %d printable characters (no control, format or separator character but the space); any other id is a contract fault", maxReferenceChars)}},
+		"properties": map[string]any{"id": map[string]any{"type": "string", "minLength": 1, "maxLength": order.MaxReferenceChars,
+			"description": fmt.Sprintf("the step's reference: at most %d printable characters (no control, format or separator character but the space); any other id is a contract fault", order.MaxReferenceChars)}},
 	}
+}
+
+// callbackSchema is the request's "callback": where and with what the
+// service calls back.
+func callbackSchema() map[string]any {
+	return map[string]any{
+		"type":        "object",
+		"description": "where and how the service calls back (a step whose service calls back): POST url with Authorization: Orderly-Callback <token>",
+		"required":    []any{"url", "token", "expiresAt"},
+		"properties": map[string]any{
+			"url": map[string]any{"type": "string", "format": "uri", "description": "the stage's POST /callbacks"},
+			"token": map[string]any{"type": "string", "minLength": 1,
+				"description": "a bearer secret for this one attempt of this step: keep it as a password, never log it"},
+			"expiresAt": map[string]any{"type": "string", "format": "date-time",
+				"description": "when the token expires: after the longest the step waits for its callback"},
+		},
+	}
+}
+
+// callingBack is op, the call of a step whose service calls back, with
+// its 202: the call accepted.
+func callingBack(op map[string]any) map[string]any {
+	op["responses"].(map[string]any)["202"] = map[string]any{
+		"description":     "accepted: the service calls back at callback.url with callback.token (succeeded, failed or working); the body is ignored",
+		"x-orderly-class": string(ClassAccepted),
+	}
+	return op
 }
 
 func errorSchema() map[string]any {
@@ -302,6 +352,10 @@ func requestSchema(w order.Workflow, d order.StepDef, input map[string]any, undo
 				"its undo must find the work by its key)"
 		}
 		props[order.BodyResults] = results
+	}
+	if d.Callback != nil && !undo {
+		props[BodyCallback] = ref("Callback")
+		required = append(required, BodyCallback)
 	}
 	return map[string]any{"type": "object", "required": dedupe(required), "properties": props, "additionalProperties": additional}
 }

@@ -371,8 +371,14 @@ func (e *Engine) functionConfig(function string) aws.Config {
 // own: service names its logs and metrics, id its claims, and now is its
 // clock.
 func (e *Engine) function(name, service, id string, now func() time.Time) compose.Function {
+	stage := e.Stack.Stage(e.cfg.Workflows, e.cfg.Retention)
+	if e.apiLn != nil {
+		// Services that call back call the local API, as in AWS the
+		// stage's.
+		stage.CallbackURL = e.URL() + api.ResourceCallbacks
+	}
 	return compose.Function{
-		Stage: e.Stack.Stage(e.cfg.Workflows, e.cfg.Retention),
+		Stage: stage,
 		ID:    id, Log: e.cfg.Log.With("service", service), Metrics: e.metrics(service), Now: now, AWS: e.functionConfig(name),
 	}
 }

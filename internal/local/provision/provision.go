@@ -57,6 +57,7 @@ func (s Stack) Env() map[string]string {
 		resources.EnvHistoryTable:     s.Catalog.History.Name,
 		resources.EnvEventBus:         s.Catalog.EventBus,
 		resources.EnvPageTokenSecret:  s.Catalog.PageTokenSecret,
+		resources.EnvCallbackSecret:   s.Catalog.CallbackSecret,
 	}
 	for agent, q := range s.RequestQueues {
 		env[resources.EnvRequestQueueURL(agent)] = q.URL
@@ -66,13 +67,15 @@ func (s Stack) Env() map[string]string {
 
 // Stage is what the stage's functions are told of it (package compose),
 // running workflows and keeping ended orders for retention (zero: the
-// default).
+// default). Its CallbackURL is the caller's to set: the API's address is
+// not provisioned.
 func (s Stack) Stage(workflows order.Versions, retention time.Duration) compose.Stage {
 	return compose.Stage{
 		OrdersTable: s.Catalog.Orders.Name, HistoryTable: s.Catalog.History.Name,
 		RequestQueues: s.RequestQueueURLs(), ResponseQueue: s.ResponseQueue.URL,
 		AlertTopicARN: s.AlertTopicARN, EventBus: s.Catalog.EventBus, PageTokenSecret: s.Catalog.PageTokenSecret,
-		Retention: retention, Workflows: workflows,
+		CallbackSecret: s.Catalog.CallbackSecret,
+		Retention:      retention, Workflows: workflows,
 	}
 }
 
@@ -97,7 +100,7 @@ type Clients struct {
 	Deliveries  *sqs.Client
 	SNS         *sns.Client
 	EventBridge *eventbridge.Client
-	// SecretsManager holds the stage's page token key.
+	// SecretsManager holds the stage's page token and callback keys.
 	SecretsManager *secretsmanager.Client
 }
 
@@ -164,20 +167,24 @@ func Create(ctx context.Context, c Clients, cat resources.Catalog) (Stack, error
 	if err := createBus(ctx, c.EventBridge, cat, st.StatusQueue.ARN); err != nil {
 		return st, err
 	}
-	if err := createPageTokenKey(ctx, c.SecretsManager, cat.PageTokenSecret); err != nil {
+	if err := createKey(ctx, c.SecretsManager, cat.PageTokenSecret, "keys the cursors of orderly's search pages"); err != nil {
+		return st, err
+	}
+	if err := createKey(ctx, c.SecretsManager, cat.CallbackSecret, "keys the tokens of orderly's callbacks"); err != nil {
 		return st, err
 	}
 	return st, nil
 }
 
-// createPageTokenKey creates the stage's page token key, random, unless
-// the secret exists: a key that changes breaks the cursors handed out.
-func createPageTokenKey(ctx context.Context, client *secretsmanager.Client, name string) error {
+// createKey creates one of the stage's keys (the page token key, the
+// callback key), random, unless the secret exists: a key that changes
+// breaks the cursors and callback tokens handed out.
+func createKey(ctx context.Context, client *secretsmanager.Client, name, description string) error {
 	if client == nil || name == "" {
 		return nil
 	}
 	_, err := client.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: aws.String(name),
-		Description: aws.String("keys the cursors of orderly's search pages"), SecretString: aws.String(rand.Text() + rand.Text())})
+		Description: aws.String(description), SecretString: aws.String(rand.Text() + rand.Text())})
 	var exists *smtypes.ResourceExistsException
 	if err != nil && !errors.As(err, &exists) {
 		return fmt.Errorf("create secret %s: %w", name, err)
@@ -250,12 +257,15 @@ func Delete(ctx context.Context, c Clients, st Stack) error {
 			}
 		}
 	}
-	if st.Catalog.PageTokenSecret != "" && c.SecretsManager != nil {
-		_, err := c.SecretsManager.DeleteSecret(ctx, &secretsmanager.DeleteSecretInput{SecretId: aws.String(st.Catalog.PageTokenSecret),
+	for _, name := range []string{st.Catalog.PageTokenSecret, st.Catalog.CallbackSecret} {
+		if name == "" || c.SecretsManager == nil {
+			continue
+		}
+		_, err := c.SecretsManager.DeleteSecret(ctx, &secretsmanager.DeleteSecretInput{SecretId: aws.String(name),
 			ForceDeleteWithoutRecovery: aws.Bool(true)})
 		var nf *smtypes.ResourceNotFoundException
 		if err != nil && !errors.As(err, &nf) {
-			errs = append(errs, fmt.Errorf("delete secret %s: %w", st.Catalog.PageTokenSecret, err))
+			errs = append(errs, fmt.Errorf("delete secret %s: %w", name, err))
 		}
 	}
 	if st.AlertTopicARN != "" {

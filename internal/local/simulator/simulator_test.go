@@ -335,7 +335,7 @@ func TestKeyReusedForDifferentWorkIsRefused(t *testing.T) {
 	}
 	// The original work is still there.
 	if again, err := client.Call(t.Context(), "payment", first); err != nil || again.Reference != ref {
-		t.Errorf("replay after the conflict: %q, %v, want %q", again, err, ref)
+		t.Errorf("replay after the conflict: %+v, %v, want %q", again, err, ref)
 	}
 }
 

@@ -31,7 +31,7 @@ func TestUndoReversesTheWorkOnce(t *testing.T) {
 	}
 	again, err := client.Call(t.Context(), "payment", undoOf(req))
 	if err != nil || again.Reference != first.Reference || first.Reference == ref.Reference {
-		t.Errorf("undo twice = %q then %q (%v), want one undo id, not the charge's %q", first, again, err, ref)
+		t.Errorf("undo twice = %+v then %+v (%v), want one undo id, not the charge's %+v", first, again, err, ref)
 	}
 	if !sim.Undone("payment", req.IdempotencyKey) {
 		t.Error("Undone() = false after the undo")
@@ -135,7 +135,7 @@ func TestLedgerKeepsUndos(t *testing.T) {
 		t.Error("restarted simulator forgot the undo")
 	}
 	if again, err := client2.Call(t.Context(), "payment", undoOf(req)); err != nil || again.Reference != undoID.Reference {
-		t.Errorf("undo after restart = %q, %v, want the replay %q", again, err, undoID)
+		t.Errorf("undo after restart = %+v, %v, want the replay %+v", again, err, undoID)
 	}
 	effects, err := simulator.ReadLedger(path)
 	if err != nil {

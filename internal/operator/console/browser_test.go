@@ -339,6 +339,53 @@ func TestSearchInABrowser(t *testing.T) {
 	}
 }
 
+// An operator, in a real browser, sends the event an order waits for
+// from its page: data the step's schema refuses shows the form again
+// with the problem, and the order does not change; the right data moves
+// the order on, and its history names the operator's event. Over a stage
+// on the emulators.
+func TestSendEventInABrowser(t *testing.T) {
+	if !testenv.Enabled() {
+		t.Skip("set ORDERLY_INTEGRATION=1 to run against the emulators")
+	}
+	browser := chromium(t)
+	w := testenv.NewWorld(t, enginetest.Fast)
+	w.Run(t, ordertest.Reviewed(w.Workflow, 0, time.Hour)) // each order waits for the review from its submission
+	stage := ops.Open(w.Stack.Catalog.Stage, w.Clients.DynamoDB, w.Clients.SQS, w.Versions())
+	srv := httptest.NewServer(console.New(w.Stack.Catalog.Stage, stage, slog.New(slog.NewTextHandler(io.Discard, nil))))
+	t.Cleanup(srv.Close)
+	id := w.Submit(t, ordertest.Submission{CustomerID: "c-1", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}})
+	rec := w.Follow(id)
+	rec.Record(t)
+
+	ctx, shoot, text := browse(t, browser)
+	do(t, ctx, "open the order", chromedp.Navigate(srv.URL+"/orders/"+id), chromedp.WaitVisible(chromedp.CSS("#waiting")))
+	if waiting := text("#waiting"); !strings.Contains(waiting, ordertest.StepReview+" waits for event review") {
+		t.Errorf("the page says %q, want what the step waits for", waiting)
+	}
+	do(t, ctx, "open the event's form", chromedp.Click(chromedp.CSS("#send-event")), chromedp.WaitVisible(chromedp.CSS("#data")))
+	do(t, ctx, "send data the schema refuses", chromedp.SetValue(chromedp.CSS("#data"), `{"decision":"maybe"}`),
+		chromedp.Click(chromedp.CSS("#confirm")), chromedp.WaitVisible(chromedp.CSS("#problem")))
+	shoot("console-send-event-refused.png")
+	if problem, data := text("#problem"), run(t, ctx, "read the data", chromedp.Value(chromedp.CSS("#data"))); !strings.Contains(problem, "decision") || data != `{"decision":"maybe"}` {
+		t.Errorf("refused: the page says %q with the data %q; want the problem with decision, and the data as typed", problem, data)
+	}
+	if o, _ := w.Records(t, id); o.Status != order.StatusWaiting {
+		t.Fatalf("after refused data the order is %s, want Waiting", o.Status)
+	}
+	do(t, ctx, "send the review", chromedp.SetValue(chromedp.CSS("#data"), `{"decision":"approve"}`),
+		chromedp.Click(chromedp.CSS("#confirm")), chromedp.WaitVisible(chromedp.CSS("#done")))
+	if done := text("#done"); !strings.Contains(done, "event review taken: the order is now Processing") {
+		t.Errorf("after the send the page says %q, want the order Processing", done)
+	}
+	rec.Record(t)
+	do(t, ctx, "reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#history")))
+	shoot("console-send-event.png")
+	if history := text("#history"); !strings.Contains(history, "operator event") {
+		t.Errorf("the history does not name the operator's event: %q", history)
+	}
+}
+
 // browse starts Chromium for the test, for at most 90 seconds, and
 // returns its context and what screenshots the page (into the test's
 // artifacts) and reads an element's text.

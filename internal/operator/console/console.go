@@ -6,7 +6,8 @@
 // when they were created or ended, newest first, page by page, with their
 // counts by status; an order's page shows its records, a timeline of
 // their attempts, deadlines, retries and undos, its full history, and
-// cancel and redrive behind a confirmation page.
+// cancel, redrive and, for an order that waits for an event, a form that
+// sends it, behind a confirmation page.
 //
 // Every change is a POST carrying the console's own token, so another
 // site open in the operator's browser cannot make one (CSRF). The console
@@ -17,6 +18,7 @@ package console
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -48,6 +50,7 @@ type Stage interface {
 	HistorySince(ctx context.Context, id string, since time.Time) ([]order.HistoryEntry, error)
 	Cancel(ctx context.Context, id string) (order.Order, error)
 	Redrive(ctx context.Context, id, action string) (order.Order, error)
+	SendEvent(ctx context.Context, id, name string, data json.RawMessage) (order.Order, error)
 	DeadLetters(ctx context.Context) ([]ops.DeadLetterQueue, error)
 	Alerts(ctx context.Context, since time.Time, kind order.AlertKind, limit int) ([]order.Alert, error)
 	SearchPage(ctx context.Context, q order.Query, position []byte) (order.SearchPage, error)
@@ -415,6 +418,7 @@ const (
 	actCancel            = "cancel"
 	actRedriveRetry      = "redrive-retry"
 	actRedriveCompensate = "redrive-compensate"
+	actSendEvent         = "send-event"
 )
 
 type confirmPage struct {
@@ -425,6 +429,9 @@ type confirmPage struct {
 	Title  string
 	What   string
 	Token  string
+	// Event is the event the form sends (send-event), with Data, its
+	// data as typed, and Problem, why the last send was refused.
+	Event, Data, Problem string
 }
 
 // confirm shows what an action will do and asks to confirm it.
@@ -463,6 +470,11 @@ func (c *Console) confirm(w http.ResponseWriter, r *http.Request) {
 			page.What = r.What
 		}
 		page.Title = "Redrive order " + v.OrderID
+	case actSendEvent:
+		if !c.eventForm(w, v, &page) {
+			return
+		}
+		page.Data = "{}"
 	default:
 		c.problem(w, http.StatusNotFound, "No such action", fmt.Sprintf("%q is not an action on an order.", page.Action))
 		return
@@ -492,6 +504,13 @@ func (c *Console) act(w http.ResponseWriter, r *http.Request) {
 		o, err = c.stage.Redrive(r.Context(), id, order.RedriveRetry)
 	case actRedriveCompensate:
 		o, err = c.stage.Redrive(r.Context(), id, order.RedriveCompensate)
+	case actSendEvent:
+		event, data := r.PostFormValue("event"), r.PostFormValue("data")
+		o, err = c.stage.SendEvent(r.Context(), id, event, json.RawMessage(data))
+		if errors.Is(err, order.ErrInvalid) || errors.Is(err, order.ErrTooLarge) {
+			c.eventRefused(w, r, id, data, err)
+			return
+		}
 	default:
 		c.problem(w, http.StatusNotFound, "No such action", fmt.Sprintf("%q is not an action on an order.", action))
 		return
@@ -503,13 +522,58 @@ func (c *Console) act(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, order.ErrNotAllowed):
 		c.problem(w, http.StatusConflict, "Not done", fmt.Sprintf("%s: %v. Reload the order to see where it is now.", action, err))
 		return
+	case errors.Is(err, order.ErrTooLate):
+		c.problem(w, http.StatusGone, "Too late", fmt.Sprintf("%s: %v. Nothing was changed.", action, err))
+		return
 	case err != nil:
 		c.fail(w, err)
 		return
 	}
 	c.log.Info("operator action from the console", "order", id, "action", action, "status", o.Status)
 	done := fmt.Sprintf("%s accepted: the order is now %s.", action, o.Status)
+	if action == actSendEvent {
+		done = fmt.Sprintf("event %s taken: the order is now %s.", r.PostFormValue("event"), o.Status)
+	}
 	http.Redirect(w, r, "/orders/"+url.PathEscape(id)+"?live=1&done="+url.QueryEscape(done), http.StatusSeeOther)
+}
+
+// eventForm fills page with the form that sends the event v's Waiting
+// step waits for, or answers 409 when it waits for none.
+func (c *Console) eventForm(w http.ResponseWriter, v api.OrderView, page *confirmPage) bool {
+	st := waitingStep(v)
+	if st == nil || st.Waiting.Event == "" {
+		why := fmt.Sprintf("Order %s is %s and waits for no event.", v.OrderID, v.Status)
+		if st != nil {
+			why = fmt.Sprintf("Order %s waits for no event: %s waits for %s until %s.", v.OrderID, st.Step, cmp.Or(st.Waiting.For, "what its workflow version, which this build lacks, says"),
+				st.Waiting.Until.UTC().Format(time.RFC3339))
+		}
+		c.problem(w, http.StatusConflict, "Cannot send an event", why)
+		return false
+	}
+	page.Event = st.Waiting.Event
+	page.Title = fmt.Sprintf("Send event %s to order %s", page.Event, v.OrderID)
+	page.What = fmt.Sprintf("Step %s waits for event %s until %s. Its data, a JSON object, is checked against the step's schema and kept as the step's result; "+
+		"the order goes on at once. The history names the operator's event.", st.Step, page.Event, st.Waiting.Until.UTC().Format(time.RFC3339))
+	return true
+}
+
+// eventRefused shows the event's form again, with the data as it was
+// typed and why it was refused (err: order.ErrInvalid or ErrTooLarge).
+func (c *Console) eventRefused(w http.ResponseWriter, r *http.Request, id, data string, err error) {
+	v, ok := c.read(w, r.Context(), id)
+	if !ok {
+		return
+	}
+	page := confirmPage{Stage: c.name, Order: v, Action: actSendEvent, Token: c.token}
+	if !c.eventForm(w, v, &page) {
+		return
+	}
+	page.Data, page.Problem = data, err.Error()
+	status := http.StatusBadRequest
+	if errors.Is(err, order.ErrTooLarge) {
+		status = http.StatusRequestEntityTooLarge
+	}
+	c.render(w, status, "confirm", page)
 }
 
 // trusted reports whether a change came from this console's own form: it

@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
@@ -30,6 +31,8 @@ const (
 	flyingID   = "FLYINGORDERAAAAAAAAAAAAAAA"
 	timedOutID = "TIMEDOUTORDERAAAAAAAAAAAAA"
 	waitingID  = "WAITINGORDERAAAAAAAAAAAAAA"
+	// reviewingID waits for the event "review".
+	reviewingID = "REVIEWINGORDERAAAAAAAAAAAA"
 )
 
 // waitingOrder is an order whose first step, a timer, waits an hour from
@@ -40,6 +43,15 @@ func waitingOrder(id string) api.OrderView {
 		Steps: []api.StepView{{Step: "cool-off", State: "Waiting", Attempt: 1, CompleteBy: &until, UpdatedAt: t0,
 			Waiting: &api.WaitView{For: order.WaitTimer, Since: t0, Until: until}},
 			{Step: ordertest.StepReserveInventory, Agent: ordertest.AgentInventory, State: "NotStarted"}}}
+}
+
+// reviewingOrder is an order whose first step waits an hour from t0 for
+// the event "review".
+func reviewingOrder(id string) api.OrderView {
+	v := waitingOrder(id)
+	v.Steps[0].Step = ordertest.StepReview
+	v.Steps[0].Waiting = &api.WaitView{For: order.WaitEvent, Event: ordertest.EventReview, Since: t0, Until: t0.Add(time.Hour)}
+	return v
 }
 
 // stuckAtUndo is an order in Error at the refund that undoes its payment,
@@ -96,6 +108,8 @@ func (f *fakeStage) Show(_ context.Context, id string) (api.OrderView, error) {
 			Steps: []api.StepView{{Step: ordertest.StepChargePayment, State: "Processing"}}}, nil
 	case waitingID:
 		return waitingOrder(id), nil
+	case reviewingID:
+		return reviewingOrder(id), nil
 	}
 	return api.OrderView{}, fmt.Errorf("order %s: %w", id, order.ErrNotFound)
 }
@@ -112,6 +126,11 @@ func (f *fakeStage) Cancel(_ context.Context, id string) (order.Order, error) {
 func (f *fakeStage) Redrive(_ context.Context, id, action string) (order.Order, error) {
 	f.actions = append(f.actions, "redrive "+id+" "+action)
 	return order.Order{ID: id, Status: order.StatusCompensating}, f.failWith
+}
+
+func (f *fakeStage) SendEvent(_ context.Context, id, name string, data json.RawMessage) (order.Order, error) {
+	f.actions = append(f.actions, "event "+id+" "+name+" "+string(data))
+	return order.Order{ID: id, Status: order.StatusProcessing}, f.failWith
 }
 
 func (f *fakeStage) DeadLetters(context.Context) ([]ops.DeadLetterQueue, error) {
@@ -246,6 +265,13 @@ func TestPages(t *testing.T) {
 		{"/orders/" + waitingID, 200, []string{`id="waiting"`, "cool-off waits for timer since 2026-11-22 10:00:00.000 until 2026-11-22 11:00:00.000 (in 59m0s)",
 			`id="cancel"`, "Watch live"}},
 		{"/orders/" + waitingID + "/cancel", 200, []string{"Cancel order " + waitingID, "wait stops at once", `id="confirm"`}},
+		// An order that waits for an event: the form to send it.
+		{"/orders/" + reviewingID, 200, []string{"manual-review waits for event review since", `id="send-event" href="/orders/` + reviewingID + `/send-event"`,
+			"Send event review", `id="cancel"`}},
+		{"/orders/" + reviewingID + "/send-event", 200, []string{"Send event review to order " + reviewingID, "checked against the step&#39;s schema",
+			`<textarea id="data" name="data"`, ">{}</textarea>", `name="event" value="review"`, `id="confirm"`}},
+		{"/orders/" + waitingID + "/send-event", 409, []string{"waits for no event: cool-off waits for timer"}},
+		{"/orders/" + stuckID + "/send-event", 409, []string{"is Error and waits for no event"}},
 		{"/orders/NOSUCHORDERAAAAAAAAAAAAAAA", 404, []string{"has no order"}},
 		{"/orders/not-an-id", 404, []string{"No order has that id"}},
 		{"/orders/" + stuckID + "/delete", 404, []string{"is not an action"}},
@@ -324,6 +350,71 @@ func TestActionsNeedTheConsolesToken(t *testing.T) {
 	f.failWith = fmt.Errorf("order %s is Compensating: %w", stuckID, order.ErrNotAllowed)
 	if resp := post("redrive-retry", url.Values{"token": {m[1]}}, ""); resp.StatusCode != http.StatusConflict {
 		t.Errorf("redrive of an order that moved on: %d, want 409", resp.StatusCode)
+	}
+}
+
+// An event is sent from its form with the console's token, as an
+// operator: taken, the page goes back to the order, watching it; data
+// that cannot be taken shows the form again with what is wrong and the
+// data as typed; an event too late or no longer waited for says so.
+func TestSendEventFromTheConsole(t *testing.T) {
+	f := &fakeStage{}
+	srv := serve(t, f)
+	_, page := get(t, srv.URL+"/orders/"+reviewingID+"/send-event")
+	m := tokenField.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("the event's form has no token")
+	}
+	approve := `{"decision":"approve"}`
+	send := func(form url.Values) (int, string, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/orders/"+reviewingID+"/send-event", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Location"), string(b)
+	}
+	if status, _, _ := send(url.Values{"event": {"review"}, "data": {approve}}); status != http.StatusForbidden || len(f.actions) != 0 {
+		t.Fatalf("without the token: %d, actions %v; want 403 and nothing sent", status, f.actions)
+	}
+	for _, tt := range []struct {
+		name     string
+		failWith error
+		data     string
+		status   int
+		// says is what the page (or where it goes) says.
+		says []string
+	}{
+		{"taken", nil, approve, http.StatusSeeOther, []string{"/orders/" + reviewingID + "?live=1&done=", url.QueryEscape("event review taken: the order is now Processing")}},
+		{"data its schema refuses", &order.ValidationError{Fields: []order.FieldError{{Field: "decision", Problem: `must be one of "approve", "reject"`}}},
+			`{"decision":"maybe"}`, http.StatusBadRequest,
+			[]string{`id="problem"`, "decision: must be one of &#34;approve&#34;, &#34;reject&#34;", `>{&#34;decision&#34;:&#34;maybe&#34;}</textarea>`, `name="token" value="` + m[1]}},
+		{"data over what the step keeps", fmt.Errorf("event review's data is 5000 bytes, step manual-review keeps at most 4096: %w", order.ErrTooLarge),
+			approve, http.StatusRequestEntityTooLarge, []string{`id="problem"`, "keeps at most 4096"}},
+		{"too late", fmt.Errorf("order %s: the wait for event review ended at 2026-11-22T11:00:00Z: %w", reviewingID, order.ErrTooLate),
+			approve, http.StatusGone, []string{"Too late", "the wait for event review ended"}},
+		{"taken already, other data", fmt.Errorf("order %s took event review already, with other data: %w", reviewingID, order.ErrNotAllowed),
+			approve, http.StatusConflict, []string{"Not done", "took event review already"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f.actions, f.failWith = nil, tt.failWith
+			status, loc, body := send(url.Values{"token": {m[1]}, "event": {"review"}, "data": {tt.data}})
+			if status != tt.status {
+				t.Errorf("status %d, want %d", status, tt.status)
+			}
+			for _, w := range tt.says {
+				if !strings.Contains(loc+body, w) {
+					t.Errorf("the answer lacks %q:\n%s%s", w, loc, body)
+				}
+			}
+			if want := "event " + reviewingID + " review " + tt.data; len(f.actions) != 1 || f.actions[0] != want {
+				t.Errorf("actions %q, want %q", f.actions, want)
+			}
+		})
 	}
 }
 

@@ -8,6 +8,7 @@ package ops
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -385,6 +386,23 @@ func (s *Stage) Cancel(ctx context.Context, id string) (order.Order, error) {
 // order.RedriveCompensate or empty (what the stuck record calls for).
 func (s *Stage) Redrive(ctx context.Context, id, action string) (order.Order, error) {
 	return s.controls.Redrive(ctx, id, action)
+}
+
+// SendEvent delivers the event name with data, a JSON object, to the
+// order as an operator (the history names control.ByOperatorEvent), as
+// POST /ops/orders/{id}/events/{name} would: the step that waits for it
+// takes data as its result and the order goes on. data is checked as the
+// API checks a body (order.ParseEventData), then against the step's
+// schema; bad data, an event the workflow has not, or an order not
+// waiting for it gets control.SendEvent's error and nothing is written.
+func (s *Stage) SendEvent(ctx context.Context, id, name string, data json.RawMessage) (order.Order, error) {
+	data, err := order.ParseEventData(data)
+	if err != nil {
+		return order.Order{}, fmt.Errorf("event %s's data: %w", name, err)
+	}
+	// An operator may send to any order: the principal is not asked.
+	// control's errors name the order and the event.
+	return s.controls.SendEvent(ctx, order.Principal{}, true, id, name, data)
 }
 
 // Move moves an order parked under a workflow version this build lacks

@@ -2,6 +2,7 @@ package ops_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"orderly/internal/actor/control"
 	"orderly/internal/actor/scheduler"
 	"orderly/internal/adapter/dynamo"
 	"orderly/internal/operator/ops"
@@ -341,6 +343,76 @@ func TestAWaitingOrder(t *testing.T) {
 	}
 	if ls, err := stage.InStatus(ctx, order.StatusWaiting, 100); err != nil || len(ls) != 0 {
 		t.Errorf("Waiting after the cancel: %v, %v; want none", ids(ls), err)
+	}
+}
+
+// An operator's event moves on an order that waits for it, and its
+// history names the operator's event; an event that cannot be taken gets
+// the domain's error, naming what is wrong, and writes nothing.
+func TestSendEvent(t *testing.T) {
+	w, _ := world(t)
+	ctx := context.Background()
+	w.Run(t, ordertest.Reviewed(w.Workflow, 1, time.Hour))
+	stage := ops.Open(w.Stack.Catalog.Stage, w.Clients.DynamoDB, w.Clients.SQS, w.Versions())
+	id := w.Submit(t, someOrder)
+	rec := w.Follow(id)
+	rec.Record(t)
+	approve := json.RawMessage(`{"decision":"approve","note":"checked by phone"}`)
+	refused := func(t *testing.T, name string, data json.RawMessage, want error, says string) {
+		t.Helper()
+		before, _ := w.Records(t, id)
+		_, err := stage.SendEvent(ctx, id, name, data)
+		if !errors.Is(err, want) || !strings.Contains(fmt.Sprint(err), says) {
+			t.Errorf("%s %s: %v, want %v saying %q", name, data, err, want, says)
+		}
+		if after, _ := w.Records(t, id); after.Status != before.Status || !after.UpdatedAt.Equal(before.UpdatedAt) {
+			t.Errorf("%s %s: the order changed: %s at %s, was %s at %s", name, data, after.Status, after.UpdatedAt, before.Status, before.UpdatedAt)
+		}
+	}
+
+	refused(t, ordertest.EventReview, approve, order.ErrNotAllowed, "not waiting for event review yet")
+	reply(t, w.Scheduler("s1"), order.StepReply{OrderID: id, Step: ordertest.StepReserveInventory, Attempt: 1, Outcome: order.OutcomeSucceeded})
+	rec.Record(t)
+	if o, _ := w.Records(t, id); o.Status != order.StatusWaiting {
+		t.Fatalf("after the first step: %s, want Waiting for the review", o.Status)
+	}
+	for _, tt := range []struct {
+		name, event string
+		data        json.RawMessage
+		want        error
+		says        string
+	}{
+		{"data its schema refuses", ordertest.EventReview, json.RawMessage(`{"decision":"maybe"}`), order.ErrInvalid, "decision"},
+		{"data that is not an object", ordertest.EventReview, json.RawMessage(`["approve"]`), order.ErrInvalid, "JSON object"},
+		{"a repeated key", ordertest.EventReview, json.RawMessage(`{"decision":"approve","decision":"reject"}`), order.ErrInvalid, "decision"},
+		{"an event the workflow has not", "approval", approve, order.ErrInvalid, "approval"},
+	} {
+		t.Run(tt.name, func(t *testing.T) { refused(t, tt.event, tt.data, tt.want, tt.says) })
+	}
+
+	o, err := stage.SendEvent(ctx, id, ordertest.EventReview, approve)
+	if err != nil || o.Status != order.StatusProcessing {
+		t.Fatalf("send the review: %s, %v; want Processing", o.Status, err)
+	}
+	_, steps := w.Records(t, id)
+	if steps[1].ProcessState != order.Processed || !order.SameJSON(steps[1].Result, approve) || steps[2].ProcessState != order.Pending {
+		t.Errorf("after the review: %s, result %s; want the review Processed with its data, the next step Pending", testenv.Describe(testenv.States(steps)), steps[1].Result)
+	}
+	rec.Record(t)
+	_, history, err := stage.History(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var byEvent []order.HistoryEntry
+	for _, e := range history {
+		if e.By == control.ByOperatorEvent {
+			byEvent = append(byEvent, e)
+		}
+	}
+	if len(byEvent) == 0 || !slices.ContainsFunc(byEvent, func(e order.HistoryEntry) bool {
+		return e.Event == "status" && e.From == string(order.StatusWaiting) && e.To == string(order.StatusProcessing)
+	}) {
+		t.Errorf("history: %+v; want Waiting → Processing by %q", history, control.ByOperatorEvent)
 	}
 }
 

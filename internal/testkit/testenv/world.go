@@ -17,11 +17,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"orderly/internal/actor/agent"
 	"orderly/internal/actor/api"
 	"orderly/internal/actor/dispatch"
 	"orderly/internal/actor/scheduler"
 	"orderly/internal/actor/supervisor"
 	"orderly/internal/adapter/dynamo"
+	"orderly/internal/adapter/services"
 	"orderly/internal/compose"
 	"orderly/internal/local/provision"
 	"orderly/internal/metrics"
@@ -91,11 +93,18 @@ func (w *World) Run(t testing.TB, wf order.Workflow) {
 // Versions is the World's one workflow version, as the functions get it.
 func (w *World) Versions() order.Versions { return order.MustVersions(w.Workflow) }
 
+// CallbackURL is where the World's agents tell services that call back
+// to call: the World's API has no address (tests call its handler), so a
+// name that resolves nowhere (RFC 2606's .test).
+const CallbackURL = "https://api.orderly.test/callbacks"
+
 // Function is a function of the World's stage as its Lambda is built
 // (package compose), with the World's clock and id as its instance's.
 func (w *World) Function(id string) compose.Function {
+	stage := w.Stack.Stage(w.Versions(), 0)
+	stage.CallbackURL = CallbackURL
 	return compose.Function{
-		Stage: w.Stack.Stage(w.Versions(), 0),
+		Stage: stage,
 		ID:    id, Log: w.Log, Metrics: metrics.Discard(), Now: w.Clock.Now, AWS: w.aws,
 	}
 }
@@ -140,6 +149,14 @@ func (w *World) Submit(t testing.TB, sub ordertest.Submission) string {
 		t.Fatalf("submit response: %v", err)
 	}
 	return out.OrderID
+}
+
+// Agent returns the agent of the World's workflow called name, as its
+// Lambda is built, calling its service at url without a credential
+// (a loopback test server).
+func (w *World) Agent(name, url string) *agent.Service {
+	return compose.Agent(w.Function("agent-"+name), compose.AgentSettings{Name: name,
+		Service: services.Service{URL: url, Auth: services.Auth{Type: services.AuthNone}}})
 }
 
 // Dispatcher returns the dispatcher the World's actors send requests with.

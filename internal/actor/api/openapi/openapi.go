@@ -121,6 +121,7 @@ func Document(wfs order.Versions) map[string]any {
 		"/orders/{id}/events/{name}": event("send an event to the caller's order: the step that waits for it takes the body, " +
 			"checked against its schema, as its result, and the order goes on"),
 		"/ops/orders/{id}/events/{name}": event("send an event to any order (operators)"),
+		"/callbacks":                     callback(),
 	}
 	schemas := map[string]any{}
 	for _, name := range wfs.Names() {
@@ -197,7 +198,9 @@ var clientStep = map[string]any{
 	"waiting": map[string]any{"type": "object", "description": "a Waiting step: what it waits for, since when and until when (no service works on it meanwhile)",
 		"required": []string{"until"}, "properties": map[string]any{
 			"for": map[string]any{"type": "string",
-				"description": "what kind of thing the step waits for (" + order.WaitTimer + ": a time); absent when the stage no longer has the order's workflow version"},
+				"description": "what kind of thing the step waits for (" + order.WaitTimer + ": a time; " + order.WaitEvent + ": an event, named in event); absent when the stage no longer has the order's workflow version"},
+			"event": map[string]any{"type": "string",
+				"description": "for " + order.WaitEvent + ": the event's name, which POST /orders/{id}/events/{name} sends"},
 			"since": map[string]any{"type": "string", "format": "date-time", "description": "when the step started to wait"},
 			"until": map[string]any{"type": "string", "format": "date-time", "description": "when the wait ends"}}},
 }
@@ -258,6 +261,35 @@ func event(summary string) map[string]any {
 	responses["410"] = errorResponse("too_late: the wait for the event ended")
 	responses["413"] = errorResponse("too_large: the data is over what the step keeps (its result.maxBytes)")
 	return op
+}
+
+// callback is the route services that call back call: not IAM-authorized,
+// allowed by the token their call carried.
+func callback() map[string]any {
+	outcome := map[string]any{"type": "object", "additionalProperties": false, "required": []any{"outcome"}, "properties": map[string]any{
+		"outcome": map[string]any{"enum": []any{order.CallbackOutcomeSucceeded, order.CallbackOutcomeFailed, order.CallbackOutcomeWorking}},
+		"result":  map[string]any{"type": "object", "description": `with "succeeded": the answer a synchronous call returns, the reference in "id"`},
+		"error":   map[string]any{"type": "string", "maxLength": order.MaxReasonBytes, "description": `with "failed": why, for people`},
+	}}
+	taken := map[string]any{"type": "object", "properties": map[string]any{
+		"orderId": map[string]any{"type": "string"}, "step": map[string]any{"type": "string"}, "attempt": map[string]any{"type": "integer"},
+		"status": ref("Status"), "completeBy": map[string]any{"type": "string", "format": "date-time", "description": `with "working": the wait's deadline now`},
+	}}
+	return map[string]any{"post": map[string]any{
+		"summary": "a service that calls back reports how the work of one attempt of one step went (docs/remote-services.md#services-that-call-back)",
+		"parameters": []any{map[string]any{"name": "Authorization", "in": "header", "required": true,
+			"description": "Orderly-Callback <token>: the token the call carried, for that attempt alone", "schema": map[string]any{"type": "string"}}},
+		"security":    []any{},
+		"requestBody": map[string]any{"required": true, "content": jsonBody(outcome)},
+		"responses": map[string]any{
+			"200": response("taken (a duplicate of the callback taken answers so too)", taken),
+			"400": errorResponse("invalid_request: the body, or a success's result (no reference, over the step's bound, against its schema)"),
+			"401": errorResponse("invalid_token: no token of this stage (missing, altered, another stage's)"),
+			"409": errorResponse("invalid_state: the attempt is over, or the step took another callback"),
+			"410": errorResponse("too_late: the wait ended; the call is made again, with a new token"),
+			"413": errorResponse("too_large"), "502": response("the function failed; retry", nil),
+			"503": errorResponse("unavailable: the stage's callback key cannot be read now, or busy: retry"),
+		}}}
 }
 
 func statuses() []string {

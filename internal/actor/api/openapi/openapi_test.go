@@ -29,7 +29,7 @@ func TestDocumentDescribesEveryRoute(t *testing.T) {
 	routes := []struct{ method, resource string }{
 		{"post", api.ResourceOrders}, {"get", api.ResourceOrders}, {"get", api.ResourceOperatorOrders}, {"get", api.ResourceOrder}, {"get", api.ResourceOperatorOrder},
 		{"post", api.ResourceCancel}, {"post", api.ResourceRedrive}, {"get", api.ResourceHistory}, {"get", api.ResourceOperatorHistory},
-		{"post", api.ResourceEvent}, {"post", api.ResourceOperatorEvent},
+		{"post", api.ResourceEvent}, {"post", api.ResourceOperatorEvent}, {"post", api.ResourceCallbacks},
 		// ResourceWorkflowOrders, once per workflow the stage runs.
 		{"post", "/workflows/order/orders"},
 	}
@@ -74,9 +74,12 @@ func TestDocumentDescribesTheViewsAsWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	wf := order.Workflow{Steps: []order.StepDef{{Name: "ship", ResultShownToClient: true}, {Name: "cool-off", Wait: &order.Wait{For: time.Hour}}}}
+	wf := order.Workflow{Steps: []order.StepDef{{Name: "ship", ResultShownToClient: true}, {Name: "cool-off", Wait: &order.Wait{For: time.Hour}},
+		{Name: "review", Wait: &order.Wait{Event: "review", Timeout: time.Hour}}}}
 	o := order.Order{ID: order.NewID(), Status: order.StatusError, CreatedAt: now, UpdatedAt: now}
 	cooling := order.StepState{Step: "cool-off", ProcessState: order.Waiting, Attempt: 1, Since: now, CompleteBy: now.Add(time.Hour), UpdatedAt: now}
+	reviewing := cooling
+	reviewing.Step = "review"
 	steps := []order.StepState{{Step: "ship", Agent: "shipping", ProcessState: order.Error, Attempt: 2, FailureCount: 1, CompleteBy: now,
 		LockedBy: "s1", LastError: "refused", Reference: "shp_1", Result: json.RawMessage(`{"id":"shp_1"}`), UpdatedAt: now, Undo: true}}
 	waits := order.Order{ID: order.NewID(), Status: order.StatusWaiting, CreatedAt: now, UpdatedAt: now}
@@ -85,10 +88,10 @@ func TestDocumentDescribesTheViewsAsWritten(t *testing.T) {
 		views  []any
 	}{
 		{"Order", []any{api.NewClientView(o, []order.StepState{{Step: "ship", ProcessState: order.Processed, Reference: "shp_1",
-			Result: json.RawMessage(`{"id":"shp_1"}`), UpdatedAt: now, Undo: false}, {Step: "ship", Undo: true, UpdatedAt: now}, cooling}, wf)}},
-		{"OperatorOrder", []any{api.NewOrderView(o, steps, wf), api.NewOrderView(waits, []order.StepState{cooling}, wf)}},
+			Result: json.RawMessage(`{"id":"shp_1"}`), UpdatedAt: now, Undo: false}, {Step: "ship", Undo: true, UpdatedAt: now}, cooling, reviewing}, wf)}},
+		{"OperatorOrder", []any{api.NewOrderView(o, steps, wf), api.NewOrderView(waits, []order.StepState{cooling, reviewing}, wf)}},
 	} {
-		seen := map[string]bool{}
+		seen, seenWait := map[string]bool{}, map[string]bool{}
 		for _, view := range tt.views {
 			raw, _ := json.Marshal(view)
 			var written struct{ Steps []map[string]any }
@@ -98,6 +101,10 @@ func TestDocumentDescribesTheViewsAsWritten(t *testing.T) {
 			for _, st := range written.Steps {
 				for k := range st {
 					seen[k] = true
+				}
+				waiting, _ := st["waiting"].(map[string]any)
+				for k := range waiting {
+					seenWait[k] = true
 				}
 			}
 		}
@@ -110,6 +117,19 @@ func TestDocumentDescribesTheViewsAsWritten(t *testing.T) {
 		for k := range described {
 			if !seen[k] {
 				t.Errorf("%s: a record's %q is described but never written", tt.schema, k)
+			}
+		}
+		// And a wait's own fields.
+		waiting, _ := described["waiting"].(map[string]any)
+		describedWait, _ := waiting["properties"].(map[string]any)
+		for k := range seenWait {
+			if describedWait[k] == nil {
+				t.Errorf("%s: a wait's %q is written but not described", tt.schema, k)
+			}
+		}
+		for k := range describedWait {
+			if !seenWait[k] {
+				t.Errorf("%s: a wait's %q is described but never written", tt.schema, k)
 			}
 		}
 	}
