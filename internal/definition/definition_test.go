@@ -232,19 +232,8 @@ func TestParseRefusesBadDefinitions(t *testing.T) {
 }
 
 func TestParseAcceptsAGoodDefinition(t *testing.T) {
-	data, err := os.ReadFile("testdata/good.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	def, err := definition.Parse("testdata/good.json", data)
-	if err != nil {
-		t.Fatalf("Parse: %v", err)
-	}
 	stage := order.DefaultTiming
-	w, err := def.Workflow(stage)
-	if err != nil {
-		t.Fatalf("Workflow: %v", err)
-	}
+	def, w := parsed(t, "testdata/good.json", stage, 2)
 	want := order.Workflow{Name: def.Name, Version: "1", Input: def.Input, ClaimWithin: stage.ClaimWithin, SkewGrace: stage.SkewGrace, Steps: []order.StepDef{
 		{Name: "reserve", Agent: "inventory", Undo: "release the reservation",
 			Allowance: stage.Allowance, MaxAllowance: stage.MaxAllowance, FailureThreshold: stage.FailureThreshold, MaxHeartbeats: stage.MaxHeartbeats,
@@ -260,9 +249,8 @@ func TestParseAcceptsAGoodDefinition(t *testing.T) {
 	}
 }
 
-// parsed is the definition in file, which must parse with no warnings,
-// and its workflow for stage, which must have steps steps.
-func parsed(t *testing.T, file string, stage order.Timing, steps int) (definition.Definition, order.Workflow) {
+// parse is the definition in file, which must parse.
+func parse(t *testing.T, file string) definition.Definition {
 	t.Helper()
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -272,6 +260,14 @@ func parsed(t *testing.T, file string, stage order.Timing, steps int) (definitio
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
+	return def
+}
+
+// parsed is the definition in file, which must parse with no warnings,
+// and its workflow for stage, which must have steps steps.
+func parsed(t *testing.T, file string, stage order.Timing, steps int) (definition.Definition, order.Workflow) {
+	t.Helper()
+	def := parse(t, file)
 	if ws := def.Warnings(); len(ws) > 0 {
 		t.Errorf("Warnings = %v, want none", ws)
 	}
@@ -283,6 +279,23 @@ func parsed(t *testing.T, file string, stage order.Timing, steps int) (definitio
 		t.Fatalf("Workflow has %d steps, want %d", len(w.Steps), steps)
 	}
 	return def, w
+}
+
+// checkWrittenBack checks that def, parsed from file, marshals as the
+// file says and parses back the same.
+func checkWrittenBack(t *testing.T, def definition.Definition, file string) {
+	t.Helper()
+	raw, err := json.Marshal(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(file); !order.SameJSON(raw, data) {
+		t.Errorf("the definition marshals as\n%s\nnot as its file", raw)
+	}
+	again, err := definition.Parse("again.json", raw)
+	if err != nil || !again.Same(def) {
+		t.Errorf("Parse of the definition written back: %v; same %t", err, again.Same(def))
+	}
 }
 
 // A step that waits becomes a StepDef with its timer and no agent, call,
@@ -320,86 +333,83 @@ func TestParseAcceptsAWaitStep(t *testing.T) {
 	}
 }
 
+// waitDurations are the lengths a wait takes, at least a second and at
+// most a year, whatever the field: problem is "" when one is taken, and
+// schema says whether the published schema refuses it too (it can state
+// a duration's form and zero, not the bounds).
+var waitDurations = []struct {
+	value   string
+	problem string
+	schema  bool
+}{
+	{"1s", "", false},
+	{"30m", "", false},
+	{"1h30m", "", false},
+	{"8760h", "", false},
+	{"525600m", "", false},
+	{"999ms", `"999ms": must be at least 1s: a wait ends on the Supervisor's schedule (once a minute by default), so a shorter one ends no sooner`, false},
+	{"0s", `"0s": must be at least 1s`, true},
+	{"-1h", `"-1h": must be at least 1s`, true},
+	{"8760h1s", `"8760h1s": at most 8760h (a year): a bound keeps every order ending`, false},
+	{"9000h", `"9000h": at most 8760h (a year)`, false},
+	{"half an hour", `"half an hour": not a duration; write one like "30m" or "48h"`, true},
+	{"1d", `"1d": not a duration`, true},
+	{"", "", true},
+}
+
+// durationField is a field of step 1 that holds a wait's duration.
+type durationField struct {
+	name string
+	// set writes the duration v in the step, in the field.
+	set func(step map[string]any, v string)
+	// empty is the problem of an empty duration.
+	empty string
+}
+
+// checkDurations writes each of waitDurations in each field of file's
+// step 1, whose path starts with prefix ("steps[1].wait."), and checks the
+// loader's problem and the published schema's verdict.
+func checkDurations(t *testing.T, file, prefix string, fields []durationField) {
+	t.Helper()
+	sch := publishedSchema(t)
+	for _, f := range fields {
+		for _, tt := range waitDurations {
+			t.Run(f.name+"="+tt.value, func(t *testing.T) {
+				raw := stepEdited(t, file, 1, func(step map[string]any) { f.set(step, tt.value) })
+				want := "x.json: " + prefix + f.name + ": " + tt.problem
+				switch {
+				case tt.value == "":
+					want = f.empty
+				case tt.problem == "":
+					want = ""
+				}
+				checkParse(t, raw, want)
+				checkSchema(t, sch, raw, tt.schema)
+			})
+		}
+	}
+}
+
 // A timer waits, and a step waits for its event, at least a second and
 // at most a year; the published schema refuses what it can state (a
 // duration's form, zero), not the bounds.
 func TestWaitDurations(t *testing.T) {
-	sch := publishedSchema(t)
-	data, err := os.ReadFile("testdata/wait.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Each duration as a timer's "for", as an event's "timeout" and as
 	// the bound of a timer until a time.
 	const yearEnd = "timestamp('2030-12-31T00:00:00Z')"
-	forms := []struct {
-		field string
-		wait  func(string) map[string]any
-		// empty is the problem of an empty duration.
-		empty string
-	}{
-		{"for", func(v string) map[string]any { return map[string]any{"for": v} }, "x.json: " + waitNeither},
-		{"timeout", func(v string) map[string]any { return map[string]any{"event": "review", "timeout": v} },
+	checkDurations(t, "testdata/wait.json", "steps[1].wait.", []durationField{
+		{"for", func(step map[string]any, v string) { step["wait"] = map[string]any{"for": v} }, "x.json: " + waitNeither},
+		{"timeout", func(step map[string]any, v string) { step["wait"] = map[string]any{"event": "review", "timeout": v} },
 			`x.json: steps[1].wait.timeout: is required with "event"`},
-		{"max", func(v string) map[string]any { return map[string]any{"until": yearEnd, "max": v} },
+		{"max", func(step map[string]any, v string) { step["wait"] = map[string]any{"until": yearEnd, "max": v} },
 			`x.json: steps[1].wait.max: is required with "until"`},
-	}
-	tests := []struct {
-		value   string
-		problem string // "" when it is taken
-		schema  bool   // the schema refuses it too
-	}{
-		{"1s", "", false},
-		{"30m", "", false},
-		{"1h30m", "", false},
-		{"8760h", "", false},
-		{"525600m", "", false},
-		{"999ms", `"999ms": must be at least 1s: a wait ends on the Supervisor's schedule (once a minute by default), so a shorter one ends no sooner`, false},
-		{"0s", `"0s": must be at least 1s`, true},
-		{"-1h", `"-1h": must be at least 1s`, true},
-		{"8760h1s", `"8760h1s": at most 8760h (a year): a bound keeps every order ending`, false},
-		{"9000h", `"9000h": at most 8760h (a year)`, false},
-		{"half an hour", `"half an hour": not a duration; write one like "30m" or "48h"`, true},
-		{"1d", `"1d": not a duration`, true},
-		{"", "", true},
-	}
-	for _, form := range forms {
-		for _, tt := range tests {
-			t.Run(form.field+"="+tt.value, func(t *testing.T) {
-				var doc map[string]any
-				if err := json.Unmarshal(data, &doc); err != nil {
-					t.Fatal(err)
-				}
-				doc["steps"].([]any)[1].(map[string]any)["wait"] = form.wait(tt.value)
-				raw, _ := json.Marshal(doc)
-				_, err := definition.Parse("x.json", raw)
-				want := "x.json: steps[1].wait." + form.field + ": " + tt.problem
-				if tt.value == "" {
-					want = form.empty
-				}
-				if tt.problem == "" && tt.value != "" && err != nil || (tt.problem != "" || tt.value == "") && (err == nil || !strings.HasPrefix(err.Error(), want)) {
-					t.Errorf("Parse = %v, want a problem starting %q", err, want)
-				}
-				inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if refused := sch.Validate(inst) != nil; refused != tt.schema {
-					t.Errorf("the published schema refuses it: %t, want %t", refused, tt.schema)
-				}
-			})
-		}
-	}
+	})
 }
 
 // An event's name is a name like a step's: the route that takes it
 // (POST /orders/{id}/events/{name}) takes no other.
 func TestEventNames(t *testing.T) {
 	sch := publishedSchema(t)
-	data, err := os.ReadFile("testdata/event.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	tests := []struct {
 		name    string
 		problem string // "" when it is taken; the schema agrees
@@ -416,28 +426,18 @@ func TestEventNames(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var doc map[string]any
-			if err := json.Unmarshal(data, &doc); err != nil {
-				t.Fatal(err)
-			}
-			doc["steps"].([]any)[1].(map[string]any)["wait"].(map[string]any)["event"] = tt.name
-			raw, _ := json.Marshal(doc)
-			_, err := definition.Parse("x.json", raw)
+			raw := stepEdited(t, "testdata/event.json", 1, func(step map[string]any) {
+				step["wait"].(map[string]any)["event"] = tt.name
+			})
 			want := "x.json: steps[1].wait.event: " + tt.problem
-			if tt.name == "" {
+			switch {
+			case tt.name == "":
 				want = "x.json: " + waitNeither
+			case tt.problem == "":
+				want = ""
 			}
-			taken := tt.problem == "" && tt.name != ""
-			if taken && err != nil || !taken && (err == nil || !strings.HasPrefix(err.Error(), want)) {
-				t.Errorf("Parse = %v, want a problem starting %q", err, want)
-			}
-			inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if refused := sch.Validate(inst) != nil; refused == taken {
-				t.Errorf("the published schema refuses it: %t, want %t", refused, !taken)
-			}
+			checkParse(t, raw, want)
+			checkSchema(t, sch, raw, want != "")
 		})
 	}
 }
@@ -490,17 +490,7 @@ func TestParseAcceptsAnEventStep(t *testing.T) {
 		t.Errorf("Sizes = %+v, want 3 kept (2048 bytes and two of %d), 6 records", z, order.DefaultResultMaxBytes)
 	}
 	// Written back, it is what the file says, and reads back the same.
-	raw, err := json.Marshal(def)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if data, _ := os.ReadFile("testdata/event.json"); !order.SameJSON(raw, data) {
-		t.Errorf("the definition marshals as\n%s\nnot as its file", raw)
-	}
-	again, err := definition.Parse("again.json", raw)
-	if err != nil || !again.Same(def) {
-		t.Errorf("Parse of the definition written back: %v; same %t", err, again.Same(def))
-	}
+	checkWrittenBack(t, def, "testdata/event.json")
 }
 
 // A step whose service calls back becomes a StepDef with its call and
@@ -535,17 +525,7 @@ func TestParseAcceptsACallbackStep(t *testing.T) {
 		t.Errorf("Agents = %q, want inventory, payment and warehouse", got)
 	}
 	// Written back, it is what the file says, and reads back the same.
-	raw, err := json.Marshal(def)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if data, _ := os.ReadFile("testdata/callback.json"); !order.SameJSON(raw, data) {
-		t.Errorf("the definition marshals as\n%s\nnot as its file", raw)
-	}
-	again, err := definition.Parse("again.json", raw)
-	if err != nil || !again.Same(def) {
-		t.Errorf("Parse of the definition written back: %v; same %t", err, again.Same(def))
-	}
+	checkWrittenBack(t, def, "testdata/callback.json")
 }
 
 // A step's condition, a timer's time and an event's rejection become
@@ -614,17 +594,7 @@ func TestParseAcceptsExpressions(t *testing.T) {
 		t.Errorf("the condition with no fraud-screen result: %v, want ErrNoValue", err)
 	}
 	// Written back, it is what the file says, and reads back the same.
-	raw, err := json.Marshal(def)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if data, _ := os.ReadFile("testdata/expr.json"); !order.SameJSON(raw, data) {
-		t.Errorf("the definition marshals as\n%s\nnot as its file", raw)
-	}
-	again, err := definition.Parse("again.json", raw)
-	if err != nil || !again.Same(def) {
-		t.Errorf("Parse of the definition written back: %v; same %t", err, again.Same(def))
-	}
+	checkWrittenBack(t, def, "testdata/expr.json")
 }
 
 // Each expression is checked where it stands: what it reads (earlier
@@ -667,34 +637,20 @@ func TestExpressionProblems(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			data, err := os.ReadFile(tt.file)
-			if err != nil {
-				t.Fatal(err)
+			raw := stepEdited(t, tt.file, tt.step, func(at map[string]any) {
+				if f, ok := strings.CutPrefix(tt.field, "wait."); ok {
+					at = at["wait"].(map[string]any)
+					at[f] = tt.value
+				} else {
+					at[tt.field] = tt.value
+				}
+			})
+			want := ""
+			if tt.problem != "" {
+				want = "x.json: " + tt.problem
 			}
-			var doc map[string]any
-			if err := json.Unmarshal(data, &doc); err != nil {
-				t.Fatal(err)
-			}
-			at := doc["steps"].([]any)[tt.step].(map[string]any)
-			if f, ok := strings.CutPrefix(tt.field, "wait."); ok {
-				at = at["wait"].(map[string]any)
-				at[f] = tt.value
-			} else {
-				at[tt.field] = tt.value
-			}
-			raw, _ := json.Marshal(doc)
-			_, err = definition.Parse("x.json", raw)
-			want := "x.json: " + tt.problem
-			if tt.problem == "" && err != nil || tt.problem != "" && (err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n")) {
-				t.Errorf("Parse = %v, want one problem starting %q", err, want)
-			}
-			inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if refused := sch.Validate(inst) != nil; refused != tt.schema {
-				t.Errorf("the published schema refuses it: %t, want %t", refused, tt.schema)
-			}
+			checkParse(t, raw, want)
+			checkSchema(t, sch, raw, tt.schema)
 		})
 	}
 }
@@ -704,70 +660,16 @@ func TestExpressionProblems(t *testing.T) {
 // schema refuses what it can state (a duration's form, zero), not the
 // bounds nor one field against the other.
 func TestCallbackDurations(t *testing.T) {
-	sch := publishedSchema(t)
-	data, err := os.ReadFile("testdata/callback.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Each duration as a timeout, and as a maxTimeout over a timeout of
 	// 1s.
-	forms := []struct {
-		field    string
-		callback func(string) map[string]any
-		// empty is the problem of an empty duration.
-		empty string
-	}{
-		{"timeout", func(v string) map[string]any { return map[string]any{"timeout": v} },
-			`x.json: steps[1].call.callback.timeout: is required: how long the step waits`},
-		{"maxTimeout", func(v string) map[string]any { return map[string]any{"timeout": "1s", "maxTimeout": v} },
-			`x.json: steps[1].call.callback.maxTimeout: "": not a duration`},
-	}
-	tests := []struct {
-		value   string
-		problem string // "" when it is taken
-		schema  bool   // the schema refuses it too
-	}{
-		{"1s", "", false},
-		{"30m", "", false},
-		{"1h30m", "", false},
-		{"8760h", "", false},
-		{"525600m", "", false},
-		{"999ms", `"999ms": must be at least 1s: a wait ends on the Supervisor's schedule (once a minute by default), so a shorter one ends no sooner`, false},
-		{"0s", `"0s": must be at least 1s`, true},
-		{"-1h", `"-1h": must be at least 1s`, true},
-		{"8760h1s", `"8760h1s": at most 8760h (a year): a bound keeps every order ending`, false},
-		{"half an hour", `"half an hour": not a duration; write one like "30m" or "48h"`, true},
-		{"1d", `"1d": not a duration`, true},
-		{"", "", true},
-	}
-	for _, form := range forms {
-		for _, tt := range tests {
-			t.Run(form.field+"="+tt.value, func(t *testing.T) {
-				var doc map[string]any
-				if err := json.Unmarshal(data, &doc); err != nil {
-					t.Fatal(err)
-				}
-				doc["steps"].([]any)[1].(map[string]any)["call"].(map[string]any)["callback"] = form.callback(tt.value)
-				raw, _ := json.Marshal(doc)
-				_, err := definition.Parse("x.json", raw)
-				want := "x.json: steps[1].call.callback." + form.field + ": " + tt.problem
-				if tt.value == "" {
-					want = form.empty
-				}
-				taken := tt.problem == "" && tt.value != ""
-				if taken && err != nil || !taken && (err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n")) {
-					t.Errorf("Parse = %v, want one problem starting %q", err, want)
-				}
-				inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if refused := sch.Validate(inst) != nil; refused != tt.schema {
-					t.Errorf("the published schema refuses it: %t, want %t", refused, tt.schema)
-				}
-			})
-		}
-	}
+	checkDurations(t, "testdata/callback.json", "steps[1].call.callback.", []durationField{
+		{"timeout", func(step map[string]any, v string) {
+			step["call"].(map[string]any)["callback"] = map[string]any{"timeout": v}
+		}, `x.json: steps[1].call.callback.timeout: is required: how long the step waits`},
+		{"maxTimeout", func(step map[string]any, v string) {
+			step["call"].(map[string]any)["callback"] = map[string]any{"timeout": "1s", "maxTimeout": v}
+		}, `x.json: steps[1].call.callback.maxTimeout: "": not a duration`},
+	})
 	// maxTimeout against timeout, which the schema cannot compare.
 	for _, tt := range []struct {
 		timeout, maxTimeout string
@@ -782,29 +684,18 @@ func TestCallbackDurations(t *testing.T) {
 		{"1d", "1h", `x.json: steps[1].call.callback.timeout: "1d": not a duration`},
 	} {
 		t.Run(tt.timeout+"/"+tt.maxTimeout, func(t *testing.T) {
-			var doc map[string]any
-			if err := json.Unmarshal(data, &doc); err != nil {
-				t.Fatal(err)
-			}
-			doc["steps"].([]any)[1].(map[string]any)["call"].(map[string]any)["callback"] = map[string]any{"timeout": tt.timeout, "maxTimeout": tt.maxTimeout}
-			raw, _ := json.Marshal(doc)
-			_, err := definition.Parse("x.json", raw)
-			if tt.problem == "" && err != nil || tt.problem != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.problem) || strings.Contains(err.Error(), "\n")) {
-				t.Errorf("Parse = %v, want one problem starting %q", err, tt.problem)
-			}
+			checkParse(t, stepEdited(t, "testdata/callback.json", 1, func(step map[string]any) {
+				step["call"].(map[string]any)["callback"] = map[string]any{"timeout": tt.timeout, "maxTimeout": tt.maxTimeout}
+			}), tt.problem)
 		})
 	}
 }
 
 // A step's own timing must fit the stage's for what it leaves out.
 func TestWorkflowRefusesTimingThatDoesNotFitTheStage(t *testing.T) {
-	data, _ := os.ReadFile("testdata/good.json")
-	var doc map[string]any
-	if err := json.Unmarshal(data, &doc); err != nil {
-		t.Fatal(err)
-	}
-	doc["steps"].([]any)[0].(map[string]any)["timing"] = map[string]any{"allowance": "2m10s"}
-	data, _ = json.Marshal(doc)
+	data := stepEdited(t, "testdata/good.json", 0, func(step map[string]any) {
+		step["timing"] = map[string]any{"allowance": "2m10s"}
+	})
 	def, err := definition.Parse("x.json", data)
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
@@ -845,11 +736,57 @@ func validateFile(t *testing.T, sch *jsonschema.Schema, name string) error {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return validate(t, sch, raw)
+}
+
+// validate is what the published schema sch says of raw.
+func validate(t *testing.T, sch *jsonschema.Schema, raw []byte) error {
+	t.Helper()
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return sch.Validate(doc)
+}
+
+// stepEdited is the document in file with edit made to its step i.
+func stepEdited(t *testing.T, file string, i int, edit func(step map[string]any)) []byte {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	edit(doc["steps"].([]any)[i].(map[string]any))
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// checkParse parses raw as x.json: want "" says it is taken; otherwise
+// it is refused with one problem, which starts with want.
+func checkParse(t *testing.T, raw []byte, want string) {
+	t.Helper()
+	_, err := definition.Parse("x.json", raw)
+	if want == "" && err != nil {
+		t.Errorf("Parse = %v, want it taken", err)
+	}
+	if want != "" && (err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n")) {
+		t.Errorf("Parse = %v, want one problem starting %q", err, want)
+	}
+}
+
+// checkSchema checks whether the published schema sch refuses raw.
+func checkSchema(t *testing.T, sch *jsonschema.Schema, raw []byte, refuses bool) {
+	t.Helper()
+	if refused := validate(t, sch, raw) != nil; refused != refuses {
+		t.Errorf("the published schema refuses it: %t, want %t", refused, refuses)
+	}
 }
 
 // The published schema agrees with the loader: it takes every shipped file
@@ -974,37 +911,25 @@ func TestSchemaCheckNamesAMissingProperty(t *testing.T) {
 // An undo that carries its own step's result is warned of, not refused:
 // after a timeout the undo is sent without that result.
 func TestWarningsNameAnUndoCarryingItsOwnStep(t *testing.T) {
-	read := func(file string) definition.Definition {
-		t.Helper()
-		data, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		def, err := definition.Parse(file, data)
-		if err != nil {
-			t.Fatalf("Parse: %v", err)
-		}
-		return def
-	}
-	ownUndo := read("testdata/good.json")
+	ownUndo := parse(t, "testdata/good.json")
 	ownUndo.Steps[0].Undo.Carries = []string{"order", "reserve"}
 	// charge carries manual-review's data, which may never come.
-	goesOn := read("testdata/event.json")
+	goesOn := parse(t, "testdata/event.json")
 	goesOn.Steps[1].Wait.OnTimeout = definition.OnTimeoutContinue
 	// charge carries manual-review's data, and the review may be skipped.
-	mayBeSkipped := read("testdata/event.json")
+	mayBeSkipped := parse(t, "testdata/event.json")
 	mayBeSkipped.Steps[1].When = "input.customerId != 'c-0'"
 	tests := []struct {
 		name string
 		def  definition.Definition
 		want []string
 	}{
-		{"no undo carries its step", read("testdata/good.json"), nil},
-		{"the checkout example's refund", read("../../examples/workflows/checkout/v1.json"), []string{
+		{"no undo carries its step", parse(t, "testdata/good.json"), nil},
+		{"the checkout example's refund", parse(t, "../../examples/workflows/checkout/v1.json"), []string{
 			`../../examples/workflows/checkout/v1.json: steps[2].undo.carries[1]: "charge-payment": the step's own result: an undo after the step timed out (its work may be done, its answer never came) is sent without results.charge-payment, so the service must undo by the Idempotency-Key alone`}},
 		{"an undo carrying its step", ownUndo, []string{
 			`testdata/good.json: steps[0].undo.carries[1]: "reserve": the step's own result: an undo after the step timed out (its work may be done, its answer never came) is sent without results.reserve, so the service must undo by the Idempotency-Key alone`}},
-		{"events carried", read("testdata/event.json"), nil},
+		{"events carried", parse(t, "testdata/event.json"), nil},
 		{"an event that may not come carried", goesOn, []string{
 			`testdata/event.json: steps[2].request.carries[1]: "manual-review": its event may not come (its wait's onTimeout is "continue"): the request is then sent without results.manual-review`,
 			`testdata/event.json: steps[2].undo.carries[0]: "manual-review": its event may not come (its wait's onTimeout is "continue"): the request is then sent without results.manual-review`,
@@ -1013,7 +938,7 @@ func TestWarningsNameAnUndoCarryingItsOwnStep(t *testing.T) {
 			`testdata/event.json: steps[2].request.carries[1]: "manual-review": it may be skipped (its when): the request is then sent without results.manual-review`,
 			`testdata/event.json: steps[2].undo.carries[0]: "manual-review": it may be skipped (its when): the request is then sent without results.manual-review`,
 		}},
-		{"expressions that read a step that may be skipped", read("testdata/expr.json"), nil},
+		{"expressions that read a step that may be skipped", parse(t, "testdata/expr.json"), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1041,43 +966,20 @@ func TestSizesCountWhatTheWorkflowKeeps(t *testing.T) {
 	}
 	defs := append(slices.Clone(shipped), examples...)
 	// A step that waits is one record, with no undo, and keeps nothing.
-	waits, err := os.ReadFile("testdata/wait.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	def, err := definition.Parse("wait.json", waits)
-	if err != nil {
-		t.Fatal(err)
-	}
+	def := parse(t, "testdata/wait.json")
 	if z := def.Sizes(); z.Records != 4 || z.Kept != 1 {
 		t.Errorf("wait.json: Sizes = %+v, want 4 records (reserve and its undo, cool-off, charge), 1 kept", z)
 	}
 	defs = append(defs, def)
 	// A step that waits for an event keeps its data, whoever carries it.
-	events, err := os.ReadFile("testdata/event.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	def, err = definition.Parse("event.json", events)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defs = append(defs, def)
+	defs = append(defs, parse(t, "testdata/event.json"))
 	// A result an expression reads is kept: fraud-screen's, read by
 	// manual-review's condition alone.
-	exprs, err := os.ReadFile("testdata/expr.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	def, err = definition.Parse("expr.json", exprs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	def = parse(t, "testdata/expr.json")
 	if z := def.Sizes(); z.Kept != 2 {
 		t.Errorf("expr.json: Sizes = %+v, want 2 kept (fraud-screen, read by a condition, and manual-review's event)", z)
 	}
 	defs = append(defs, def)
-	data, _ := os.ReadFile("testdata/good.json")
 	for _, change := range []func(*definition.Definition){
 		func(d *definition.Definition) {
 			d.Steps[1].Request = &definition.Request{Carries: []string{"order", "reserve"}}
@@ -1088,10 +990,7 @@ func TestSizesCountWhatTheWorkflowKeeps(t *testing.T) {
 		// Asking whether it has one is reading it.
 		func(d *definition.Definition) { d.Steps[1].Result, d.Steps[1].When = nil, "'reserve' in results" },
 	} {
-		def, err := definition.Parse("good.json", data)
-		if err != nil {
-			t.Fatal(err)
-		}
+		def := parse(t, "testdata/good.json")
 		change(&def)
 		defs = append(defs, def)
 	}
@@ -1121,10 +1020,6 @@ func TestSizesCountWhatTheWorkflowKeeps(t *testing.T) {
 // behind an escaped "/", which only the loader sees.
 func TestCallPaths(t *testing.T) {
 	sch := publishedSchema(t)
-	data, err := os.ReadFile("testdata/good.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	tests := []struct {
 		path    string
 		problem string // "" when the path is taken
@@ -1165,23 +1060,14 @@ func TestCallPaths(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
-			var doc map[string]any
-			if err := json.Unmarshal(data, &doc); err != nil {
-				t.Fatal(err)
-			}
-			doc["steps"].([]any)[1].(map[string]any)["call"].(map[string]any)["path"] = tt.path
-			raw, _ := json.Marshal(doc)
+			raw := stepEdited(t, "testdata/good.json", 1, func(step map[string]any) {
+				step["call"].(map[string]any)["path"] = tt.path
+			})
 			_, err := definition.Parse("x.json", raw)
 			if tt.problem == "" && err != nil || tt.problem != "" && (err == nil || !strings.Contains(err.Error(), `steps[1].call.path: `) || !strings.Contains(err.Error(), tt.problem)) {
 				t.Errorf("Parse = %v, want a problem with %q", err, tt.problem)
 			}
-			inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if refused := sch.Validate(inst) != nil; refused != tt.schema {
-				t.Errorf("the published schema refuses it: %t, want %t", refused, tt.schema)
-			}
+			checkSchema(t, sch, raw, tt.schema)
 		})
 	}
 }
@@ -1190,10 +1076,6 @@ func TestCallPaths(t *testing.T) {
 // characters in the stage deployed: the longest service Validate takes
 // (48) fits a stage of one character only.
 func TestCheckAgentNames(t *testing.T) {
-	data, err := os.ReadFile("testdata/good.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	tests := []struct {
 		service, stage string
 		want           string // "" when it fits
@@ -1209,12 +1091,7 @@ func TestCheckAgentNames(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.stage+"/"+tt.service, func(t *testing.T) {
-			var doc map[string]any
-			if err := json.Unmarshal(data, &doc); err != nil {
-				t.Fatal(err)
-			}
-			doc["steps"].([]any)[1].(map[string]any)["service"] = tt.service
-			raw, _ := json.Marshal(doc)
+			raw := stepEdited(t, "testdata/good.json", 1, func(step map[string]any) { step["service"] = tt.service })
 			def, _ := definition.Parse("x.json", raw) // the bad ones are Validate's
 			got := def.CheckAgentNames(tt.stage)
 			if tt.want == "" && len(got) > 0 || tt.want != "" && (len(got) == 0 || got.Error() != tt.want) {

@@ -800,9 +800,9 @@ func (c *comparison) compareKeptResults() {
 // compareExprReads reports a result an expression of the new version
 // reads that the old one did not keep: an order past the step that
 // answered it has no such result, and the expression finds none. A
-// condition or a rejection that reads it without testing 'NAME' in
-// results first cannot be decided: the order stops for an operator, or
-// the event is refused; a timer's time is not there, and it waits its
+// condition that reads it without testing 'NAME' in results first
+// cannot be decided, and counts as holding (the step runs); a rejection
+// cannot be decided, and the event is refused; a timer's time is not there, and it waits its
 // whole max. Each is evaluated where the step is reached (a rejection,
 // when its event comes, while the step waits).
 func (c *comparison) compareExprReads() {
@@ -833,7 +833,7 @@ func (c *comparison) compareExprReads() {
 				}
 				effect := "an order past " + item + " has no result of it (it answered under " + c.from + ", which did not keep it) for this step's " + x.field + " to read: "
 				if x.decision {
-					effect += "unless it tests '" + item + "' in results first, it cannot be decided, and the order stops for an operator (an event is refused)"
+					effect += "unless it tests '" + item + "' in results first, it cannot be decided: a condition counts as holding (the step runs), an event is refused"
 				} else {
 					effect += "unless it tests '" + item + "' in results first, it gives no time, and the timer waits its whole max"
 				}

@@ -239,28 +239,9 @@ func TestCompare(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			old, new := shipped(t), shipped(t)
-			new.Version = "2"
-			tt.change(t, &old, &new)
-			// Every step of the old version, then the undos it has, last first.
-			all := []string{atReserve, atCharge, atShip}
-			for i := len(old.Steps) - 1; i >= 0; i-- {
-				if old.Steps[i].Undo != nil {
-					all = append(all, "undoing "+old.Steps[i].Name)
-				}
-			}
-			d, err := definition.Compare(old, new, order.DefaultTiming)
-			if err != nil {
-				t.Fatalf("Compare: %v", err)
-			}
+			old, d := compareShipped(t, func(old, new *definition.Definition) { tt.change(t, old, new) })
 			checkFindings(t, d, tt.findings)
-			var got []string
-			for _, p := range d.Positions {
-				got = append(got, p.String())
-			}
-			if !slices.Equal(got, all) {
-				t.Errorf("positions %q, want %q", got, all)
-			}
+			checkPositions(t, old, d)
 			for _, p := range d.Positions {
 				if want := tt.changed[p.String()]; !slices.Equal(p.Changes, want) {
 					t.Errorf("%s: changes %q, want %q", p, p.Changes, want)
@@ -306,6 +287,94 @@ func cmpOr(v, def string) string {
 		return def
 	}
 	return v
+}
+
+// compareShipped compares the shipped workflow with version 2 of it, each
+// as change leaves it; both must be valid, as Compare's callers load them.
+func compareShipped(t *testing.T, change func(old, new *definition.Definition)) (definition.Definition, definition.Diff) {
+	t.Helper()
+	old, new := shipped(t), shipped(t)
+	new.Version = "2"
+	change(&old, &new)
+	for _, d := range []definition.Definition{old, new} {
+		if ps := d.Validate(); len(ps) > 0 {
+			t.Fatalf("a test definition is invalid: %v", ps)
+		}
+	}
+	d, err := definition.Compare(old, new, order.DefaultTiming)
+	if err != nil {
+		t.Fatalf("Compare: %v", err)
+	}
+	return old, d
+}
+
+// checkPositions checks that d lists every position of old: at each step,
+// then undoing each step that has an undo, the last first. A step that
+// waits has no undo, so no position undoes it.
+func checkPositions(t *testing.T, old definition.Definition, d definition.Diff) {
+	t.Helper()
+	var want, got []string
+	for _, s := range old.Steps {
+		want = append(want, "at "+s.Name)
+	}
+	for i := len(old.Steps) - 1; i >= 0; i-- {
+		if old.Steps[i].Undo != nil {
+			want = append(want, "undoing "+old.Steps[i].Name)
+		}
+	}
+	for _, p := range d.Positions {
+		got = append(got, p.String())
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("positions %q, want %q", got, want)
+	}
+}
+
+// compareCase is a change to the shipped workflow and what Compare must say
+// of it, for the tests of steps that wait, call back or hold expressions.
+type compareCase struct {
+	name   string
+	change func(old, new *definition.Definition)
+	// findings are "STEP FIELD: OLD -> NEW", with " !" where it blocks.
+	findings []string
+	// changed: the findings each position changes, checked where an
+	// order can move; cannot: each position's reason's start, where an
+	// order cannot move ("*": every position not named).
+	changed map[string][]string
+	cannot  map[string]string
+	// effect is a part of the first finding's effect.
+	effect string
+}
+
+// checkCompareCases runs each case through compareShipped and checks its
+// findings, the first's effect, every position, and which move.
+func checkCompareCases(t *testing.T, tests []compareCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old, d := compareShipped(t, tt.change)
+			checkFindings(t, d, tt.findings)
+			if tt.effect != "" && (len(d.Findings) == 0 || !strings.Contains(d.Findings[0].Effect, tt.effect)) {
+				t.Errorf("findings %+v, want the first's effect to say %q", d.Findings, tt.effect)
+			}
+			checkPositions(t, old, d)
+			for _, p := range d.Positions {
+				want, ok := tt.cannot[p.String()]
+				if !ok {
+					want = tt.cannot["*"]
+				}
+				if p.Moves != (want == "") || want != "" && (len(p.Cannot) != 1 || !strings.HasPrefix(p.Cannot[0], want)) {
+					t.Errorf("%s: moves %t, cannot %q; want cannot %q", p, p.Moves, p.Cannot, want)
+				}
+				if want == "" && !slices.Equal(p.Changes, tt.changed[p.String()]) {
+					t.Errorf("%s: changes %q, want %q", p, p.Changes, tt.changed[p.String()])
+				}
+			}
+			if d.Moves != (len(tt.cannot) == 0) {
+				t.Errorf("Moves %t, want %t", d.Moves, len(tt.cannot) == 0)
+			}
+		})
+	}
 }
 
 // Steps that do not line up stop every order: each holds a record of
@@ -368,13 +437,7 @@ func TestCompareSteps(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			old, new := shipped(t), shipped(t)
-			new.Version = "2"
-			tt.change(t, &old, &new)
-			d, err := definition.Compare(old, new, order.DefaultTiming)
-			if err != nil {
-				t.Fatalf("Compare: %v", err)
-			}
+			_, d := compareShipped(t, func(old, new *definition.Definition) { tt.change(t, old, new) })
 			checkFindings(t, d, tt.findings)
 			if d.Moves {
 				t.Error("Moves true, want false")
@@ -466,27 +529,17 @@ func TestCompareUndoCarriesAndResult(t *testing.T) {
 // keeps the deadline it was given.
 func TestCompareWaits(t *testing.T) {
 	const coolOff = "cool-off"
-	wait := func(d string) definition.Step {
-		return definition.Step{Name: coolOff, Wait: &definition.Wait{For: d}}
+	wait := func(name, d string) definition.Step {
+		return definition.Step{Name: name, Wait: &definition.Wait{For: d}}
 	}
 	// withWait is d with a step that waits d long after the reservation.
 	withWait := func(d *definition.Definition, dur string) {
-		d.Steps = slices.Insert(slices.Clone(d.Steps), 1, wait(dur))
+		d.Steps = slices.Insert(slices.Clone(d.Steps), 1, wait(coolOff, dur))
 	}
-	tests := []struct {
-		name     string
-		change   func(t *testing.T, old, new *definition.Definition)
-		findings []string
-		// changed: the positions each finding changes; cannot: each
-		// position's reason's start, where an order cannot move.
-		changed map[string][]string
-		cannot  map[string]string
-		// effect is a part of the first finding's effect.
-		effect string
-	}{
+	tests := []compareCase{
 		{
 			name: "a timer lengthened",
-			change: func(_ *testing.T, old, new *definition.Definition) {
+			change: func(old, new *definition.Definition) {
 				withWait(old, "30m")
 				withWait(new, "1h")
 			},
@@ -498,83 +551,38 @@ func TestCompareWaits(t *testing.T) {
 		},
 		{
 			name:   "the same timer written another way",
-			change: func(_ *testing.T, old, new *definition.Definition) { withWait(old, "60m"); withWait(new, "1h") },
+			change: func(old, new *definition.Definition) { withWait(old, "60m"); withWait(new, "1h") },
 		},
 		{
 			name:     "a wait added",
-			change:   func(_ *testing.T, _, new *definition.Definition) { withWait(new, "30m") },
+			change:   func(_, new *definition.Definition) { withWait(new, "30m") },
 			findings: []string{coolOff + " step: (none) -> steps[1], waits 30m0s !"},
 			cannot:   map[string]string{"*": coolOff + " is new in version 2"},
 			effect:   "added in version 2",
 		},
 		{
 			name:     "a wait removed",
-			change:   func(_ *testing.T, old, _ *definition.Definition) { withWait(old, "30m") },
+			change:   func(old, _ *definition.Definition) { withWait(old, "30m") },
 			findings: []string{coolOff + " step: steps[1], waits 30m0s -> (none) !"},
 			cannot:   map[string]string{"*": coolOff + " is not in version 2"},
 			effect:   "removed in version 2",
 		},
 		{
-			name: "a call turned into a wait",
-			change: func(_ *testing.T, _, new *definition.Definition) {
-				w := wait("30m")
-				w.Name = charge
-				new.Steps[1] = w
-			},
+			name:     "a call turned into a wait",
+			change:   func(_, new *definition.Definition) { new.Steps[1] = wait(charge, "30m") },
 			findings: []string{charge + " wait: (none) -> timer 30m0s !"},
 			cannot:   map[string]string{"*": charge + " calls service payment in version 1 and waits 30m0s in version 2"},
 			effect:   "calls service payment no more: it waits 30m0s instead",
 		},
 		{
-			name: "a wait turned into a call",
-			change: func(_ *testing.T, old, _ *definition.Definition) {
-				w := wait("30m")
-				w.Name = charge
-				old.Steps[1] = w
-			},
+			name:     "a wait turned into a call",
+			change:   func(old, _ *definition.Definition) { old.Steps[1] = wait(charge, "30m") },
 			findings: []string{charge + " wait: timer 30m0s -> (none) !"},
 			cannot:   map[string]string{"*": charge + " waits 30m0s in version 1 and calls service payment in version 2"},
 			effect:   "waits no more: it calls service payment instead",
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			old, new := shipped(t), shipped(t)
-			new.Version = "2"
-			tt.change(t, &old, &new)
-			for _, d := range []definition.Definition{old, new} {
-				if ps := d.Validate(); len(ps) > 0 {
-					t.Fatalf("a test definition is invalid: %v", ps)
-				}
-			}
-			d, err := definition.Compare(old, new, order.DefaultTiming)
-			if err != nil {
-				t.Fatalf("Compare: %v", err)
-			}
-			checkFindings(t, d, tt.findings)
-			if tt.effect != "" && (len(d.Findings) == 0 || !strings.Contains(d.Findings[0].Effect, tt.effect)) {
-				t.Errorf("findings %+v, want the first's effect to say %q", d.Findings, tt.effect)
-			}
-			for _, p := range d.Positions {
-				if p.Undo && p.Step == coolOff {
-					t.Errorf("position %s: a step that waits has no undo", p)
-				}
-				want, ok := tt.cannot[p.String()]
-				if !ok {
-					want = tt.cannot["*"]
-				}
-				if p.Moves != (want == "") || want != "" && (len(p.Cannot) != 1 || !strings.HasPrefix(p.Cannot[0], want)) {
-					t.Errorf("%s: moves %t, cannot %q; want cannot %q", p, p.Moves, p.Cannot, want)
-				}
-				if want == "" && !slices.Equal(p.Changes, tt.changed[p.String()]) {
-					t.Errorf("%s: changes %q, want %q", p, p.Changes, tt.changed[p.String()])
-				}
-			}
-			if d.Moves != (len(tt.cannot) == 0) {
-				t.Errorf("Moves %t, want %t", d.Moves, len(tt.cannot) == 0)
-			}
-		})
-	}
+	checkCompareCases(t, tests)
 }
 
 // A step that waits for an event is compared field by field: its name,
@@ -606,18 +614,7 @@ func TestCompareEvents(t *testing.T) {
 	changesToReview := func(field string) map[string][]string {
 		return map[string][]string{atReserve: {review + " " + field}, atReview: {review + " " + field}}
 	}
-	tests := []struct {
-		name     string
-		change   func(old, new *definition.Definition)
-		findings []string
-		// changed: the positions each finding changes (nil: not checked
-		// but where an order cannot move); cannot: each position's
-		// reason's start, where an order cannot move ("*": every other).
-		changed map[string][]string
-		cannot  map[string]string
-		// effect is a part of the first finding's effect.
-		effect string
-	}{
+	tests := []compareCase{
 		{
 			name:     "the event renamed",
 			change:   both(func(w *definition.Wait, _ *definition.Step) { w.Event = "approval" }),
@@ -707,47 +704,15 @@ func TestCompareEvents(t *testing.T) {
 				new.Steps[2].Request = &definition.Request{Carries: []string{"order", review}}
 			},
 			findings: []string{charge + " request.carries: order -> order, " + review},
+			// The charge's undo carries what its call does: an order past
+			// it meets the change when it compensates.
+			changed: map[string][]string{
+				atReserve: {charge + " request.carries"}, atReview: {charge + " request.carries"}, atCharge: {charge + " request.carries"},
+				atShip: {charge + " request.carries"}, undoingShip: {charge + " request.carries"}, undoingCharge: {charge + " request.carries"},
+			},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			old, new := shipped(t), shipped(t)
-			new.Version = "2"
-			tt.change(&old, &new)
-			for _, d := range []definition.Definition{old, new} {
-				if ps := d.Validate(); len(ps) > 0 {
-					t.Fatalf("a test definition is invalid: %v", ps)
-				}
-			}
-			d, err := definition.Compare(old, new, order.DefaultTiming)
-			if err != nil {
-				t.Fatalf("Compare: %v", err)
-			}
-			checkFindings(t, d, tt.findings)
-			if tt.effect != "" && (len(d.Findings) == 0 || !strings.Contains(d.Findings[0].Effect, tt.effect)) {
-				t.Errorf("findings %+v, want the first's effect to say %q", d.Findings, tt.effect)
-			}
-			for _, p := range d.Positions {
-				if p.Undo && p.Step == review {
-					t.Errorf("position %s: a step that waits has no undo", p)
-				}
-				want, ok := tt.cannot[p.String()]
-				if !ok {
-					want = tt.cannot["*"]
-				}
-				if p.Moves != (want == "") || want != "" && (len(p.Cannot) != 1 || !strings.HasPrefix(p.Cannot[0], want)) {
-					t.Errorf("%s: moves %t, cannot %q; want cannot %q", p, p.Moves, p.Cannot, want)
-				}
-				checkChanges := tt.changed != nil || tt.findings == nil
-				if want == "" && checkChanges && !slices.Equal(p.Changes, tt.changed[p.String()]) {
-					t.Errorf("%s: changes %q, want %q", p, p.Changes, tt.changed[p.String()])
-				}
-			}
-			if d.Moves != (len(tt.cannot) == 0) {
-				t.Errorf("Moves %t, want %t", d.Moves, len(tt.cannot) == 0)
-			}
-		})
-	}
+	checkCompareCases(t, tests)
 }
 
 // A step whose service calls back is compared as a call, and its
@@ -777,17 +742,7 @@ func TestCompareCallbacks(t *testing.T) {
 		}
 		return map[string][]string{atReserve: on, atCharge: on}
 	}
-	tests := []struct {
-		name     string
-		change   func(old, new *definition.Definition)
-		findings []string
-		// changed: the positions the findings change; cannot: each
-		// position's reason's start, where an order cannot move.
-		changed map[string][]string
-		cannot  map[string]string
-		// effect is a part of the first finding's effect.
-		effect string
-	}{
+	tests := []compareCase{
 		{
 			name:     "a call turned into a callback call",
 			change:   both(none, callback("2h", "24h")),
@@ -845,38 +800,7 @@ func TestCompareCallbacks(t *testing.T) {
 			changed:  changes("call"),
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			old, new := shipped(t), shipped(t)
-			new.Version = "2"
-			tt.change(&old, &new)
-			for _, d := range []definition.Definition{old, new} {
-				if ps := d.Validate(); len(ps) > 0 {
-					t.Fatalf("a test definition is invalid: %v", ps)
-				}
-			}
-			d, err := definition.Compare(old, new, order.DefaultTiming)
-			if err != nil {
-				t.Fatalf("Compare: %v", err)
-			}
-			checkFindings(t, d, tt.findings)
-			if tt.effect != "" && (len(d.Findings) == 0 || !strings.Contains(d.Findings[0].Effect, tt.effect)) {
-				t.Errorf("findings %+v, want the first's effect to say %q", d.Findings, tt.effect)
-			}
-			for _, p := range d.Positions {
-				want := tt.cannot[p.String()]
-				if p.Moves != (want == "") || want != "" && (len(p.Cannot) != 1 || !strings.HasPrefix(p.Cannot[0], want)) {
-					t.Errorf("%s: moves %t, cannot %q; want cannot %q", p, p.Moves, p.Cannot, want)
-				}
-				if want == "" && !slices.Equal(p.Changes, tt.changed[p.String()]) {
-					t.Errorf("%s: changes %q, want %q", p, p.Changes, tt.changed[p.String()])
-				}
-			}
-			if d.Moves != (len(tt.cannot) == 0) {
-				t.Errorf("Moves %t, want %t", d.Moves, len(tt.cannot) == 0)
-			}
-		})
-	}
+	checkCompareCases(t, tests)
 }
 
 // A condition, a timer's time and bound, and an event's rejection are
@@ -892,13 +816,24 @@ func TestCompareExpressions(t *testing.T) {
 		reads   = "results['" + reserve + "'].id != ''"
 	)
 	atReview := "at " + review
-	timer := func(w definition.Wait) definition.Step { return definition.Step{Name: coolOff, Wait: &w} }
-	event := func(rejectWhen string) definition.Step {
-		return definition.Step{Name: review, Wait: &definition.Wait{Event: "review", Timeout: "48h", RejectWhen: rejectWhen}}
-	}
 	// insert puts s at index i.
 	insert := func(d *definition.Definition, i int, s definition.Step) {
 		d.Steps = slices.Insert(slices.Clone(d.Steps), i, s)
+	}
+	// timers puts a timer at index i: o in version 1, n in version 2.
+	timers := func(i int, o, n definition.Wait) func(old, new *definition.Definition) {
+		return func(old, new *definition.Definition) {
+			insert(old, i, definition.Step{Name: coolOff, Wait: &o})
+			insert(new, i, definition.Step{Name: coolOff, Wait: &n})
+		}
+	}
+	// events puts a step that waits for an event after the reservation,
+	// rejecting it where o holds in version 1 and n in version 2 ("": none).
+	events := func(o, n string) func(old, new *definition.Definition) {
+		event := func(rejectWhen string) definition.Step {
+			return definition.Step{Name: review, Wait: &definition.Wait{Event: "review", Timeout: "48h", RejectWhen: rejectWhen}}
+		}
+		return func(old, new *definition.Definition) { insert(old, 1, event(o)); insert(new, 1, event(n)) }
 	}
 	when := func(d *definition.Definition, name, cond string) {
 		for i := range d.Steps {
@@ -911,14 +846,7 @@ func TestCompareExpressions(t *testing.T) {
 		y30 = "timestamp('2030-01-01T00:00:00Z')"
 		y31 = "timestamp('2031-01-01T00:00:00Z')"
 	)
-	tests := []struct {
-		name     string
-		change   func(old, new *definition.Definition)
-		findings []string
-		changed  map[string][]string
-		cannot   map[string]string
-		effect   string
-	}{
+	tests := []compareCase{
 		{
 			name:     "a condition added",
 			change:   func(_, new *definition.Definition) { when(new, ship, "input.customerId != 'c-0'") },
@@ -964,48 +892,33 @@ func TestCompareExpressions(t *testing.T) {
 			changed:  map[string][]string{atReserve: {ship + " when"}, atCharge: {ship + " when"}},
 		},
 		{
-			name: "a timer's time changed",
-			change: func(old, new *definition.Definition) {
-				insert(old, 1, timer(definition.Wait{Until: y30, Max: "720h"}))
-				insert(new, 1, timer(definition.Wait{Until: y31, Max: "720h"}))
-			},
+			name:     "a timer's time changed",
+			change:   timers(1, definition.Wait{Until: y30, Max: "720h"}, definition.Wait{Until: y31, Max: "720h"}),
 			findings: []string{coolOff + " wait.until: " + y30 + " -> " + y31},
 			changed:  map[string][]string{atReserve: {coolOff + " wait.until"}},
 			effect:   "an order that reaches this step under version 2 waits until the time " + y31 + " gives, at most 720h0m0s; an order already waiting in it keeps the deadline it was given",
 		},
 		{
-			name: "a timer's bound shortened",
-			change: func(old, new *definition.Definition) {
-				insert(old, 1, timer(definition.Wait{Until: y30, Max: "720h"}))
-				insert(new, 1, timer(definition.Wait{Until: y30, Max: "1h"}))
-			},
+			name:     "a timer's bound shortened",
+			change:   timers(1, definition.Wait{Until: y30, Max: "720h"}, definition.Wait{Until: y30, Max: "1h"}),
 			findings: []string{coolOff + " wait.max: 720h0m0s -> 1h0m0s"},
 			changed:  map[string][]string{atReserve: {coolOff + " wait.max"}},
 		},
 		{
-			name: "a timer's bound written another way",
-			change: func(old, new *definition.Definition) {
-				insert(old, 1, timer(definition.Wait{Until: y30, Max: "720h"}))
-				insert(new, 1, timer(definition.Wait{Until: y30, Max: "43200m"}))
-			},
+			name:   "a timer's bound written another way",
+			change: timers(1, definition.Wait{Until: y30, Max: "720h"}, definition.Wait{Until: y30, Max: "43200m"}),
 		},
 		{
-			name: "a timer's length turned into a time",
-			change: func(old, new *definition.Definition) {
-				insert(old, 1, timer(definition.Wait{For: "30m"}))
-				insert(new, 1, timer(definition.Wait{Until: y30, Max: "720h"}))
-			},
+			name:     "a timer's length turned into a time",
+			change:   timers(1, definition.Wait{For: "30m"}, definition.Wait{Until: y30, Max: "720h"}),
 			findings: []string{coolOff + " wait.for: 30m0s -> (none)", coolOff + " wait.until: (none) -> " + y30, coolOff + " wait.max: (none) -> 720h0m0s"},
 			changed:  map[string][]string{atReserve: {coolOff + " wait.for", coolOff + " wait.until", coolOff + " wait.max"}},
 		},
 		{
 			// Reading a result the old version did not keep, the time
 			// is not there: the timer waits its whole max.
-			name: "a timer's time reading a result the old version did not keep",
-			change: func(old, new *definition.Definition) {
-				insert(old, 2, timer(definition.Wait{Until: y30, Max: "720h"}))
-				insert(new, 2, timer(definition.Wait{Until: "timestamp(results['" + reserve + "'].at)", Max: "720h"}))
-			},
+			name:   "a timer's time reading a result the old version did not keep",
+			change: timers(2, definition.Wait{Until: y30, Max: "720h"}, definition.Wait{Until: "timestamp(results['" + reserve + "'].at)", Max: "720h"}),
 			findings: []string{
 				coolOff + " wait.until: " + y30 + " -> timestamp(results['" + reserve + "'].at)",
 				coolOff + " wait.until reads " + reserve + ": (not kept by version 1) -> " + reserve,
@@ -1013,67 +926,27 @@ func TestCompareExpressions(t *testing.T) {
 			changed: map[string][]string{atReserve: {coolOff + " wait.until"}, atCharge: {coolOff + " wait.until", coolOff + " wait.until reads " + reserve}},
 		},
 		{
-			name: "a rejection added",
-			change: func(old, new *definition.Definition) {
-				insert(old, 1, event(""))
-				insert(new, 1, event("event.decision == 'reject'"))
-			},
+			name:     "a rejection added",
+			change:   events("", "event.decision == 'reject'"),
 			findings: []string{review + " wait.rejectWhen: (none) -> event.decision == 'reject'"},
 			// An order waiting for its event meets it when the event comes.
 			changed: map[string][]string{atReserve: {review + " wait.rejectWhen"}, atReview: {review + " wait.rejectWhen"}},
 			effect:  "an event sent to an order of version 2 before or waiting in this step fails the step (and the order is compensated) where event.decision == 'reject' holds",
 		},
 		{
-			name: "a rejection removed",
-			change: func(old, new *definition.Definition) {
-				insert(old, 1, event("event.decision == 'reject'"))
-				insert(new, 1, event(""))
-			},
+			name:     "a rejection removed",
+			change:   events("event.decision == 'reject'", ""),
 			findings: []string{review + " wait.rejectWhen: event.decision == 'reject' -> (none)"},
 			changed:  map[string][]string{atReserve: {review + " wait.rejectWhen"}, atReview: {review + " wait.rejectWhen"}},
 			effect:   "no condition rejects an event sent to an order of version 2 before or waiting in this step",
 		},
 		{
-			name: "a rejection reading a result the old version did not keep",
-			change: func(old, new *definition.Definition) {
-				insert(old, 1, event(""))
-				insert(new, 1, event(reads))
-			},
+			name:     "a rejection reading a result the old version did not keep",
+			change:   events("", reads),
 			findings: []string{review + " wait.rejectWhen: (none) -> " + reads, review + " wait.rejectWhen reads " + reserve + ": (not kept by version 1) -> " + reserve + " !"},
 			changed:  map[string][]string{atReserve: {review + " wait.rejectWhen"}},
 			cannot:   map[string]string{atReview: "it is past " + reserve + ", whose result version 1 did not keep and version 2's wait.rejectWhen of " + review + " reads"},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			old, new := shipped(t), shipped(t)
-			new.Version = "2"
-			tt.change(&old, &new)
-			for _, d := range []definition.Definition{old, new} {
-				if ps := d.Validate(); len(ps) > 0 {
-					t.Fatalf("a test definition is invalid: %v", ps)
-				}
-			}
-			d, err := definition.Compare(old, new, order.DefaultTiming)
-			if err != nil {
-				t.Fatalf("Compare: %v", err)
-			}
-			checkFindings(t, d, tt.findings)
-			if tt.effect != "" && (len(d.Findings) == 0 || !strings.Contains(d.Findings[0].Effect, tt.effect)) {
-				t.Errorf("findings %+v, want the first's effect to say %q", d.Findings, tt.effect)
-			}
-			for _, p := range d.Positions {
-				want := tt.cannot[p.String()]
-				if p.Moves != (want == "") || want != "" && (len(p.Cannot) != 1 || !strings.HasPrefix(p.Cannot[0], want)) {
-					t.Errorf("%s: moves %t, cannot %q; want cannot %q", p, p.Moves, p.Cannot, want)
-				}
-				if want == "" && !slices.Equal(p.Changes, tt.changed[p.String()]) {
-					t.Errorf("%s: changes %q, want %q", p, p.Changes, tt.changed[p.String()])
-				}
-			}
-			if d.Moves != (len(tt.cannot) == 0) {
-				t.Errorf("Moves %t, want %t", d.Moves, len(tt.cannot) == 0)
-			}
-		})
-	}
+	checkCompareCases(t, tests)
 }

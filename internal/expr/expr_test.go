@@ -79,6 +79,25 @@ func testVars() Vars {
 	}
 }
 
+// varsWith is testVars as change leaves them (nil: unchanged).
+func varsWith(change func(*Vars)) Vars {
+	v := testVars()
+	if change != nil {
+		change(&v)
+	}
+	return v
+}
+
+// compile is src compiled in env to give want; it must compile.
+func compile(t testing.TB, env *Env, src string, want Kind) *Program {
+	t.Helper()
+	p, err := env.Compile(src, want)
+	if err != nil {
+		t.Fatalf("Compile(%q): %v", src, err)
+	}
+	return p
+}
+
 func TestCompileRefuses(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -189,15 +208,7 @@ func TestBool(t *testing.T) {
 	env := testEnv(t, false)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := env.Compile(tt.src, Bool)
-			if err != nil {
-				t.Fatalf("Compile(%q): %v", tt.src, err)
-			}
-			vars := testVars()
-			if tt.vars != nil {
-				tt.vars(&vars)
-			}
-			got, err := p.Bool(vars)
+			got, err := compile(t, env, tt.src, Bool).Bool(varsWith(tt.vars))
 			if err != nil {
 				t.Fatalf("Bool(%q): %v", tt.src, err)
 			}
@@ -236,11 +247,7 @@ func TestTime(t *testing.T) {
 	}
 	env := testEnv(t, false)
 	for _, tt := range tests {
-		p, err := env.Compile(tt.src, Timestamp)
-		if err != nil {
-			t.Fatalf("Compile(%q): %v", tt.src, err)
-		}
-		got, err := p.Time(testVars())
+		got, err := compile(t, env, tt.src, Timestamp).Time(testVars())
 		if err != nil {
 			t.Fatalf("Time(%q): %v", tt.src, err)
 		}
@@ -281,14 +288,8 @@ func TestEvaluationErrors(t *testing.T) {
 	env := testEnv(t, false)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := env.Compile(tt.src, tt.want)
-			if err != nil {
-				t.Fatalf("Compile(%q): %v", tt.src, err)
-			}
-			vars := testVars()
-			if tt.vars != nil {
-				tt.vars(&vars)
-			}
+			p, vars := compile(t, env, tt.src, tt.want), varsWith(tt.vars)
+			var err error
 			if tt.want == Bool {
 				_, err = p.Bool(vars)
 			} else {
@@ -341,11 +342,7 @@ func TestResultsRead(t *testing.T) {
 	}
 	env := testEnv(t, false)
 	for _, tt := range tests {
-		p, err := env.Compile(tt.src, Bool)
-		if err != nil {
-			t.Fatalf("Compile(%q): %v", tt.src, err)
-		}
-		if got := p.Results(); !slices.Equal(got, tt.want) {
+		if got := compile(t, env, tt.src, Bool).Results(); !slices.Equal(got, tt.want) {
 			t.Errorf("Results of %q = %q, want %q", tt.src, got, tt.want)
 		}
 	}
@@ -465,38 +462,26 @@ func BenchmarkCompile(b *testing.B) {
 	}
 }
 
-func BenchmarkBool(b *testing.B) {
-	p, err := testEnv(b, false).Compile("results['fraud-screen'].score > 70", Bool)
-	if err != nil {
-		b.Fatal(err)
-	}
-	vars := testVars()
+// benchmarkBool measures deciding src, which must be true of testVars.
+func benchmarkBool(b *testing.B, src string) {
+	p, vars := compile(b, testEnv(b, false), src, Bool), testVars()
 	for b.Loop() {
 		if ok, err := p.Bool(vars); err != nil || !ok {
 			b.Fatal(ok, err)
 		}
 	}
+}
+
+func BenchmarkBool(b *testing.B) {
+	benchmarkBool(b, "results['fraud-screen'].score > 70")
 }
 
 func BenchmarkBoolOverInput(b *testing.B) {
-	p, err := testEnv(b, false).Compile("input.lines.exists(l, l.quantity > 2) && input.total > 5", Bool)
-	if err != nil {
-		b.Fatal(err)
-	}
-	vars := testVars()
-	for b.Loop() {
-		if ok, err := p.Bool(vars); err != nil || !ok {
-			b.Fatal(ok, err)
-		}
-	}
+	benchmarkBool(b, "input.lines.exists(l, l.quantity > 2) && input.total > 5")
 }
 
 func BenchmarkTime(b *testing.B) {
-	p, err := testEnv(b, false).Compile("timestamp(input.captureAfter) + duration('72h')", Timestamp)
-	if err != nil {
-		b.Fatal(err)
-	}
-	vars := testVars()
+	p, vars := compile(b, testEnv(b, false), "timestamp(input.captureAfter) + duration('72h')", Timestamp), testVars()
 	for b.Loop() {
 		if _, err := p.Time(vars); err != nil {
 			b.Fatal(err)

@@ -56,6 +56,9 @@ type Guard struct {
 	// this workflow version.
 	Status  Status
 	Version string
+	// Processed: these records are Processed (the steps a compensation
+	// plans to undo ran: none was skipped).
+	Processed []int
 	// Other: another record of the order is as named (the next record a
 	// success claims is NotStarted; the failed step a redrive runs again
 	// is Failed).
@@ -98,6 +101,11 @@ func (g Guard) Holds(fence StepState, at time.Time, f Found) bool {
 	if g.Status != "" && f.Status != g.Status || g.Version != "" && f.Version != g.Version ||
 		g.Records > 0 && len(f.Steps) != g.Records {
 		return false
+	}
+	for _, i := range g.Processed {
+		if i >= len(f.Steps) || f.Steps[i].ProcessState != Processed {
+			return false
+		}
 	}
 	if o := g.Other; o != nil && (o.Index >= len(f.Steps) || f.Steps[o.Index].ProcessState != o.State ||
 		o.Step != "" && f.Steps[o.Index].Step != o.Step) {

@@ -2,6 +2,7 @@ package order_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -69,6 +70,14 @@ func newSample() sample {
 	s.inError.AlertPending, s.inError.AlertKind = true, order.AlertStepFailed
 	return s
 }
+
+// holds is a condition that holds, or not, whatever the order's data.
+type holds bool
+
+func (h holds) Bool(order.ExprVars) (bool, error)      { return bool(h), nil }
+func (h holds) Time(order.ExprVars) (time.Time, error) { return time.Time{}, nil }
+func (h holds) Results() []string                      { return nil }
+func (h holds) String() string                         { return fmt.Sprint(bool(h)) }
 
 // waitingFor is a workflow and its record, Waiting, of a step that waits
 // for an event.
@@ -206,7 +215,7 @@ var lifecycle = []row{
 		"attempt + 1 (the new fence), the claim's deadline and `DueAt`; the park and a `StepUnclaimed` alert cleared; the request sent",
 		func(s sample) []order.Transition { return forms(order.Claim(s.pending, "s1", s.later, s.now)) }},
 	{order.Pending, "cancelled while waiting", order.Cancelled, "Scheduler (stream), Supervisor, client's cancel", "start undoing",
-		"unclaimed; no undo record yet; the order cancelled (the client's cancel: not cancelled yet); the undo floor as known",
+		"unclaimed; no undo record yet; the order cancelled (the client's cancel: not cancelled yet); the undo floor as known; the steps before it to undo Processed (none skipped)",
 		"no deadline left, the alert cleared; undo records appended (an earlier attempt's work too), the first claimed at once or announced, the next look at the first's deadline, in the due index; the order Cancelling, or ends Cancelled with nothing to undo; the client's: the cancel recorded",
 		func(s sample) []order.Transition {
 			waiting := s.pending
@@ -250,6 +259,25 @@ var lifecycle = []row{
 				// The client cancelled the order: it ends Cancelled.
 				completedAgain(s.wf.Completion(lastUndo, "", nil, "s1", s.now), s.now, 4, cancelled(undone...)...))
 		}},
+	{order.Processing, "succeeded, the next step's condition false", order.Processed, "Scheduler (reply)", "complete",
+		"a workflow step's order not cancelled; the next record NotStarted; `DueAt` no later than its deadline (else the write sets it)",
+		"its reference and its result (when kept) recorded, no deadline left; the steps whose conditions do not hold skipped, the next record that runs claimed and its request sent, the order Processing; or the order ends Processed",
+		func(s sample) []order.Transition {
+			skips := func(i int) order.Workflow {
+				wf := s.wf
+				wf.Steps = slices.Clone(s.wf.Steps)
+				wf.Steps[i].When = holds(false)
+				return wf
+			}
+			decided := func(wf order.Workflow, done order.StepState) order.Transition {
+				c, err := wf.Completion(done, "ref-1", json.RawMessage(`{"n":1}`), "s1", s.now).On(order.ExprVars{}, s.now)
+				if err != nil {
+					panic(err)
+				}
+				return c.Transition(s.now)
+			}
+			return forms(decided(skips(1), s.step(s.processing, 0, order.Processing)), decided(skips(2), s.processing))
+		}},
 	{order.Processing, "succeeded, the next step waits", order.Processed, "Scheduler (reply)", "complete",
 		"a workflow step's order not cancelled; the next record NotStarted",
 		"its reference and its result (when kept) recorded, no deadline left; the next record waits, claimed by nobody, on an attempt one up, until its wait ends, `DueAt` at that end; the order Waiting",
@@ -273,7 +301,7 @@ var lifecycle = []row{
 				last.wf.EventArrived(last.st, json.RawMessage(`{"decision":"approve"}`), s.now).Transition(s.now))
 		}},
 	{order.Waiting, "its event arrived, and its rejectWhen holds", order.Failed, "client, operator (API)", "start undoing",
-		"deadline not passed; no undo record yet; the order not cancelled; the undo floor as known",
+		"deadline not passed; no undo record yet; the order not cancelled; the undo floor as known; the steps before it to undo Processed (none skipped)",
 		"the event's data recorded as its result, no deadline left, the alert cleared; undo records appended (the steps before it: it did no work), the first announced, the next look when it must be claimed by, in the due index; the order Compensating, or ends Failed with nothing to undo, announced no more",
 		func(s sample) []order.Transition {
 			review, bare := s.event(2, false), s.event(2, false)
@@ -290,7 +318,7 @@ var lifecycle = []row{
 			return forms(order.EventRejected(s.event(2, false).st, "review", s.now))
 		}},
 	{order.Waiting, "no event by its timeout", order.Failed, "Supervisor", "start undoing",
-		"deadline passed; no undo record yet; the order not cancelled; the undo floor as known",
+		"deadline passed; no undo record yet; the order not cancelled; the undo floor as known; the steps before it to undo Processed (none skipped)",
 		"failures + 1, no deadline left, the alert cleared; undo records appended (the steps before it: it did no work), the first announced, the next look when it must be claimed by, in the due index; the order Compensating, or ends Failed with nothing to undo, announced no more",
 		func(s sample) []order.Transition {
 			review, bare := s.event(2, false), s.event(2, false)
@@ -321,7 +349,7 @@ var lifecycle = []row{
 				goesOn.wf.WaitEnded(goesOn.st, s.later).Transition(s.later))
 		}},
 	{order.Waiting, "cancelled", order.Cancelled, "client's cancel", "start undoing",
-		"no undo record yet; the order not cancelled yet; the undo floor as known",
+		"no undo record yet; the order not cancelled yet; the undo floor as known; the steps before it to undo Processed (none skipped)",
 		"no deadline left, the alert cleared; undo records appended, the first announced, the next look when it must be claimed by, in the due index; the order Cancelling, or ends Cancelled with nothing to undo, announced no more; the cancel recorded",
 		func(s sample) []order.Transition {
 			return forms(undoing(s.waits.UndoCancelledWait(s.waiting, s.now), s.now), undoing(s.bareWaits.UndoCancelledWait(s.waiting, s.now), s.now))
@@ -334,7 +362,7 @@ var lifecycle = []row{
 			return forms(c.wf.CallAccepted(c.st, s.now))
 		}},
 	{order.Processing, "its call accepted after a cancel", order.Cancelled, "Scheduler (reply)", "start undoing",
-		"the order cancelled; no undo record yet; the undo floor as known",
+		"the order cancelled; no undo record yet; the undo floor as known; the steps before it to undo Processed (none skipped)",
 		"no deadline left, the alert cleared; undo records appended, its own work first (its service may be doing it), then the rest, the first claimed at once, the next look at its deadline, in the due index; the order Cancelling",
 		func(s sample) []order.Transition {
 			c := s.callback(order.Processing)
@@ -359,7 +387,7 @@ var lifecycle = []row{
 			return forms(c.wf.CallbackArrived(c.st, "ch-1", json.RawMessage(`{"id":"ch-1"}`), s.now).Transition(s.now))
 		}},
 	{order.Waiting, "its service failed (callback)", order.Failed, "service (API)", "start undoing",
-		"deadline not passed; no undo record yet; the order not cancelled; the undo floor as known",
+		"deadline not passed; no undo record yet; the order not cancelled; the undo floor as known; the steps before it to undo Processed (none skipped)",
 		"no deadline left, the alert cleared; undo records appended (the steps before it: the service did no work), the first announced, the next look when it must be claimed by, in the due index; the order Compensating",
 		func(s sample) []order.Transition {
 			c := s.callback(order.Waiting)
@@ -379,7 +407,7 @@ var lifecycle = []row{
 			return forms(supervised(c.wf.Assess(c.st, s.later, order.NoBacklog), c.st, s.later))
 		}},
 	{order.Waiting, "no callback by its deadline, the last allowed timeout", order.Failed, "Supervisor", "start undoing",
-		"deadline passed; no undo record yet; the order not cancelled; the undo floor as known",
+		"deadline passed; no undo record yet; the order not cancelled; the undo floor as known; the steps before it to undo Processed (none skipped)",
 		"failures + 1, no deadline left, the alert cleared; undo records appended for its own work and the steps before it, announced, the next look when the first must be claimed by, in the due index; the order Compensating",
 		func(s sample) []order.Transition {
 			c := s.callback(order.Waiting)
@@ -387,7 +415,7 @@ var lifecycle = []row{
 			return forms(undoing(c.wf.UndoRecovery(c.st, c.wf.Assess(c.st, s.later, order.NoBacklog), s.later), s.later))
 		}},
 	{order.Processing, "succeeded after a cancel", order.Processed, "Scheduler (reply)", "start undoing",
-		"the order cancelled; no undo record yet; the undo floor as known",
+		"the order cancelled; no undo record yet; the undo floor as known; the steps before it to undo Processed (none skipped)",
 		"its reference and its result (when kept) recorded, no deadline left, the alert cleared; undo records appended, its own work first, then the rest, the first claimed at once, the next look at its deadline, in the due index; the order Cancelling, or ends Cancelled with nothing to undo",
 		func(s sample) []order.Transition {
 			return forms(
@@ -395,7 +423,7 @@ var lifecycle = []row{
 				undoing(s.bare.UndoCancelledSuccess(s.processing, "ref-1", nil, s.now).ClaimedBy("s1", s.now), s.now))
 		}},
 	{order.Processing, "permanent fault", order.Failed, "Scheduler (reply)", "start undoing",
-		"no undo record yet; the order not cancelled, or the order cancelled, as the write finds; the undo floor as known",
+		"no undo record yet; the order not cancelled, or the order cancelled, as the write finds; the undo floor as known; the steps before it to undo Processed (none skipped)",
 		"no deadline left, the alert cleared; undo records appended for the steps before it, in reverse, the first claimed at once, the next look at its deadline, in the due index; the order Compensating (the order Cancelling if cancelled), or ends Failed with nothing to undo",
 		func(s sample) []order.Transition {
 			fault := s.wf.UndoFault(s.processing, "declined", s.now).ClaimedBy("s1", s.now)
@@ -442,7 +470,7 @@ var lifecycle = []row{
 			return forms(supervised(order.Recovery{Action: order.Retry, CompleteBy: s.later, Reason: "timed out"}, s.processing, s.now))
 		}},
 	{order.Processing, "last timeout, compensated", order.Failed, "Supervisor", "start undoing",
-		"deadline passed; no undo record yet; the order not cancelled, or the order cancelled; the undo floor as known",
+		"deadline passed; no undo record yet; the order not cancelled, or the order cancelled; the undo floor as known; the steps before it to undo Processed (none skipped)",
 		"failures + 1, no deadline left, the alert cleared; undo records appended for its own work and the steps before it, announced, the next look at the first's deadline, in the due index; the order Compensating, or the order Cancelling (a cancelled order's step, at any timeout); or ends Failed with nothing to undo, announced no more",
 		func(s sample) []order.Transition {
 			compensate := func(wf order.Workflow, st order.StepState) order.Transition {
@@ -491,7 +519,7 @@ var lifecycle = []row{
 				s.redriven(s.wf, order.RedriveRetry, s.step(s.inError, 0, order.Failed), s.step(s.inError, 1, order.NotStarted), s.step(s.inError, 2, order.NotStarted), stuck))
 		}},
 	{order.Error, "operator's compensate", order.Failed, "operator", "start undoing",
-		"no undo record yet; the order not cancelled, or the order cancelled; the undo floor as known",
+		"no undo record yet; the order not cancelled, or the order cancelled; the undo floor as known; the steps before it to undo Processed (none skipped)",
 		"no deadline left, the alert cleared; undo records appended for its own work and the steps before it, announced, the next look at the first's deadline, in the due index; out of the error index; the order Compensating (the order Cancelling if cancelled), or ends Failed with nothing to undo, announced no more",
 		func(s sample) []order.Transition {
 			records := []order.StepState{s.step(s.inError, 0, order.Processed), s.inError, s.step(s.inError, 2, order.NotStarted)}

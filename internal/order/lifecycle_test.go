@@ -78,6 +78,7 @@ var (
 		"SameUndoFloor":  {"the undo floor as known"},
 		"Version":        {"the order on its version"},
 		"Other":          {"the next record NotStarted", "the failed step Failed"},
+		"Processed":      {"the steps before it to undo Processed"},
 	}
 	changeWords = map[string][]string{
 		"Claim":          {"attempt + 1"},
@@ -100,6 +101,7 @@ var (
 		"Settle":         {"no deadline"},
 		"Fresh":          {"a fresh failure count"},
 		"Undone":         {"step Undone"},
+		"Skip":           {"skipped"},
 		"Next":           {"the next record"},
 		"Append":         {"undo records appended"},
 		"Forward":        {"the failed step runs again"},

@@ -74,6 +74,9 @@ const (
 	Failed ProcessState = "Failed"
 	// Undone: the step's work was undone by its undo record.
 	Undone ProcessState = "Undone"
+	// Skipped: the step's condition (StepDef.When) did not hold where it
+	// would have started: it did not run, and has nothing to undo.
+	Skipped ProcessState = "Skipped"
 	// Cancelled: the order was cancelled while the step waited for a
 	// claim, so it does not run (again). A step claimed before is undone
 	// all the same (see CancelUnclaimed).

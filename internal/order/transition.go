@@ -94,8 +94,9 @@ type Change struct {
 	// operator's redrive.
 	Fresh bool
 	// Undone marks these records Undone: the workflow steps an undo
-	// undid.
-	Undone []int
+	// undid. Skip marks these Skipped: steps whose conditions did not
+	// hold, passed by on the way to the next record.
+	Undone, Skip []int
 	// Next is the record claimed in the same write, which becomes the
 	// active one.
 	Next *NextClaim

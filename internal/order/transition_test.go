@@ -115,7 +115,7 @@ func TestTransitions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.got.Guard != tt.wantGuard {
+			if !reflect.DeepEqual(tt.got.Guard, tt.wantGuard) {
 				t.Errorf("guard %+v, want %+v", tt.got.Guard, tt.wantGuard)
 			}
 			if !reflect.DeepEqual(tt.got.Change, tt.wantChange) {

@@ -104,6 +104,7 @@ func (w Workflow) UndoFromError(st StepState, reason string, now time.Time) Undo
 
 func (w Workflow) undoing(u Undoing, mayHaveRun bool, now time.Time) Undoing {
 	u.Steps = len(w.Steps)
+	u.PlanAt = w.UndoPlan(u.Step.Index, mayHaveRun)
 	u.Plan = w.UndoSteps(u.Step.Index, mayHaveRun)
 	if len(u.Plan) > 0 {
 		u.ClaimBy = now.Add(w.ClaimWithin)

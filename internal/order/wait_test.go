@@ -1,6 +1,7 @@
 package order_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -44,7 +45,7 @@ func TestAStepThatWaitsStartsWaiting(t *testing.T) {
 					first.Attempt != 1 || !first.Since.Equal(now) {
 					t.Errorf("first record %+v, want %s until %s by %q on attempt 1 since now", first, tt.wantState, tt.wantUntil, tt.wantOwner)
 				}
-				if got := wf.StartStatus(); got != tt.wantStat {
+				if got := wf.StartStatus(states); got != tt.wantStat {
 					t.Errorf("StartStatus() = %s, want %s", got, tt.wantStat)
 				}
 				return
@@ -147,4 +148,91 @@ func TestAClientsCancelStopsAWaitAtOnce(t *testing.T) {
 	if got := order.ClientReason(order.StatusCancelled, tr.Change.OrderReason); got != "the order was cancelled while step cool-off waited" {
 		t.Errorf("client reason %q", got)
 	}
+}
+
+// A step whose condition did not hold is skipped, and passed by when the
+// order's work is undone: the write that starts undoing, refused for a
+// plan with the skipped step, is made again without it, and the undo
+// before it goes on to the next undo record the order has.
+func TestASkippedStepIsNotUndone(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	wf := ordertest.OrderWorkflow(order.DefaultTiming)
+	wf.Steps = slices.Clone(wf.Steps)
+	wf.Steps[1].When = never{}
+	states := wf.NewStates("o-1", "s1", now)
+	f := order.Found{Status: order.StatusPending, Active: 0, Steps: states}
+	apply := func(tr order.Transition) {
+		t.Helper()
+		if !tr.Holds(f) {
+			t.Fatalf("%s does not hold on %s", tr.Name, testenvStates(f))
+		}
+		f = ordertest.AppliedTo(tr, f)
+	}
+	// The reservation succeeds; the payment is skipped; shipping starts.
+	c, err := wf.Completion(states[0], "res-1", nil, "s1", now).On(order.ExprVars{}, now)
+	if err != nil || !slices.Equal(c.Skip, []int{1}) || c.NextIndex != 2 {
+		t.Fatalf("completion %+v, %v: want the payment skipped, shipping next", c, err)
+	}
+	apply(c.Transition(now))
+	// Shipping times out for good: its work may be done, so it is undone,
+	// then the reservation; not the payment.
+	f.Steps[2].CompleteBy = now.Add(-time.Hour)
+	ship, _ := f.Record()
+	u := wf.UndoRecovery(ship, order.Recovery{Action: order.Compensate, MayHaveRun: true, Reason: "timed out"}, now).ClaimedBy("s1", now)
+	tr, _ := u.Transition(now)
+	if tr.Holds(f) {
+		t.Fatal("a plan that undoes the skipped payment holds")
+	}
+	if fenced := tr.Guard; func() bool { fenced.Processed = nil; return !fenced.Holds(ship, now, f) }() {
+		t.Fatal("the plan is refused for another reason than the skipped payment")
+	}
+	u, err = u.Again(&order.StaleWrite{Found: f}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, _ = u.Transition(now)
+	apply(tr)
+	var undos []string
+	for _, r := range f.Steps[len(wf.Steps):] {
+		undos = append(undos, r.Step)
+	}
+	if want := []string{wf.Steps[2].Name, wf.Steps[0].Name}; !slices.Equal(undos, want) {
+		t.Fatalf("undo records %v, want %v", undos, want)
+	}
+	// The shipping's undo succeeds: the workflow says the payment's undo
+	// is next, the order has the reservation's.
+	first, _ := f.Record()
+	c = wf.Completion(first, "", nil, "s1", now)
+	if c.Transition(now).Holds(f) {
+		t.Fatal("a completion that claims the payment's undo holds")
+	}
+	if c, err = c.Again(&order.StaleWrite{Found: f}, now); err != nil {
+		t.Fatal(err)
+	}
+	apply(c.Transition(now))
+	last, _ := f.Record()
+	if last.Step != wf.Steps[0].Name || !last.Undo || last.ProcessState != order.Processing {
+		t.Fatalf("after the first undo: %+v, want the reservation's undo claimed", last)
+	}
+	// And its success ends the order Failed.
+	apply(wf.Completion(last, "", nil, "s1", now).Transition(now))
+	if f.Status != order.StatusFailed || f.Steps[1].ProcessState != order.Skipped {
+		t.Errorf("at the end: %s, payment %s; want Failed, the payment Skipped", f.Status, f.Steps[1].ProcessState)
+	}
+}
+
+// never is a condition that never holds.
+type never struct{}
+
+func (never) Bool(order.ExprVars) (bool, error)      { return false, nil }
+func (never) Time(order.ExprVars) (time.Time, error) { return time.Time{}, nil }
+func (never) Results() []string                      { return nil }
+func (never) String() string                         { return "false" }
+
+func testenvStates(f order.Found) string {
+	var out []string
+	for _, r := range f.Steps {
+		out = append(out, fmt.Sprintf("%s:%s", r.Step, r.ProcessState))
+	}
+	return fmt.Sprint(out)
 }

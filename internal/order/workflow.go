@@ -2,6 +2,7 @@ package order
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -197,8 +198,54 @@ func (w Workflow) ReadsOrder(done StepState) bool {
 	if done.Undo {
 		return false
 	}
-	next, ok := w.Next(done.Step)
-	return ok && next.Wait != nil && next.Wait.Until != nil
+	i, ok := w.Index(done.Step)
+	return ok && w.readsFrom(i+1)
+}
+
+// readsFrom reports whether the start of the steps from index i on
+// depends on the order's data: a condition, up to the first step without
+// one, or a timer until a time where that step is one.
+func (w Workflow) readsFrom(i int) bool {
+	for ; i < len(w.Steps); i++ {
+		d := w.Steps[i]
+		if d.When != nil {
+			return true
+		}
+		return d.Wait != nil && d.Wait.Until != nil
+	}
+	return false
+}
+
+// Runs decides whether the step runs on the order's data vars: its
+// condition holds, or it has none. A condition that cannot be decided
+// (it reads a value the order lacks) counts as holding, so that a step
+// is never passed by for want of data; the error says why.
+func (d StepDef) Runs(vars ExprVars) (bool, error) {
+	if d.When == nil {
+		return true, nil
+	}
+	holds, err := d.When.Bool(vars)
+	if err != nil {
+		return true, fmt.Errorf("step %s runs: its condition (%s) cannot be decided for this order: %w", d.Name, d.When, err)
+	}
+	return holds, nil
+}
+
+// firstRun returns, from index i on, the steps skipped (their conditions
+// do not hold on vars) and the index of the first that runs (len(Steps)
+// when none does); errs are Runs' errors.
+func (w Workflow) firstRun(i int, vars ExprVars) (skip []int, next int, errs []error) {
+	for ; i < len(w.Steps); i++ {
+		runs, err := w.Steps[i].Runs(vars)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if runs {
+			return skip, i, errs
+		}
+		skip = append(skip, i)
+	}
+	return skip, i, errs
 }
 
 // EventStep returns the step of w that waits for the named event.
@@ -426,11 +473,17 @@ func (w Workflow) Agents() []string {
 	return agents
 }
 
-// StartStatus is what a freshly submitted order shows: Pending, or
-// Waiting when its first step is one that waits.
-func (w Workflow) StartStatus() Status {
-	if len(w.Steps) > 0 && w.Steps[0].Waits() {
-		return StatusWaiting
+// StartStatus is what a freshly submitted order with records states
+// (NewStatesOn's) shows: Pending, or Waiting when its first step that
+// runs is one that waits.
+func (w Workflow) StartStatus(states []StepState) Status {
+	for _, st := range states {
+		if st.ProcessState == Waiting {
+			return StatusWaiting
+		}
+		if st.ProcessState != Skipped {
+			break
+		}
 	}
 	return StatusPending
 }
@@ -454,10 +507,18 @@ func (w Workflow) NewStatesOn(orderID string, vars ExprVars, owner string, now t
 			ProcessState: NotStarted, UpdatedAt: now,
 		}
 	}
+	skip, i, errs := w.firstRun(0, vars)
+	for _, k := range skip {
+		states[k].ProcessState = Skipped
+	}
+	if i == len(states) {
+		return states, fmt.Errorf("no step of workflow %s version %s runs for this input: every condition is false: %w", w.Name, w.Version, ErrInvalid)
+	}
 	var err error
 	if len(states) > 0 {
-		first := &states[0]
-		first.ProcessState, first.CompleteBy, err = w.Steps[0].StartOn(vars, owner, w.ClaimWithin, now)
+		first := &states[i]
+		first.ProcessState, first.CompleteBy, err = w.Steps[i].StartOn(vars, owner, w.ClaimWithin, now)
+		err = errors.Join(append(errs, err)...)
 		first.Attempt = 1
 		if first.ProcessState == Waiting {
 			first.Since = now

@@ -2,7 +2,9 @@ package order
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -51,6 +53,14 @@ type Completion struct {
 	// stays where it is (no index write), and the write holds only while
 	// DueAt is no later than the next record's deadline.
 	MoveDue bool
+	// Skip lists the workflow steps between the done one and Next whose
+	// conditions do not hold (On): they are Skipped in the same write.
+	Skip []int
+
+	// w and claimer are the workflow and the would-be claimer of Next,
+	// for On to decide Next again.
+	w       Workflow
+	claimer string
 }
 
 // Completion is the write that applies a success of done, the record
@@ -59,7 +69,7 @@ type Completion struct {
 // undo) with its first allowance, or, after the last, the order ends. A
 // next step that waits starts waiting instead, in the same write.
 func (w Workflow) Completion(done StepState, reference string, result json.RawMessage, owner string, now time.Time) Completion {
-	c := Completion{Step: done, Reference: reference, Result: result}
+	c := Completion{Step: done, Reference: reference, Result: result, w: w, claimer: owner}
 	var (
 		next StepDef
 		more bool
@@ -87,17 +97,30 @@ func (w Workflow) Completion(done StepState, reference string, result json.RawMe
 	return c
 }
 
-// On is c with its next step's start decided on the order's data vars
+// On is c with what starts next decided on the order's data vars
 // (Workflow.ReadsOrder): its input, and its results with the done step's
-// among them. The error is StepDef.StartOn's: the write is still made,
-// with the bound it says.
+// among them. Steps whose conditions do not hold are skipped, in the
+// same write, and the first that runs starts (or the order ends
+// Processed); a timer until a time waits until it. The error says what
+// the data could not decide (StepDef.Runs, StepDef.StartOn): the write is
+// still made, as they say.
 func (c Completion) On(vars ExprVars, now time.Time) (Completion, error) {
-	if c.Next == nil || c.Step.Undo || c.Next.Wait == nil || c.Next.Wait.Until == nil {
+	if c.Next == nil || c.Step.Undo {
 		return c, nil
 	}
-	var err error
-	c.NextState, c.NextCompleteBy, err = c.Next.StartOn(vars, "", 0, now)
-	return c, err
+	skip, i, errs := c.w.firstRun(c.NextIndex, vars)
+	c.Skip = skip
+	if i == len(c.w.Steps) {
+		c.Next, c.NextIndex, c.NextState, c.Owner, c.NextCompleteBy, c.MoveDue = nil, 0, "", "", time.Time{}, false
+		return c, errors.Join(errs...)
+	}
+	next := c.w.Steps[i]
+	state, until, err := next.StartOn(vars, c.claimer, c.w.ClaimWithin, now)
+	c.Next, c.NextIndex, c.NextState, c.NextCompleteBy, c.Owner, c.MoveDue = &next, i, state, until, "", state != Processing
+	if state == Processing {
+		c.Owner = c.claimer
+	}
+	return c, errors.Join(append(errs, err)...)
 }
 
 // WaitEnded is the write that ends the wait of st, a step that waits,
@@ -160,7 +183,7 @@ func (c Completion) Guard() Guard {
 // (Processed after the last workflow step, Failed or Cancelled after the
 // last undo).
 func (c Completion) Transition(now time.Time) Transition {
-	ch := Change{State: Processed, Settle: true, Reference: c.Reference, Result: c.Result}
+	ch := Change{State: Processed, Settle: true, Reference: c.Reference, Result: c.Result, Skip: c.Skip}
 	if c.Step.Undo {
 		ch.Undone = []int{c.Undid}
 	}
@@ -205,6 +228,9 @@ func (c Completion) Again(err error, now time.Time) (Completion, error) {
 		return c, err
 	}
 	r, _ := f.Record()
+	if next, ok := c.undoneNext(f, now); ok {
+		return next, nil
+	}
 	switch {
 	case !c.Step.Undo && r.CancelRequested:
 		return c, fmt.Errorf("complete step %s of order %s: %w", c.Step.Step, c.Step.OrderID, ErrCancelRequested)
@@ -218,6 +244,32 @@ func (c Completion) Again(err error, now time.Time) (Completion, error) {
 		return c, nil
 	}
 	return c, err
+}
+
+// undoneNext is c, an undo's success, with the next record as the order
+// has it, when that is not the one the workflow names: the undo records
+// are the plan as it was made, and a step skipped (its condition did not
+// hold) has none. ok is false when the next record is as c says.
+func (c Completion) undoneNext(f Found, now time.Time) (Completion, bool) {
+	if !c.Step.Undo || c.Next == nil {
+		return c, false
+	}
+	if c.NextIndex >= len(f.Steps) {
+		r, _ := f.Record()
+		c.Next, c.NextState, c.Owner, c.NextCompleteBy, c.Cancelled = nil, "", "", time.Time{}, r.CancelRequested
+		return c, true
+	}
+	n := f.Steps[c.NextIndex]
+	def, known := c.w.Step(n.Step)
+	if !n.Undo || n.ProcessState != NotStarted || n.Step == c.Next.Name || !known {
+		return c, false
+	}
+	c.Next = &def
+	c.NextState, c.NextCompleteBy, _ = def.StartOn(ExprVars{}, c.claimer, c.w.ClaimWithin, now)
+	if c.NextState == Processing {
+		c.Owner = c.claimer
+	}
+	return c, true
 }
 
 // Undoing is the write that ends the order's active workflow step and
@@ -246,8 +298,11 @@ type Undoing struct {
 	// undo record follows them yet.
 	Steps int
 	// Plan lists the workflow steps to undo, in the order they are undone
-	// (Workflow.UndoPlan). Empty ends the order at once.
-	Plan []StepDef
+	// (Workflow.UndoPlan), and PlanAt their indexes. Empty ends the order
+	// at once. The write holds only while the steps planned before the
+	// active one are Processed: a step skipped is not undone (Again).
+	Plan   []StepDef
+	PlanAt []int
 	// Cancelled says that the client cancelled the order, so that it ends
 	// Cancelled rather than Failed; a write that finds otherwise is made
 	// the other way. CancelNow is the client's cancel itself: it holds
@@ -268,8 +323,14 @@ type Undoing struct {
 // attempts count on from it.
 func (u Undoing) Guard() Guard {
 	cancelled := u.Cancelled && !u.CancelNow
+	var done []int
+	for _, i := range u.PlanAt {
+		if i != u.Step.Index {
+			done = append(done, i)
+		}
+	}
 	return Guard{State: u.From, Records: u.Steps, Expired: u.Expired, InTime: u.InTime, Unlocked: u.From == Pending,
-		Cancelled: cancelled, NotCancelled: !cancelled, SameUndoFloor: true}
+		Cancelled: cancelled, NotCancelled: !cancelled, SameUndoFloor: true, Processed: done}
 }
 
 // Transition is u's write at now: the step ends in Ends, with its answer
@@ -329,15 +390,26 @@ func (u Undoing) Transition(now time.Time) (Transition, error) {
 func (u Undoing) Again(err error, now time.Time) (Undoing, error) {
 	f, ok := FoundBy(err)
 	fence := u.Guard()
-	fence.Cancelled, fence.NotCancelled, fence.SameUndoFloor = false, false, false
+	fence.Cancelled, fence.NotCancelled, fence.SameUndoFloor, fence.Processed = false, false, false, nil
 	if !ok || !fence.Holds(u.Step, now, f) {
 		return u, err
+	}
+	// Steps skipped (their conditions did not hold) did no work: they
+	// leave the plan.
+	skipped := false
+	for k := len(u.PlanAt) - 1; k >= 0; k-- {
+		if i := u.PlanAt[k]; i < len(f.Steps) && f.Steps[i].ProcessState == Skipped {
+			u.Plan, u.PlanAt, skipped = slices.Delete(u.Plan, k, k+1), slices.Delete(u.PlanAt, k, k+1), true
+		}
+	}
+	if skipped && u.Owner != "" {
+		u = u.ClaimedBy(u.Owner, now)
 	}
 	r, _ := f.Record()
 	if u.CancelNow && r.CancelRequested {
 		return u, err
 	}
-	again := false
+	again := skipped
 	if !u.CancelNow && r.CancelRequested != u.Cancelled {
 		u.Cancelled, again = r.CancelRequested, true
 	}

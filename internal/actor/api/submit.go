@@ -46,17 +46,22 @@ func (s *Service) submit(ctx context.Context, req events.APIGatewayProxyRequest)
 	// deadline exactly as stored.
 	now := s.now().UTC().Truncate(time.Millisecond)
 	o := order.Order{
-		ID: order.NewID(), Workflow: wf.Name, Version: wf.Version, Status: wf.StartStatus(),
+		ID: order.NewID(), Workflow: wf.Name, Version: wf.Version,
 		RequestHash: hash, IdempotencyKey: key, KeyNonce: order.NewKeyNonce(), Caller: caller.ID, CreatedAt: now, UpdatedAt: now,
 	}.WithInput(input)
 	if key != "" {
 		o.ID = order.IDForKey(caller.ID, o.Workflow, o.CustomerID, key)
 	}
 	steps, err := wf.NewStatesOn(o.ID, order.ExprVars{Input: o.Input}, s.id, now)
-	if err != nil {
-		// A first timer until a time the input lacks waits its max.
-		s.log.WarnContext(ctx, "the first step's start cannot be decided on the order's input", "error", err)
+	switch {
+	case errors.Is(err, order.ErrInvalid):
+		return events.APIGatewayProxyResponse{}, &order.ValidationError{Fields: []order.FieldError{{Field: "body", Problem: err.Error()}}}
+	case err != nil:
+		// A condition or a timer's time the input cannot decide: the step
+		// runs, the timer waits its max.
+		s.log.WarnContext(ctx, "the first step's start cannot be decided on the order's input", "order_id", o.ID, "error", err)
 	}
+	o.Status = wf.StartStatus(steps)
 	existing, err := s.store.CreateOrder(ctx, o, steps)
 	if errors.Is(err, order.ErrExists) {
 		return s.replay(ctx, o, existing)
@@ -69,8 +74,10 @@ func (s *Service) submit(ctx context.Context, req events.APIGatewayProxyRequest)
 	// The order is stored with its first step claimed; whether or not the
 	// request goes out now, the order is safe and the answer is 202. A
 	// first step that waits has no request: the Supervisor ends its wait.
-	if steps[0].ProcessState == order.Processing {
-		s.dispatcher.Send(ctx, o, steps[0])
+	for _, st := range steps {
+		if st.ProcessState == order.Processing {
+			s.dispatcher.Send(ctx, o, st)
+		}
 	}
 	return accepted(o, false), nil
 }

@@ -194,3 +194,47 @@ func TestATimerWaitsUntilATimeTheOrderGives(t *testing.T) {
 		})
 	}
 }
+
+// A step whose condition does not hold for the order is skipped: the
+// step before it is completed, and the one after it claimed and
+// requested, in one write; a compensation passes it by.
+func TestAStepWhoseConditionDoesNotHoldIsSkipped(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	env, err := expr.NewEnv(expr.Schemas{Input: w.Workflow.Input})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prg, err := env.Compile(`size(input.lines) > 1`, expr.Bool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf := w.Workflow
+	wf.Steps = slices.Clone(wf.Steps)
+	wf.Steps[1].When = celTime{prg}
+	w.Run(t, wf)
+	id := w.Submit(t, someOrder) // one line: no payment
+	takeRequests(t, w)
+	succeed(t, w, id, first, 1)
+	_, steps := w.Records(t, id)
+	if steps[1].ProcessState != order.Skipped || steps[2].ProcessState != order.Processing {
+		t.Fatalf("after the reservation: %s, want the payment Skipped, shipping Processing", testenv.Describe(testenv.States(steps)))
+	}
+	reqs := w.Requests(t, wf.Steps[2].Agent)
+	if len(reqs) != 1 || len(w.Requests(t, ordertest.AgentPayment)) != 0 {
+		t.Fatalf("requests to shipping %+v, want one and none to payment", reqs)
+	}
+	// Shipping is refused: the reservation is undone, not the payment.
+	resp, err := w.Scheduler("s1").HandleReplies(context.Background(), testenv.ReplyEvent(order.StepReply{OrderID: id, Step: wf.Steps[2].Name,
+		Attempt: reqs[0].Attempt, Outcome: order.OutcomeFailed, Reason: "no courier"}))
+	if err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("HandleReplies: %+v, %v", resp, err)
+	}
+	o, steps := w.Records(t, id)
+	var undone []string
+	for _, r := range steps[len(wf.Steps):] {
+		undone = append(undone, r.Step)
+	}
+	if o.Status != order.StatusCompensating || !slices.Equal(undone, []string{first}) {
+		t.Errorf("after the refusal: %s, undo records %v; want Compensating, the reservation's alone", o.Status, undone)
+	}
+}

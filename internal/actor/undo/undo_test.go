@@ -3,6 +3,7 @@ package undo_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -75,7 +76,7 @@ func TestStart(t *testing.T) {
 			}
 			if tt.wantWrites == 2 && len(store.applied) == 2 {
 				// The second write knows the cancel: the order ends Cancelled, not Failed.
-				if first, again := store.applied[0].Guard, store.applied[1].Guard; first == again {
+				if first, again := store.applied[0].Guard, store.applied[1].Guard; reflect.DeepEqual(first, again) {
 					t.Errorf("the write made again has the first's guard %+v: the domain was not asked again", first)
 				}
 			}

@@ -120,6 +120,9 @@ func condition(fence order.StepState, g order.Guard, at time.Time) expression.Co
 	if g.Version != "" {
 		add(expression.Name(attrVersion).Equal(expression.Value(g.Version)))
 	}
+	for _, j := range g.Processed {
+		add(expression.Name(stepAttr(j, "State")).Equal(expression.Value(order.Processed)))
+	}
 	if o := g.Other; o != nil {
 		add(expression.Name(stepAttr(o.Index, "State")).Equal(expression.Value(o.State)))
 		if o.Step != "" {
@@ -248,6 +251,9 @@ func (s *Store) moved(upd expression.UpdateBuilder, t order.Transition) expressi
 	field := func(j int, name string) expression.NameBuilder { return expression.Name(stepAttr(j, name)) }
 	for _, j := range c.Undone {
 		upd = upd.Set(field(j, "State"), expression.Value(order.Undone)).Set(field(j, "Updated"), msValue(t.At))
+	}
+	for _, j := range c.Skip {
+		upd = upd.Set(field(j, "State"), expression.Value(order.Skipped)).Set(field(j, "Updated"), msValue(t.At))
 	}
 	if n := c.Next; n != nil {
 		upd = upd.Set(field(n.Index, "State"), expression.Value(n.State)).

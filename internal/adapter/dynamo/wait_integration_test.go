@@ -25,9 +25,11 @@ func TestWaitingOrdersAreFoundAndCounted(t *testing.T) {
 	for range 3 {
 		w.Clock.Advance(time.Second)
 		now := w.Clock.Now().Truncate(time.Millisecond)
-		o := order.Order{ID: order.NewID(), Workflow: wf.Name, Version: wf.Version, Status: wf.StartStatus(), KeyNonce: order.NewKeyNonce(),
+		o := order.Order{ID: order.NewID(), Workflow: wf.Name, Version: wf.Version, KeyNonce: order.NewKeyNonce(),
 			Caller: testenv.Caller, CreatedAt: now, UpdatedAt: now}.WithInput(json.RawMessage(`{"customerId":"c-1"}`))
-		if _, err := w.Store.CreateOrder(ctx, o, wf.NewStates(o.ID, "", now)); err != nil {
+		states := wf.NewStates(o.ID, "", now)
+		o.Status = wf.StartStatus(states)
+		if _, err := w.Store.CreateOrder(ctx, o, states); err != nil {
 			t.Fatal(err)
 		}
 		waiting = append(waiting, o.ID)

@@ -34,6 +34,9 @@ func AppliedTo(t order.Transition, f order.Found) order.Found {
 	for _, i := range c.Undone {
 		steps[i].ProcessState, steps[i].UpdatedAt = order.Undone, t.At
 	}
+	for _, i := range c.Skip {
+		steps[i].ProcessState, steps[i].UpdatedAt = order.Skipped, t.At
+	}
 	if n := c.Next; n != nil {
 		r := steps[n.Index]
 		r.ProcessState, r.LockedBy, r.CompleteBy, r.UpdatedAt = n.State, n.Owner, n.CompleteBy, t.At
