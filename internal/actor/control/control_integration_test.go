@@ -3,6 +3,7 @@ package control_test
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -539,5 +540,46 @@ func TestMoveOntoAVersionThatAddsAnUndoBelowIsRefused(t *testing.T) {
 	}
 	if o, _ := w.Records(t, moved); o.Version != "9" || o.Status != order.StatusCompensating {
 		t.Errorf("refused move left the order %s under %s, want it untouched", o.Status, o.Version)
+	}
+}
+
+// An order of a workflow that stops on failure, whose event did not come
+// by its timeout, is in Error with an alert; an operator's redrive starts
+// the wait again, on a new attempt with a fresh timeout, and the event
+// then moves the order on.
+func TestRedriveOfAWaitThatTimedOut(t *testing.T) {
+	w := world(t)
+	wf := ordertest.Reviewed(w.Workflow, 1, time.Hour)
+	wf.StopOnFailure = true
+	w.Run(t, wf)
+	id := w.Submit(t, someOrder)
+	reply(t, w.Scheduler("s1"), ok(id, ordertest.StepReserveInventory, 1))
+	w.Clock.Advance(time.Hour + time.Second)
+	if _, err := w.Supervisor().Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	o, steps := w.Records(t, id)
+	if o.Status != order.StatusError || steps[1].ProcessState != order.Error || steps[1].FailureCount != 1 {
+		t.Fatalf("after the timeout: %s %s, want Error in the review", o.Status, testenv.Describe(testenv.States(steps)))
+	}
+	if a := w.Alerts.Await(t, id, 10*time.Second); a.Kind != order.AlertStepTimedOut || !strings.Contains(a.Reason, `no event "review"`) {
+		t.Errorf("alert %+v, want StepTimedOut saying which event did not come", a)
+	}
+	c := control.New(w.Store, w.Store, w.Versions(), w.Clock.Now)
+	if _, err := c.Redrive(context.Background(), id, ""); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := w.Scheduler("s1").HandleStream(context.Background(), w.StreamEvent(t, id))
+	if err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("HandleStream: %+v, %v", resp, err)
+	}
+	o, steps = w.Records(t, id)
+	if want := w.Clock.Now().Truncate(time.Millisecond).Add(time.Hour); o.Status != order.StatusWaiting || steps[1].ProcessState != order.Waiting ||
+		steps[1].Attempt != 2 || !steps[1].CompleteBy.Equal(want) {
+		t.Fatalf("after the redrive: %s %+v, want Waiting on attempt 2 until %s", o.Status, steps[1], want)
+	}
+	if o, err = c.SendEvent(context.Background(), caller, false, id, ordertest.EventReview, json.RawMessage(`{"decision":"approve"}`)); err != nil ||
+		o.Status != order.StatusProcessing {
+		t.Errorf("the event after the redrive: %s, %v; want Processing", o.Status, err)
 	}
 }
