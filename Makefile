@@ -32,16 +32,18 @@ tools: ## install the pinned emulators, Go modules and staticcheck (idempotent)
 	fi
 
 .PHONY: run
-run: tools ## run orderly locally on the emulators: API on 127.0.0.1:8080, the shipped workflow and the checkout example
+run: tools ## run orderly locally on the emulators: API on 127.0.0.1:8080, the shipped workflow and the checkout and fulfilment examples
 	bash $(EMULATORS) start
-	@# By default the checkout example runs beside the shipped workflow.
+	@# By default the checkout and fulfilment examples run beside the
+	@# shipped workflow; the simulator plays the fulfilment example's
+	@# services that call back, its fraud analyst and its carrier.
 	@# Whatever workflows are named, a fraud service at the simulator is
 	@# called with an Authorization header from the local Secrets Manager,
 	@# which the simulator checks (examples/services.local.json, for the
 	@# services ORDERLY_SERVICES leaves out). Before it says it is ready,
 	@# orderly warms the emulators' JVMs with throwaway orders on a stage
 	@# of their own, deleted after (ORDERLY_WARMUP=0 skips it).
-	eval "$$(bash $(EMULATORS) env)" && export ORDERLY_WORKFLOWS=$${ORDERLY_WORKFLOWS:-order,checkout} && \
+	eval "$$(bash $(EMULATORS) env)" && export ORDERLY_WORKFLOWS=$${ORDERLY_WORKFLOWS:-order,checkout,fulfilment} && \
 		ORDERLY_SERVICES_DEFAULTS=$${ORDERLY_SERVICES_DEFAULTS-examples/services.local.json} \
 		ORDERLY_WARMUP=$${ORDERLY_WARMUP:-1} go run ./cmd/orderly-local
 

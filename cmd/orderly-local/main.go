@@ -5,6 +5,10 @@
 // pollers that invoke the same handlers the Lambdas run, and the
 // Supervisor on a ticker.
 //
+// The simulator also plays the people and partners who send the
+// fulfilment example's events, its fraud analyst and its carrier
+// (ORDERLY_PARTIES, ORDERLY_PARTY_AFTER; see simulator.Parties).
+//
 // Every service is called at the simulator, unless ORDERLY_SERVICES names
 // a file of services (the shape of CDK context "services", see package
 // services) that says otherwise for the services it lists, or
@@ -97,6 +101,14 @@ func run(log *slog.Logger) error {
 		cfg.Workflows = order.WithRehearsal(workflows)
 	}
 	cfg.ParkFor = env.Duration("PARK_FOR", 0)
+	// The simulated services that call back take a moment, and the
+	// fulfilment example's fraud analyst and carrier answer a few seconds
+	// after an order starts waiting for them (ORDERLY_PARTIES=0: nobody
+	// does, and events are sent by hand).
+	cfg.CallbackDelay = env.Duration("ORDERLY_SIM_CALLBACK_DELAY", simulator.DefaultCallbackDelay)
+	if env.String("ORDERLY_PARTIES", "1") != "0" {
+		cfg.Parties = &simulator.PartyConfig{After: env.Span("ORDERLY_PARTY_AFTER", 5*time.Second)}
+	}
 	// A reader of the local status queue that needs only some statuses
 	// (the soak: the terminal ones) keeps moto's queue shallow.
 	if cfg.StatusEvents, err = statusEvents(env.String("ORDERLY_STATUS_EVENTS", "")); err != nil {

@@ -1,12 +1,14 @@
 // Command orderly-simulator serves the simulated remote services
-// (inventory, payment, shipping and their undos, with the test values
-// docs/remote-services.md lists) on their own, for a deployed stack to call: `make
+// (inventory, payment, shipping, the examples' fraud and warehouse, and
+// their undos, with the test values docs/remote-services.md lists; a call
+// that carries a callback object is answered 202 and called back) on their own, for a deployed stack to call: `make
 // deploy-local` starts it for the stack on LocalStack, whose agents run as
 // host processes and reach it on the loopback address.
 //
 // ORDERLY_SIMULATOR_ADDR is the address to listen on (default
 // 127.0.0.1:8091); ORDERLY_SIM_LEDGER, when set, is a file that records
-// every remote effect and undo.
+// every remote effect and undo; ORDERLY_SIM_CALLBACK_DELAY (2s) is how long
+// a service that calls back takes.
 //
 //	orderly-simulator [-require-header SERVICE=HEADER=$VARIABLE|@FILE]...
 //
@@ -89,6 +91,10 @@ func run(log *slog.Logger, args []string) error {
 	}
 	if ledger := env.String("ORDERLY_SIM_LEDGER", ""); ledger != "" {
 		opts = append(opts, simulator.WithLedger(ledger))
+	}
+	opts = append(opts, simulator.WithCallbackDelay(env.Duration("ORDERLY_SIM_CALLBACK_DELAY", simulator.DefaultCallbackDelay)))
+	if err := env.Err(); err != nil {
+		return usageError{err}
 	}
 	sim, err := simulator.New(opts...)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -33,18 +34,22 @@ func (c cannotStart) Unwrap() []error { return []error{c.err, errCannotStart} }
 // conformanceCmd is `orderly conformance`: a service and a definition
 // file, no stage, no AWS.
 func (a *app) conformanceCmd() *cobra.Command {
-	var file, base, step, inputFile, unknownFile string
+	var file, base, step, inputFile, unknownFile, callbackListen string
+	var callbackWait time.Duration
 	var asOpenAPI bool
 	var headerSpecs []string
 	cmd := &cobra.Command{
-		Use:                   "conformance --workflow FILE --url BASE [--step NAME] [--header K=V]... [--input FILE] [--unknown-input FILE] [--openapi]",
+		Use: "conformance --workflow FILE --url BASE [--step NAME] [--header K=V]... [--input FILE] [--unknown-input FILE] " +
+			"[--callback-listen HOST:PORT] [--callback-wait D] [--openapi]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Check a team's services against the remote-service contract",
 		Long: `Check a team's services against the remote-service contract, calling them as
 the agents do: one line per rule per step. Exit 1 when a rule fails, 2 when
 the run cannot start (a usage error, or a workflow, input or URL it cannot
 use). --openapi prints the workflow's own contract (OpenAPI 3.1) and checks
-nothing.`,
+nothing. A step whose service calls back is called back at a receiver this
+command serves for the run (127.0.0.1 on a free port, or --callback-listen):
+the service must be able to reach it.`,
 		Example: "  orderly conformance --workflow examples/workflows/checkout/v1.json --url http://127.0.0.1:8081 --step fraud-check --header Authorization=@token.txt",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -53,6 +58,8 @@ nothing.`,
 				return usagef("conformance: --workflow FILE is required")
 			case base == "" && !asOpenAPI:
 				return usagef("conformance: --url BASE is required")
+			case callbackWait <= 0:
+				return usagef("conformance: --callback-wait %s: want a positive duration", callbackWait)
 			}
 			header, err := parseHeaders(headerSpecs)
 			if err != nil {
@@ -81,7 +88,8 @@ nothing.`,
 					return cannot(fmt.Errorf("--unknown-input: %w", err))
 				}
 			}
-			results, err := conformance.Run(cmd.Context(), conformance.Config{Workflow: w, Input: input, UnknownInput: unknown, BaseURL: base, Step: step, Header: header})
+			results, err := conformance.Run(cmd.Context(), conformance.Config{Workflow: w, Input: input, UnknownInput: unknown, BaseURL: base, Step: step, Header: header,
+				CallbackListen: callbackListen, CallbackWait: callbackWait})
 			if err != nil {
 				return cannot(err)
 			}
@@ -103,6 +111,8 @@ nothing.`,
 	cmd.Flags().StringVar(&step, "step", "", "check only this `step`; the earlier steps it carries results of are called once first")
 	cmd.Flags().StringVar(&inputFile, "input", "", "a JSON `file` with the order's input (default: the input schema's examples[0])")
 	cmd.Flags().StringVar(&unknownFile, "unknown-input", "", "a JSON `file` with an order's input naming what the services do not know, for the unknown-entity rule (default: the input with its strings made unknown)")
+	cmd.Flags().StringVar(&callbackListen, "callback-listen", "", "`HOST:PORT` where the callback receiver listens, the address a service that calls back reaches this machine at (default: 127.0.0.1 on a free port)")
+	cmd.Flags().DurationVar(&callbackWait, "callback-wait", conformance.DefaultCallbackWait, "the longest `duration` to wait for one call's callback, where the step's callback timeout is longer")
 	cmd.Flags().BoolVar(&asOpenAPI, "openapi", false, "print the workflow's remote-service contract (OpenAPI 3.1) and check nothing")
 	// StringArray, not StringSlice: a header's value may hold commas. Its
 	// Set never fails, so no error quotes a value, which may be a secret.

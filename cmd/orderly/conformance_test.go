@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"orderly/internal/local/simulator"
 )
@@ -83,6 +84,28 @@ func TestConformancePassesAgainstTheSimulator(t *testing.T) {
 	}
 }
 
+// A step whose service calls back is checked with the callback rules,
+// called back at the receiver --callback-listen names, waiting at most
+// --callback-wait for each callback.
+func TestConformanceOfAServiceThatCallsBack(t *testing.T) {
+	url := simulatorURL(t, simulator.WithCallbackDelay(10*time.Millisecond))
+	fulfilment := filepath.Join("..", "..", "examples", "workflows", "fulfilment", "v1.json")
+	if _, err := os.Stat(fulfilment); err != nil {
+		t.Skip("no fulfilment example")
+	}
+	var out bytes.Buffer
+	err := runArgs([]string{"conformance", "--workflow", fulfilment, "--url", url, "--step", "charge-payment",
+		"--callback-listen", "127.0.0.1:0", "--callback-wait", "5s"}, &out)
+	if err != nil {
+		t.Errorf("%v\n%s", err, out.String())
+	}
+	for _, rule := range []string{"callback-accepts", "callback-arrives", "callback-idempotent", "callback-token-kept"} {
+		if !strings.Contains(out.String(), "PASS  charge-payment  "+rule+" ") {
+			t.Errorf("no %s passed:\n%s", rule, out.String())
+		}
+	}
+}
+
 // A service that ignores Idempotency-Key fails, exit 1, and -o json
 // gives the same verdicts to scripts.
 func TestConformanceFailsAgainstAServiceIgnoringKeys(t *testing.T) {
@@ -140,6 +163,9 @@ func TestConformanceUsage(t *testing.T) {
 		{[]string{"conformance", "--workflow", bad, "--url", url}, bad + ": version: must not be empty"},
 		{[]string{"conformance", "--workflow", filepath.Join(t.TempDir(), "none.json"), "--url", url}, "no such file"},
 		{[]string{"conformance", "--workflow", checkoutFile, "--url", "localhost:1"}, "want http:// or https://"},
+		{[]string{"conformance", "--workflow", checkoutFile, "--url", url, "--callback-wait", "-1s"}, "--callback-wait -1s: want a positive duration"},
+		{[]string{"conformance", "--workflow", checkoutFile, "--url", url, "--callback-listen", "0.0.0.0:9"}, "give the address the service reaches this machine at"},
+		{[]string{"conformance", "--workflow", checkoutFile, "--url", url, "--callback-listen", "9"}, "--callback-listen \"9\": want HOST:PORT"},
 		{[]string{"conformance", "--workflow", shippedFile, "--url", url, "--input", writeTemp(t, "in.json", `{"customerId":"c"}`)}, "lines"},
 		{[]string{"conformance", "--workflow", shippedFile, "--url", url, "--unknown-input", writeTemp(t, "unknown.json", `{"customerId":"c"}`)}, "--unknown-input: the input breaks"},
 	}

@@ -164,12 +164,24 @@ func callbackAllowed(o order.Order, st order.StepState, c callbacktoken.Claim, c
 	return fmt.Errorf("order %s: step %s is %s, its callback was taken already or is not awaited: %w", o.ID, st.Step, st.ProcessState, order.ErrNotAllowed)
 }
 
-// readAnswer checks a success callback's result as the agent checks a
-// synchronous call's answer: a JSON object with the reference in "id", a
-// kept result within the step's bound, matching its result schema. A
-// problem is the caller's to fix (order.ErrInvalid), and is said without
-// the answer's values.
+// readAnswer checks a success callback's result (CheckCallbackResult),
+// with the step's result schema compiled once.
 func (s *Service) readAnswer(wf order.Workflow, def order.StepDef, raw json.RawMessage) (order.Answer, error) {
+	check, err := s.schemas.check(def.ResultSchema)
+	if err != nil {
+		return order.Answer{}, fmt.Errorf("step %s of workflow %s version %s: its result schema: %w", def.Name, wf.Name, wf.Version, err)
+	}
+	return CheckCallbackResult(wf, def, raw, check)
+}
+
+// CheckCallbackResult checks a success callback's result as the agent
+// checks a synchronous call's answer: a JSON object with the reference in
+// "id", a kept result within the step's bound, matching its result schema
+// (check, nil for none). A problem is the caller's to fix
+// (order.ErrInvalid), and is said without the answer's values. It is
+// exported so that `orderly conformance` holds a service's callbacks to
+// the same rules.
+func CheckCallbackResult(wf order.Workflow, def order.StepDef, raw json.RawMessage, check order.InputCheck) (order.Answer, error) {
 	invalid := func(problem string) error {
 		return &order.ValidationError{Fields: []order.FieldError{{Field: "result", Problem: problem}}}
 	}
@@ -187,10 +199,6 @@ func (s *Service) readAnswer(wf order.Workflow, def order.StepDef, raw json.RawM
 	_ = json.Compact(&compact, raw) // it decoded above
 	if limit := def.ResultMaxBytes; wf.Keeps(def.Name) && limit > 0 && compact.Len() > limit {
 		return order.Answer{}, invalid(fmt.Sprintf("is %d bytes; step %s keeps at most %d (its result.maxBytes)", compact.Len(), def.Name, limit))
-	}
-	check, err := s.schemas.check(def.ResultSchema)
-	if err != nil {
-		return order.Answer{}, fmt.Errorf("step %s of workflow %s version %s: its result schema: %w", def.Name, wf.Name, wf.Version, err)
 	}
 	if check != nil {
 		var fields []string

@@ -82,6 +82,14 @@ type Config struct {
 	// simulator.WithLedger); Outages take services down for a while.
 	SimulatorLedger string
 	Outages         []simulator.Outage
+	// CallbackDelay is how long the simulator's services that call back
+	// take before each callback; zero is simulator.DefaultCallbackDelay.
+	CallbackDelay time.Duration
+	// Parties, when set, play the people and partners of the fulfilment
+	// example against the API (the fraud analyst's review, the carrier's
+	// delivery): see simulator.Parties. `make run` sets it; tests that
+	// send those events themselves leave it nil.
+	Parties *simulator.PartyConfig
 	// LocalSecrets lets the engine create, with a random value, the
 	// secret of a header-authenticated service Services points at its
 	// simulator when it does not exist yet (see simulatorCredentials):
@@ -116,6 +124,10 @@ type Config struct {
 	// agents over [-ClockSkew, +ClockSkew] around the machine's, to show
 	// that skew inside CLOCK_SKEW_GRACE loses nothing.
 	ClockSkew time.Duration
+	// Clock, when set, is the machine's clock as every function reads it
+	// (ClockSkew spreads around it); nil is time.Now. The cost run moves
+	// it on through a day of waiting without waiting a day.
+	Clock func() time.Time
 	// QueueVisibility overrides the catalog's visibility timeouts, so a
 	// failed message comes back quickly when running locally. 0 keeps them.
 	QueueVisibility time.Duration
@@ -200,7 +212,7 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 	e.History = dynamo.NewHistory(fns, e.Stack.Catalog.History.Name)
 	// The submission function reads its page token key as in AWS: at its
 	// first search.
-	if e.API, err = compose.Submit(e.function(resources.FunctionSubmit, "submit", "submit-local-"+rand.Text()[:6], time.Now)); err != nil {
+	if e.API, err = compose.Submit(e.function(resources.FunctionSubmit, "submit", "submit-local-"+rand.Text()[:6], e.cfg.Clock)); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	if err := e.listen(ctx, awsCfg); err != nil {
@@ -216,6 +228,9 @@ func (cfg Config) complete() (Config, error) {
 		cfg.Log = slog.New(slog.NewJSONHandler(os.Stdout, nil))
 	}
 	cfg.Schedulers = max(cfg.Schedulers, 1)
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
 	if err := cfg.Timing.Validate(); err != nil {
 		return cfg, fmt.Errorf("timing: %w", err)
 	}
@@ -328,6 +343,7 @@ func (e *Engine) simulator(ctx context.Context, awsCfg aws.Config) (*simulator.S
 	for _, o := range cfg.Outages {
 		opts = append(opts, simulator.WithOutage(o))
 	}
+	opts = append(opts, simulator.WithCallbackDelay(cfg.CallbackDelay))
 	required, err := e.simulatorCredentials(ctx, awsCfg, cfg)
 	if err != nil {
 		return nil, err
@@ -410,6 +426,13 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		components = append(components, cs...)
 	}
+	if e.cfg.Parties != nil {
+		pc := *e.cfg.Parties
+		if pc.Log == nil {
+			pc.Log = e.cfg.Log.With("service", "parties")
+		}
+		components = append(components, component{"parties", simulator.NewParties(e.URL(), pc).Run})
+	}
 	if e.Sim != nil {
 		defer e.serveSimulator(ctx)()
 	}
@@ -484,7 +507,7 @@ func (e *Engine) serveSimulator(ctx context.Context) (stop func()) {
 // recorder is the orders table's stream, unfiltered, into the history
 // and the event bus.
 func (e *Engine) recorder() ([]component, error) {
-	rec := compose.Recorder(e.function(resources.FunctionRecorder, "recorder", "recorder", time.Now))
+	rec := compose.Recorder(e.function(resources.FunctionRecorder, "recorder", "recorder", e.cfg.Clock))
 	stream, err := e.streamPoller("recorder", "recorder", resources.RecorderTimeout, rec.HandleStream)
 	if err != nil {
 		return nil, err
@@ -617,17 +640,17 @@ func serve(srv *http.Server, ln net.Listener) func(context.Context) error {
 	}
 }
 
-// clock is the clock of instance i of n of one kind: the machine's, moved
-// by an offset spread evenly over [-ClockSkew, +ClockSkew].
+// clock is the clock of instance i of n of one kind: the machine's (or
+// Clock), moved by an offset spread evenly over [-ClockSkew, +ClockSkew].
 func (e *Engine) clock(i, n int) func() time.Time {
 	if e.cfg.ClockSkew <= 0 {
-		return time.Now
+		return e.cfg.Clock
 	}
 	offset := e.cfg.ClockSkew // a lone instance runs ahead by all of it
 	if n > 1 {
 		offset = time.Duration(float64(e.cfg.ClockSkew) * (2*float64(i)/float64(n-1) - 1))
 	}
-	return func() time.Time { return time.Now().Add(offset) }
+	return func() time.Time { return e.cfg.Clock().Add(offset) }
 }
 
 // simulatorCredentials makes the simulator check the credential of every

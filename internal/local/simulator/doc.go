@@ -1,6 +1,7 @@
 // Package simulator stands in for the remote inventory, payment and shipping
-// services (and the checkout example's fraud service) in the local run and
-// the tests. Like a payment sandbox's test
+// services (and the examples' fraud and warehouse services) in the local run
+// and the tests, and plays the people and partners who send the fulfilment
+// example's events (Parties). Like a payment sandbox's test
 // card numbers, documented SKU values make one service fail in a chosen way,
 // so every failure the agents must survive can be produced on demand. It
 // conforms to the remote-service contract (internal/adapter/remote's
@@ -9,14 +10,17 @@
 // # Contract
 //
 // Each service takes POST /inventory/reservations, /payment/charges,
-// /shipping/shipments or /fraud/checks with Content-Type: application/json, an
+// /shipping/shipments, /fraud/checks, /fraud/screenings or
+// /warehouse/shipments with Content-Type: application/json, an
 // Idempotency-Key header and the body
 //
 //	{"orderId":"...","customerId":"...","lines":[{"sku":"...","quantity":2}]}
 //
 // (other fields are ignored) and answers 201 {"id":"res_..."} (ch_... for
-// payment, shp_... for shipping; the fraud service {"id":"fc_...",
-// "score":0.123}, a low risk from 0 to 0.5). A body may carry earlier steps'
+// payment, shp_... for shipping, wsh_... for the warehouse; the fraud
+// check {"id":"fc_...", "score":0.123}, a low risk from 0 to 0.5; the
+// fraud screening {"id":"fs_...","score":12,"flagged":false}, from 0 to 39,
+// or 90 and flagged for a customerId starting TEST-FLAGGED). A body may carry earlier steps'
 // answers, {"results": {"reserve-inventory": {"id": "res_..."}}}, as the
 // checkout example's calls do: a result of reserve-inventory,
 // charge-payment or fraud-check must name work that service did for the
@@ -33,10 +37,28 @@
 // different body (as the IETF Idempotency-Key draft has it), 404 unknown path, 405 not POST, 413 body over 64 KiB,
 // 415 not JSON.
 //
+// # Callbacks
+//
+// A call whose body has a "callback" object (url, token, expiresAt: the
+// call of a step whose service calls back) does the work, answers 202
+// {"id":"...","status":"accepted"}, and, after the callback delay
+// (WithCallbackDelay, 2 s by default), POSTs {"outcome":"succeeded",
+// "result":<the answer a 201 would carry>} to the url with the header
+// Authorization: Orderly-Callback <token>. The token is never logged. A
+// call made again with the key (its wait ended) is accepted again and
+// called back with its own token. TEST-<SERVICE>-CALLBACK-<KIND> values
+// change the callbacks, and add up across lines: LATE (the first call's
+// callbacks come a second after its token expired, so orderly answers
+// 410; the call made again is called back in time), TWICE (each success
+// sent twice), WORKING ("working" first), OUT-OF-ORDER ("working" after
+// the success), FAILED ("failed" with the service's refusal, and no work
+// done). Callbacks not sent yet are dropped at Close, as a service that
+// restarts forgets them.
+//
 // # Undo
 //
-// POST /inventory/releases, /payment/refunds or /shipping/cancellations,
-// with the same body and the Idempotency-Key of the work to undo, undoes
+// POST /inventory/releases, /payment/refunds, /shipping/cancellations or
+// /warehouse/cancellations, with the same body and the Idempotency-Key of the work to undo, undoes
 // that work and answers 200 {"id":"rel_...","undid":"res_..."} (rf_ for
 // payment, shc_ for shipping). When no work was done under the key it
 // answers 200 {"id":"...","nothingToUndo":true}: undoing nothing is a
@@ -48,7 +70,7 @@
 // # Test values
 //
 // Any line of the order whose SKU is TEST-<SERVICE>-<MODE>, where SERVICE is
-// INVENTORY, PAYMENT, SHIPPING or FRAUD, makes that service (and only that one)
+// INVENTORY, PAYMENT, SHIPPING, FRAUD or WAREHOUSE, makes that service (and only that one)
 // misbehave. Calls are counted per service and Idempotency-Key, so each
 // step of each order starts afresh:
 //

@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -32,16 +33,21 @@ type service struct {
 	entity string
 	// scores makes the answer carry a fraud score besides the id.
 	scores bool
+	// screens makes the answer a fraud screening: a score from 0 to 100
+	// and whether the order is flagged for a person's review.
+	screens bool
 }
 
 // The services the simulator stands in for: the shipped workflow's three
-// (workflows/order) and the checkout example's fraud service
-// (examples/workflows/checkout).
+// (workflows/order), the checkout example's fraud service
+// (examples/workflows/checkout) and the fulfilment example's warehouse
+// (examples/workflows/fulfilment).
 const (
 	inventoryService = "inventory"
 	paymentService   = "payment"
 	shippingService  = "shipping"
 	fraudService     = "fraud"
+	warehouseService = "warehouse"
 )
 
 // services maps each collection path to the service behind it.
@@ -50,6 +56,8 @@ var services = map[string]service{
 	"/payment/charges":        {name: paymentService, refPrefix: "ch_", refusal: "card declined", entity: "payment account"},
 	"/shipping/shipments":     {name: shippingService, refPrefix: "shp_", refusal: "address undeliverable", entity: "address"},
 	"/fraud/checks":           {name: fraudService, refPrefix: "fc_", refusal: "order flagged as a fraud risk", entity: "customer", scores: true},
+	"/fraud/screenings":       {name: fraudService, refPrefix: "fs_", refusal: "order flagged as a fraud risk", entity: "customer", screens: true},
+	"/warehouse/shipments":    {name: warehouseService, refPrefix: "wsh_", refusal: "nothing to pick: out of stock", entity: "sku"},
 }
 
 // Serves reports whether the simulator answers a call: POST to one of
@@ -81,9 +89,10 @@ var resultNouns = map[string]string{
 // undoServices maps each undo path to the service behind it: a POST with a
 // step's Idempotency-Key undoes the work done under that key.
 var undoServices = map[string]service{
-	"/inventory/releases":     {name: inventoryService, refPrefix: "rel_", refusal: "reservation already picked", entity: "reservation"},
-	"/payment/refunds":        {name: paymentService, refPrefix: "rf_", refusal: "refund refused", entity: "charge"},
-	"/shipping/cancellations": {name: shippingService, refPrefix: "shc_", refusal: "shipment already dispatched", entity: "shipment"},
+	"/inventory/releases":      {name: inventoryService, refPrefix: "rel_", refusal: "reservation already picked", entity: "reservation"},
+	"/payment/refunds":         {name: paymentService, refPrefix: "rf_", refusal: "refund refused", entity: "charge"},
+	"/shipping/cancellations":  {name: shippingService, refPrefix: "shc_", refusal: "shipment already dispatched", entity: "shipment"},
+	"/warehouse/cancellations": {name: warehouseService, refPrefix: "wsc_", refusal: "parcel already handed to the carrier", entity: "shipment"},
 }
 
 // callKey identifies the work an idempotency key stands for: keys are
@@ -105,6 +114,10 @@ type keyState struct {
 	undoRef   string
 	// orderID is the order of the first call, which the work is for.
 	orderID string
+	// accepted counts the calls answered 202, to be called back.
+	accepted int
+	// callbacks are the callbacks sent for the key's work, in order.
+	callbacks []CallbackSent
 }
 
 // Server simulates the remote services. It is an http.Handler, safe
@@ -132,6 +145,16 @@ type Server struct {
 	ledger *ledger
 	// required are the headers services require (WithRequiredHeader).
 	required map[string]RequiredHeader
+
+	// callbackDelay is how long a service that calls back works before
+	// each callback (WithCallbackDelay); callbackClient sends them.
+	callbackDelay  time.Duration
+	callbackClient *http.Client
+	// life ends at Close, and with it every callback not yet sent;
+	// sending counts the goroutines that send them.
+	life    context.Context
+	end     context.CancelFunc
+	sending sync.WaitGroup
 }
 
 // Outage is a window in which one service answers every call with 503,
@@ -205,12 +228,15 @@ func WithRetryAfter(d time.Duration) Option {
 // error.
 func New(opts ...Option) (*Server, error) {
 	s := &Server{
-		log:      slog.New(slog.DiscardHandler),
-		closing:  make(chan struct{}),
-		keys:     make(map[callKey]*keyState),
-		refs:     make(map[string]callKey),
-		required: make(map[string]RequiredHeader),
+		log:            slog.New(slog.DiscardHandler),
+		closing:        make(chan struct{}),
+		keys:           make(map[callKey]*keyState),
+		refs:           make(map[string]callKey),
+		required:       make(map[string]RequiredHeader),
+		callbackDelay:  DefaultCallbackDelay,
+		callbackClient: newCallbackClient(),
 	}
+	s.life, s.end = context.WithCancel(context.Background())
 	for _, opt := range opts {
 		opt(s)
 	}
@@ -223,7 +249,8 @@ func New(opts ...Option) (*Server, error) {
 }
 
 // Calls returns how many well-formed calls service ("inventory", "payment",
-// "shipping" or "fraud") received with the idempotency key, replays included.
+// "shipping", "fraud" or "warehouse") received with the idempotency key,
+// replays included.
 func (s *Server) Calls(service, key string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -243,10 +270,12 @@ func (s *Server) Undone(service, key string) bool {
 }
 
 // Close answers every held call with 503, makes later calls answer 503,
-// and returns once no handler is running. An http.Server should call it
-// before or during shutdown (http.Server.RegisterOnShutdown), because a
-// held call would otherwise keep Shutdown waiting. Close may be called more
-// than once.
+// drops the callbacks not sent yet (as a service that restarts forgets
+// them: the step's wait ends, and its call is made again), and returns
+// once no handler is running and no callback is being sent. An
+// http.Server should call it before or during shutdown
+// (http.Server.RegisterOnShutdown), because a held call would otherwise
+// keep Shutdown waiting. Close may be called more than once.
 func (s *Server) Close() {
 	s.mu.Lock()
 	if !s.closed {
@@ -254,7 +283,9 @@ func (s *Server) Close() {
 		close(s.closing)
 	}
 	s.mu.Unlock()
+	s.end()
 	s.running.Wait()
+	s.sending.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ledger != nil {
@@ -286,10 +317,10 @@ func fail(status int, format string, args ...any) reply {
 // replayed answers a repeated call with the first one's answer (the
 // answer is made from its reference, so a replay after a restart says the
 // same).
-func replayed(svc service, reference string) reply {
+func replayed(svc service, reference, customerID string) reply {
 	return reply{
 		status: http.StatusOK,
-		body:   svc.answer(reference),
+		body:   svc.answer(reference, customerID),
 		header: http.Header{"Idempotent-Replayed": {"true"}},
 	}
 }
@@ -318,16 +349,35 @@ type scoredBody struct {
 	Score float64 `json:"score"`
 }
 
-// answer is the service's answer for its work with reference.
-func (svc service) answer(reference string) any {
-	if !svc.scores {
-		return createdBody{ID: reference}
-	}
-	// Made from the reference, so a replay answers the same score. The
-	// simulator passes every order: a low risk, from 0 to 0.499.
+// screenedBody is the fraud screening's answer: a screening id, the
+// order's risk from 0 to 100, and whether a person must review it.
+type screenedBody struct {
+	ID      string  `json:"id"`
+	Score   float64 `json:"score"`
+	Flagged bool    `json:"flagged"`
+}
+
+// flaggedCustomers is the prefix of the customerIds a fraud screening
+// flags (score 90), so the fulfilment example's manual review runs.
+const flaggedCustomers = "TEST-FLAGGED"
+
+// answer is the service's answer for its work with reference, done for
+// customerID's order.
+func (svc service) answer(reference, customerID string) any {
+	// Made from the reference and the customer, so a replay answers the
+	// same score.
 	h := fnv.New32a()
 	h.Write([]byte(reference))
-	return scoredBody{ID: reference, Score: float64(h.Sum32()%500) / 1000}
+	switch {
+	case svc.scores:
+		// The simulator passes every order: a low risk, from 0 to 0.499.
+		return scoredBody{ID: reference, Score: float64(h.Sum32()%500) / 1000}
+	case svc.screens && strings.HasPrefix(customerID, flaggedCustomers):
+		return screenedBody{ID: reference, Score: 90, Flagged: true}
+	case svc.screens:
+		return screenedBody{ID: reference, Score: float64(h.Sum32() % 40)}
+	}
+	return createdBody{ID: reference}
 }
 
 // requestBody is what the services accept; unknown fields are ignored, as
@@ -339,6 +389,9 @@ type requestBody struct {
 	// Results are earlier steps' answers, when the workflow's request
 	// carries them (see resultMakers).
 	Results map[string]json.RawMessage `json:"results"`
+	// Callback, on the call of a step whose service calls back, is where
+	// and with what token to call back (see callbacks.go).
+	Callback *callbackRequest `json:"callback"`
 }
 
 // fingerprint identifies the work a body asks for: its order, customer
@@ -411,6 +464,9 @@ func (s *Server) serve(r *http.Request) (call, reply) {
 	}
 	m := modeFor(svc.name, req.Lines, undo)
 	c.key, c.orderID, c.mode = key, req.OrderID, m.name
+	if req.Callback != nil && !undo {
+		c.mode += "+" + callbackModeFor(svc.name, req.Lines).String()
+	}
 	if o, down := s.down(svc.name, time.Now()); down {
 		c.mode = "outage"
 		return c, o.answer(r.URL.Path)
@@ -457,8 +513,12 @@ func (s *Server) serve(r *http.Request) (call, reply) {
 		// 422, as the IETF Idempotency-Key draft has it: 409 there means
 		// "the same key is still in flight", which is worth retrying.
 		return c, fail(http.StatusUnprocessableEntity, "Idempotency-Key %q was first used with a different request", key)
+	case reference != "" && !undo && req.Callback != nil:
+		// The call made again after its wait ended: accepted again,
+		// and called back with the new token.
+		return c, s.acceptWork(ck, svc, req)
 	case reference != "" && !undo:
-		return c, replayed(svc, reference)
+		return c, replayed(svc, reference, req.CustomerID)
 	case !m.affects(c.n):
 	case m.behaviour == permanent:
 		return c, fail(http.StatusUnprocessableEntity, "%s", svc.refusal)
@@ -490,7 +550,10 @@ func (s *Server) serve(r *http.Request) (call, reply) {
 	if undo {
 		return c, s.undoWork(ck, svc, req.OrderID)
 	}
-	return c, s.doWork(ck, svc, req.OrderID)
+	if req.Callback != nil {
+		return c, s.acceptWork(ck, svc, req)
+	}
+	return c, s.doWork(ck, svc, req.OrderID, req.CustomerID)
 }
 
 // undoBody answers an undo: its own id and the work it undid, or that
@@ -527,13 +590,13 @@ func (s *Server) undoWork(ck callKey, svc service, orderID string) reply {
 // Two concurrent calls may both get here; the second replays the first.
 // With a ledger the effect is on disk before the answer; if it cannot be
 // written, no work is done and the call fails transiently.
-func (s *Server) doWork(ck callKey, svc service, orderID string) reply {
+func (s *Server) doWork(ck callKey, svc service, orderID, customerID string) reply {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.keys[ck]
 	switch {
 	case st.reference != "":
-		return replayed(svc, st.reference)
+		return replayed(svc, st.reference, customerID)
 	case st.undoRef != "":
 		// Undone while this call was held: the undo wins.
 		return fail(http.StatusUnprocessableEntity, "Idempotency-Key %q was undone; no work is done for it", ck.key)
@@ -548,7 +611,7 @@ func (s *Server) doWork(ck callKey, svc service, orderID string) reply {
 	}
 	st.reference = reference
 	s.refs[reference] = ck
-	return reply{status: http.StatusCreated, body: svc.answer(reference)}
+	return reply{status: http.StatusCreated, body: svc.answer(reference, customerID)}
 }
 
 // parseRequest checks the headers and body of a call. A non-zero bad.status
@@ -597,6 +660,9 @@ func (b requestBody) problem() string {
 		if l.SKU == "" || l.Quantity < 1 {
 			return fmt.Sprintf("lines[%d] needs a sku and a quantity of at least 1", i)
 		}
+	}
+	if b.Callback != nil {
+		return b.Callback.problem()
 	}
 	return ""
 }

@@ -8,6 +8,7 @@ package conformance
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -18,12 +19,15 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"orderly/internal/actor/agent"
 	"orderly/internal/adapter/remote"
+	"orderly/internal/callbacktoken"
 	"orderly/internal/definition"
 	"orderly/internal/order"
 )
@@ -49,6 +53,13 @@ type Config struct {
 	Header http.Header
 	// HTTP is the client calls go through; nil is a plain one.
 	HTTP *http.Client
+	// CallbackListen is where the callback receiver listens when a step
+	// calls back (HOST:PORT, the address the services reach this machine
+	// at); "" is 127.0.0.1 on a free port.
+	CallbackListen string
+	// CallbackWait bounds the wait for one call's callback where the
+	// step's callback timeout is longer; 0 is DefaultCallbackWait.
+	CallbackWait time.Duration
 }
 
 // Verdict is a rule's outcome for a step.
@@ -76,12 +87,17 @@ const (
 	RuleRetryAfter        = "retry-after"
 	RuleWithinAllowance   = "within-allowance"
 	RuleErrorBody         = "error-body"
+	// The rules of a step whose service calls back.
+	RuleCallbackAccepts    = "callback-accepts"
+	RuleCallbackArrives    = "callback-arrives"
+	RuleCallbackIdempotent = "callback-idempotent"
+	RuleCallbackTokenKept  = "callback-token-kept"
 	// RuleSetup is reported only when an earlier step whose result the
 	// checked step carries could not be called.
 	RuleSetup = "setup"
 )
 
-var ruleOrder = []string{RuleSetup, RuleSameKey, RuleConcurrentKey, RuleResult, RuleMalformedBody, RuleUnknownEntity, RuleUndoTwice,
+var ruleOrder = []string{RuleSetup, RuleCallbackAccepts, RuleCallbackArrives, RuleCallbackIdempotent, RuleCallbackTokenKept, RuleSameKey, RuleConcurrentKey, RuleResult, RuleMalformedBody, RuleUnknownEntity, RuleUndoTwice,
 	RuleUndoBlocksKey, RuleUndoWithoutResult, RuleUndoUnknownKey, RuleRetryAfter, RuleWithinAllowance, RuleErrorBody}
 
 // Result is one rule's verdict for one step, with why.
@@ -140,6 +156,9 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	}
 	// A step that waits calls no service: there is nothing of it to check.
 	checked := slices.DeleteFunc(slices.Clone(w.Steps), order.StepDef.Waits)
+	if _, _, err := callbackAddr(cfg.CallbackListen); err != nil {
+		return nil, err
+	}
 	if cfg.Step != "" {
 		d, ok := w.Step(cfg.Step)
 		if !ok {
@@ -173,6 +192,15 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 		cfg: cfg, http: hc, client: remote.NewClient(cfg.BaseURL, hc, versions),
 		orderID: order.NewID(), answers: map[string]json.RawMessage{}, seen: map[string]*stepLog{},
 		unknown: cfg.UnknownInput, unknownNamed: "of the given unknown input",
+	}
+	if slices.ContainsFunc(w.Steps, func(d order.StepDef) bool { return d.Callback != nil }) {
+		// The services call this run back: a receiver of its own, with a
+		// key of its own, sealing the tokens its calls carry.
+		if r.receiver, err = startReceiver(w, cfg.CallbackListen); err != nil {
+			return nil, err
+		}
+		defer r.receiver.close()
+		r.client = r.client.CallingBack(r.receiver.callbacks())
 	}
 	if r.unknown == nil {
 		var fields []string
@@ -211,6 +239,10 @@ type run struct {
 	// setupKeys those of the steps called only for their results: both
 	// are undone at the end.
 	kept, setupKeys []setupKey
+	// receiver takes the callbacks of steps that call back; attempts
+	// numbers their calls, so that each call's token names it alone.
+	receiver *receiver
+	attempts atomic.Int64
 }
 
 // stepLog is every exchange with a step's service, for the rules that
@@ -218,8 +250,13 @@ type run struct {
 type stepLog struct {
 	mu        sync.Mutex
 	exchanges []*exchange
-	// contract are the client's contract faults of the step's answers.
+	// contract are the client's contract faults of the step's answers
+	// (and the receiver's, of its callbacks' results).
 	contract []string
+	// pendings are the calls of a step that calls back; first and again
+	// are same-key's two calls, for callback-idempotent.
+	pendings     []*pending
+	first, again *outcome
 }
 
 func (r *run) report(step, rule string, v Verdict, format string, args ...any) {
@@ -347,6 +384,9 @@ func (r *run) forward(ctx context.Context, d order.StepDef) {
 func (r *run) sameKey(ctx context.Context, d order.StepDef) {
 	key := newKey()
 	first := r.call(ctx, d, key, false, nil)
+	if d.Callback != nil {
+		r.log(d.Name).first = &first
+	}
 	if first.err != nil {
 		if remote.ClassOf(first.err) == remote.ClassContract {
 			// The work was done: undone with the others, as the engine
@@ -359,6 +399,10 @@ func (r *run) sameKey(ctx context.Context, d order.StepDef) {
 	r.answers[d.Name] = first.answer.Body
 	r.kept = append(r.kept, setupKey{d, key})
 	again := r.call(ctx, d, key, false, nil)
+	if d.Callback != nil {
+		log := r.log(d.Name)
+		log.first, log.again = &first, &again
+	}
 	switch {
 	case again.err != nil:
 		r.report(d.Name, RuleSameKey, Fail, "the first call succeeded (id %s); its repeat with the same Idempotency-Key failed: %s: "+
@@ -383,10 +427,13 @@ func (r *run) concurrentKey(ctx context.Context, d order.StepDef) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			outs[i] = r.call(ctx, d, key, false, nil)
+			outs[i] = r.callOnce(ctx, d, key, false, nil, r.cfg.Input)
 		}()
 	}
 	wg.Wait()
+	// A service that calls back may do so once for the two: orderly
+	// takes only its newest attempt's callback.
+	r.settle(ctx, &outs[0], &outs[1])
 	var why string
 	verdict := Fail
 	switch {
@@ -401,7 +448,7 @@ func (r *run) concurrentKey(ctx context.Context, d order.StepDef) {
 			"while a call runs (and may answer 409 to the other)", outs[0].answer.Reference, outs[1].answer.Reference)
 	default:
 		verdict = Pass
-		why = fmt.Sprintf("two calls at once with one Idempotency-Key: one piece of work (id %s)%s", outs[0].answer.Reference, conflicts(outs[:]))
+		why = fmt.Sprintf("two calls at once with one Idempotency-Key: one piece of work (id %s)%s%s", outs[0].answer.Reference, conflicts(outs[:]), onceForTwo(outs[:]))
 	}
 	done := func(o outcome) bool {
 		c := remote.ClassOf(o.err)
@@ -418,6 +465,14 @@ func (r *run) concurrentKey(ctx context.Context, d order.StepDef) {
 		}
 	}
 	r.report(d.Name, RuleConcurrentKey, verdict, "%s", why)
+}
+
+// onceForTwo says when the service called back once for the two calls.
+func onceForTwo(outs []outcome) string {
+	if slices.ContainsFunc(outs, func(o outcome) bool { return o.superseded }) {
+		return "; called back once, for one of the two calls"
+	}
+	return ""
 }
 
 // conflicts says how many 409s the calls met on their way.
@@ -497,8 +552,8 @@ func (r *run) unknownEntity(ctx context.Context, d order.StepDef) {
 			r.call(ctx, d, key, true, r.withOwn(d, out.answer.Body)) // cleanup
 		}
 	case class == remote.ClassPermanent:
-		r.report(d.Name, RuleUnknownEntity, Pass, "an order %s: refused %d (permanent): only that order's step fails, with the service's words",
-			r.unknownNamed, out.lastStatus())
+		r.report(d.Name, RuleUnknownEntity, Pass, "an order %s: refused %s (permanent): only that order's step fails, with the service's words",
+			r.unknownNamed, refusal(out))
 	case class == remote.ClassConfiguration && order.UnknownEntity(out.err) && r.answers[d.Name] == nil:
 		r.report(d.Name, RuleUnknownEntity, Skip, "an order %s: answered %s, and the step's call did not succeed for the example order "+
 			"(see %s): nothing shows the %s is that order's alone", r.unknownNamed, status, RuleSameKey, status)
@@ -548,7 +603,7 @@ func (r *run) undoWithoutResult(ctx context.Context, d order.StepDef) {
 		undo.lastStatus(), undo.answer.Reference)
 	switch class := remote.ClassOf(late.err); {
 	case class == remote.ClassPermanent:
-		r.report(d.Name, RuleUndoWithoutResult, Pass, "%s: refused %d", done, late.lastStatus())
+		r.report(d.Name, RuleUndoWithoutResult, Pass, "%s: refused %s", done, refusal(late))
 	case class == remote.ClassSuccess && late.answer.Reference == work.answer.Reference:
 		r.report(d.Name, RuleUndoWithoutResult, Pass, "%s: replayed its first answer with no new work (a refusal, 4xx, says so more plainly)", done)
 	case class == remote.ClassSuccess:
@@ -639,8 +694,8 @@ func (r *run) undoUnknownKey(ctx context.Context, d order.StepDef) {
 	late := r.call(ctx, d, key, false, nil)
 	switch class := remote.ClassOf(late.err); class {
 	case remote.ClassPermanent:
-		r.report(d.Name, RuleUndoUnknownKey, Pass, "an undo of an Idempotency-Key never used: %d; then a call with that key: refused %d",
-			undo.lastStatus(), late.lastStatus())
+		r.report(d.Name, RuleUndoUnknownKey, Pass, "an undo of an Idempotency-Key never used: %d; then a call with that key: refused %s",
+			undo.lastStatus(), refusal(late))
 	case remote.ClassSuccess, remote.ClassContract:
 		r.report(d.Name, RuleUndoUnknownKey, Fail, "after an undo of an Idempotency-Key never used, a call with that key did the work (id %s): "+
 			"a late retry would then do work that nothing undoes; the undo must block the key", late.answer.Reference)
@@ -684,7 +739,7 @@ func (r *run) compensate(ctx context.Context, d order.StepDef) {
 	late := r.call(ctx, d, key, false, nil)
 	switch class := remote.ClassOf(late.err); {
 	case class == remote.ClassPermanent:
-		r.report(d.Name, RuleUndoBlocksKey, Pass, "a call with the Idempotency-Key of undone work: refused %d", late.lastStatus())
+		r.report(d.Name, RuleUndoBlocksKey, Pass, "a call with the Idempotency-Key of undone work: refused %s", refusal(late))
 	case class == remote.ClassSuccess && late.answer.Reference == ref.ID:
 		r.report(d.Name, RuleUndoBlocksKey, Pass, "a call with the Idempotency-Key of undone work: replayed its first answer (id %s) with no new work "+
 			"(a refusal, 4xx, says so more plainly)", late.answer.Reference)
@@ -700,6 +755,12 @@ func (r *run) compensate(ctx context.Context, d order.StepDef) {
 // aggregate runs the rules on every exchange with the step's service.
 func (r *run) aggregate(d order.StepDef) {
 	log := r.log(d.Name)
+	if d.Callback != nil {
+		r.callbackAcceptsRule(d, log)
+		r.callbackArrivesRule(d, log)
+		r.callbackIdempotentRule(d, log)
+		r.callbackTokenKeptRule(d, log)
+	}
 	r.resultRule(d, log)
 	r.retryAfterRule(d, log)
 	r.allowanceRule(d, log)
@@ -713,7 +774,8 @@ func (r *run) resultRule(d order.StepDef, log *stepLog) {
 	}
 	calls, undos := 0, 0
 	for _, e := range log.exchanges {
-		if e.status < 200 || e.status >= 300 {
+		if e.status < 200 || e.status >= 300 || (e.token != "" && e.status == http.StatusAccepted) {
+			// A 202 to a call that calls back has no answer: its callback has.
 			continue
 		}
 		if e.undo {
@@ -733,6 +795,17 @@ func (r *run) resultRule(d order.StepDef, log *stepLog) {
 			return
 		}
 	}
+	byCallback := 0
+	if r.receiver != nil {
+		r.receiver.mu.Lock()
+		for _, p := range log.pendings {
+			if p.taken != nil && p.taken.Outcome == order.CallbackOutcomeSucceeded {
+				byCallback++
+			}
+		}
+		r.receiver.mu.Unlock()
+	}
+	calls += byCallback
 	if calls == 0 {
 		r.report(d.Name, RuleResult, Skip, "no success to check")
 		return
@@ -748,7 +821,11 @@ func (r *run) resultRule(d order.StepDef, log *stepLog) {
 	if undos > 0 {
 		undone = fmt.Sprintf("; %s, each with an id", plural(undos, "successful undo"))
 	}
-	r.report(d.Name, RuleResult, Pass, "%s, each %s%s", plural(calls, "successful call"), what, undone)
+	called := ""
+	if byCallback > 0 {
+		called = fmt.Sprintf(" (%d by callback)", byCallback)
+	}
+	r.report(d.Name, RuleResult, Pass, "%s%s, each %s%s", plural(calls, "successful call"), called, what, undone)
 }
 
 // plural is n things.
@@ -873,6 +950,23 @@ type outcome struct {
 	answer order.Answer
 	err    error
 	tries  []*exchange
+	// pending is the call's callback, of a step that calls back, and
+	// token the last it carried. calledBack: the outcome is its
+	// callback's; superseded: the other call's, of two at once with one
+	// key, which alone was called back.
+	pending    *pending
+	token      string
+	calledBack bool
+	superseded bool
+}
+
+// refusal says how a refused call was refused: its status, or its
+// callback.
+func refusal(o outcome) string {
+	if o.calledBack {
+		return "by a \"failed\" callback"
+	}
+	return strconv.Itoa(o.lastStatus())
 }
 
 func (o outcome) lastStatus() int {
@@ -912,8 +1006,17 @@ func (r *run) call(ctx context.Context, d order.StepDef, key string, undo bool, 
 	return r.callWith(ctx, d, key, undo, results, r.cfg.Input)
 }
 
-// callWith is call for an order of another input.
+// callWith is call for an order of another input. A call of a step
+// that calls back takes its outcome from its callback (settle), as the
+// step's record does.
 func (r *run) callWith(ctx context.Context, d order.StepDef, key string, undo bool, results map[string]json.RawMessage, input json.RawMessage) outcome {
+	out := r.callOnce(ctx, d, key, undo, results, input)
+	r.settle(ctx, &out)
+	return out
+}
+
+// callOnce is callWith without waiting for a callback.
+func (r *run) callOnce(ctx context.Context, d order.StepDef, key string, undo bool, results map[string]json.RawMessage, input json.RawMessage) (out outcome) {
 	if results == nil {
 		results = r.answers
 	}
@@ -925,7 +1028,23 @@ func (r *run) callWith(ctx context.Context, d order.StepDef, key string, undo bo
 		req.Record = len(r.cfg.Workflow.Steps)
 	}
 	log := r.log(d.Name)
-	out := outcome{key: key}
+	out = outcome{key: key}
+	if d.Callback != nil && !undo && r.receiver != nil {
+		// Each call an attempt of its own: its token names it alone.
+		req.Attempt = int(r.attempts.Add(1))
+		record, _ := req.StepIndex(r.cfg.Workflow)
+		wait := cmp.Or(r.cfg.CallbackWait, DefaultCallbackWait)
+		out.pending = r.receiver.register(callbacktoken.Claim{OrderID: r.orderID, Record: record, Step: d.Name, Attempt: req.Attempt}, d, wait, log)
+		log.mu.Lock()
+		log.pendings = append(log.pendings, out.pending)
+		log.mu.Unlock()
+		defer func() {
+			if len(out.tries) > 0 {
+				out.token = out.tries[len(out.tries)-1].token
+			}
+			r.receiver.answered(out.pending, d, out)
+		}()
+	}
 	for attempt := 1; ; attempt++ {
 		e := &exchange{undo: undo}
 		callCtx, cancel := context.WithTimeout(context.WithValue(ctx, exchangeKey{}, e), d.Allowance)
@@ -998,7 +1117,9 @@ func (r *run) raw(ctx context.Context, d order.StepDef, call order.Endpoint, key
 
 // exchange is one HTTP call and its answer, as the recorder saw it.
 type exchange struct {
-	undo     bool
+	undo bool
+	// token is the callback token the call carried, if any.
+	token    string
 	sent     bool
 	status   int
 	header   http.Header
@@ -1027,6 +1148,7 @@ func (rec *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		e = &exchange{}
 	}
 	e.sent = true
+	e.token = callbackToken(req)
 	began := time.Now()
 	resp, err := rec.base.RoundTrip(req)
 	if err != nil {
@@ -1043,6 +1165,27 @@ func (rec *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	e.status, e.header, e.body = resp.StatusCode, resp.Header, body
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	return resp, nil
+}
+
+// callbackToken is the token req's body carries in its callback object,
+// or "".
+func callbackToken(req *http.Request) string {
+	if req.GetBody == nil {
+		return ""
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return ""
+	}
+	defer body.Close()
+	var fields struct {
+		Callback struct {
+			Token string `json:"token"`
+		} `json:"callback"`
+	}
+	raw, _ := io.ReadAll(io.LimitReader(body, order.MaxInputBytes+4096))
+	_ = json.Unmarshal(raw, &fields)
+	return fields.Callback.Token
 }
 
 // redactURL leaves a password out of a URL.
