@@ -202,18 +202,17 @@ func (w Workflow) ReadsOrder(done StepState) bool {
 	return ok && w.readsFrom(i+1)
 }
 
-// readsFrom reports whether the start of the steps from index i on
-// depends on the order's data: a condition, up to the first step without
-// one, or a timer until a time where that step is one.
+// readsFrom reports whether what starts from index i on depends on the
+// order's data: step i has a condition (whether it and the ones after
+// it run), or is a timer until a time.
 func (w Workflow) readsFrom(i int) bool {
-	for ; i < len(w.Steps); i++ {
-		d := w.Steps[i]
-		if d.When != nil {
-			return true
-		}
-		return d.Wait != nil && d.Wait.Until != nil
+	if i >= len(w.Steps) {
+		return false
 	}
-	return false
+	d := w.Steps[i]
+	// A condition is decided on the data whatever it says; a step without
+	// one starts, and only a timer until a time reads the data to start.
+	return d.When != nil || d.Wait != nil && d.Wait.Until != nil
 }
 
 // Runs decides whether the step runs on the order's data vars: its
