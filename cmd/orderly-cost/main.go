@@ -1,7 +1,9 @@
 // Command orderly-cost is `make cost`: it runs the engine on the emulators
 // with every AWS request of its functions metered, over the happy path and
-// each failure path, and prints the cost per order and per million orders
-// next to Step Functions, ending with one summary line for scripts.
+// each failure path, and through steps that wait (the clock moved through
+// a day of waiting), and prints the cost per order and per million orders
+// next to Step Functions and Lambda durable functions, ending with one
+// summary line for scripts.
 package main
 
 import (
@@ -22,17 +24,18 @@ import (
 
 func main() {
 	orders := flag.Int("orders", 100, "orders per scenario")
+	waitOrders := flag.Int("wait-orders", 25, "orders per scenario with waits (their counts are exact; each wait pauses the run)")
 	concurrency := flag.Int("concurrency", 10, "orders in flight at once")
 	prices := flag.String("prices", "cost/prices.json", "price table file")
 	httpAPI := flag.Bool("http-api", false, "price the API as an HTTP API instead of REST")
 	flag.Parse()
-	if err := run(*orders, *concurrency, *prices, *httpAPI); err != nil {
+	if err := run(*orders, *waitOrders, *concurrency, *prices, *httpAPI); err != nil {
 		fmt.Fprintln(os.Stderr, "orderly-cost:", err)
 		os.Exit(1)
 	}
 }
 
-func run(orders, concurrency int, pricesPath string, httpAPI bool) error {
+func run(orders, waitOrders, concurrency int, pricesPath string, httpAPI bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	p, err := prices.Load(pricesPath)
@@ -46,7 +49,7 @@ func run(orders, concurrency int, pricesPath string, httpAPI bool) error {
 	// A stage of its own per run: a table's stream holds every change of
 	// earlier runs, and the recorder would read them again.
 	stage := fmt.Sprintf("cost%d", time.Now().Unix())
-	results, err := cost.Run(ctx, awsCfg, cost.Options{Stage: stage, Orders: orders, Concurrency: concurrency})
+	results, err := cost.Run(ctx, awsCfg, cost.Options{Stage: stage, Orders: orders, WaitOrders: waitOrders, Concurrency: concurrency})
 	if err != nil {
 		return err
 	}

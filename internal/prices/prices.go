@@ -30,12 +30,31 @@ type Prices struct {
 		ExpressRequests     float64 `json:"stepFunctionsExpressRequests"`
 		ExpressGBSeconds    float64 `json:"stepFunctionsExpressGBSeconds"`
 		XRayTraces          float64 `json:"xrayTracesRecorded"`
+		DurableOperations   float64 `json:"lambdaDurableOperations"`
 	} `json:"dollarsPerMillion"`
 	DollarsPerGB struct {
-		LogsIngested float64 `json:"cloudwatchLogsIngested"`
+		LogsIngested       float64 `json:"cloudwatchLogsIngested"`
+		DurableDataWritten float64 `json:"lambdaDurableDataWritten"`
 	} `json:"dollarsPerGB"`
-	Assumptions Assumptions `json:"assumptions"`
+	// DollarsPerGBMonth prices what is stored, pro-rated by the hour.
+	DollarsPerGBMonth struct {
+		DynamoDBStorage     float64 `json:"dynamodbStandardStorage"`
+		DurableDataRetained float64 `json:"lambdaDurableDataRetained"`
+	} `json:"dollarsPerGBMonth"`
+	// Sources say where the prices added after Date were read, and when.
+	Sources     map[string]Source `json:"sources"`
+	Assumptions Assumptions       `json:"assumptions"`
 }
+
+// Source is where one price was published and when it was read.
+type Source struct {
+	URL  string `json:"url"`
+	Date string `json:"date"`
+	Note string `json:"note,omitempty"`
+}
+
+// HoursPerMonth is the month AWS pro-rates storage over (730 hours).
+const HoursPerMonth = 730
 
 // Assumptions are the stated inputs the emulators cannot measure.
 type Assumptions struct {
@@ -52,6 +71,35 @@ type Assumptions struct {
 	XRaySampledFraction           float64 `json:"xraySampledFraction"`
 	StandardTransitionsPerOrder   float64 `json:"stepFunctionsStandardTransitionsPerOrder"`
 	ExpressMemoryMB               float64 `json:"stepFunctionsExpressMemoryMB"`
+	// StandardTransitionsBesideStates are the transitions of a Standard
+	// execution beyond one per state entered (its start and its end, as
+	// StandardTransitionsPerOrder counts 5 for 3 states).
+	StandardTransitionsBesideStates float64 `json:"stepFunctionsStandardTransitionsBesideStates"`
+	// Durable is how the same workflow is counted on Lambda durable
+	// functions.
+	Durable DurableAssumptions `json:"lambdaDurable"`
+}
+
+// DurableAssumptions count a workflow on Lambda durable functions: one
+// function whose steps call the services, whose waits suspend it, and
+// which is invoked again (and replays) after each.
+type DurableAssumptions struct {
+	Note string `json:"note"`
+	// OperationsPerExecution are the operations every execution has
+	// beside its steps' (its start).
+	OperationsPerExecution float64 `json:"operationsPerExecution"`
+	// Operations per step of each kind: "service" (a step calling a
+	// service), "callback" (a step whose service calls back), "event",
+	// "timer".
+	OperationsPerStep map[string]float64 `json:"operationsPerStep"`
+	// CheckpointBytesPerOperation is what each operation writes.
+	CheckpointBytesPerOperation float64 `json:"checkpointBytesPerOperation"`
+	// RetentionDays is how long an ended execution's data is kept (the
+	// default).
+	RetentionDays float64 `json:"retentionDays"`
+	// HandlerMillis is the function's own time per invocation (its replay
+	// included), beside the remote calls it waits for.
+	HandlerMillis float64 `json:"handlerMillis"`
 }
 
 // Load reads a price table file.

@@ -108,8 +108,12 @@ func TestWritesLandExactlyWhenTheDomainSaysTheyHold(t *testing.T) {
 		now := w.Clock.Now().Add(time.Duration(rng.IntN(int(timing.Allowance))) - timing.Allowance/2).Truncate(time.Millisecond)
 		wr := randomWrite(rng, w.Workflow, f, found(rng, cur), now)
 		if k == 0 && cur.ProcessState == order.Processing && rng.IntN(2) == 0 {
-			// The first order mostly succeeds, to its end.
+			// The first order mostly succeeds, to its end, its service
+			// that calls back often accepting the call first.
 			wr = completion(rng, w.Workflow, f, cur, now)
+			if d, _ := w.Workflow.Step(cur.Step); d.Callback != nil && !cur.Undo && rng.IntN(2) == 0 {
+				wr = transition(w.Workflow.CallAccepted(cur, now))
+			}
 		}
 		if k == 0 && cur.ProcessState == order.Waiting && rng.IntN(2) == 0 {
 			// and its waits mostly end, or take their event or callback,
@@ -117,11 +121,18 @@ func TestWritesLandExactlyWhenTheDomainSaysTheyHold(t *testing.T) {
 			switch d, _ := w.Workflow.Step(cur.Step); {
 			case d.Callback != nil && rng.IntN(2) == 0:
 				wr = transition(order.Heartbeat(cur, now, 1, now)) // refused: a callback's is not an agent's
-				if t, ok := w.Workflow.CallbackWorking(cur, now); ok {
+				// Its service says it is still working just inside the
+				// wait, so that the wait moves on.
+				if t, ok := w.Workflow.CallbackWorking(cur, cur.CompleteBy.Add(-time.Millisecond)); ok {
 					wr = transition(t)
 				}
 			case d.Callback != nil:
 				wr = receiveCallback(w.Workflow, cur, now)
+			case rng.IntN(4) == 0:
+				// Its wait is made to wait for a claim again, as after an
+				// operator's redrive, so that a Scheduler starts it again.
+				tr, _ := order.Recovery{Action: order.Retry, CompleteBy: now.Add(timing.ClaimWithin), Reason: "again"}.Transition(cur, cur.CompleteBy.Add(time.Millisecond))
+				wr = transition(tr)
 			case rng.IntN(2) == 0:
 				wr = receiveEvent(w.Workflow, cur, now)
 			default:

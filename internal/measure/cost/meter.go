@@ -56,6 +56,9 @@ type Usage struct {
 	// due index: a fixed cost per run, whatever the number of orders.
 	IndexQueries    int
 	IndexQueryReads float64
+	// IndexQueryItems are the entries those queries returned: none for an
+	// order that waits until its wait is due.
+	IndexQueryItems int
 	// StreamInvocations counts table changes that pass the Scheduler's
 	// stream filter: each is a record Lambda delivers.
 	StreamInvocations int
@@ -270,6 +273,7 @@ func (m *Meter) record(ctx context.Context, op Op, params, result any, callErr e
 			if in.IndexName != nil {
 				m.usage.IndexQueries++
 				m.usage.IndexQueryReads += units
+				m.usage.IndexQueryItems += len(out.Items)
 			} else {
 				m.usage.Reads += units
 			}

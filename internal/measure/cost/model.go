@@ -5,6 +5,9 @@ import (
 
 	"maps"
 	"math"
+	"time"
+
+	"orderly/internal/order"
 )
 
 // Load is how full Lambda's batches are: at low load every message is an
@@ -210,4 +213,96 @@ func StepFunctionsEstimate(p prices.Prices, steps int, mem Memory) StepFunctions
 		sf.Express += l.Dollars
 	}
 	return sf
+}
+
+// StepKinds counts a workflow's steps by kind: "service" (a call that
+// answers at once), "callback" (a call whose service calls back),
+// "event" and "timer".
+func StepKinds(wf order.Workflow) map[string]int {
+	kinds := map[string]int{}
+	for _, d := range wf.Steps {
+		switch {
+		case d.Wait != nil:
+			kinds[d.Wait.Kind()]++
+		case d.Callback != nil:
+			kinds[order.WaitCallback]++
+		default:
+			kinds["service"]++
+		}
+	}
+	return kinds
+}
+
+// Elsewhere is a workflow with waits priced on Step Functions Standard
+// and on Lambda durable functions, per million orders, each with its
+// arithmetic.
+type Elsewhere struct {
+	Standard, Durable           float64
+	StandardLines, DurableLines []Line
+}
+
+// ElsewhereEstimate prices wf, whose orders wait waited in all, on Step
+// Functions Standard and on Lambda durable functions, with the same
+// remote latency and handler assumptions as the measured run. An event
+// or a callback reaches either through API Gateway and a function that
+// completes the task (SendTaskSuccess; a durable callback's success), as
+// it reaches orderly through its API.
+func ElsewhereEstimate(p prices.Prices, wf order.Workflow, waited time.Duration, mem Memory) Elsewhere {
+	per := p.DollarsPerMillion
+	a := p.Assumptions
+	k := StepKinds(wf)
+	services, callbacks, events, timers := float64(k["service"]), float64(k[order.WaitCallback]), float64(k[order.WaitEvent]), float64(k[order.WaitTimer])
+	secs := func(ms float64) float64 { return ms / 1000 }
+	// What both have alike: the submission, and each event and callback
+	// arriving through the API to a function that completes the wait.
+	api := 1 + events + callbacks
+	receivers := events + callbacks
+	receiverGBs := receivers * secs(a.HandlerMillis["submit"]) * mem.Submit / 1024
+	common := func(invocations, gbs float64) []Line {
+		return []Line{
+			{"API Gateway (REST API)", api, "requests", api * per.RESTRequests},
+			{"Lambda invocations", invocations, "invocations", invocations * per.LambdaRequests},
+			{"Lambda duration (arm64)", gbs, "GB-s", gbs * per.LambdaGBSeconds},
+		}
+	}
+	var e Elsewhere
+
+	// Standard: a transition per state entered, a task that waits for its
+	// token and a Wait state included. Each call is a task's function;
+	// an event's task hands its token over by a service integration,
+	// with no function.
+	transitions := float64(len(wf.Steps)) + a.StandardTransitionsBesideStates
+	tasks := services + callbacks
+	taskGBs := tasks * secs(a.HandlerMillis["agent"]+a.RemoteCallMillis) * mem.Agent / 1024
+	e.StandardLines = append([]Line{{"state transitions", transitions, "transitions", transitions * per.StandardTransitions}},
+		common(tasks+receivers, taskGBs+receiverGBs)...)
+
+	// Durable functions: one function runs the workflow, invoked at the
+	// start and again after each wait, and waits for each call.
+	d := a.Durable
+	ops := d.OperationsPerExecution + services*d.OperationsPerStep["service"] + callbacks*d.OperationsPerStep[order.WaitCallback] +
+		events*d.OperationsPerStep[order.WaitEvent] + timers*d.OperationsPerStep[order.WaitTimer]
+	invocations := 1 + callbacks + events + timers
+	durableGBs := (invocations*secs(d.HandlerMillis) + tasks*secs(a.RemoteCallMillis)) * mem.Agent / 1024
+	written := ops * d.CheckpointBytesPerOperation / (1 << 30)
+	// Its checkpoints are kept while it waits (and for its retention after
+	// it ends, which, like orderly's, is left out).
+	retained := written * waited.Hours() / prices.HoursPerMonth
+	e.DurableLines = append([]Line{
+		{"durable operations", ops, "operations", ops * per.DurableOperations},
+		{"checkpoint data written", written * (1 << 30), "bytes", written * p.DollarsPerGB.DurableDataWritten * 1e6},
+		{"checkpoint data kept while waiting", retained, "GB-months", retained * p.DollarsPerGBMonth.DurableDataRetained * 1e6},
+	}, common(invocations+receivers, durableGBs+receiverGBs)...)
+	for _, l := range e.StandardLines {
+		e.Standard += l.Dollars
+	}
+	for _, l := range e.DurableLines {
+		e.Durable += l.Dollars
+	}
+	return e
+}
+
+// StorageDollars is what bytes stored for d cost, per million orders.
+func StorageDollars(p prices.Prices, bytes float64, d time.Duration) float64 {
+	return bytes / (1 << 30) * p.DollarsPerGBMonth.DynamoDBStorage * d.Hours() / prices.HoursPerMonth * 1e6
 }

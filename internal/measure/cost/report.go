@@ -9,7 +9,9 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
+	"orderly/internal/order"
 	"orderly/internal/resources"
 )
 
@@ -45,6 +47,16 @@ func Report(w io.Writer, results []Result, p prices.Prices, steps int, httpAPI b
 	fmt.Fprintf(tw, "Express\ttotal\t\t\t%.2f\t\n", sf.Express)
 	tw.Flush()
 	fmt.Fprintln(w, "  Express is at-least-once and limited to 5 minutes per execution.")
+	for _, r := range results {
+		if len(r.Windows) > 1 {
+			printElsewhere(w, r, p, httpAPI)
+		}
+	}
+	for _, r := range results {
+		if len(r.Windows) == 1 {
+			fmt.Fprintf(w, "\n%s: a day of waiting costs $%.4f per million orders (%s)\n", r.Scenario, DayOfWaiting(p, r, r.Windows[0]), waitedFor(p, r, r.Windows[0]))
+		}
+	}
 
 	happy := results[0].PerOrder
 	high := Price(p, happy, HighLoad, DeployedMemory, httpAPI)
@@ -94,5 +106,81 @@ func printScenario(w io.Writer, r Result, p prices.Prices, httpAPI bool) {
 		}
 		tw.Flush()
 	}
+	printWindows(w, r, p)
 	fmt.Fprintln(w, strings.Repeat("-", 72))
+}
+
+// invocations are the Lambda invocations of per-order usage at one
+// message per batch: the API's, the agents' and the Scheduler's for each
+// message, the Scheduler's and the recorder's for each stream record.
+func invocations(u PerOrder) float64 {
+	return u.APIRequests + u.RequestMessages + u.ReplyMessages + u.StreamInvocations + u.StreamRecords
+}
+
+// printWindows prints what the scenario's orders cost while they waited.
+func printWindows(w io.Writer, r Result, p prices.Prices) {
+	for _, win := range r.Windows {
+		u := win.PerOrder(r.Orders)
+		requests := 0.0
+		for _, c := range u.Calls {
+			requests += c
+		}
+		fmt.Fprintf(w, "  while every order waited in %s (%s), the clock moved %s in %d steps with the Supervisor running: %.0f runs, %d due-index queries (%.1f RRU, fixed per run), %d entries returned\n",
+			win.Hold.Step, win.Hold.Ends, win.Moved, win.Steps, win.SupervisorRuns, win.Usage.IndexQueries, win.Usage.IndexQueryReads, win.Usage.IndexQueryItems)
+		fmt.Fprintf(w, "    per order: %.2f Lambda invocations, %.2f AWS requests, %.2f + %.2f write units, %.2f read units, %.2f SQS messages; %.0f bytes stored (item, index entries, history)\n",
+			invocations(u), requests, u.TableWrites, u.IndexWrites, u.Reads, u.RequestMessages+u.ReplyMessages, win.StoredBytes)
+		fmt.Fprintf(w, "    a day of it: $%.4f per million orders\n", DayOfWaiting(p, r, win))
+	}
+}
+
+// DayOfWaiting is what a day of the window's wait costs per million
+// orders: its requests (none, when orderly keeps its promise) scaled to
+// a day, and a day's storage of what each order keeps.
+func DayOfWaiting(p prices.Prices, r Result, win Window) float64 {
+	day := 24 * time.Hour
+	requests := Price(p, win.PerOrder(r.Orders), LowLoad, DeployedMemory, false).Total
+	if win.Moved > 0 {
+		requests *= float64(day) / float64(win.Moved)
+	}
+	return requests + StorageDollars(p, win.StoredBytes, day)
+}
+
+// waitedFor says what a day of waiting is made of.
+func waitedFor(p prices.Prices, r Result, win Window) string {
+	return fmt.Sprintf("%.0f bytes stored per order at $%.2f per GB-month; while waiting %.2f Lambda invocations per order, and %d due-index entries returned to the Supervisor over %.0f runs",
+		win.StoredBytes, p.DollarsPerGBMonth.DynamoDBStorage, invocations(win.PerOrder(r.Orders)), win.Usage.IndexQueryItems, win.SupervisorRuns)
+}
+
+// printElsewhere prints the scenario's workflow per million orders on
+// orderly (measured), Step Functions Standard and Lambda durable
+// functions.
+func printElsewhere(w io.Writer, r Result, p prices.Prices, httpAPI bool) {
+	var waited time.Duration
+	storage := 0.0
+	for _, win := range r.Windows {
+		waited += win.Hold.For
+		storage += StorageDollars(p, win.StoredBytes, win.Hold.For)
+	}
+	k := StepKinds(r.Definition)
+	fmt.Fprintf(w, "\nSteps that wait: workflow %s (%d steps; calls %d, calls called back %d, events %d, timers %d; %s of waiting), per million orders:\n",
+		r.Definition.Name, len(r.Definition.Steps), k["service"], k[order.WaitCallback], k[order.WaitEvent], k[order.WaitTimer], waited)
+	ew := ElsewhereEstimate(p, r.Definition, waited, DeployedMemory)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "\titem\tper order\tunit\t$ per million orders\t")
+	for _, load := range []Load{HighLoad, LowLoad} {
+		e := Price(p, r.PerOrder, load, DeployedMemory, httpAPI)
+		fmt.Fprintf(tw, "orderly\tmeasured, at %s\t\t\t%.2f\t\n", load.Name, e.Total)
+	}
+	fmt.Fprintf(tw, "orderly\tstorage while waiting\t\t\t%.4f\t\n", storage)
+	for _, l := range ew.StandardLines {
+		fmt.Fprintf(tw, "Standard\t%s\t%.4g\t%s\t%.2f\t\n", l.Item, l.Quantity, l.Unit, l.Dollars)
+	}
+	fmt.Fprintf(tw, "Standard\ttotal\t\t\t%.2f\t\n", ew.Standard)
+	for _, l := range ew.DurableLines {
+		fmt.Fprintf(tw, "durable\t%s\t%.4g\t%s\t%.2f\t\n", l.Item, l.Quantity, l.Unit, l.Dollars)
+	}
+	fmt.Fprintf(tw, "durable\ttotal\t\t\t%.2f\t\n", ew.Durable)
+	tw.Flush()
+	fmt.Fprintf(w, "  Assumed for Lambda durable functions: %s.\n", p.Assumptions.Durable.Note)
+	fmt.Fprintln(w, "  Events and callbacks reach all three through API Gateway; on the other two a function completes the wait (SendTaskSuccess, or the durable callback's success).")
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,16 +33,22 @@ type Scenario struct {
 	Lines []order.Line
 	// Want is the status every order of the scenario must end in.
 	Want order.Status
+	// Workflow names the workflow the orders are submitted to (one of
+	// WaitWorkflows); empty is the stage's default, the shipped one.
+	Workflow string
+	// Holds are the waits every order goes through, in turn: the run
+	// moves the clock through each once every order waits in it.
+	Holds []Hold
 }
 
 // Scenarios are the paths the cost model prices: the happy path first,
 // then each failure path.
 var Scenarios = []Scenario{
-	{"happy path", []order.Line{{SKU: "BOOK-1", Quantity: 1}}, order.StatusProcessed},
-	{"transient faults", []order.Line{{SKU: "TEST-INVENTORY-TRANSIENT-2", Quantity: 1}}, order.StatusProcessed},
-	{"permanent fault", []order.Line{{SKU: "TEST-PAYMENT-PERMANENT", Quantity: 1}}, order.StatusFailed},
-	{"undo refused", []order.Line{{SKU: "TEST-PAYMENT-PERMANENT", Quantity: 1}, {SKU: "TEST-INVENTORY-UNDO-PERMANENT", Quantity: 1}}, order.StatusError},
-	{"hang, then success", []order.Line{{SKU: "TEST-SHIPPING-HANG-1", Quantity: 1}}, order.StatusProcessed},
+	{Name: "happy path", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}, Want: order.StatusProcessed},
+	{Name: "transient faults", Lines: []order.Line{{SKU: "TEST-INVENTORY-TRANSIENT-2", Quantity: 1}}, Want: order.StatusProcessed},
+	{Name: "permanent fault", Lines: []order.Line{{SKU: "TEST-PAYMENT-PERMANENT", Quantity: 1}}, Want: order.StatusFailed},
+	{Name: "undo refused", Lines: []order.Line{{SKU: "TEST-PAYMENT-PERMANENT", Quantity: 1}, {SKU: "TEST-INVENTORY-UNDO-PERMANENT", Quantity: 1}}, Want: order.StatusError},
+	{Name: "hang, then success", Lines: []order.Line{{SKU: "TEST-SHIPPING-HANG-1", Quantity: 1}}, Want: order.StatusProcessed},
 }
 
 // Options sizes a cost run.
@@ -55,17 +62,30 @@ type Options struct {
 	Timing order.Timing
 	// Log receives the engine's own log lines (nil discards them).
 	Log io.Writer
+	// WaitSteps is how many steps the clock moves through each wait in,
+	// each followed by a Supervisor run; zero means 6.
+	WaitSteps int
+	// WaitOrders is the orders of each scenario with waits; zero means
+	// Orders, at most 25. Their numbers are exact counts, with no race in
+	// them to average out, and each wait is a pause in the run.
+	WaitOrders int
 }
 
 // Result is the measured usage of one scenario.
 type Result struct {
-	Scenario    string
+	Scenario string
+	// Workflow is the scenario's workflow: empty for the shipped one.
+	Workflow    string
 	Orders      int
 	APIRequests int
 	Usage       Usage
 	LogBytes    int64
 	PerOrder    PerOrder
 	Elapsed     time.Duration
+	// Windows are what the orders cost while they waited, one per Hold,
+	// and Definition the workflow they waited in.
+	Windows    []Window
+	Definition order.Workflow
 }
 
 // DefaultTiming is short enough that the hang scenario's timeout and retry
@@ -78,19 +98,37 @@ var DefaultTiming = order.Timing{Allowance: 10 * time.Second, MaxAllowance: 20 *
 // scenario's orders to their end, and returns what each cost.
 func Run(ctx context.Context, awsCfg aws.Config, opts Options) ([]Result, error) {
 	if opts.Scenarios == nil {
-		opts.Scenarios = Scenarios
+		opts.Scenarios = slices.Concat(Scenarios, WaitScenarios)
 	}
 	if opts.Timing == (order.Timing{}) {
 		opts.Timing = DefaultTiming
 	}
 	opts.Orders = max(opts.Orders, 1)
 	opts.Concurrency = max(opts.Concurrency, 1)
+	if opts.WaitSteps <= 0 {
+		opts.WaitSteps = 6
+	}
+	if opts.WaitOrders <= 0 {
+		opts.WaitOrders = min(opts.Orders, 25)
+	}
 	plain := dynamodb.NewFromConfig(awsCfg)
 	meter := NewMeter(plain)
 	logs := &logCounter{}
+	// The shipped workflows, and beside them the ones with waits the
+	// wait scenarios submit to.
+	shipped := ordertest.Built(opts.Timing)
+	workflows, err := order.NewVersions(append(shipped.Workflows(), WaitWorkflows(shipped.Latest())...)...)
+	if err != nil {
+		return nil, fmt.Errorf("workflows with waits: %w", err)
+	}
+	clk, calls := &clock{}, newCallbacks()
+	const supervisorEvery = 500 * time.Millisecond
 	e, err := engine.New(ctx, awsCfg, engine.Config{
 		Stage: opts.Stage, APIAddr: "127.0.0.1:0", SimulatorAddr: "127.0.0.1:0",
-		Timing: opts.Timing, SupervisorEvery: 500 * time.Millisecond,
+		Timing: opts.Timing, SupervisorEvery: supervisorEvery, Workflows: workflows,
+		// Moved on through a day of waiting, while every order waits.
+		Clock:        clk.Now,
+		FunctionHTTP: func(string) func(http.RoundTripper) http.RoundTripper { return calls.Transport },
 		// One Scheduler: in AWS one event source mapping delivers each
 		// stream record once; two local ones would double the claims.
 		Schedulers: 1,
@@ -138,9 +176,16 @@ func Run(ctx context.Context, awsCfg aws.Config, opts Options) ([]Result, error)
 		return nil, fmt.Errorf("warm up: %w", err)
 	}
 
+	waits := &waitRun{url: e.URL(), observer: observer, plain: plain, orders: e.Stack.Catalog.Orders, history: e.Stack.Catalog.History,
+		workflows: workflows, meter: meter, logs: logs, clock: clk, callbacks: calls, skewGrace: workflows.Latest().SkewGrace,
+		steps: opts.WaitSteps, concurrency: opts.Concurrency, supervisor: supervisorEvery}
 	var results []Result
 	for _, sc := range opts.Scenarios {
-		r, err := runScenario(ctx, e.URL(), observer, meter, logs, sc, opts)
+		run := func() (Result, error) { return runScenario(ctx, e.URL(), observer, meter, logs, sc, opts) }
+		if len(sc.Holds) > 0 {
+			run = func() (Result, error) { return waits.run(ctx, sc, opts) }
+		}
+		r, err := run()
 		if err != nil {
 			return results, fmt.Errorf("scenario %s: %w", sc.Name, err)
 		}
@@ -181,9 +226,13 @@ func runScenario(ctx context.Context, url string, observer *dynamo.Store, meter 
 	if err := errors.Join(collect(errs)...); err != nil {
 		return Result{}, err
 	}
-	// Nothing should happen after an order ends; a short pause lets a
-	// late stray (a stale reply, a Supervisor pass) show up in the counts.
-	time.Sleep(time.Second)
+	// The recorder's work on the orders' last writes is theirs, and
+	// nothing else should happen after an order ends: waiting until the
+	// functions go quiet lets a late stray (a stale reply, a Supervisor
+	// pass) show up in the counts, and leaves none to the next scenario.
+	if err := settle(ctx, meter); err != nil {
+		return Result{}, err
+	}
 	u := meter.Usage()
 	r := Result{Scenario: sc.Name, Orders: opts.Orders, APIRequests: opts.Orders, Usage: u,
 		LogBytes: logs.Bytes(), Elapsed: time.Since(began)}
@@ -200,23 +249,28 @@ func collect(errs <-chan error) []error {
 }
 
 func post(ctx context.Context, url string, sub ordertest.Submission) (string, error) {
+	return postTo(ctx, url+"/orders", sub)
+}
+
+// postTo submits an order at url, an orders resource.
+func postTo(ctx context.Context, url string, sub ordertest.Submission) (string, error) {
 	body, err := json.Marshal(sub)
 	if err != nil {
 		return "", err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/orders", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return "", err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("POST /orders: %w", err)
+		return "", fmt.Errorf("POST %s: %w", req.URL.Path, err)
 	}
 	defer resp.Body.Close()
 	var out struct{ OrderID string }
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusAccepted {
-		return "", fmt.Errorf("POST /orders: status %d: %v", resp.StatusCode, err)
+		return "", fmt.Errorf("POST %s: status %d: %v", req.URL.Path, resp.StatusCode, err)
 	}
 	return out.OrderID, nil
 }
