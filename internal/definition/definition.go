@@ -1031,7 +1031,7 @@ func (d Definition) Workflow(t order.Timing) (order.Workflow, error) {
 			continue
 		}
 		def := order.StepDef{
-			Name: s.Name, Agent: s.Service, When: asExpr(exprs[i].when),
+			Name: s.Name, Agent: s.Service, When: AsExpr(exprs[i].when),
 			Allowance: t.Allowance, MaxAllowance: t.MaxAllowance, FailureThreshold: t.FailureThreshold, MaxHeartbeats: t.MaxHeartbeats,
 			Call:    order.Endpoint{Method: s.Call.Method, Path: s.Call.Path},
 			Carries: []string{CarriesOrder}, ResultMaxBytes: order.DefaultResultMaxBytes,
@@ -1096,13 +1096,13 @@ func (d Definition) Workflow(t order.Timing) (order.Workflow, error) {
 // stage's timing stays on it, unread while it waits, so that no code
 // reading a step's timing finds zeros.
 func waitStep(s Step, t order.Timing, e stepExprs) order.StepDef {
-	def := order.StepDef{Name: s.Name, Wait: &order.Wait{}, When: asExpr(e.when),
+	def := order.StepDef{Name: s.Name, Wait: &order.Wait{}, When: AsExpr(e.when),
 		Allowance: t.Allowance, MaxAllowance: t.MaxAllowance, FailureThreshold: t.FailureThreshold, MaxHeartbeats: t.MaxHeartbeats,
 		ResultMaxBytes: order.DefaultResultMaxBytes}
 	// Validate parsed the durations.
 	if s.Wait.Event == "" {
 		if s.Wait.Until != "" {
-			def.Wait.Until = asExpr(e.until)
+			def.Wait.Until = AsExpr(e.until)
 			def.Wait.Max, _ = time.ParseDuration(s.Wait.Max)
 			return def
 		}
@@ -1110,7 +1110,7 @@ func waitStep(s Step, t order.Timing, e stepExprs) order.StepDef {
 		return def
 	}
 	def.Wait.Event, def.Wait.Schema, def.Wait.Continue = s.Wait.Event, s.Wait.Schema, s.Wait.OnTimeout == OnTimeoutContinue
-	def.Wait.RejectWhen = asExpr(e.rejectWhen)
+	def.Wait.RejectWhen = AsExpr(e.rejectWhen)
 	def.Wait.Timeout, _ = time.ParseDuration(s.Wait.Timeout)
 	// The event's data is the step's result: result bounds it, and shows
 	// it to the order's client.

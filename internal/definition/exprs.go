@@ -148,8 +148,8 @@ type program struct{ p *expr.Program }
 
 var _ order.Expr = program{}
 
-// asExpr is p as an order.Expr; nil (no interface value) when p is nil.
-func asExpr(p *expr.Program) order.Expr {
+// AsExpr is p as an order.Expr (tests build workflows with it); nil (no interface value) when p is nil.
+func AsExpr(p *expr.Program) order.Expr {
 	if p == nil {
 		return nil
 	}

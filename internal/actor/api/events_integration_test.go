@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"orderly/internal/definition"
 	"orderly/internal/expr"
 	"orderly/internal/order"
 	"orderly/internal/testkit/ordertest"
@@ -140,15 +141,6 @@ func TestAnEventIsTakenOnlyWhileItsStepWaits(t *testing.T) {
 	refused(t, testenv.Caller, "review", `{"decision":"reject"}`, false, 409, "invalid_state", "already, with other data")
 }
 
-// celExpr is an expr.Program as the domain reads it.
-type celExpr struct{ *expr.Program }
-
-func (e celExpr) vars(v order.ExprVars) expr.Vars {
-	return expr.Vars{Input: v.Input, Results: v.Results, Event: v.Event}
-}
-func (e celExpr) Bool(v order.ExprVars) (bool, error)      { return e.Program.Bool(e.vars(v)) }
-func (e celExpr) Time(v order.ExprVars) (time.Time, error) { return e.Program.Time(e.vars(v)) }
-
 // A review whose data its rejectWhen says is a rejection fails the step:
 // the data is kept, the steps before it are undone, and the same
 // rejection again answers as the first did.
@@ -168,7 +160,7 @@ func TestARejectedEventFailsItsStep(t *testing.T) {
 	}
 	wf.Steps = slices.Clone(wf.Steps)
 	review := *wf.Steps[1].Wait
-	review.RejectWhen = celExpr{prg}
+	review.RejectWhen = definition.AsExpr(prg)
 	wf.Steps[1].Wait = &review
 	w.Run(t, wf)
 	id := w.Submit(t, ordertest.Submission{CustomerID: "c-1", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}})

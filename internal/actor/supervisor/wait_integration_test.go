@@ -9,6 +9,7 @@ import (
 
 	"orderly/internal/actor/control"
 	"orderly/internal/actor/supervisor"
+	"orderly/internal/definition"
 	"orderly/internal/expr"
 	"orderly/internal/order"
 	"orderly/internal/testkit/ordertest"
@@ -145,15 +146,6 @@ func TestACancelStopsAWaitAtOnce(t *testing.T) {
 	}
 }
 
-// celTime is an expr.Program as the domain reads it.
-type celTime struct{ *expr.Program }
-
-func (e celTime) vars(v order.ExprVars) expr.Vars {
-	return expr.Vars{Input: v.Input, Results: v.Results, Event: v.Event}
-}
-func (e celTime) Bool(v order.ExprVars) (bool, error)      { return e.Program.Bool(e.vars(v)) }
-func (e celTime) Time(v order.ExprVars) (time.Time, error) { return e.Program.Time(e.vars(v)) }
-
 // A timer until a time from an earlier step's result waits until then,
 // bounded by its max; one whose time the result lacks waits the max.
 func TestATimerWaitsUntilATimeTheOrderGives(t *testing.T) {
@@ -167,7 +159,7 @@ func TestATimerWaitsUntilATimeTheOrderGives(t *testing.T) {
 		t.Fatal(err)
 	}
 	wf := w.Workflow
-	wf.Steps = slices.Insert(slices.Clone(wf.Steps), 1, order.StepDef{Name: "hold", Wait: &order.Wait{Until: celTime{prg}, Max: 48 * time.Hour}})
+	wf.Steps = slices.Insert(slices.Clone(wf.Steps), 1, order.StepDef{Name: "hold", Wait: &order.Wait{Until: definition.AsExpr(prg), Max: 48 * time.Hour}})
 	w.Run(t, wf)
 	now := w.Clock.Now().Truncate(time.Millisecond)
 	for _, tt := range []struct {
@@ -210,7 +202,7 @@ func TestAStepWhoseConditionDoesNotHoldIsSkipped(t *testing.T) {
 	}
 	wf := w.Workflow
 	wf.Steps = slices.Clone(wf.Steps)
-	wf.Steps[1].When = celTime{prg}
+	wf.Steps[1].When = definition.AsExpr(prg)
 	w.Run(t, wf)
 	id := w.Submit(t, someOrder) // one line: no payment
 	takeRequests(t, w)
