@@ -24,7 +24,9 @@ func serviceEnv(svc services.Service) map[string]*string {
 // grantService lets an agent's role make exactly the calls its service's
 // authentication makes: read its header's secret (and decrypt it through
 // Secrets Manager when a customer managed key encrypts it), or invoke its
-// function URL or its API's methods and paths the workflows' steps call.
+// function URL or its API's methods and paths the workflows' steps call
+// (and GET anywhere on it for a step whose service is polled, whose status
+// URLs the service names).
 func (f *functions) grantService(s *Stack, fn awslambda.Function, agent string, svc services.Service) {
 	a := svc.Auth
 	switch a.Type {
@@ -49,25 +51,31 @@ func (f *functions) grantService(s *Stack, fn awslambda.Function, agent string, 
 			allowIf(fn, a.Target, "Bool", services.ConditionInvokedViaFunctionURL, "true", services.ActionInvokeFunction)
 			return
 		}
-		var calls []*string
+		var granted []*string
 		for _, wf := range s.props.Workflows.Workflows() {
 			for _, step := range wf.Steps {
 				if step.Agent != agent {
 					continue
 				}
-				for _, call := range []struct{ method, path string }{{step.Call.Method, step.Call.Path}, {step.UndoCall.Method, step.UndoCall.Path}} {
+				calls := []struct{ method, path string }{{step.Call.Method, step.Call.Path}, {step.UndoCall.Method, step.UndoCall.Path}}
+				if step.Poll != nil {
+					// Its status URLs are the service's to name, anywhere
+					// under its base URL; the agent only reads them.
+					calls = append(calls, struct{ method, path string }{"GET", "/*"})
+				}
+				for _, call := range calls {
 					if call.path == "" {
 						continue
 					}
 					arn := services.APIResource(a.Target, call.method, call.path)
-					if !slices.ContainsFunc(calls, func(c *string) bool { return *c == arn }) {
-						calls = append(calls, jsii.String(arn))
+					if !slices.ContainsFunc(granted, func(c *string) bool { return *c == arn }) {
+						granted = append(granted, jsii.String(arn))
 					}
 				}
 			}
 		}
 		fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Actions: jsii.Strings(services.ActionInvokeAPI), Resources: &calls,
+			Actions: jsii.Strings(services.ActionInvokeAPI), Resources: &granted,
 		}))
 	}
 }

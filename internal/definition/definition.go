@@ -117,7 +117,25 @@ type Call struct {
 	// it accepts the call (202) and calls orderly back when the work is
 	// done.
 	Callback *Callback `json:"callback,omitempty"`
+	// Poll, when set, makes the call one whose service is polled: it
+	// accepts the call (202) with a status URL (Location) that orderly
+	// checks until the work is done.
+	Poll *Poll `json:"poll,omitempty"`
 }
+
+// Poll is how a step whose service is polled waits, in Go durations:
+// Timeout once the call was accepted, after which the call is made again
+// with the same Idempotency-Key, up to the step's failureThreshold; Every
+// between two checks when the service's answer gives no Retry-After
+// (DefaultPollEvery when left out).
+type Poll struct {
+	Timeout string `json:"timeout"`
+	Every   string `json:"every,omitempty"`
+}
+
+// DefaultPollEvery is how long after a check the next one is made when
+// the service gives no Retry-After and the definition no poll.every.
+const DefaultPollEvery = time.Minute
 
 // Callback is how long a step whose service calls back waits for the
 // callback, in Go durations: Timeout once the call was accepted, moved
@@ -325,6 +343,9 @@ func (d Definition) checkGiven(data []byte) Problems {
 			Callback *struct {
 				MaxTimeout *string `json:"maxTimeout"`
 			} `json:"callback"`
+			Poll *struct {
+				Every *string `json:"every"`
+			} `json:"poll"`
 		}
 		// Left out, maxTimeout is the timeout; given empty, it is a
 		// duration that does not parse.
@@ -332,6 +353,14 @@ func (d Definition) checkGiven(data []byte) Problems {
 			checkWaitLength(func(field, rule string, args ...any) {
 				ps = append(ps, Problem{Source: d.File, Field: field, Rule: fmt.Sprintf(rule, args...)})
 			}, fmt.Sprintf("steps[%d].call.callback.maxTimeout", i), "")
+		}
+		if s.Wait == nil && call.Poll != nil && call.Poll.Every != nil && *call.Poll.Every == "" {
+			checkWaitLength(func(field, rule string, args ...any) {
+				ps = append(ps, Problem{Source: d.File, Field: field, Rule: fmt.Sprintf(rule, args...)})
+			}, fmt.Sprintf("steps[%d].call.poll.every", i), "")
+		}
+		if _, ok := undo["poll"]; ok {
+			ps = append(ps, Problem{Source: d.File, Field: fmt.Sprintf("steps[%d].undo.poll", i), Rule: undoHasNoPoll})
 		}
 	}
 	return ps
@@ -341,6 +370,10 @@ func (d Definition) checkGiven(data []byte) Problems {
 // compensation takes an undo's answer as the work undone and waits for
 // no callback (StepReply.Check refuses an undo's acceptance).
 const undoHasNoCallback = "an undo is a plain call, answered when the work is undone; only the step's call may be answered by a callback: leave it out"
+
+// undoHasNoPoll is the rule an undo that is polled breaks, for the same
+// reason as undoHasNoCallback.
+const undoHasNoPoll = "an undo is a plain call, answered when the work is undone; only the step's call may be polled: leave it out"
 
 // waitHasNoService is the rule a step that waits and names a service breaks.
 const waitHasNoService = "a step that waits has no service; leave it out"
@@ -411,6 +444,12 @@ func (d Definition) validate() (Problems, []stepExprs) {
 			checkCall(add, at+".call", s.Call.Method, s.Call.Path)
 			if s.Call.Callback != nil {
 				checkCallback(add, at+".call.callback", *s.Call.Callback)
+			}
+			if s.Call.Poll != nil {
+				checkPoll(add, at+".call.poll", *s.Call.Poll)
+			}
+			if s.Call.Callback != nil && s.Call.Poll != nil {
+				add(at+".call", "has both callback and poll: its service either calls back or is polled; keep the one it does")
 			}
 		case s.Service != "":
 			add(at+".call", "is required: the remote call that does the step's work")
@@ -614,6 +653,25 @@ func checkCallback(add func(string, string, ...any), at string, c Callback) {
 	}
 	if maxTimeout, okM := checkWaitLength(add, at+".maxTimeout", c.MaxTimeout); okT && okM && maxTimeout < timeout {
 		add(at+".maxTimeout", "%s is below timeout %s: the wait starts at timeout, and \"working\" callbacks move it on up to maxTimeout after the call was accepted", c.MaxTimeout, c.Timeout)
+	}
+}
+
+// checkPoll checks how long a step whose service is polled waits: a
+// timeout, required, and an every, each a wait's length, every not over
+// the timeout (a check after the wait ended is never made).
+func checkPoll(add func(string, string, ...any), at string, p Poll) {
+	var timeout time.Duration
+	okT := false
+	if p.Timeout == "" {
+		add(at+".timeout", "is required: how long the step waits for its service to finish once the call was accepted (\"2h\")")
+	} else {
+		timeout, okT = checkWaitLength(add, at+".timeout", p.Timeout)
+	}
+	if p.Every == "" {
+		return // DefaultPollEvery; given empty, checkGiven says so
+	}
+	if every, okE := checkWaitLength(add, at+".every", p.Every); okT && okE && every > timeout {
+		add(at+".every", "%s is over timeout %s: the wait would end before the first check", p.Every, p.Timeout)
 	}
 }
 
@@ -1047,6 +1105,14 @@ func (d Definition) Workflow(t order.Timing) (order.Workflow, error) {
 			def.Callback.MaxTimeout = def.Callback.Timeout
 			if cb.MaxTimeout != "" {
 				def.Callback.MaxTimeout, _ = time.ParseDuration(cb.MaxTimeout)
+			}
+		}
+		if p := s.Call.Poll; p != nil {
+			// Validate parsed them already.
+			def.Poll = &order.PollWait{Every: DefaultPollEvery}
+			def.Poll.Timeout, _ = time.ParseDuration(p.Timeout)
+			if p.Every != "" {
+				def.Poll.Every, _ = time.ParseDuration(p.Every)
 			}
 		}
 		if s.Undo != nil {

@@ -192,6 +192,12 @@ var badDefinitions = []struct {
 	{"callback-unknown-field", []string{`steps[1].call.callback.url: unknown field; a callback takes "timeout" and "maxTimeout" (where to call back is sent with each call)`}, true},
 	{"callback-not-an-object", []string{`steps[1].call.callback: must be an object, not a string`}, true},
 	{"undo-callback", []string{`steps[1].undo.callback: an undo is a plain call, answered when the work is undone; only the step's call may be answered by a callback: leave it out`}, true},
+	// Services that are polled, on a copy of testdata/poll.json.
+	{"poll-without-timeout", []string{`steps[1].call.poll.timeout: is required: how long the step waits for its service to finish once the call was accepted ("2h")`}, true},
+	{"poll-every-over-timeout", []string{`steps[1].call.poll.every: 2m is over timeout 1m: the wait would end before the first check`}, false},
+	{"poll-unknown-field", []string{`steps[1].call.poll.url: unknown field; a poll takes "timeout" and "every" (where to poll is the Location of the service's 202 answer)`}, true},
+	{"poll-and-callback", []string{`steps[1].call: has both callback and poll: its service either calls back or is polled; keep the one it does`}, false},
+	{"undo-poll", []string{`steps[1].undo.poll: an undo is a plain call, answered when the work is undone; only the step's call may be polled: leave it out`}, true},
 	{"many-problems", []string{
 		`version: must not be empty`,
 		`steps[0].call.path: "reservations": must start with "/"`,
@@ -491,6 +497,23 @@ func TestParseAcceptsAnEventStep(t *testing.T) {
 	}
 	// Written back, it is what the file says, and reads back the same.
 	checkWrittenBack(t, def, "testdata/event.json")
+}
+
+// A step whose service is polled becomes a StepDef with its call and how
+// it waits (every, left out, is DefaultPollEvery); it waits for "poll".
+func TestParseAcceptsAPolledStep(t *testing.T) {
+	stage := order.DefaultTiming
+	def, w := parsed(t, "testdata/poll.json", stage, 3)
+	want := []*order.PollWait{{Timeout: 2 * time.Hour, Every: 30 * time.Second}, {Timeout: 48 * time.Hour, Every: definition.DefaultPollEvery}}
+	for i, d := range w.Steps[1:] {
+		if d.Poll == nil || *d.Poll != *want[i] || d.Callback != nil {
+			t.Errorf("%s: Poll %+v, Callback %+v; want %+v and no callback", d.Name, d.Poll, d.Callback, *want[i])
+		}
+		if d.WaitKind() != order.WaitPoll || d.Waits() || !d.Async() {
+			t.Errorf("%s: WaitKind %q, Waits %t, Async %t; want poll, a step that calls its service, asynchronously", d.Name, d.WaitKind(), d.Waits(), d.Async())
+		}
+	}
+	checkWrittenBack(t, def, "testdata/poll.json")
 }
 
 // A step whose service calls back becomes a StepDef with its call and

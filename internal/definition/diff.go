@@ -123,6 +123,7 @@ func Compare(old, new Definition, stage order.Timing) (Diff, error) {
 		}
 		c.compareCall(i, s, n)
 		c.compareCallback(i, s, n)
+		c.comparePoll(i, s, n)
 		c.compareUndo(i, s, n)
 		c.compareTiming(i, s, n)
 		c.compareRequestCarries(i, s, n)
@@ -549,6 +550,59 @@ func (c *comparison) compareCallback(i int, s, n Step) {
 			c.add(s.Name, "call.callback.maxTimeout", show(om, oOwn), show(nm, nOwn),
 				"\"working\" callbacks move the wait on up to "+nm+" after the call was accepted, for an order of "+c.to+
 					" before this step and for one already waiting in it; an order already waiting for its callback keeps the deadline it has (stored with it), never shortened",
+				atOrBefore)
+		}
+	}
+}
+
+// comparePoll reports a step's call turned into one whose service is
+// polled, or back, and a changed timeout or every. An order already
+// waiting keeps the deadline it has (CompleteBy); the next check after a
+// move is spaced by the new version's every.
+func (c *comparison) comparePoll(i int, s, n Step) {
+	if s.Call == nil || n.Call == nil {
+		return
+	}
+	o, nw := s.Call.Poll, n.Call.Poll
+	atOrBefore := func(p Position) (bool, string) { return !p.Undo && p.Index <= i, "" }
+	every := func(p *Poll) string {
+		if p.Every == "" {
+			return canonical(DefaultPollEvery.String()) + " (the default)"
+		}
+		return canonical(p.Every)
+	}
+	value := func(p *Poll) string {
+		if p == nil {
+			return ""
+		}
+		return "timeout " + canonical(p.Timeout) + ", every " + every(p)
+	}
+	switch {
+	case o == nil && nw == nil:
+	case o == nil:
+		c.add(s.Name, "call.poll", "", value(nw),
+			"orders before this step make a polled call under "+c.to+": the service answers 202 with a status URL, which orderly checks until the work is done (within "+canonical(nw.Timeout)+
+				", or the call is made again); an order at it makes its next attempt that way, with the same Idempotency-Key, so the service must recognise work the plain call did under that key",
+			atOrBefore)
+	case nw == nil:
+		c.add(s.Name, "call.poll", value(o), "",
+			"orders before this step make a plain call under "+c.to+", which its service must answer within the step's allowance; an order at it cannot move: its call may be accepted, or its checks begun, and "+
+				c.to+"'s step polls no status URL; an order that stays on "+c.from+" is not concerned, since an order keeps its version",
+			func(p Position) (bool, string) {
+				if !p.Undo && p.Index == i {
+					return true, fmt.Sprintf("its call may be accepted, or its checks begun, under %s; under %s %s is polled no more, so neither its acceptance nor a check's answer would be taken", c.from, c.to, s.Name)
+				}
+				return atOrBefore(p)
+			})
+	default:
+		if canonical(o.Timeout) != canonical(nw.Timeout) {
+			c.add(s.Name, "call.poll.timeout", canonical(o.Timeout), canonical(nw.Timeout),
+				"an order whose call is accepted under "+c.to+" waits "+canonical(nw.Timeout)+" for its service to finish; an order already waiting keeps the deadline it has (stored with it)",
+				atOrBefore)
+		}
+		if every(o) != every(nw) {
+			c.add(s.Name, "call.poll.every", every(o), every(nw),
+				"checks after an answer with no Retry-After are spaced "+every(nw)+" apart, for an order of "+c.to+" before this step and for one already waiting in it from its next check on",
 				atOrBefore)
 		}
 	}

@@ -10,11 +10,11 @@ var (
 	integer   = &strictjson.Shape{Kind: strictjson.Integer}
 	boolean   = &strictjson.Shape{Kind: strictjson.Bool}
 	scalar    = &strictjson.Shape{Kind: strictjson.String}
-	callShape = &strictjson.Shape{Fields: map[string]*strictjson.Shape{"method": scalar, "path": scalar, "callback": callbackShape}}
+	callShape = &strictjson.Shape{Fields: map[string]*strictjson.Shape{"method": scalar, "path": scalar, "callback": callbackShape, "poll": pollShape}}
 	carries   = &strictjson.Shape{Elem: scalar}
-	// An undo takes no callback: taken here as any value, it is refused
+	// An undo takes no callback and is not polled: taken here as any value, it is refused
 	// with its reason (checkGiven), not as an unknown field.
-	undoShape = &strictjson.Shape{Fields: map[string]*strictjson.Shape{"method": scalar, "path": scalar, "description": scalar, "carries": carries, "callback": nil}}
+	undoShape = &strictjson.Shape{Fields: map[string]*strictjson.Shape{"method": scalar, "path": scalar, "description": scalar, "carries": carries, "callback": nil, "poll": nil}}
 	waitShape = &strictjson.Shape{Fields: map[string]*strictjson.Shape{"for": scalar, "until": scalar, "max": scalar,
 		"event": scalar, "timeout": scalar, "onTimeout": scalar, "schema": nil, "rejectWhen": scalar},
 		Unknown: `unknown field; a wait takes "for" (a timer), "until" with "max" (a timer until a time), or "event" with "timeout", "schema", "onTimeout" and "rejectWhen"`}
@@ -29,4 +29,7 @@ var (
 	// token in a definition is refused as unknown, naming what it takes.
 	callbackShape = &strictjson.Shape{Fields: map[string]*strictjson.Shape{"timeout": scalar, "maxTimeout": scalar},
 		Unknown: `unknown field; a callback takes "timeout" and "maxTimeout" (where to call back is sent with each call)`}
+	// Where to poll is the service's to say, in its answer's Location.
+	pollShape = &strictjson.Shape{Fields: map[string]*strictjson.Shape{"timeout": scalar, "every": scalar},
+		Unknown: `unknown field; a poll takes "timeout" and "every" (where to poll is the Location of the service's 202 answer)`}
 )

@@ -42,7 +42,10 @@ const (
 	StepsDeferred        = "StepsDeferred"
 	// WaitsEnded counts waits of steps that wait that the Supervisor
 	// ended (their time was up).
-	WaitsEnded      = "WaitsEnded"
+	WaitsEnded = "WaitsEnded"
+	// PollsSent counts checks of polled steps' status URLs that the
+	// Supervisor sent to their agents.
+	PollsSent       = "PollsSent"
 	AlertsSent      = "AlertsSent"
 	RemoteCalls     = "RemoteCalls"
 	RemoteFaults    = "RemoteFaults"

@@ -44,8 +44,13 @@ type Answer struct {
 	Reference string
 	Body      json.RawMessage
 	// Accepted says that the service of a step that calls back took the
-	// call (202): the work's answer comes with its callback.
-	Accepted bool
+	// call (202): the work's answer comes with its callback. For a step
+	// whose service is polled, it took the call, or a check says the work
+	// goes on: StatusURL is where to check (a new one, or "" to keep it),
+	// and RetryAfter when (0: the service did not say).
+	Accepted   bool
+	StatusURL  string
+	RetryAfter time.Duration
 }
 
 // StatusFault is a service's failed answer: the classified error (Err

@@ -111,6 +111,16 @@ func (s sample) callback(ps order.ProcessState) waitingFor {
 	return waitingFor{wf, st}
 }
 
+// polled is s.callback with the second step's service polled instead:
+// within an hour, checked every minute when it gives no Retry-After.
+func (s sample) polled(ps order.ProcessState) waitingFor {
+	c := s.callback(ps)
+	c.wf.Steps[1].Callback, c.wf.Steps[1].Poll = nil, &order.PollWait{Timeout: time.Hour, Every: time.Minute}
+	c.st.StatusURL = "https://payments.example/status/1"
+	c.st.DueAt = s.now.Add(-time.Millisecond)
+	return c
+}
+
 // step is st as the record of the workflow's step i, in state ps.
 func (s sample) step(st order.StepState, i int, ps order.ProcessState) order.StepState {
 	st.Step, st.Index, st.Agent, st.ProcessState = s.wf.Steps[i].Name, i, s.wf.Steps[i].Agent, ps
@@ -413,6 +423,37 @@ var lifecycle = []row{
 			c := s.callback(order.Waiting)
 			c.st.FailureCount = order.DefaultTiming.FailureThreshold - 1
 			return forms(undoing(c.wf.UndoRecovery(c.st, c.wf.Assess(c.st, s.later, order.NoBacklog), s.later), s.later))
+		}},
+	{order.Processing, "its call accepted (202) with a status URL", order.Waiting, "Scheduler (reply)", "await poll",
+		"the order not cancelled",
+		"waits for its service since the write, on the same attempt, keeping the status URL: the deadline at the step's poll timeout, `DueAt` at the first check (after Retry-After, or the step's poll every); the order Waiting",
+		func(s sample) []order.Transition {
+			c := s.polled(order.Processing)
+			return forms(c.wf.PollAccepted(c.st, c.st.StatusURL, 0, s.now))
+		}},
+	{order.Waiting, "its status check due", order.Waiting, "Supervisor", "poll",
+		"deadline not passed; `DueAt` as found",
+		"`DueAt` moved on by the step's allowance (the check's window); the check sent to the step's agent",
+		func(s sample) []order.Transition {
+			c := s.polled(order.Waiting)
+			if r := c.wf.Assess(c.st, s.now, order.NoBacklog); r.Action != order.Poll {
+				panic("the sample's check is not due: " + r.Action.String())
+			}
+			return forms(c.wf.PollSent(c.st, s.now))
+		}},
+	{order.Waiting, "its status says working (202)", order.Waiting, "Scheduler (reply)", "poll working",
+		"deadline not passed",
+		"`DueAt` at the next check (after Retry-After, or the step's poll every; never past the wait's end); the status URL when the service moved it",
+		func(s sample) []order.Transition {
+			c := s.polled(order.Waiting)
+			return forms(c.wf.PollWorking(c.st, "https://payments.example/status/2", 30*time.Second, s.now), c.wf.PollWorking(c.st, "", 0, s.now))
+		}},
+	{order.Waiting, "its status says done (200, or 303 to the answer)", order.Processed, "Scheduler (reply)", "receive poll",
+		"deadline not passed; the order not cancelled; the next record NotStarted; `DueAt` no later than its deadline",
+		"its reference and its result (when kept) recorded, no deadline left; the next record claimed and its request sent, the order Processing",
+		func(s sample) []order.Transition {
+			c := s.polled(order.Waiting)
+			return forms(c.wf.PollDone(c.st, "ch-1", json.RawMessage(`{"id":"ch-1"}`), "s1", s.now).Transition(s.now))
 		}},
 	{order.Processing, "succeeded after a cancel", order.Processed, "Scheduler (reply)", "start undoing",
 		"the order cancelled; no undo record yet; the undo floor as known; the steps before it to undo Processed (none skipped)",

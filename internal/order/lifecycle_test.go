@@ -111,7 +111,8 @@ var (
 		"Watch":          {"in the due index"},
 		"Unannounce":     {"claimed at once", "announced no more"},
 		"Wait":           {"starts waiting"},
-		"Await":          {"waits for its callback since"},
+		"Await":          {"waits for its callback since", "waits for its service since"},
+		"StatusURL":      {"the status URL"},
 	}
 	// unsaid are the fields the prose leaves to other columns: the
 	// states (from and to), and the reason a write records, which

@@ -31,6 +31,10 @@ type StepRequest struct {
 	// CompleteBy to that far after now. Zero (a request from before it
 	// existed) means the agent keeps CompleteBy as it is.
 	AllowanceMs int64 `json:"allowanceMs,omitempty"`
+	// Poll, when set, asks the agent to check this status URL of the
+	// step's service once (a step whose service is polled) instead of
+	// calling it; see NewPollRequest.
+	Poll string `json:"poll,omitempty"`
 	// IdempotencyKey is the same for every attempt of a step, and for its
 	// undo, so the remote service can recognise a retry of work it already
 	// did (see Order.RemoteKey).
@@ -175,6 +179,8 @@ const (
 	OutcomeFailed    Outcome = "failed" // a permanent fault: retrying cannot help
 	// OutcomeAccepted: the service of a step that calls back (StepDef.
 	// Callback) accepted the call (202): the step waits for its callback.
+	// For a step whose service is polled (StepDef.Poll), the reply names
+	// the status URL; the reply of a check says the work goes on.
 	OutcomeAccepted Outcome = "accepted"
 )
 
@@ -200,6 +206,14 @@ type StepReply struct {
 	// answer breaks the contract (ErrContract): the step is undone
 	// with the others.
 	WorkDone bool `json:"workDone,omitempty"`
+	// Poll says the reply answers a check of the step's status URL
+	// (StepRequest.Poll), not its call.
+	Poll bool `json:"poll,omitempty"`
+	// StatusURL, of an accepted call or check of a step whose service is
+	// polled, is where the service says how the work goes from now on;
+	// RetryAfterMs is when it says to check next (0: it did not say).
+	StatusURL    string `json:"statusUrl,omitempty"`
+	RetryAfterMs int64  `json:"retryAfterMs,omitempty"`
 }
 
 // AlertKind says why operators are alerted.
@@ -294,8 +308,15 @@ func (r StepReply) Check(w Workflow) error {
 	if !ok {
 		return fmt.Errorf("reply names step %q, which workflow version %s does not have", r.Step, w.Version)
 	}
-	if r.Outcome == OutcomeAccepted && (r.Undo || d.Callback == nil) {
-		return fmt.Errorf("reply says %s of step %q was accepted, which does not call back", map[bool]string{true: "the undo", false: "the call"}[r.Undo], r.Step)
+	switch {
+	case r.Outcome == OutcomeAccepted && (r.Undo || !d.Async()):
+		return fmt.Errorf("reply says %s of step %q was accepted, which neither calls back nor is polled", map[bool]string{true: "the undo", false: "the call"}[r.Undo], r.Step)
+	case r.Poll && (r.Undo || d.Poll == nil):
+		return fmt.Errorf("reply answers a check of step %q, which is not polled", r.Step)
+	case r.Outcome == OutcomeAccepted && d.Poll != nil && r.StatusURL == "" && !r.Poll:
+		return fmt.Errorf("reply says the call of step %q was accepted, with no status URL to poll", r.Step)
+	case len(r.StatusURL) > MaxStatusURLBytes:
+		return fmt.Errorf("reply names a status URL of %d bytes, over %d", len(r.StatusURL), MaxStatusURLBytes)
 	}
 	if _, ok := r.StepIndex(w); !ok {
 		return fmt.Errorf("reply names undo record %d, which cannot be one", r.Record)

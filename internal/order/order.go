@@ -192,7 +192,10 @@ type StepState struct {
 	// ends. Zero for steps not yet reached.
 	CompleteBy time.Time
 	// Since is when a Waiting step started to wait.
-	Since        time.Time
+	Since time.Time
+	// StatusURL is where the service of a Waiting step that is polled
+	// says how its work goes (StepDef.Poll).
+	StatusURL    string
 	FailureCount int
 	// PastFailures counts the timeouts an operator's redrive took out of
 	// FailureCount when it gave the record a fresh count: with it, every

@@ -29,10 +29,14 @@ const (
 	// EndWait ends the wait of a step that waits, whose time is up: the
 	// step is Processed and the next one starts (Workflow.WaitEnded).
 	EndWait
+	// Poll checks the status URL of a step whose service is polled, due
+	// for its next check inside its wait (Workflow.PollSent, then a poll
+	// request to its agent).
+	Poll
 )
 
 func (a Action) String() string {
-	return [...]string{"leave", "retry", "fail", "nudge", "alert", "defer", "compensate", "end wait"}[a]
+	return [...]string{"leave", "retry", "fail", "nudge", "alert", "defer", "compensate", "end wait", "poll"}[a]
 }
 
 // MaxDeferrals bounds how often one attempt's deadline is moved because
@@ -211,11 +215,13 @@ func (w Workflow) Assess(s StepState, now time.Time, backlog Backlog) Recovery {
 func (w Workflow) assessWait(s StepState, now time.Time) Recovery {
 	def, ok := w.Step(s.Step)
 	switch {
+	case ok && def.Poll != nil && !s.Expired(now) && !s.DueAt.After(now):
+		return Recovery{Action: Poll}
 	case !s.Expired(now):
 		return Recovery{Action: Leave}
 	case !ok || def.WaitKind() == "":
 		return Recovery{Action: Fail, AlertKind: AlertStepFailed, Reason: fmt.Sprintf("step %q is not a step that waits in the workflow", s.Step)}
-	case def.Callback != nil:
+	case def.Async():
 		return w.callbackTimedOut(def, s, now)
 	case def.Wait.Event == "" || def.Wait.Continue:
 		return Recovery{Action: EndWait}
@@ -228,11 +234,15 @@ func (w Workflow) assessWait(s StepState, now time.Time) Recovery {
 }
 
 // callbackTimedOut decides about a step whose service did not call back
-// by its deadline: a timeout like a reply's, its call made again with the
+// by its deadline, or whose status URL did not say the work was done by
+// then: a timeout like a reply's, its call made again with the
 // same Idempotency-Key until the step's failure threshold; then, since
 // the service may have done the work, it is undone with the rest.
 func (w Workflow) callbackTimedOut(def StepDef, s StepState, now time.Time) Recovery {
 	reason := fmt.Sprintf("attempt %d timed out: no callback by %s", s.Attempt, s.CompleteBy.UTC().Format(time.RFC3339Nano))
+	if def.Poll != nil {
+		reason = fmt.Sprintf("attempt %d timed out: its status URL did not say the work was done by %s", s.Attempt, s.CompleteBy.UTC().Format(time.RFC3339Nano))
+	}
 	if s.FailureCount+1 < def.FailureThreshold {
 		return Recovery{Action: Retry, CompleteBy: now.Add(w.ClaimWithin), Reason: reason}
 	}

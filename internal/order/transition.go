@@ -70,6 +70,8 @@ type Change struct {
 	// is the same on the record's own attempt, which its call's callback
 	// names: the claim's.
 	Wait, Await bool
+	// StatusURL is the status URL a polled record keeps from now on.
+	StatusURL string
 	// CountHeartbeat counts a heartbeat against the attempt.
 	CountHeartbeat bool
 	// ClearAlert records that operators were alerted; Unwatch takes the
@@ -409,6 +411,12 @@ func (t Transition) Applied(r StepState) StepState {
 	}
 	if c.Await {
 		r.Since = t.At
+	}
+	switch {
+	case c.StatusURL != "":
+		r.StatusURL = c.StatusURL
+	case c.State != "" && c.State != Waiting:
+		r.StatusURL = ""
 	}
 	if c.CountHeartbeat {
 		r.Heartbeats++

@@ -44,7 +44,7 @@ func (w Workflow) UndoUnclaimed(st StepState, cancelNow bool, now time.Time) Und
 // how the service hears of the cancel).
 func (w Workflow) UndoCancelledWait(st StepState, now time.Time) Undoing {
 	def, _ := w.Step(st.Step)
-	return w.undoing(Undoing{Step: st, From: Waiting, Ends: Cancelled, Reason: cancelledWait, CancelNow: true}, def.Callback != nil, now)
+	return w.undoing(Undoing{Step: st, From: Waiting, Ends: Cancelled, Reason: cancelledWait, CancelNow: true}, def.Async(), now)
 }
 
 // UndoAcceptedAfterCancel is the call of a step whose service calls back,

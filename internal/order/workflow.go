@@ -20,6 +20,10 @@ type StepDef struct {
 	// Callback, when set, makes the step's call asynchronous: its service
 	// accepts it (202) and calls orderly back when the work is done.
 	Callback *CallbackWait
+	// Poll, when set, makes the step's call asynchronous another way: its
+	// service accepts it (202) with a status URL, which orderly checks on
+	// the Supervisor's schedule until the work is done.
+	Poll *PollWait
 	// When, when set, is the step's condition on the order's input and
 	// earlier results: a step whose condition does not hold is Skipped
 	// where it would start, and the next one starts instead.
@@ -134,13 +138,15 @@ type CallbackWait struct {
 const WaitCallback = "callback"
 
 // WaitKind names what the step waits for when it is Waiting: "timer",
-// "event" or "callback"; "" for a step that never waits.
+// "event", "callback" or "poll"; "" for a step that never waits.
 func (d StepDef) WaitKind() string {
 	switch {
 	case d.Wait != nil:
 		return d.Wait.Kind()
 	case d.Callback != nil:
 		return WaitCallback
+	case d.Poll != nil:
+		return WaitPoll
 	}
 	return ""
 }

@@ -236,12 +236,15 @@ func (s *Service) Process(ctx context.Context, r order.StepRequest) error {
 	answer, calls, err := s.callWithRetry(w, req)
 	log = log.With("remote_calls", calls)
 
-	rep := order.StepReply{OrderID: req.OrderID, Workflow: req.Workflow, Version: req.Version, Step: req.Step, Undo: req.Undo, Record: req.Record, Attempt: req.Attempt}
+	rep := order.StepReply{OrderID: req.OrderID, Workflow: req.Workflow, Version: req.Version, Step: req.Step, Undo: req.Undo, Record: req.Record, Attempt: req.Attempt,
+		Poll: req.Poll != ""}
 	switch {
 	case err == nil && req.callsBack && answer.Accepted:
-		// The service took the call and calls back: the Scheduler writes
-		// the step waiting for it.
+		// The service took the call and calls back, or is polled at the
+		// status URL it named; or a check says the work goes on. The
+		// Scheduler writes the step waiting.
 		rep.Outcome = order.OutcomeAccepted
+		rep.StatusURL, rep.RetryAfterMs = answer.StatusURL, answer.RetryAfter.Milliseconds()
 	case err == nil:
 		rep.Outcome, rep.Reference = order.OutcomeSucceeded, answer.Reference
 		if req.keeps {
@@ -364,8 +367,8 @@ type job struct {
 	record order.StepState
 	// keeps: the step's answer is kept with the order.
 	keeps bool
-	// callsBack: the step's service calls back, so its call may be
-	// accepted (order.StepDef.Callback); never an undo's.
+	// callsBack: the step's service calls back or is polled, so its
+	// call may be accepted (order.StepDef.Async); never an undo's.
 	callsBack bool
 	// maxHeartbeats is how often the agent may move the attempt's deadline
 	// on; 0 when it may not.
@@ -382,7 +385,7 @@ func (s *Service) job(req order.StepRequest) job {
 	if known && ok && s.deadlines != nil && req.Allowance() > 0 {
 		j.maxHeartbeats = def.MaxHeartbeats
 	}
-	j.callsBack = known && ok && !req.Undo && def.Callback != nil
+	j.callsBack = known && ok && !req.Undo && def.Async()
 	return j
 }
 

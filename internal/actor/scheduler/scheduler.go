@@ -240,18 +240,23 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 	replied := order.StepState{OrderID: rep.OrderID, Step: rep.Step, Index: index, Undo: rep.Undo, Attempt: rep.Attempt}
 	now := s.now()
 	switch {
+	case rep.Poll:
+		err = s.applyCheck(ctx, wf, log, replied, rep, now)
 	case rep.Outcome == order.OutcomeSucceeded:
 		result := keptResult(wf, rep)
-		err = s.complete(ctx, wf, log, replied, rep.Reference, result, now)
+		err = s.complete(ctx, wf, log, wf.Completion(replied, rep.Reference, result, s.id, now), now)
 		if errors.Is(err, order.ErrCancelRequested) {
 			// The step is done, but the client cancelled meanwhile: its
 			// work is undone too, then the rest in reverse.
 			err = s.undo(ctx, log, wf.UndoCancelledSuccess(replied, rep.Reference, result, now).ClaimedBy(s.id, now))
 		}
 	case rep.Outcome == order.OutcomeAccepted:
-		// The service calls back: the step waits for it, no request
-		// goes out.
+		// The service calls back, or is polled: the step waits for
+		// it, no request goes out.
 		t := wf.CallAccepted(replied, now)
+		if rep.StatusURL != "" {
+			t = wf.PollAccepted(replied, rep.StatusURL, time.Duration(rep.RetryAfterMs)*time.Millisecond, now)
+		}
 		if _, _, err = s.store.Apply(ctx, t); err != nil {
 			err = order.AcceptRefused(t, err)
 		}
@@ -261,7 +266,7 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 			err = s.undo(ctx, log, wf.UndoAcceptedAfterCancel(replied, now).ClaimedBy(s.id, now))
 		}
 		if err == nil {
-			log.InfoContext(ctx, "call accepted; the step waits for its callback")
+			log.InfoContext(ctx, "call accepted; the step waits", "for", wf.Steps[index].WaitKind())
 		}
 	case rep.Undo || wf.StopOnFailure || rep.WorkDone:
 		// An undo that cannot be done, a workflow that stops for an
@@ -290,12 +295,52 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 	return nil
 }
 
-// complete applies a success: the record becomes Processed and, in the
+// applyCheck applies the reply to a check of the status URL of replied,
+// a step whose service is polled (its reply's Poll): the work goes on
+// (the next check is set), is done (the step completes as any success),
+// or failed (as a failure callback: undone, or in Error for an operator).
+// Each write holds only inside the wait, on the reply's attempt.
+func (s *Service) applyCheck(ctx context.Context, wf order.Workflow, log *slog.Logger, replied order.StepState, rep order.StepReply, now time.Time) error {
+	switch {
+	case rep.Outcome == order.OutcomeAccepted:
+		// The next check is never after the wait's deadline, which the
+		// reply does not carry: the record as stored does.
+		o, steps, err := s.store.GetOrder(ctx, rep.OrderID)
+		if err != nil {
+			return err
+		}
+		if replied.Index >= len(steps) {
+			return fmt.Errorf("order %s has no record %d: %w", o.ID, replied.Index, order.ErrStale)
+		}
+		stored := steps[replied.Index]
+		stored.Attempt = rep.Attempt // the fence is the reply's
+		_, st, err := s.store.Apply(ctx, wf.PollWorking(stored, rep.StatusURL, time.Duration(rep.RetryAfterMs)*time.Millisecond, now))
+		if err == nil {
+			log.InfoContext(ctx, "status checked: the work goes on", "next_check", st.DueAt)
+		}
+		return err
+	case rep.Outcome == order.OutcomeSucceeded:
+		return s.complete(ctx, wf, log, wf.PollDone(replied, rep.Reference, keptResult(wf, rep), s.id, now), now)
+	}
+	reason := order.ReplyReason(rep.Reason)
+	if wf.StopOnFailure || rep.WorkDone {
+		_, failed, err := s.store.Apply(ctx, order.CallbackFailed(replied, reason, now))
+		if err == nil {
+			log.ErrorContext(ctx, "status says the work failed; order is in Error for an operator", "reason", rep.Reason)
+			s.metrics.Count(metrics.OrdersInError, 1, "order_id", rep.OrderID, "step", rep.Step)
+			s.alert(ctx, log, failed)
+		}
+		return err
+	}
+	return s.undo(ctx, log, wf.UndoCallbackFailed(replied, reason, now).ClaimedBy(s.id, now))
+}
+
+// complete applies c, a success: the record becomes Processed and, in the
 // same write, the next one (the next workflow step, or the next undo) is
 // claimed by this Scheduler, whose request goes out at once. No stream hop
 // and no second write stand between two steps.
-func (s *Service) complete(ctx context.Context, wf order.Workflow, log *slog.Logger, done order.StepState, reference string, result json.RawMessage, now time.Time) error {
-	c := wf.Completion(done, reference, result, s.id, now)
+func (s *Service) complete(ctx context.Context, wf order.Workflow, log *slog.Logger, c order.Completion, now time.Time) error {
+	done, reference, result := c.Step, c.Reference, c.Result
 	if wf.ReadsOrder(done) {
 		// The next step's start depends on the order's data: read it.
 		o, _, err := s.store.GetOrder(ctx, done.OrderID)

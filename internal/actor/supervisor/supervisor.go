@@ -47,6 +47,11 @@ type Notifier interface {
 	Publish(ctx context.Context, a order.Alert) error
 }
 
+// Requests sends a check of a polled step's status URL to its agent.
+type Requests interface {
+	SendRequest(ctx context.Context, agent string, req order.StepRequest) error
+}
+
 // Backlogs tells whether requests of an agent wait in its queue (or held
 // there behind its open circuit), or replies in the response queue.
 type Backlogs interface {
@@ -76,6 +81,7 @@ type Service struct {
 	store     Store
 	notifier  Notifier
 	backlogs  Backlogs
+	requests  Requests
 	workflows order.Versions
 	parkFor   time.Duration
 	now       func() time.Time
@@ -91,6 +97,9 @@ type Config struct {
 	// Backlogs, when set, lets the Supervisor tell queue wait from a
 	// timeout; nil counts every expired deadline as a timeout.
 	Backlogs Backlogs
+	// Requests, when set, sends the checks of steps whose service is
+	// polled; nil leaves such a step waiting until its deadline.
+	Requests Requests
 	// Workflows are the workflow versions this build runs; an order is
 	// recovered by its own version's definition.
 	Workflows order.Versions
@@ -113,7 +122,7 @@ func New(c Config) *Service {
 	if c.ParkFor <= 0 {
 		c.ParkFor = DefaultParkFor
 	}
-	return &Service{store: c.Store, notifier: c.Notifier, backlogs: c.Backlogs,
+	return &Service{store: c.Store, notifier: c.Notifier, backlogs: c.Backlogs, requests: c.Requests,
 		workflows: c.Workflows, parkFor: c.ParkFor, now: c.Now, log: c.Log, metrics: c.Metrics, pageSize: c.PageSize}
 }
 
@@ -144,6 +153,8 @@ type Report struct {
 	Unreadable int `json:"unreadable"`
 	// WaitsEnded counts steps that waited whose wait this run ended.
 	WaitsEnded int `json:"waitsEnded"`
+	// Polled counts checks of polled steps' status URLs this run sent.
+	Polled int `json:"polled"`
 }
 
 func (r *Report) add(o Report) {
@@ -159,6 +170,7 @@ func (r *Report) add(o Report) {
 	r.Lost += o.Lost
 	r.Unreadable += o.Unreadable
 	r.WaitsEnded += o.WaitsEnded
+	r.Polled += o.Polled
 }
 
 // Handle is the Lambda entry point for the EventBridge schedule; the
@@ -346,6 +358,11 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 				s.metrics.Count(metrics.OrdersProcessed, 1, "order_id", o.ID)
 			}
 		}
+	case order.Poll:
+		err = s.poll(ctx, wf, st, log, now)
+		if err == nil {
+			r.Polled++
+		}
 	case order.SendAlert:
 		// Found unsent after its writer's lease: lease it to this run
 		// first, so that a racing Supervisor does not send it too. A
@@ -381,6 +398,29 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 		log.ErrorContext(ctx, "recovery failed; next run retries", "error", err, "failure_count", st.FailureCount)
 		return fmt.Errorf("%s step %s of order %s: %w", rec.Action, st.Step, st.OrderID, err)
 	}
+	return nil
+}
+
+// poll checks the status URL of st, a step whose service is polled and
+// due for a check: the next look is moved on by the check's window first
+// (order.Workflow.PollSent), then the check goes to the step's agent, so
+// a check lost between the two (a crash, a failed send) is made again
+// when that window ends. No Lambda waits between two checks.
+func (s *Service) poll(ctx context.Context, wf order.Workflow, st order.StepState, log *slog.Logger, now time.Time) error {
+	if s.requests == nil {
+		return fmt.Errorf("step %s of order %s is due for a check of its status, and this Supervisor sends no requests", st.Step, st.OrderID)
+	}
+	o, sent, err := s.store.Apply(ctx, wf.PollSent(st, now))
+	if err != nil {
+		return err
+	}
+	sent.StatusURL = st.StatusURL // the write does not change it
+	if err := s.requests.SendRequest(ctx, st.Agent, order.NewPollRequest(o, sent, sent.DueAt.Sub(now), now)); err != nil {
+		log.WarnContext(ctx, "check not sent; made again when its window ends", "next_check", sent.DueAt, "error", err)
+		return nil
+	}
+	log.InfoContext(ctx, "status check sent", "agent", st.Agent, "next_check", sent.DueAt)
+	s.metrics.Count(metrics.PollsSent, 1, "order_id", st.OrderID, "step", st.Step)
 	return nil
 }
 

@@ -161,6 +161,14 @@ func (s *Store) change(t order.Transition) expression.UpdateBuilder {
 	case c.State != "":
 		upd = upd.Set(field("State"), expression.Value(c.State)).Remove(field("LockedBy"))
 	}
+	switch {
+	case c.StatusURL != "":
+		upd = upd.Set(field("StatusURL"), expression.Value(c.StatusURL))
+	case c.State != "" && c.State != order.Waiting:
+		// Kept only while the step waits: it may carry the service's
+		// token, and nothing reads it after.
+		upd = upd.Remove(field("StatusURL"))
+	}
 	if c.Wait {
 		upd = waits(upd, i, t.At)
 	}

@@ -39,8 +39,9 @@ func TestWritesLandExactlyWhenTheDomainSaysTheyHold(t *testing.T) {
 	// cancelled too.
 	waits := w.Workflow
 	waits.Steps = slices.Clone(waits.Steps)
-	// and the second step's service calls back.
+	// and the second step's service calls back, the first's is polled.
 	waits.Steps[1].Callback = &order.CallbackWait{Timeout: timing.Allowance, MaxTimeout: 3 * timing.Allowance}
+	waits.Steps[0].Poll = &order.PollWait{Timeout: timing.Allowance, Every: timing.Allowance / 4}
 	waits.Steps = slices.Insert(waits.Steps, 2, order.StepDef{Name: "cool-off", Wait: &order.Wait{For: timing.Allowance}},
 		order.StepDef{Name: "manual-review", Wait: &order.Wait{Event: "review", Timeout: timing.Allowance}})
 	w.Run(t, waits)
@@ -111,14 +112,21 @@ func TestWritesLandExactlyWhenTheDomainSaysTheyHold(t *testing.T) {
 			// The first order mostly succeeds, to its end, its service
 			// that calls back often accepting the call first.
 			wr = completion(rng, w.Workflow, f, cur, now)
-			if d, _ := w.Workflow.Step(cur.Step); d.Callback != nil && !cur.Undo && rng.IntN(2) == 0 {
+			switch d, _ := w.Workflow.Step(cur.Step); {
+			case d.Callback != nil && !cur.Undo && rng.IntN(2) == 0:
 				wr = transition(w.Workflow.CallAccepted(cur, now))
+			case d.Poll != nil && !cur.Undo && rng.IntN(2) == 0:
+				wr = transition(w.Workflow.PollAccepted(cur, "https://svc.example/status/1", time.Duration(rng.IntN(int(timing.Allowance))), now))
 			}
 		}
 		if k == 0 && cur.ProcessState == order.Waiting && rng.IntN(2) == 0 {
 			// and its waits mostly end, or take their event or callback,
 			// or a callback that its service is still working.
 			switch d, _ := w.Workflow.Step(cur.Step); {
+			case d.Poll != nil:
+				// Its service is checked when due, says it is working,
+				// and is done.
+				wr = []write{transition(w.Workflow.PollSent(cur, now)), pollWorking(rng, w.Workflow, cur, now), receivePoll(w.Workflow, cur, now)}[rng.IntN(3)]
 			case d.Callback != nil && rng.IntN(2) == 0:
 				wr = transition(order.Heartbeat(cur, now, 1, now)) // refused: a callback's is not an agent's
 				// Its service says it is still working just inside the
@@ -203,7 +211,8 @@ func TestWritesLandExactlyWhenTheDomainSaysTheyHold(t *testing.T) {
 // kinds are the writes the walk must see both land and be refused.
 var kinds = []string{"fail", "release", "record the agent gave up", "park", "defer", "retry", "give up", "nudge",
 	"claim", "cancel", "heartbeat", "lease alert", "clear alert", "reschedule", "move version",
-	"complete", "start undoing", "redrive", "start wait", "end wait", "receive event", "await callback", "callback working", "receive callback"}
+	"complete", "start undoing", "redrive", "start wait", "end wait", "receive event", "await callback", "callback working", "receive callback",
+	"await poll", "poll", "poll working", "receive poll"}
 
 // allForms are the forms of the writes that move an order on, which the
 // walk must see land.
@@ -215,6 +224,7 @@ var allForms = []string{
 	"start undoing: timed out", "start undoing: a wait cancelled", "start undoing: a callback failed",
 	"redrive: in place", "redrive: forward",
 	"end wait: next announced", "receive event: next announced", "receive callback: next announced",
+	"receive poll: next claimed",
 }
 
 // formsOf names the forms of tr, a write that moves an order on.
@@ -244,6 +254,8 @@ func formsOf(tr order.Transition) []string {
 		add(tr.Guard.State == order.Waiting && tr.Guard.InTime, "a callback failed")
 	case "end wait", "receive event", "receive callback":
 		add(c.Next != nil && c.Next.State == order.Pending, "next announced")
+	case "receive poll":
+		add(c.Next != nil && c.Next.State == order.Processing, "next claimed")
 	case "redrive":
 		add(c.Forward == nil, "in place")
 		add(c.Forward != nil, "forward")
@@ -321,13 +333,13 @@ func randomWrite(rng *rand.Rand, wf order.Workflow, f order.Found, fence order.S
 	}
 	// Half the time a write that fits the record as stored, so that
 	// each lands often enough to meet its stale views too.
-	pick := rng.IntN(23)
+	pick := rng.IntN(27)
 	if cur, _ := f.Record(); rng.IntN(2) == 0 {
 		fits := map[order.ProcessState][]int{
 			order.Pending:    {3, 6, 7, 8, 8, 13, 16},
-			order.Processing: {0, 1, 2, 3, 3, 5, 9, 10, 15, 16, 20},
+			order.Processing: {0, 1, 2, 3, 3, 5, 9, 10, 15, 16, 20, 23},
 			order.Error:      {11, 12, 14, 16, 17, 17},
-			order.Waiting:    {3, 13, 16, 18, 18, 19, 19, 21, 22, 22},
+			order.Waiting:    {3, 13, 16, 18, 18, 19, 19, 21, 22, 22, 24, 25, 26},
 		}[cur.ProcessState]
 		if cur.AlertPending {
 			fits = append(fits, 11, 11, 12)
@@ -401,9 +413,30 @@ func randomWrite(rng *rand.Rand, wf order.Workflow, f order.Found, fence order.S
 			return transition(t)
 		}
 		return transition(wf.CallAccepted(fence, now))
+	case 23:
+		return transition(wf.PollAccepted(fence, "https://svc.example/status/1", time.Duration(rng.IntN(int(timing.Allowance))), now))
+	case 24:
+		return transition(wf.PollSent(fence, now))
+	case 25:
+		return pollWorking(rng, wf, fence, now)
+	case 26:
+		return receivePoll(wf, fence, now)
 	default:
 		return receiveCallback(wf, fence, now)
 	}
+}
+
+// pollWorking is the Scheduler's write of a check that says the work
+// goes on, sometimes at a new status URL.
+func pollWorking(rng *rand.Rand, wf order.Workflow, fence order.StepState, now time.Time) write {
+	url := []string{"", "https://svc.example/status/2"}[rng.IntN(2)]
+	return transition(wf.PollWorking(fence, url, time.Duration(rng.IntN(int(timing.Allowance))), now))
+}
+
+// receivePoll is the Scheduler's write of a check that says the work is
+// done, the next step claimed by it.
+func receivePoll(wf order.Workflow, fence order.StepState, now time.Time) write {
+	return write{name: "receive poll", tr: wf.PollDone(fence, "rs-1", json.RawMessage(`{"id":"rs-1"}`), "s1", now).Transition(now)}
 }
 
 // receiveCallback is the API's write of a success callback for fence, as
@@ -526,7 +559,7 @@ func resume(wf order.Workflow, f order.Found, fence order.StepState, claimBy, no
 // record is what a write may change of a record, times as stored (to
 // the millisecond).
 type record struct {
-	Step, Reference, Result, Undone              string
+	Step, Reference, Result, Undone, StatusURL   string
 	State                                        order.ProcessState
 	LockedBy, LastError, Parked, Version         string
 	CompleteBy, DueAt, Updated, Since            int64
@@ -543,7 +576,7 @@ func fields(s order.StepState) record {
 		}
 		return t.UnixMilli()
 	}
-	return record{Step: s.Step, Reference: s.Reference, Result: string(s.Result), Undone: strings.Join(s.Undone, ","),
+	return record{Step: s.Step, Reference: s.Reference, Result: string(s.Result), Undone: strings.Join(s.Undone, ","), StatusURL: s.StatusURL,
 		PastFailures: s.PastFailures, UndoFloor: s.UndoFloor, Undo: s.Undo,
 		State: s.ProcessState, LockedBy: s.LockedBy, LastError: s.LastError, Parked: s.Parked, Version: s.Version,
 		CompleteBy: ms(s.CompleteBy), DueAt: ms(s.DueAt), Updated: ms(s.UpdatedAt), Since: ms(s.Since),

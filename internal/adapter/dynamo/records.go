@@ -98,7 +98,10 @@ type stepRecord struct {
 	LockedBy     string `dynamodbav:"LockedBy,omitempty"`
 	CompleteBy   int64  `dynamodbav:"CompleteBy,omitempty"`
 	// Since is when a Waiting step started to wait.
-	Since     int64  `dynamodbav:"Since,omitempty"`
+	Since int64 `dynamodbav:"Since,omitempty"`
+	// StatusURL is where a polled step's service says how the work
+	// goes, while the step waits for it.
+	StatusURL string `dynamodbav:"StatusURL,omitempty"`
 	LastError string `dynamodbav:"LastError,omitempty"`
 	Reference string `dynamodbav:"Ref,omitempty"`
 	// Result is the step's answer, as JSON text, when the workflow keeps
@@ -166,7 +169,7 @@ func newStepRecord(st order.StepState) stepRecord {
 	return stepRecord{
 		Step: st.Step, Undo: st.Undo, Agent: st.Agent, State: string(st.ProcessState), Attempt: st.Attempt,
 		FailureCount: st.FailureCount, PastFailures: st.PastFailures, Nudges: st.Nudges, Releases: st.Releases, Deferrals: st.Deferrals, Heartbeats: st.Heartbeats, LockedBy: st.LockedBy,
-		CompleteBy: millis(st.CompleteBy), Since: millis(st.Since), LastError: st.LastError, Reference: st.Reference, Result: string(st.Result),
+		CompleteBy: millis(st.CompleteBy), Since: millis(st.Since), StatusURL: st.StatusURL, LastError: st.LastError, Reference: st.Reference, Result: string(st.Result),
 		UpdatedAt: millis(st.UpdatedAt),
 	}
 }
@@ -192,7 +195,7 @@ func (r orderRecord) order() (order.Order, []order.StepState) {
 			OrderID: r.OrderID, Workflow: o.Workflow, Version: o.Version, Parked: r.Parked,
 			Step: s.Step, Index: i, Undo: s.Undo, CancelRequested: r.Cancel, UndoFloor: r.UndoFloor, Agent: s.Agent,
 			ProcessState: order.ProcessState(s.State), LockedBy: s.LockedBy,
-			CompleteBy: fromMillis(s.CompleteBy), Since: fromMillis(s.Since), FailureCount: s.FailureCount, PastFailures: s.PastFailures,
+			CompleteBy: fromMillis(s.CompleteBy), Since: fromMillis(s.Since), StatusURL: s.StatusURL, FailureCount: s.FailureCount, PastFailures: s.PastFailures,
 			Attempt: s.Attempt, Nudges: s.Nudges, Releases: s.Releases, Deferrals: s.Deferrals, Heartbeats: s.Heartbeats, LastError: s.LastError,
 			Reference: s.Reference, UpdatedAt: fromMillis(s.UpdatedAt),
 		}

@@ -85,6 +85,10 @@ func (c *Client) CallingBack(cb Callbacks) *Client {
 	return &out
 }
 
+// PreferAsync is the Prefer header (RFC 7240) of the call of a step
+// whose service is polled: it may answer 202 with a status URL.
+const PreferAsync = "respond-async"
+
 // BodyCallback is the request body's field (order.BodyCallback) that tells a service that
 // calls back where and with what (see callbackField).
 const BodyCallback = order.BodyCallback
@@ -169,6 +173,12 @@ func (c *Client) Call(ctx context.Context, service string, req order.StepRequest
 		// Without a key a retry could repeat the work, so refuse to call.
 		return order.Answer{}, fmt.Errorf("%s: order %s: no idempotency key: %w", op, req.OrderID, order.ErrPermanent)
 	}
+	if req.Poll != "" {
+		if def.Poll == nil || req.Undo {
+			return order.Answer{}, fmt.Errorf("%s: step %s is not polled, and the request asks for a check of its status: %w", op, def.Name, order.ErrPermanent)
+		}
+		return c.check(ctx, service, ep, wf, def, req)
+	}
 	body, err := req.Body(def)
 	if err != nil {
 		return order.Answer{}, fmt.Errorf("%s: %w: %w", op, err, order.ErrPermanent)
@@ -190,6 +200,10 @@ func (c *Client) Call(ctx context.Context, service string, req order.StepRequest
 	httpReq.Header.Set("Content-Type", "application/json")
 	httpReq.Header.Set("Accept", "application/json")
 	httpReq.Header.Set("Idempotency-Key", req.IdempotencyKey)
+	if def.Poll != nil && !req.Undo {
+		// RFC 7240: the call may be answered 202 with a status URL.
+		httpReq.Header.Set("Prefer", PreferAsync)
+	}
 
 	// The endpoint's transport adds the service's credential.
 	resp, err := ep.http.Do(httpReq)
@@ -210,6 +224,16 @@ func (c *Client) Call(ctx context.Context, service string, req order.StepRequest
 		// engine needs.
 		return order.Answer{Accepted: true}, nil
 	}
+	if def.Poll != nil && !req.Undo && resp.StatusCode == http.StatusAccepted {
+		// Accepted: the step waits, and its status URL is checked.
+		return accepted(op, ep, def, resp)
+	}
+	return c.respond(op, service, wf, def, req, resp, raw, over)
+}
+
+// respond reads a service's answer to a call or a check that is not
+// "accepted": a success's body (see answer), or a fault, classified.
+func (c *Client) respond(op, service string, wf order.Workflow, def order.StepDef, req order.StepRequest, resp *http.Response, raw []byte, over bool) (order.Answer, error) {
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		if over {
 			// The work was done, and no retry makes the answer shorter.
