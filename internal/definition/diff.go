@@ -600,12 +600,21 @@ func (c *comparison) comparePoll(i int, s, n Step) {
 				"an order whose call is accepted under "+c.to+" waits "+canonical(nw.Timeout)+" for its service to finish; an order already waiting keeps the deadline it has (stored with it)",
 				atOrBefore)
 		}
-		if every(o) != every(nw) {
+		if effectiveEvery(o) != effectiveEvery(nw) {
 			c.add(s.Name, "call.poll.every", every(o), every(nw),
 				"checks after an answer with no Retry-After are spaced "+every(nw)+" apart, for an order of "+c.to+" before this step and for one already waiting in it from its next check on",
 				atOrBefore)
 		}
 	}
+}
+
+// effectiveEvery is how far apart p's checks are when the service gives no
+// Retry-After, as it runs.
+func effectiveEvery(p *Poll) string {
+	if p.Every == "" {
+		return DefaultPollEvery.String()
+	}
+	return canonical(p.Every)
 }
 
 // compareUndo reports a changed, added or removed undo of the step at

@@ -803,6 +803,69 @@ func TestCompareCallbacks(t *testing.T) {
 	checkCompareCases(t, tests)
 }
 
+// A step whose service is polled is compared like one that calls back:
+// turned on or off, its timeout and every (every as it runs: the default
+// where left out). An order already waiting keeps its deadline; one at
+// the step cannot move to a version where it is a plain call.
+func TestComparePolls(t *testing.T) {
+	poll := func(timeout, every string) func(d *definition.Definition) {
+		return func(d *definition.Definition) {
+			s := step(t, d, charge)
+			c := *s.Call
+			c.Poll = &definition.Poll{Timeout: timeout, Every: every}
+			s.Call = &c
+		}
+	}
+	both := func(o, n func(*definition.Definition)) func(old, new *definition.Definition) {
+		return func(old, new *definition.Definition) { o(old); n(new) }
+	}
+	none := func(*definition.Definition) {}
+	changes := func(fields ...string) map[string][]string {
+		var on []string
+		for _, f := range fields {
+			on = append(on, charge+" "+f)
+		}
+		return map[string][]string{atReserve: on, atCharge: on}
+	}
+	checkCompareCases(t, []compareCase{
+		{
+			name:     "a call turned into a polled one",
+			change:   both(none, poll("2h", "")),
+			findings: []string{charge + " call.poll: (none) -> timeout 2h0m0s, every 1m0s (the default)"},
+			changed:  changes("call.poll"),
+			effect:   "an order at it makes its next attempt that way, with the same Idempotency-Key",
+		},
+		{
+			name:     "a polled call turned into a plain one",
+			change:   both(poll("2h", "30s"), none),
+			findings: []string{charge + " call.poll: timeout 2h0m0s, every 30s -> (none) !"},
+			changed:  map[string][]string{atReserve: {charge + " call.poll"}},
+			cannot:   map[string]string{atCharge: "its call may be accepted, or its checks begun, under version 1"},
+		},
+		{
+			name:     "the timeout lengthened",
+			change:   both(poll("2h", "30s"), poll("3h", "30s")),
+			findings: []string{charge + " call.poll.timeout: 2h0m0s -> 3h0m0s"},
+			changed:  changes("call.poll.timeout"),
+			effect:   "an order already waiting keeps the deadline it has",
+		},
+		{
+			name:   "every written out as the default",
+			change: both(poll("2h", ""), poll("2h", "1m")),
+		},
+		{
+			name:     "every shortened",
+			change:   both(poll("2h", ""), poll("2h", "10s")),
+			findings: []string{charge + " call.poll.every: 1m0s (the default) -> 10s"},
+			changed:  changes("call.poll.every"),
+		},
+		{
+			name:   "the same timeout written another way",
+			change: both(poll("2h", "30s"), poll("120m", "30s")),
+		},
+	})
+}
+
 // A condition, a timer's time and bound, and an event's rejection are
 // compared as written: an order before the step meets the new one when
 // it gets there (an order waiting for its event, the new rejection when
