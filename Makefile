@@ -81,13 +81,13 @@ test: tools infra-tools browser lint build ## all tests: unit, integration again
 	$(WITH_EMULATORS) bash fuzz/run.sh
 	$(MAKE) --no-print-directory contract
 
-# The short chaos soak takes 2 to 8 minutes (its bound, the engine's
+# The short chaos soak takes 4 to 10 minutes (its bound, the engine's
 # worst case for an order that loses two requests, is 18), too long to
 # keep make test under 10: CI runs it after make test. -timeout leaves
 # room for its bound and its reading of the status events after it, so a
 # failing soak reports instead of panicking.
 .PHONY: test-soak
-test-soak: tools ## the short chaos soak: 200 orders under injected faults, kill -9 and an outage (2 to 8 minutes; make soak runs the long one)
+test-soak: tools ## the short chaos soak: 200 orders under injected faults, kill -9 and an outage, fulfilment orders waiting among them (4 to 10 minutes; make soak runs the long one)
 	$(WITH_EMULATORS) env ORDERLY_INTEGRATION=1 go test -count=1 -timeout 30m ./internal/measure/soak
 
 .PHONY: contract
@@ -255,12 +255,15 @@ LOCAL_OUTPUTS      := .local/localstack-outputs.json
 # Every service is the simulator (cdk.json's services are dropped); the
 # checkout example's fraud service takes an Authorization header, whose
 # value deploy-local puts in LocalStack's Secrets Manager and gives the
-# simulator to check (a fresh one per deploy, never printed).
+# simulator to check (a fresh one per deploy, never printed). The API's
+# own URL names a host that does not resolve, so services that call back
+# (the simulator, on this host) are told its path form on LocalStack.
 LOCAL_FRAUD_SECRET := orderly-$(LOCAL_STAGE)/fraud-token
 LOCAL_SERVICES     := {"fraud":{"url":"http://$(SIMULATOR_ADDR)","auth":{"type":"header","header":"Authorization","secret":"$(LOCAL_FRAUD_SECRET)"}}}
 LOCAL_CONTEXT      := -c stage=$(LOCAL_STAGE) -c assetsDir=../$(HOST_BIN) -c 'services=$(LOCAL_SERVICES)' \
                       -c remoteUrl=http://$(SIMULATOR_ADDR) -c anonymousCaller=LOCALSTACK \
-                      -c workflowsDir=../workflows,../examples/workflows
+                      -c workflowsDir=../workflows,../examples/workflows \
+                      -c 'callbackUrl=http://127.0.0.1:4566/_aws/execute-api/{apiId}/{stage}/callbacks'
 # cdklocal would use localhost.localstack.cloud, a name that needs public
 # DNS; the emulators' variables would point it at moto.
 LOCAL_ENV          := env -u AWS_ENDPOINT_URL_DYNAMODB -u AWS_ENDPOINT_URL_DYNAMODB_STREAMS -u AWS_ENDPOINT_URL_SQS \
@@ -282,8 +285,8 @@ localstack: ## start LocalStack on 127.0.0.1:4566 as a host process (no Docker, 
 localstack-stop: ## stop LocalStack (its state is not kept)
 	bash $(LOCALSTACK) stop
 
-# The LocalStack stage runs the checkout example (LOCAL_CONTEXT's
-# workflowsDir): its functions are built with the examples.
+# The LocalStack stage runs the checkout and fulfilment examples
+# (LOCAL_CONTEXT's workflowsDir): its functions are built with them.
 deploy-local destroy-local: EXAMPLES := 1
 
 .PHONY: deploy-local
@@ -308,13 +311,17 @@ destroy-local: build-host infra-tools ## delete the stack from LocalStack, then 
 
 # The end-to-end tests deploy with an 8 s allowance and no heartbeats, so a
 # hung call (given up after STEP_TRY_TIMEOUT, 10 s) outlasts its attempt and
-# the Supervisor's schedule retries it.
+# the Supervisor's schedule retries it. The simulated services call back
+# after 6 s, so that the agent's reply (the call accepted) is written
+# first and the order's history shows each wait for a callback (on a busy
+# machine the reply has been seen to take 2.6 s).
 E2E_CONTEXT        := -c stepAllowance=8s -c maxHeartbeats=0
+E2E_CALLBACK_DELAY := 6s
 
 .PHONY: test-localstack
 test-localstack: tools ## deploy to LocalStack, run the end-to-end tests through its API Gateway, tear it all down
 	@status=0; \
-	$(MAKE) --no-print-directory deploy-local CONTEXT="$(E2E_CONTEXT) $(CONTEXT)" && \
+	ORDERLY_SIM_CALLBACK_DELAY=$(E2E_CALLBACK_DELAY) $(MAKE) --no-print-directory deploy-local CONTEXT="$(E2E_CONTEXT) $(CONTEXT)" && \
 	$(LOCAL_ENV) ORDERLY_LOCALSTACK_OUTPUTS="$$PWD/$(LOCAL_OUTPUTS)" go test -count=1 -v -timeout 15m ./e2e || status=$$?; \
 	$(MAKE) --no-print-directory destroy-local || true; \
 	exit $$status

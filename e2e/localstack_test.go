@@ -2,7 +2,7 @@
 // Lambdas run as host processes by orderly's executor plugin, reached only
 // through the stack's API Gateway. `make test-localstack` deploys the stack,
 // runs these tests and tears it down; they are skipped unless
-// ORDERLY_LOCALSTACK_STACK names the deployed stack.
+// ORDERLY_LOCALSTACK_OUTPUTS names the deployed stack's outputs file.
 package e2e
 
 import (
@@ -30,6 +30,7 @@ import (
 
 	"orderly/internal/actor/api"
 	"orderly/internal/local/provision"
+	"orderly/internal/local/simulator"
 	"orderly/internal/order"
 	"orderly/internal/resources"
 	"orderly/internal/testkit/ordertest"
@@ -38,7 +39,12 @@ import (
 
 // deployed is the stack under test, read from its outputs.
 type deployed struct {
-	api     string // base URL of the REST API through LocalStack's gateway
+	api   string // base URL of the REST API through LocalStack's gateway
+	stage string
+	// signed signs each request to the API with SigV4, with the standard
+	// environment's credentials, as a client in AWS must (LocalStack
+	// checks no signature).
+	signed  http.RoundTripper
 	clients provision.Clients
 	alerts  *testenv.AlertInbox
 	events  *eventInbox // a queue a rule on the stack's bus feeds
@@ -69,11 +75,11 @@ func stack(t *testing.T) deployed {
 	if err != nil {
 		t.Fatalf("AWS config: %v", err)
 	}
-	d := deployed{clients: provision.NewClients(cfg)}
+	d := deployed{stage: stage, signed: simulator.SigV4(cfg, nil), clients: provision.NewClients(cfg)}
 	d.api = gatewayURL(t, aws.ToString(cfg.BaseEndpoint), outputs["ApiUrl"])
 	d.orders = resources.New(stage, ordertest.OrderWorkflow(order.DefaultTiming).Agents()).Orders.Name
 	d.alerts = testenv.SubscribeAlerts(t, d.clients, outputs["AlertTopicArn"])
-	d.events = &eventInbox{sqs: d.clients.Deliveries, url: statusEvents(t, d.clients, outputs["EventBusName"]), seen: map[string][]order.Status{}, ids: map[string]bool{}}
+	d.events = &eventInbox{sqs: d.clients.Deliveries, url: statusEvents(t, d.clients, outputs["EventBusName"]), seen: map[string][]order.StatusChange{}, ids: map[string]bool{}}
 	return d
 }
 
@@ -131,7 +137,7 @@ func (d deployed) call(t *testing.T, method, path, body string) (int, []byte) {
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Transport: d.signed}).Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
@@ -195,16 +201,17 @@ type eventInbox struct {
 	sqs  *sqs.Client
 	url  string
 	mu   sync.Mutex
-	seen map[string][]order.Status
+	seen map[string][]order.StatusChange
 	// ids are the events taken, by eventId: delivery is at least once, and
 	// a consumer drops a duplicate on it, as docs/api.md tells clients to.
 	ids map[string]bool
 }
 
 // statuses waits until order id's status events, each taken once, are
-// want.
-func (in *eventInbox) statuses(t *testing.T, id string, want []order.Status, timeout time.Duration) {
+// want, and returns them.
+func (in *eventInbox) statuses(t *testing.T, id string, want []order.Status, timeout time.Duration) []order.StatusChange {
 	t.Helper()
+	var changes []order.StatusChange
 	var got []order.Status
 	testenv.Eventually(t, timeout, func() (bool, string) {
 		out, err := in.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(in.url),
@@ -227,16 +234,20 @@ func (in *eventInbox) statuses(t *testing.T, id string, want []order.Status, tim
 			}
 			if !in.ids[ev.Detail.ID] {
 				in.ids[ev.Detail.ID] = true
-				in.seen[ev.Detail.OrderID] = append(in.seen[ev.Detail.OrderID], ev.Detail.Status)
+				in.seen[ev.Detail.OrderID] = append(in.seen[ev.Detail.OrderID], ev.Detail)
 			}
 			in.sqs.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(in.url), ReceiptHandle: m.ReceiptHandle})
 		}
-		got = slices.Clone(in.seen[id])
+		changes, got = slices.Clone(in.seen[id]), nil
+		for _, c := range changes {
+			got = append(got, c.Status)
+		}
 		return len(got) >= len(want), fmt.Sprint(got)
 	})
 	if !slices.Equal(got, want) {
 		t.Errorf("order %s status events %v, want %v", id, got, want)
 	}
+	return changes
 }
 
 // An order flows through the deployed wiring: API Gateway with its
@@ -360,6 +371,10 @@ func TestDeployedStack(t *testing.T) {
 		if code, got := d.call(t, http.MethodPost, "/workflows/no-such-workflow/orders", body); code != http.StatusBadRequest || !strings.Contains(string(got), "checkout") {
 			t.Errorf("an unknown workflow: %d %s, want 400 naming the workflows there are", code, got)
 		}
+	})
+	t.Run("a flagged fulfilment order waits for its analyst, its services and its carrier", func(t *testing.T) {
+		t.Parallel()
+		testFulfilment(t, d)
 	})
 	t.Run("a hang is recovered by the Supervisor", func(t *testing.T) {
 		t.Parallel()

@@ -2,7 +2,9 @@
 # The simulator against the remote-service contract (internal/adapter/remote/
 # contract.json), which every team's service must keep: for the shipped
 # workflow and the checkout example, the contract placed at the
-# workflow's own paths (`orderly conformance --openapi`), then
+# workflow's own paths (`orderly conformance --openapi`), and for
+# fuzz/workflows/order-polled (the shipped workflow with its payment
+# service polled: its 202s and status URLs), then
 #   1. schemathesis, every check but positive_data_acceptance and
 #      negative_data_rejection (README, "The remote-service contract",
 #      says why);
@@ -40,7 +42,7 @@ for _ in $(seq 1 50); do
 done
 
 cd "$root"
-for workflow in workflows/order/v1.json examples/workflows/checkout/v1.json; do
+for workflow in workflows/order/v1.json examples/workflows/checkout/v1.json fuzz/workflows/order-polled/v1.json; do
     log "schemathesis: the simulator against the contract of $workflow"
     "$state/orderly" conformance --workflow "$workflow" --openapi >"$state/contract.json"
     # -H would put the credential on the command line; the config file
@@ -56,3 +58,5 @@ log "orderly conformance against the simulator"
     --unknown-input "$here/order-unknown-input.json"
 "$state/orderly" conformance --workflow examples/workflows/checkout/v1.json --url "$sim" --header "Authorization=@$state/fraud-auth" \
     --unknown-input "$here/checkout-unknown-input.json"
+"$state/orderly" conformance --workflow fuzz/workflows/order-polled/v1.json --url "$sim" --input "$here/order-input.json" \
+    --unknown-input "$here/order-unknown-input.json"

@@ -19,7 +19,9 @@
 // For the chaos soak it also takes faults to inject into the functions' AWS
 // calls (ORDERLY_FAULTS, see internal/local/faults), a simulator ledger
 // (ORDERLY_SIM_LEDGER), a remote outage (ORDERLY_SIM_OUTAGE), several
-// Supervisors (SUPERVISORS) and skewed clocks (ORDERLY_CLOCK_SKEW).
+// Supervisors (SUPERVISORS), skewed clocks (ORDERLY_CLOCK_SKEW) and
+// callback waits of seconds in place of the definitions' hours
+// (ORDERLY_CALLBACK_WAIT).
 package main
 
 import (
@@ -92,6 +94,11 @@ func run(log *slog.Logger) error {
 	workflows, err := definition.Deployed(timing, names, def, "")
 	if err != nil {
 		return fmt.Errorf("workflows: %w", err)
+	}
+	// The soak shortens the waits of steps whose services call back, as
+	// the fulfilment test does in Go: their hours would outlast a run.
+	if wait := env.Span("ORDERLY_CALLBACK_WAIT", 0); wait > 0 {
+		workflows = shortenCallbackWaits(workflows, wait)
 	}
 	cfg.Workflows = workflows
 	// A rehearsal of a version change: the default workflow's latest
@@ -208,6 +215,23 @@ func awaitServing(ctx context.Context, url string, done chan error) bool {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// shortenCallbackWaits returns the versions with every step whose
+// service calls back waiting wait, and at most wait, for its callback.
+func shortenCallbackWaits(v order.Versions, wait time.Duration) order.Versions {
+	var out []order.Workflow
+	for _, w := range v.Workflows() {
+		w.Steps = slices.Clone(w.Steps)
+		for i, st := range w.Steps {
+			if st.Callback != nil {
+				w.Steps[i].Callback = &order.CallbackWait{Timeout: wait, MaxTimeout: wait}
+			}
+		}
+		out = append(out, w)
+	}
+	// The same workflows in the same order: the first is still the default.
+	return order.MustVersions(out...)
 }
 
 // consoleAddr is where the console listens; "off" starts none.

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"orderly/internal/definition"
 	"orderly/internal/order"
 )
 
@@ -33,5 +36,41 @@ func TestStatusEvents(t *testing.T) {
 				t.Errorf("statusEvents(%q) = %v, %v; want %v", tt.list, got, err, tt.want)
 			}
 		})
+	}
+}
+
+// ORDERLY_CALLBACK_WAIT replaces every callback step's wait and its
+// maximum, as the fulfilment test does in Go, and leaves every other
+// step, workflow and the default workflow alone.
+func TestCallbackWaitsShortened(t *testing.T) {
+	timing := order.DefaultTiming
+	v, err := definition.Deployed(timing, []string{order.LegacyWorkflow, "fulfilment"}, order.LegacyWorkflow, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := shortenCallbackWaits(v, 7*time.Second)
+	if got.Default() != v.Default() || len(got.Workflows()) != len(v.Workflows()) {
+		t.Fatalf("default %q and %d versions, want %q and %d", got.Default(), len(got.Workflows()), v.Default(), len(v.Workflows()))
+	}
+	callbacks := 0
+	for i, w := range got.Workflows() {
+		was := v.Workflows()[i]
+		for j, st := range w.Steps {
+			switch {
+			case st.Callback != nil:
+				callbacks++
+				if *st.Callback != (order.CallbackWait{Timeout: 7 * time.Second, MaxTimeout: 7 * time.Second}) {
+					t.Errorf("%s step %s waits %+v, want 7s and at most 7s", w.Name, st.Name, *st.Callback)
+				}
+				if was.Steps[j].Callback.Timeout < time.Hour {
+					t.Errorf("%s step %s: the definition's own wait changed to %v", w.Name, st.Name, was.Steps[j].Callback.Timeout)
+				}
+			case !reflect.DeepEqual(st, was.Steps[j]):
+				t.Errorf("%s step %s changed: %+v, was %+v", w.Name, st.Name, st, was.Steps[j])
+			}
+		}
+	}
+	if callbacks != 2 {
+		t.Errorf("%d callback steps shortened, want the fulfilment example's 2", callbacks)
 	}
 }

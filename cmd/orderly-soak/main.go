@@ -1,7 +1,9 @@
 // Command orderly-soak is the chaos soak (make soak): it runs the local
 // runtime (a built cmd/orderly-local) as a child process against the
 // emulators with faults injected into its AWS calls, SIGKILLs and restarts
-// it, takes one remote service down for a while, submits orders, and
+// it, runs the simulated remote services and the fulfilment example's
+// parties itself (they outlive each kill, as real ones would), takes one
+// remote service down for a while, submits orders, and
 // accounts for every one of them (see internal/measure/soak). It prints a table,
 // writes the report as JSON and exits non-zero when a promise was broken.
 package main
@@ -22,6 +24,7 @@ import (
 
 	"orderly/internal/config"
 	"orderly/internal/local/provision"
+	"orderly/internal/local/simulator"
 	"orderly/internal/measure/soak"
 )
 
@@ -48,10 +51,15 @@ func run(log *slog.Logger) error {
 		outageAt  = flag.Duration("outage-after", 30*time.Second, "when the outage starts")
 		outageFor = flag.Duration("outage-for", 60*time.Second, "how long the outage lasts")
 		bound     = flag.Duration("bound", 10*time.Minute, "every order must be terminal this long after the last submission")
-		binary    = flag.String("binary", ".local/bin/orderly-local", "the built local runtime")
-		out       = flag.String("out", ".local/soak/results.json", "where the JSON report goes")
-		logPath   = flag.String("runtime-log", ".local/soak/runtime.log", "where the runtime's own log lines go")
-		seed      = flag.Uint64("seed", uint64(time.Now().UnixNano()), "the plan's seed")
+		cbWait    = flag.Duration("callback-wait", 20*time.Second, "how long a step whose service calls back waits for it (ORDERLY_CALLBACK_WAIT), in place of the fulfilment example's hours")
+		cbDelay   = flag.Duration("callback-delay", time.Second, "how long the simulated services that call back take before each callback")
+		// The fulfilment example's parties answer this long after an
+		// order starts waiting for them.
+		partyAfter = flag.Duration("party-after", time.Second, "how long the simulated fraud analyst and carrier let an order wait before they answer")
+		binary     = flag.String("binary", ".local/bin/orderly-local", "the built local runtime")
+		out        = flag.String("out", ".local/soak/results.json", "where the JSON report goes")
+		logPath    = flag.String("runtime-log", ".local/soak/runtime.log", "where the runtime's own log lines go")
+		seed       = flag.Uint64("seed", uint64(time.Now().UnixNano()), "the plan's seed")
 	)
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -73,17 +81,18 @@ func run(log *slog.Logger) error {
 	apiAddr, simAddr := freeAddr(), freeAddr()
 	ledger := filepath.Join(dir, "ledger.jsonl")
 	env := []string{
-		"ORDERLY_STAGE=" + stage, "ORDERLY_CONSOLE_ADDR=off", "ORDERLY_API_ADDR=" + apiAddr, "ORDERLY_SIMULATOR_ADDR=" + simAddr,
-		"ORDERLY_STATE_DIR=" + filepath.Join(dir, "state"), "ORDERLY_SIM_LEDGER=" + ledger,
+		"ORDERLY_STAGE=" + stage, "ORDERLY_CONSOLE_ADDR=off", "ORDERLY_API_ADDR=" + apiAddr,
+		"ORDERLY_STATE_DIR=" + filepath.Join(dir, "state"),
 		"ORDERLY_FAULTS=" + *spec,
 		// Two Schedulers and two Supervisors, clocks spread over ±1 s.
 		"SCHEDULERS=2", "SUPERVISORS=2", "ORDERLY_CLOCK_SKEW=1s",
 		"SUPERVISOR_EVERY=2s", "QUEUE_VISIBILITY=20s",
 		"STEP_ALLOWANCE=5s", "CLAIM_WITHIN=10s", "CLOCK_SKEW_GRACE=2s",
 	}
+	var outages []simulator.Outage
 	if *outageOf != "" {
 		from := time.Now().Add(*outageAt).UTC()
-		env = append(env, fmt.Sprintf("ORDERLY_SIM_OUTAGE=%s,%s,%s", *outageOf, from.Format(time.RFC3339), from.Add(*outageFor).Format(time.RFC3339)))
+		outages = append(outages, simulator.Outage{Service: *outageOf, From: from, Till: from.Add(*outageFor)})
 	}
 	if err := os.MkdirAll(filepath.Dir(*logPath), 0o755); err != nil {
 		return err
@@ -97,6 +106,7 @@ func run(log *slog.Logger) error {
 	report, err := soak.Run(ctx, soak.Config{
 		Binary: *binary, Env: env, APIAddr: apiAddr, Orders: *orders, Mix: soak.DefaultMix, Seed: *seed,
 		Clients: *clients, BurstShare: *burst, BurstMax: *burstMax, Rate: *rate, KillEvery: *killEvery, VersionChange: *change, RollbackFor: *rollback, Bound: *bound, Log: log, RuntimeLog: runtimeLog,
+		SimulatorAddr: simAddr, Outages: outages, CallbackDelay: *cbDelay, PartyAfter: *partyAfter, CallbackWait: *cbWait,
 	}, soak.Env{Clients: provision.NewClients(awsCfg), Stage: stage, Ledger: ledger})
 	if err != nil {
 		return err

@@ -35,12 +35,12 @@ func (c cannotStart) Unwrap() []error { return []error{c.err, errCannotStart} }
 // file, no stage, no AWS.
 func (a *app) conformanceCmd() *cobra.Command {
 	var file, base, step, inputFile, unknownFile, callbackListen string
-	var callbackWait time.Duration
+	var callbackWait, pollWait time.Duration
 	var asOpenAPI bool
 	var headerSpecs []string
 	cmd := &cobra.Command{
 		Use: "conformance --workflow FILE --url BASE [--step NAME] [--header K=V]... [--input FILE] [--unknown-input FILE] " +
-			"[--callback-listen HOST:PORT] [--callback-wait D] [--openapi]",
+			"[--callback-listen HOST:PORT] [--callback-wait D] [--poll-wait D] [--openapi]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Check a team's services against the remote-service contract",
 		Long: `Check a team's services against the remote-service contract, calling them as
@@ -49,7 +49,8 @@ the run cannot start (a usage error, or a workflow, input or URL it cannot
 use). --openapi prints the workflow's own contract (OpenAPI 3.1) and checks
 nothing. A step whose service calls back is called back at a receiver this
 command serves for the run (127.0.0.1 on a free port, or --callback-listen):
-the service must be able to reach it.`,
+the service must be able to reach it. A step whose service is polled has its
+status URL checked until it says done or failed, within --poll-wait.`,
 		Example: "  orderly conformance --workflow examples/workflows/checkout/v1.json --url http://127.0.0.1:8081 --step fraud-check --header Authorization=@token.txt",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -60,6 +61,8 @@ the service must be able to reach it.`,
 				return usagef("conformance: --url BASE is required")
 			case callbackWait <= 0:
 				return usagef("conformance: --callback-wait %s: want a positive duration", callbackWait)
+			case pollWait <= 0:
+				return usagef("conformance: --poll-wait %s: want a positive duration", pollWait)
 			}
 			header, err := parseHeaders(headerSpecs)
 			if err != nil {
@@ -89,7 +92,7 @@ the service must be able to reach it.`,
 				}
 			}
 			results, err := conformance.Run(cmd.Context(), conformance.Config{Workflow: w, Input: input, UnknownInput: unknown, BaseURL: base, Step: step, Header: header,
-				CallbackListen: callbackListen, CallbackWait: callbackWait})
+				CallbackListen: callbackListen, CallbackWait: callbackWait, PollWait: pollWait})
 			if err != nil {
 				return cannot(err)
 			}
@@ -113,6 +116,7 @@ the service must be able to reach it.`,
 	cmd.Flags().StringVar(&unknownFile, "unknown-input", "", "a JSON `file` with an order's input naming what the services do not know, for the unknown-entity rule (default: the input with its strings made unknown)")
 	cmd.Flags().StringVar(&callbackListen, "callback-listen", "", "`HOST:PORT` where the callback receiver listens, the address a service that calls back reaches this machine at (default: 127.0.0.1 on a free port)")
 	cmd.Flags().DurationVar(&callbackWait, "callback-wait", conformance.DefaultCallbackWait, "the longest `duration` to wait for one call's callback, where the step's callback timeout is longer")
+	cmd.Flags().DurationVar(&pollWait, "poll-wait", conformance.DefaultPollWait, "the longest `duration` to check one accepted call's status URL, where the step's poll timeout is longer")
 	cmd.Flags().BoolVar(&asOpenAPI, "openapi", false, "print the workflow's remote-service contract (OpenAPI 3.1) and check nothing")
 	// StringArray, not StringSlice: a header's value may hold commas. Its
 	// Set never fails, so no error quotes a value, which may be a secret.

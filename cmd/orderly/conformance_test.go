@@ -164,6 +164,7 @@ func TestConformanceUsage(t *testing.T) {
 		{[]string{"conformance", "--workflow", filepath.Join(t.TempDir(), "none.json"), "--url", url}, "no such file"},
 		{[]string{"conformance", "--workflow", checkoutFile, "--url", "localhost:1"}, "want http:// or https://"},
 		{[]string{"conformance", "--workflow", checkoutFile, "--url", url, "--callback-wait", "-1s"}, "--callback-wait -1s: want a positive duration"},
+		{[]string{"conformance", "--workflow", checkoutFile, "--url", url, "--poll-wait", "0s"}, "--poll-wait 0s: want a positive duration"},
 		{[]string{"conformance", "--workflow", checkoutFile, "--url", url, "--callback-listen", "0.0.0.0:9"}, "give the address the service reaches this machine at"},
 		{[]string{"conformance", "--workflow", checkoutFile, "--url", url, "--callback-listen", "9"}, "--callback-listen \"9\": want HOST:PORT"},
 		{[]string{"conformance", "--workflow", shippedFile, "--url", url, "--input", writeTemp(t, "in.json", `{"customerId":"c"}`)}, "lines"},

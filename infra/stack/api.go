@@ -134,12 +134,20 @@ func newAPI(s *Stack) awsapigateway.RestApi {
 	opsByID.AddMethod(jsii.String("GET"), integration, getByID)
 	opsByID.AddResource(jsii.String("history"), nil).AddMethod(jsii.String("GET"), integration, getByID)
 	opsByID.AddResource(jsii.String("events"), nil).AddResource(jsii.String("{name}"), nil).AddMethod(jsii.String("POST"), integration, event)
+	var callbacksIAM bool
 	if s.props.Workflows.CallsBack() {
 		// Services that call back report here. A callback carries no AWS
 		// identity: the sealed token in its Authorization header allows
 		// it, for one attempt of one step, and the function checks it.
-		s.callbacks = api.Root().AddResource(jsii.String("callbacks"), nil).AddMethod(jsii.String("POST"), integration,
+		callbacks := api.Root().AddResource(jsii.String("callbacks"), nil)
+		s.callbacks = callbacks.AddMethod(jsii.String("POST"), integration,
 			&awsapigateway.MethodOptions{AuthorizationType: awsapigateway.AuthorizationType_NONE})
+		// Services inside AWS may call back signed with their role
+		// instead (IAM, as every other method), the token in a header of
+		// its own: the function still checks it, so a role that may call
+		// back completes only the attempts whose calls it was sent.
+		callbacks.AddResource(jsii.String("iam"), nil).AddMethod(jsii.String("POST"), integration, nil)
+		callbacksIAM = true
 	}
 
 	invoke := func(paths ...string) awsiam.PolicyDocument {
@@ -161,6 +169,13 @@ func newAPI(s *Stack) awsapigateway.RestApi {
 		Description:       jsii.String("find and read any caller's orders, send them events, redrive an order in Error"),
 		Document:          invoke("GET /ops/orders", "GET /ops/orders/*", "POST /orders/*/redrive", "POST /ops/orders/*/events/*"),
 	})
+	if callbacksIAM {
+		s.callbackPolicy = awsiam.NewManagedPolicy(s.Stack, jsii.String("CallbackPolicy"), &awsiam.ManagedPolicyProps{
+			ManagedPolicyName: jsii.String("orderly-" + s.props.Stage + "-callback"),
+			Description:       jsii.String("call back, signed, on POST /callbacks/iam: for the roles of services inside AWS whose steps call back"),
+			Document:          invoke("POST " + apiactor.ResourceCallbacksIAM),
+		})
+	}
 	return api
 }
 

@@ -113,6 +113,12 @@ func newFunctions(s *Stack) *functions {
 	}
 	f.scheduler = f.lambda(s, "Scheduler", resources.FunctionScheduler, resources.SchedulerTimeout, resources.SchedulerMemoryMB, env)
 	allow(f.scheduler, d.orders.TableArn(), "dynamodb:UpdateItem")
+	// It reads an order's item only to start a step on the order's data
+	// (a condition, a timer until a time), or to bound a polled step's
+	// next check by its wait's deadline.
+	if s.props.Workflows.ReadsOrders() || s.props.Workflows.Polls() {
+		allow(f.scheduler, d.orders.TableArn(), "dynamodb:GetItem")
+	}
 	for _, agent := range s.agents() {
 		allow(f.scheduler, m.requests[agent].QueueArn(), "sqs:SendMessage")
 	}
@@ -192,23 +198,33 @@ func newFunctions(s *Stack) *functions {
 			p.RetryAttempts = jsii.Number(SupervisorRetryAttempts)
 			p.MaxEventAge = seconds(SupervisorMaxEventAge(s.props.SupervisorRate))
 		})
-	// It reads the queues' backlogs to tell queue wait from a timeout.
+	// It reads the queues' backlogs to tell queue wait from a timeout,
+	// and sends the checks of polled steps to their agents' queues only.
 	for _, agent := range s.agents() {
 		allow(f.supervisor, m.requests[agent].QueueArn(), "sqs:GetQueueAttributes")
+		if compose.Polled(s.props.Workflows, agent) {
+			allow(f.supervisor, m.requests[agent].QueueArn(), "sqs:SendMessage")
+		}
 	}
 	allow(f.supervisor, m.responses.QueueArn(), "sqs:GetQueueAttributes")
 	allow(f.supervisor, jsii.String(*d.orders.TableArn()+"/index/"+resources.DueIndexName), "dynamodb:Query")
 	allow(f.supervisor, d.orders.TableArn(), "dynamodb:BatchGetItem", "dynamodb:UpdateItem")
+	// It reads an order's item only to start the step after an ended
+	// wait on the order's data.
+	if s.props.Workflows.ReadsOrders() {
+		allow(f.supervisor, d.orders.TableArn(), "dynamodb:GetItem")
+	}
 	f.publishAlerts(s, f.supervisor)
 
 	// Recorder: every change of every order, from the stream, into the
 	// history table and, for a status change, onto the event bus. The
 	// stream is its outbox: a record is retried until both are done, and
-	// never dropped for age while the stream keeps it (24 hours).
-	f.recorder = f.lambda(s, "Recorder", resources.FunctionRecorder, resources.RecorderTimeout, resources.RecorderMemoryMB, map[string]*string{
+	// never dropped for age while the stream keeps it (24 hours). It runs
+	// the stage's workflows to name what a Waiting order waits for.
+	f.recorder = f.lambda(s, "Recorder", resources.FunctionRecorder, resources.RecorderTimeout, resources.RecorderMemoryMB, merge(timing, map[string]*string{
 		resources.EnvHistoryTable: jsii.String(s.cat.History.Name),
 		resources.EnvEventBus:     m.bus.EventBusName(),
-	})
+	}))
 	// It writes each change's history item, and on an order's end or
 	// Error reads its history items back to restamp or pin their expiry.
 	allow(f.recorder, d.history.TableArn(), "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem")

@@ -117,7 +117,7 @@ func TestOperatorToolsPolicyAllowsExactlyTheToolsCalls(t *testing.T) {
 	}
 
 	calls := asSynthesized(rec.Calls(), e.Stack.Catalog.Stage)
-	checker := newChecker(t)
+	checker := newChecker(t, template)
 	if err := checker.Principal(operatorTools, "OperatorToolsPolicy"); err != nil {
 		t.Fatal(err)
 	}

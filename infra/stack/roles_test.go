@@ -12,9 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/smithy-go/middleware"
 
 	"orderly/infra/iamcheck"
+	"orderly/infra/stack"
 	"orderly/internal/actor/agent"
 	"orderly/internal/actor/api"
 	"orderly/internal/local/engine"
@@ -35,21 +38,24 @@ var rareGrants = []string{}
 // workflow's paths (happy, transient faults, compensation, an undo refused
 // into Error with its alert and an operator's redrive, a hang retried by
 // the Supervisor, calls slow enough for heartbeats, a cancel, each agent's
-// circuit breaker opening, and a version change that parks an order),
-// each agent calling its service with the stage's authentication (a
-// header from a secret, SigV4 for an API and for a function URL; see
+// circuit breaker opening, a version change that parks an order, and
+// steps that wait: an event sent by the client and one by an operator,
+// and a service that calls back, whose agent seals the callback's token
+// and whose callback the API opens, both with the callback key), each
+// agent calling its service with the stage's authentication (a header
+// from a secret, SigV4 for an API and for a function URL; see
 // roleCheckServices), each function's SDK clients recording every AWS call
 // and each agent's HTTP transport every signed one. Every call must be
-// allowed by that function's role in the synthesized stack, and every
-// grant must be used by a call, by Lambda or a service on the function's
-// behalf (event sources, logs, traces, the topic's key, the secret's key),
-// or be listed in rareGrants.
+// allowed by that function's role in the stack synthesized for the same
+// workflows (roleCheckWorkflows), and every grant must be used by a call,
+// by Lambda or a service on the function's behalf (event sources, logs,
+// traces, the topic's key, the secret's key), or be listed in rareGrants.
 func TestRolesAllowExactlyTheCallsEachFunctionMakes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives the whole engine")
 	}
 	calls := recordCalls(t)
-	checker := newChecker(t)
+	checker := newChecker(t, roleCheckTemplate(t))
 	// A function that made no call would have its role go unchecked.
 	for _, fn := range checker.Functions() {
 		if !slices.ContainsFunc(calls, func(c callrecord.Call) bool { return c.Function == fn }) {
@@ -75,10 +81,48 @@ func TestRolesAllowExactlyTheCallsEachFunctionMakes(t *testing.T) {
 	}
 }
 
-// newChecker reads the synthesized template's roles and policies.
-func newChecker(t *testing.T) *iamcheck.Checker {
+// reviewedWorkflow is the role check's workflow whose steps wait: the
+// shipped one with a review event before the payment, whose service
+// calls back.
+const reviewedWorkflow = "reviewed"
+
+// roleCheckWorkflows are the workflows the role check runs: the shipped
+// one, from its file, in two versions (the second is rolled back, parking
+// its order), and reviewedWorkflow.
+func roleCheckWorkflows(timing order.Timing) (v1, v2, reviewed order.Workflow) {
+	v1 = ordertest.Built(timing).Latest()
+	v2 = v1
+	v2.Version = "2"
+	reviewed = ordertest.Reviewed(v1, 1, time.Minute)
+	reviewed.Name = reviewedWorkflow
+	i, _ := reviewed.Index(ordertest.StepChargePayment)
+	reviewed.Steps[i].Callback = &order.CallbackWait{Timeout: 30 * time.Second}
+	return v1, v2, reviewed
+}
+
+// roleCheckTemplate is the stack synthesized as TestMain's, for the role
+// check's workflows: one whose steps wait for an event and call back has
+// the grants of the callback key, which the shipped workflow lacks.
+func roleCheckTemplate(t *testing.T) assertions.Template {
 	t.Helper()
-	raw, err := json.Marshal(template.ToJSON())
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &synthesisContext})
+	p, err := stack.FromContext(app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1, v2, reviewed := roleCheckWorkflows(p.Timing)
+	p.Workflows, p.WorkflowsDigest = order.MustVersions(v1, v2, reviewed), ""
+	s, err := stack.New(app, "Orderly-roles", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return assertions.Template_FromStack(s.Stack, nil)
+}
+
+// newChecker reads a synthesized template's roles and policies.
+func newChecker(t *testing.T, from assertions.Template) *iamcheck.Checker {
+	t.Helper()
+	raw, err := json.Marshal(from.ToJSON())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,16 +164,15 @@ func recordCalls(t *testing.T) []callrecord.Call {
 	// record those calls too.
 	apiKey := rand.Text()
 	testenv.Secret(t, testenv.AWS(t), "orderly-"+cfg.Stage+"-inventory-api-key", apiKey)
-	front := credentialedSimulator(t, apiKey)
+	// The payment's service calls back soon after it accepts a call.
+	front := credentialedSimulator(t, apiKey, simulator.WithCallbackDelay(200*time.Millisecond))
 	cfg.Services = roleCheckServices(cfg.Stage, front.URL)
 	cfg.RemoteURL = front.URL // no simulator of the engine's own
 	cfg.FunctionHTTP = rec.HTTP
 	// Heartbeats move a slow call's deadline on (enginetest's timing has none).
 	cfg.Timing.MaxHeartbeats = 6
-	v1 := ordertest.OrderWorkflow(cfg.Timing)
-	v2 := v1
-	v2.Version = "2"
-	cfg.Workflows = order.MustVersions(v1, v2)
+	v1, v2, reviewed := roleCheckWorkflows(cfg.Timing)
+	cfg.Workflows = order.MustVersions(v1, v2, reviewed)
 	cfg.ParkFor = 300 * time.Millisecond
 	cfg.QueueVisibility = 3 * time.Second
 	// One failed call opens an agent's circuit, so the agent's next try
@@ -154,6 +197,16 @@ func recordCalls(t *testing.T) []callrecord.Call {
 	})
 	call(t, e, http.MethodPost, "/orders/"+cancelled+"/cancel", nil, http.StatusAccepted)
 	ended[cancelled] = order.StatusCancelled
+
+	// Steps that wait: each order waits for its review, sent by its
+	// client or by an operator; then the payment's service accepts the
+	// call (202) and calls back, and the order goes on.
+	for _, events := range []string{"/orders/%s/events/", "/ops/orders/%s/events/"} {
+		id := submitOrderOf(t, e, reviewedWorkflow, "BOOK-1")
+		awaitOrder(t, e, id, func(v api.OrderView) bool { return v.Status == order.StatusWaiting })
+		call(t, e, http.MethodPost, fmt.Sprintf(events, id)+ordertest.EventReview, map[string]string{"decision": "approve"}, http.StatusAccepted)
+		ended[id] = order.StatusProcessed
+	}
 
 	// The undo refused: Error, alerted, then redriven to Failed.
 	awaitOrder(t, e, refused, func(v api.OrderView) bool { return v.Status == order.StatusError })
@@ -180,7 +233,7 @@ func recordCalls(t *testing.T) []callrecord.Call {
 	call(t, e, http.MethodGet, "/orders?customer=c-roles&limit=100", nil, http.StatusOK)
 	call(t, e, http.MethodGet, "/ops/orders?limit=100&ended_from="+time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), nil, http.StatusOK)
 	stop()
-	cfg.Workflows = order.MustVersions(v1)
+	cfg.Workflows = order.MustVersions(v1, reviewed)
 	enginetest.Run(t, cfg)
 	if a := alerts.Await(t, parked, 30*time.Second); a.Kind != order.AlertVersionUnknown {
 		t.Fatalf("alert %+v about the parked order, want %s", a, order.AlertVersionUnknown)
@@ -192,9 +245,9 @@ func recordCalls(t *testing.T) []callrecord.Call {
 // credentialedSimulator serves the simulated services to calls that carry
 // their service's credential, and refuses (401) any other, failing the
 // test.
-func credentialedSimulator(t *testing.T, apiKey string) *httptest.Server {
+func credentialedSimulator(t *testing.T, apiKey string, opts ...simulator.Option) *httptest.Server {
 	t.Helper()
-	sim, err := simulator.New()
+	sim, err := simulator.New(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,12 +276,22 @@ func credentialedSimulator(t *testing.T, apiKey string) *httptest.Server {
 
 func submitOrder(t *testing.T, e *engine.Engine, skus ...string) string {
 	t.Helper()
+	return submitOrderOf(t, e, "", skus...)
+}
+
+// submitOrderOf submits an order of workflow ("": the stage's default).
+func submitOrderOf(t *testing.T, e *engine.Engine, workflow string, skus ...string) string {
+	t.Helper()
 	sub := ordertest.Submission{CustomerID: "c-roles"}
 	for _, s := range skus {
 		sub.Lines = append(sub.Lines, order.Line{SKU: s, Quantity: 1})
 	}
+	path := "/orders"
+	if workflow != "" {
+		path = "/workflows/" + workflow + "/orders"
+	}
 	var out struct{ OrderID string }
-	call(t, e, http.MethodPost, "/orders", sub, http.StatusAccepted, &out)
+	call(t, e, http.MethodPost, path, sub, http.StatusAccepted, &out)
 	return out.OrderID
 }
 

@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,6 +74,14 @@ type Props struct {
 	// requests that name none: LocalStack's API Gateway enforces no IAM
 	// and passes no caller identity. Leave it empty in AWS.
 	AnonymousCaller string
+	// CallbackURL, when set, is where the agents of steps that call back
+	// tell services to call back, in place of the API's own POST
+	// /callbacks URL: for an API reached by path, as LocalStack's is
+	// (its own URL names a host that does not resolve), or at a domain of
+	// its own. {apiId} and {stage} in it stand for the REST API's id and
+	// stage. It must be https, or http on a loopback host: the callback
+	// token travels in it.
+	CallbackURL string
 	// Workflows are the workflow versions the stack deploys agents and
 	// queues for. FromContext reads them from the repository's workflows/
 	// directory with the functions' own loader, so synth refuses an
@@ -101,6 +111,7 @@ const (
 	CtxReplyMaxConcurrency = "replyMaxConcurrency"
 	CtxAssetsDir           = "assetsDir"
 	CtxAnonymousCaller     = "anonymousCaller"
+	CtxCallbackURL         = "callbackUrl"
 	CtxPricesFile          = "pricesFile"
 	CtxRetentionDays       = "retentionDays"
 	// CtxWorkflowsDir is the directories of workflow definitions, comma
@@ -188,6 +199,7 @@ func FromContext(scope constructs.Construct) (Props, error) {
 		ReplyMaxConcurrency: num(CtxReplyMaxConcurrency, 20),
 		Timing:              timing,
 		AnonymousCaller:     str(CtxAnonymousCaller, ""),
+		CallbackURL:         str(CtxCallbackURL, ""),
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Props{}, err
@@ -282,6 +294,9 @@ func (p Props) Validate() error {
 	case p.ReplyMaxConcurrency < 2 || p.ReplyMaxConcurrency > 1000:
 		return fmt.Errorf("reply max concurrency %v: Lambda allows 2 to 1000", p.ReplyMaxConcurrency)
 	}
+	if err := checkCallbackURL(p.CallbackURL); err != nil {
+		return err
+	}
 	// The stage's timing, as workflow validate and diff check it.
 	if err := definition.CheckStage(p.Timing); err != nil {
 		return err
@@ -297,6 +312,51 @@ func (p Props) Validate() error {
 		}
 	}
 	return nil
+}
+
+// callbackURLPlaceholders are what CallbackURL may name, replaced by the
+// API's id and stage.
+var callbackURLPlaceholders = []string{"{apiId}", "{stage}"}
+
+// checkCallbackURL says what is wrong with a CallbackURL, if anything.
+func checkCallbackURL(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	bare := raw
+	for _, p := range callbackURLPlaceholders {
+		bare = strings.ReplaceAll(bare, p, "x")
+	}
+	u, err := url.Parse(bare)
+	switch {
+	case strings.ContainsAny(bare, "{}"):
+		return fmt.Errorf("context %s %q: only %s stand for the API's id and stage", CtxCallbackURL, raw, strings.Join(callbackURLPlaceholders, " and "))
+	case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+		return fmt.Errorf("context %s %q: want an absolute http or https URL, e.g. https://orders.example.com/callbacks", CtxCallbackURL, raw)
+	case u.Scheme == "http" && !loopback(u.Hostname()):
+		// The callback token would cross a network in the clear.
+		return fmt.Errorf("context %s %q: use https; plain http only on a loopback host (LocalStack)", CtxCallbackURL, raw)
+	}
+	return nil
+}
+
+// loopback reports whether host names this machine.
+func loopback(host string) bool {
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.IsLoopback()
+	}
+	return host == "localhost"
+}
+
+// callbackURL is where the agents of steps that call back tell services
+// to call back: CallbackURL with the API's id and stage, or the API's
+// own URL.
+func (s *Stack) callbackURL() *string {
+	if s.props.CallbackURL == "" {
+		return s.api.UrlForPath(jsii.String(apiactor.ResourceCallbacks))
+	}
+	// The API's id is a token: CloudFormation joins the parts.
+	return jsii.String(strings.NewReplacer("{apiId}", *s.api.RestApiId(), "{stage}", s.props.Stage).Replace(s.props.CallbackURL))
 }
 
 // retention maps days to the nearest allowed retention at or above it.
@@ -332,8 +392,11 @@ type Stack struct {
 	// clientPolicy and operatorPolicy grant what callers and operators may
 	// invoke; attach them to the roles that use the API.
 	clientPolicy, operatorPolicy awsiam.ManagedPolicy
-	// callbacks is POST /callbacks, when a workflow's service calls back.
-	callbacks awsapigateway.Method
+	// callbacks is POST /callbacks, when a workflow's service calls back;
+	// callbackPolicy then lets a service's role call back on POST
+	// /callbacks/iam instead.
+	callbacks      awsapigateway.Method
+	callbackPolicy awsiam.ManagedPolicy
 
 	suppressions []Suppression
 }
@@ -377,7 +440,7 @@ func New(scope constructs.Construct, id string, props Props) (*Stack, error) {
 	// cycle.
 	for agent, fn := range s.fns.agents {
 		if compose.CallsBack(s.props.Workflows, agent) {
-			fn.AddEnvironment(jsii.String(resources.EnvCallbackURL), s.api.UrlForPath(jsii.String(apiactor.ResourceCallbacks)), nil)
+			fn.AddEnvironment(jsii.String(resources.EnvCallbackURL), s.callbackURL(), nil)
 		}
 	}
 	operatorTools := newOperatorTools(s)
@@ -391,6 +454,10 @@ func New(scope constructs.Construct, id string, props Props) (*Stack, error) {
 	awscdk.NewCfnOutput(s.Stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: s.api.Url(), Description: jsii.String("base URL of the orders API (SigV4-signed requests)")})
 	awscdk.NewCfnOutput(s.Stack, jsii.String("ClientPolicyArn"), &awscdk.CfnOutputProps{Value: s.clientPolicy.ManagedPolicyArn(), Description: jsii.String("attach to roles that submit and read their own orders")})
 	awscdk.NewCfnOutput(s.Stack, jsii.String("OperatorPolicyArn"), &awscdk.CfnOutputProps{Value: s.operatorPolicy.ManagedPolicyArn(), Description: jsii.String("attach to operators' roles: read any order on /ops/orders/{id}")})
+	if s.callbackPolicy != nil {
+		awscdk.NewCfnOutput(s.Stack, jsii.String("CallbackPolicyArn"), &awscdk.CfnOutputProps{Value: s.callbackPolicy.ManagedPolicyArn(),
+			Description: jsii.String("attach to the roles of services inside AWS that call back signed (POST /callbacks/iam)")})
+	}
 	awscdk.NewCfnOutput(s.Stack, jsii.String("OperatorToolsPolicyArn"), &awscdk.CfnOutputProps{Value: operatorTools.ManagedPolicyArn(), Description: jsii.String("attach to operators' roles for the orderly CLI and console")})
 	awscdk.NewCfnOutput(s.Stack, jsii.String("AlertTopicArn"), &awscdk.CfnOutputProps{Value: s.msg.topic.TopicArn(), Description: jsii.String("operator alerts and alarms")})
 	awscdk.NewCfnOutput(s.Stack, jsii.String("EventBusName"), &awscdk.CfnOutputProps{Value: s.msg.bus.EventBusName(), Description: jsii.String("order status events (source orderly, detail-type \"Order <status>\"): add a rule to your own target")})

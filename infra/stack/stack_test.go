@@ -37,6 +37,10 @@ var (
 	resourcesOf map[string]map[string]any // logical id -> resource
 	// synthesizedStage is the stage the template was synthesized for.
 	synthesizedStage string
+	// synthesisContext is the app context the template was synthesized
+	// with (cdk.json's, with the test's assets, workflows and services),
+	// for tests that synthesize a variant of the stack.
+	synthesisContext map[string]any
 )
 
 func TestMain(m *testing.M) {
@@ -64,6 +68,7 @@ func TestMain(m *testing.M) {
 	stage, _ := cdkJSON.Context[stack.CtxStage].(string)
 	raw, _ = json.Marshal(roleCheckServices(stage, ""))
 	cdkJSON.Context[stack.CtxServices] = string(raw)
+	synthesisContext = cdkJSON.Context
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &cdkJSON.Context})
 	props, err := stack.FromContext(app)
 	if err != nil {

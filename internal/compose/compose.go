@@ -177,6 +177,7 @@ func Supervisor(f Function, tweaks ...func(*supervisor.Config)) *supervisor.Serv
 		Notifier:  f.notifier(orders),
 		Backlogs:  sqs.NewBacklogs(awssqs.NewFromConfig(f.AWS), f.Stage.RequestQueues, f.Stage.ResponseQueue),
 		Workflows: f.Stage.Workflows,
+		Requests:  sqs.NewRequests(awssqs.NewFromConfig(f.AWS), f.Stage.RequestQueues),
 		Now:       f.Now,
 		Log:       f.Log,
 		Metrics:   f.Metrics,
@@ -185,10 +186,11 @@ func Supervisor(f Function, tweaks ...func(*supervisor.Config)) *supervisor.Serv
 }
 
 // Recorder writes each order's history and publishes its status events,
-// from the orders table's stream.
+// from the orders table's stream; a Waiting order's event says what its
+// step waits for, from the stage's workflows.
 func Recorder(f Function) *recorder.Service {
 	return recorder.New(
-		dynamo.NewHistory(dynamodb.NewFromConfig(f.AWS), f.Stage.HistoryTable),
+		dynamo.NewHistory(dynamodb.NewFromConfig(f.AWS), f.Stage.HistoryTable).Knowing(f.Stage.Workflows),
 		eventbridge.NewPublisher(awseventbridge.NewFromConfig(f.AWS), f.Stage.EventBus),
 		f.Log, f.Metrics).Retain(f.Stage.Retention)
 }
@@ -257,14 +259,13 @@ func (f Function) callbackTokens(secrets secret.Reader) callbacktoken.Source {
 // versions, whose service calls back: only such an agent is given the
 // callback key and URL.
 func CallsBack(workflows order.Versions, agent string) bool {
-	for _, w := range workflows.Workflows() {
-		for _, d := range w.Steps {
-			if d.Agent == agent && d.Callback != nil {
-				return true
-			}
-		}
-	}
-	return false
+	return workflows.HasStep(func(d order.StepDef) bool { return d.Agent == agent && d.Callback != nil })
+}
+
+// Polled reports whether any version has a step of agent whose service
+// is polled: only then does the Supervisor send checks to its queue.
+func Polled(workflows order.Versions, agent string) bool {
+	return workflows.HasStep(func(d order.StepDef) bool { return d.Agent == agent && d.Poll != nil })
 }
 
 // tweaked is cfg with each tweak applied, in order.

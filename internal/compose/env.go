@@ -29,17 +29,19 @@ func FromEnv(ctx context.Context, log *slog.Logger, env *config.Env, function st
 		Metrics: env.Metrics(os.Stdout, function)}
 	st := &f.Stage
 	st.Retention = env.Retention()
-	if function == resources.FunctionRecorder {
-		st.HistoryTable = env.Required(resources.EnvHistoryTable)
-		st.EventBus = env.Required(resources.EnvEventBus)
-		return load(ctx, env, f)
-	}
-	st.OrdersTable = env.Required(resources.EnvOrdersTable)
 	workflows, err := deployed(env)
 	if err != nil {
 		return Function{}, err
 	}
 	st.Workflows = workflows
+	if function == resources.FunctionRecorder {
+		// It reads no order, but names what a Waiting order's step
+		// waits for from its workflow's definition.
+		st.HistoryTable = env.Required(resources.EnvHistoryTable)
+		st.EventBus = env.Required(resources.EnvEventBus)
+		return load(ctx, env, f)
+	}
+	st.OrdersTable = env.Required(resources.EnvOrdersTable)
 	switch function {
 	case resources.FunctionSubmit:
 		st.HistoryTable = env.Required(resources.EnvHistoryTable)

@@ -100,6 +100,15 @@ func TestFromEnvReadsTheStage(t *testing.T) {
 	if got := len(sched.Stage.RequestQueues); got != 3 {
 		t.Errorf("the Scheduler's queues: got %d, want every agent's (3)", got)
 	}
+	// The recorder names what a Waiting order waits for from its
+	// workflow's definition: it runs the stage's workflows too.
+	rec, err := compose.FromEnv(ctx, quiet, config.FromMap(stageEnv()), resources.FunctionRecorder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := rec.Stage.Workflows.Known(), sub.Stage.Workflows.Known(); len(got) == 0 || !slices.Equal(got, want) {
+		t.Errorf("the recorder's workflows: got %v, want the stage's %v", got, want)
+	}
 	f, a, err := compose.AgentFromEnv(ctx, quiet, config.FromMap(stageEnv()))
 	if err != nil {
 		t.Fatal(err)

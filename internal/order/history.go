@@ -59,15 +59,18 @@ func RecordLabel(step string, undo bool) string {
 type StatusChange struct {
 	// ID identifies the change, for consumers that drop duplicates
 	// (delivery is at least once).
-	ID                 string    `json:"eventId"`
-	OrderID            string    `json:"orderId"`
-	CustomerID         string    `json:"customerId"`
-	Status             Status    `json:"status"`
-	Previous           Status    `json:"previousStatus,omitempty"`
-	FailedStep         string    `json:"failedStep,omitempty"`
-	Reason             string    `json:"reason,omitempty"`
-	NotificationTarget string    `json:"notificationTarget,omitempty"`
-	At                 time.Time `json:"at"`
+	ID                 string `json:"eventId"`
+	OrderID            string `json:"orderId"`
+	CustomerID         string `json:"customerId"`
+	Status             Status `json:"status"`
+	Previous           Status `json:"previousStatus,omitempty"`
+	FailedStep         string `json:"failedStep,omitempty"`
+	Reason             string `json:"reason,omitempty"`
+	NotificationTarget string `json:"notificationTarget,omitempty"`
+	// Waiting is, for StatusWaiting, what the order's step waits for and
+	// until when: the same object as its view's.
+	Waiting *WaitingFor `json:"waiting,omitempty"`
+	At      time.Time   `json:"at"`
 }
 
 // Written is one write to an order, read from the table's stream: what it

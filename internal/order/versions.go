@@ -194,12 +194,38 @@ func (v Versions) FirstAgents() []string {
 // CallsBack reports whether any version has a step whose service calls
 // back: only then does a stage take callbacks.
 func (v Versions) CallsBack() bool {
+	return v.HasStep(func(d StepDef) bool { return d.Callback != nil })
+}
+
+// HasStep reports whether any version has a step for which is holds.
+func (v Versions) HasStep(is func(StepDef) bool) bool {
 	for _, w := range v.Workflows() {
-		if slices.ContainsFunc(w.Steps, func(d StepDef) bool { return d.Callback != nil }) {
+		if slices.ContainsFunc(w.Steps, is) {
 			return true
 		}
 	}
 	return false
+}
+
+// ReadsOrders reports whether any version has a step after its first
+// whose start depends on its order's data (Workflow.ReadsOrder: a
+// condition, or a timer until a time): only then do the actors that
+// complete the step before it read an order's item. The first step's
+// start is decided at submission, on the data submitted.
+func (v Versions) ReadsOrders() bool {
+	for _, w := range v.Workflows() {
+		for i := 1; i < len(w.Steps); i++ {
+			if w.readsFrom(i) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Polls reports whether any version has a step whose service is polled.
+func (v Versions) Polls() bool {
+	return v.HasStep(func(d StepDef) bool { return d.Poll != nil })
 }
 
 // Workflows lists the definitions, oldest first.

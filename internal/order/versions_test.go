@@ -138,3 +138,33 @@ func TestRehearsalRenamesWhatCarriesTheStep(t *testing.T) {
 		t.Errorf("the rehearsal changed the original: %v", w.Steps[2].Carries)
 	}
 }
+
+// A stage reads orders' items only when a step after the first starts on
+// the order's data, and polls only when a step's service is polled.
+func TestVersionsSayWhetherTheyReadOrdersAndPoll(t *testing.T) {
+	base := ordertest.OrderWorkflow(order.DefaultTiming)
+	tests := []struct {
+		name        string
+		shape       func(w *order.Workflow)
+		reads, poll bool
+	}{
+		{"plain", func(*order.Workflow) {}, false, false},
+		{"a condition on the first step", func(w *order.Workflow) { w.Steps[0].When = holds(true) }, false, false},
+		{"a condition after it", func(w *order.Workflow) { w.Steps[1].When = holds(true) }, true, false},
+		{"a timer until a time", func(w *order.Workflow) {
+			w.Steps = slices.Insert(w.Steps, 1, order.StepDef{Name: "hold", Wait: &order.Wait{Until: holds(true), Max: time.Hour}})
+		}, true, false},
+		{"a polled step", func(w *order.Workflow) { w.Steps[2].Poll = &order.PollWait{Timeout: time.Hour, Every: time.Minute} }, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := base
+			w.Steps = slices.Clone(base.Steps)
+			tt.shape(&w)
+			v := order.MustVersions(w)
+			if v.ReadsOrders() != tt.reads || v.Polls() != tt.poll {
+				t.Errorf("ReadsOrders %t, Polls %t; want %t, %t", v.ReadsOrders(), v.Polls(), tt.reads, tt.poll)
+			}
+		})
+	}
+}

@@ -19,6 +19,11 @@ import (
 // API Gateway and proxies log paths.
 const callbackScheme = "Orderly-Callback"
 
+// CallbackTokenHeader carries the token of a callback on POST
+// /callbacks/iam, whose Authorization header is the caller's SigV4
+// signature: the token alone, with no scheme.
+const CallbackTokenHeader = "Orderly-Callback-Token"
+
 // callback takes a service's callback (POST /callbacks): the token in the
 // Authorization header says for which attempt of which step; the body
 // says how the work went (order.ParseCallback). The token is never
@@ -28,6 +33,30 @@ func (s *Service) callback(ctx context.Context, req events.APIGatewayProxyReques
 	if err != nil {
 		return events.APIGatewayProxyResponse{}, err
 	}
+	return s.takeCallback(ctx, req, token, "the Authorization header", "")
+}
+
+// callbackIAM takes the same callback from a service inside AWS (POST
+// /callbacks/iam): API Gateway's IAM authorization checked its SigV4
+// signature, so the token comes in CallbackTokenHeader instead. The token
+// still decides which attempt of which step it is for: a signature alone
+// allows no callback. The caller is logged, as who called back.
+func (s *Service) callbackIAM(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	caller, err := PrincipalOf(req.RequestContext.Identity)
+	if err != nil {
+		return events.APIGatewayProxyResponse{}, err
+	}
+	values := headerValues(req, CallbackTokenHeader)
+	if len(values) != 1 || strings.TrimSpace(values[0]) == "" {
+		return events.APIGatewayProxyResponse{}, fmt.Errorf("a callback on %s needs one %s header, the token its call carried: %w",
+			ResourceCallbacksIAM, CallbackTokenHeader, errBadToken)
+	}
+	return s.takeCallback(ctx, req, strings.TrimSpace(values[0]), "the "+CallbackTokenHeader+" header", caller.ID)
+}
+
+// takeCallback takes a callback whose token came in where (for the
+// answer's words), from caller (its IAM principal; "" for none).
+func (s *Service) takeCallback(ctx context.Context, req events.APIGatewayProxyRequest, token, where, caller string) (events.APIGatewayProxyResponse, error) {
 	if s.callbacks == nil {
 		return events.APIGatewayProxyResponse{}, fmt.Errorf("callbacks: this stage has no callback key: %w", errUnavailable)
 	}
@@ -41,7 +70,7 @@ func (s *Service) callback(ctx context.Context, req events.APIGatewayProxyReques
 	case errors.Is(err, callbacktoken.ErrExpired):
 		return events.APIGatewayProxyResponse{}, fmt.Errorf("the callback's token expired with the wait it was made for: %w", order.ErrTooLate)
 	case err != nil:
-		return events.APIGatewayProxyResponse{}, fmt.Errorf("the Authorization header holds no callback token of this stage (wrong, altered or another stage's): %w", errBadToken)
+		return events.APIGatewayProxyResponse{}, fmt.Errorf("%s holds no callback token of this stage (wrong, altered or another stage's): %w", where, errBadToken)
 	}
 	body, err := bodyOf(req, false)
 	if err != nil {
@@ -53,6 +82,9 @@ func (s *Service) callback(ctx context.Context, req events.APIGatewayProxyReques
 	}
 	taken, err := s.controls.Callback(ctx, claim, cb)
 	log := s.log.With("order_id", claim.OrderID, "step", claim.Step, "attempt", claim.Attempt, "outcome", cb.Outcome)
+	if caller != "" {
+		log = log.With("caller", caller)
+	}
 	if err != nil {
 		log.InfoContext(ctx, "callback refused", "error", err)
 		return events.APIGatewayProxyResponse{}, err

@@ -211,3 +211,98 @@ func TestCallbacksThatFailComeLateOrEarly(t *testing.T) {
 		t.Errorf("after the timeout: %s, want the payment Pending with one failure", testenv.Describe(testenv.States(steps)))
 	}
 }
+
+// callIAM posts a callback on POST /callbacks/iam, signed (as API Gateway
+// names its caller) by caller ("": unsigned), with the token in the
+// Orderly-Callback-Token header, once per value of tokens.
+func (w callingBack) callIAM(t *testing.T, caller string, tokens []string, body string) (int, map[string]any) {
+	t.Helper()
+	req := events.APIGatewayProxyRequest{HTTPMethod: http.MethodPost, Path: "/callbacks/iam", Body: body,
+		// The SigV4 signature API Gateway checked is the Authorization.
+		MultiValueHeaders: map[string][]string{"Content-Type": {"application/json"},
+			"Authorization": {"AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20261128/us-east-1/execute-api/aws4_request, SignedHeaders=host, Signature=00"}},
+		RequestContext: testenv.As(caller)}
+	if len(tokens) > 0 {
+		req.MultiValueHeaders[api.CallbackTokenHeader] = tokens
+	}
+	resp, err := w.API.Handle(context.Background(), req)
+	if err != nil {
+		t.Fatalf("POST /callbacks/iam: %v", err)
+	}
+	var out map[string]any
+	_ = json.Unmarshal([]byte(resp.Body), &out)
+	return resp.StatusCode, out
+}
+
+// A service inside AWS calls back on POST /callbacks/iam, signed with its
+// role (API Gateway's IAM authorization), the token in its own header:
+// the same callback, taken by the same rules, with the same answers as on
+// POST /callbacks; a duplicate answers as the first on either route. A
+// request with no caller, or without exactly one token of this stage's
+// attempt in that header, is refused and writes nothing.
+func TestACallbackOverIAMIsTheSameCallback(t *testing.T) {
+	if !testenv.Enabled() {
+		t.Skip("set ORDERLY_INTEGRATION=1 to run against the emulators")
+	}
+	w := newCallingBack(t)
+	id := w.charging(t, true)
+	good := w.token(t, id, 1)
+	altered := []byte(good)
+	altered[len(altered)-3] ^= 1
+	const service = "AROASERVICEROLE000001:payment-worker"
+	for _, tt := range []struct {
+		name   string
+		caller string
+		tokens []string
+		body   string
+		status int
+		code   string
+	}{
+		{"unsigned", "", []string{good}, charged, 403, "forbidden"},
+		{"no token header", service, nil, charged, 401, "invalid_token"},
+		{"two tokens", service, []string{good, good}, charged, 401, "invalid_token"},
+		{"the token with the callback scheme", service, []string{"Orderly-Callback " + good}, charged, 401, "invalid_token"},
+		{"an altered token", service, []string{string(altered)}, charged, 401, "invalid_token"},
+		{"an attempt that is not the step's", service, []string{w.token(t, id, 2)}, charged, 409, "invalid_state"},
+		{"an unknown outcome", service, []string{good}, `{"outcome":"done"}`, 400, "invalid_request"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			before, _ := w.Records(t, id)
+			if got, out := w.callIAM(t, tt.caller, tt.tokens, tt.body); got != tt.status || out["error"] != tt.code {
+				t.Errorf("got %d %v, want %d %s", got, out, tt.status, tt.code)
+			}
+			if after, _ := w.Records(t, id); !after.UpdatedAt.Equal(before.UpdatedAt) {
+				t.Error("the order changed")
+			}
+		})
+	}
+
+	w.Clock.Advance(10 * time.Minute)
+	got, out := w.callIAM(t, service, []string{good}, `{"outcome":"working"}`)
+	_, steps := w.Records(t, id)
+	if want := w.Clock.Now().Truncate(time.Millisecond).Add(time.Hour); got != 200 || !steps[1].CompleteBy.Equal(want) || out["completeBy"] == nil {
+		t.Errorf("working: got %d %v, deadline %s; want 200 and the deadline at %s", got, out, steps[1].CompleteBy, want)
+	}
+	got, first := w.callIAM(t, service, []string{good}, charged)
+	if got != 200 || first["status"] != string(order.StatusProcessing) || first["orderId"] != id || first["step"] != ordertest.StepChargePayment {
+		t.Fatalf("succeeded: got %d %v, want 200 Processing for the order's payment", got, first)
+	}
+	o, steps := w.Records(t, id)
+	if steps[1].ProcessState != order.Processed || steps[1].Reference != "ch-1" {
+		t.Fatalf("after the callback: %s, want the payment Processed with ch-1", testenv.Describe(testenv.States(steps)))
+	}
+	// The duplicate, on either route, answers as the first; another
+	// outcome is refused; nothing is written.
+	if got, out := w.callIAM(t, service, []string{good}, charged); got != 200 || out["status"] != first["status"] {
+		t.Errorf("the same success again: got %d %v, want 200 as the first", got, out)
+	}
+	if got, out := w.call(t, "Orderly-Callback "+good, charged); got != 200 || out["status"] != first["status"] {
+		t.Errorf("the same success on POST /callbacks: got %d %v, want 200 as the first", got, out)
+	}
+	if got, out := w.callIAM(t, service, []string{good}, `{"outcome":"failed","error":"declined"}`); got != 409 || out["error"] != "invalid_state" {
+		t.Errorf("a failure after the success: got %d %v, want 409 invalid_state", got, out)
+	}
+	if after, _ := w.Records(t, id); !after.UpdatedAt.Equal(o.UpdatedAt) {
+		t.Error("a second callback changed the order")
+	}
+}

@@ -161,6 +161,9 @@ func TestViewsShowWhatAWaitingStepWaitsFor(t *testing.T) {
 		{"an event, named", order.Workflow{Name: "checkout", Version: "1", Steps: []order.StepDef{
 			{Name: "cool-off", Wait: &order.Wait{Event: "review", Timeout: time.Hour}}, wf.Steps[1]}},
 			[]string{`{"for":"event","event":"review","since":"2026-03-01T12:00:00Z","until":"2026-03-01T13:00:00Z"}`, ""}},
+		{"a service's callback", order.Workflow{Name: "checkout", Version: "1", Steps: []order.StepDef{
+			{Name: "cool-off", Agent: "payment", Callback: &order.CallbackWait{Timeout: time.Hour}}, wf.Steps[1]}},
+			[]string{`{"for":"callback","since":"2026-03-01T12:00:00Z","until":"2026-03-01T13:00:00Z"}`, ""}},
 		{"a version this build lacks: what it waits for is not known", order.Workflow{},
 			[]string{`{"since":"2026-03-01T12:00:00Z","until":"2026-03-01T13:00:00Z"}`, ""}},
 	}

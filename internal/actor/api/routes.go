@@ -43,6 +43,11 @@ const (
 	// Authorization header is what allows a callback, for one attempt of
 	// one step.
 	ResourceCallbacks = "/callbacks"
+	// ResourceCallbacksIAM takes the same callbacks from services inside
+	// AWS: IAM-authorized (SigV4), as every route but ResourceCallbacks
+	// is, with the token in the CallbackTokenHeader header, since the
+	// Authorization header is the signature's.
+	ResourceCallbacksIAM = "/callbacks/iam"
 )
 
 // handler serves one route.
@@ -68,6 +73,7 @@ var routes = []struct {
 	{http.MethodPost, ResourceEvent, asClient((*Service).sendEvent)},
 	{http.MethodPost, ResourceOperatorEvent, asOperator((*Service).sendEvent)},
 	{http.MethodPost, ResourceCallbacks, (*Service).callback},
+	{http.MethodPost, ResourceCallbacksIAM, (*Service).callbackIAM},
 }
 
 // sided is a handler that serves a client its own orders, or an operator
@@ -179,6 +185,8 @@ func resourceOf(path string) string {
 		return ResourceOperatorOrders
 	case path == ResourceCallbacks:
 		return ResourceCallbacks
+	case path == ResourceCallbacksIAM:
+		return ResourceCallbacksIAM
 	case !isOrder || id == "" || strings.Contains(action, "/"):
 		return ""
 	case action == "":

@@ -32,31 +32,14 @@ type StepView struct {
 }
 
 // WaitView is what a Waiting step waits for, since when and until when,
-// as clients and operators read it.
-type WaitView struct {
-	// For is the kind of wait (order.Wait.Kind), from the step's
-	// definition; empty when this build lacks the order's workflow
-	// version.
-	For string `json:"for,omitempty"`
-	// Event is the name of the event the step waits for (For "event"):
-	// what a client or an operator sends to move the order on.
-	Event string    `json:"event,omitempty"`
-	Since time.Time `json:"since,omitzero"`
-	// Until is when the wait ends: the record's CompleteBy.
-	Until time.Time `json:"until"`
-}
+// as clients and operators read it: the same object as a Waiting order's
+// status event carries.
+type WaitView = order.WaitingFor
 
 // waitView is st's wait, nil unless st is Waiting. wf is the order's
 // workflow version (the zero Workflow when this build lacks it).
 func waitView(st order.StepState, wf order.Workflow) *WaitView {
-	if st.ProcessState != order.Waiting {
-		return nil
-	}
-	v := &WaitView{Since: st.Since, Until: st.CompleteBy}
-	if d, ok := wf.Step(st.Step); ok && d.Wait != nil && !st.Undo {
-		v.For, v.Event = d.Wait.Kind(), d.Wait.Event
-	}
-	return v
+	return wf.WaitOf(st)
 }
 
 // ClientStepView is one record's state as the order's client reads it

@@ -15,7 +15,13 @@ import (
 // ChangeOf reads a stream record of the orders table (NEW_AND_OLD_IMAGES).
 // Every write to an order is one record, so the changes of all its records
 // are, in sequence, the order's exact history. A removal changes nothing.
+// A Waiting status event says since and until when its step waits; what
+// it waits for needs the workflows (History.Knowing).
 func ChangeOf(rec events.DynamoDBEventRecord) (order.Written, error) {
+	return changeOf(rec, order.Versions{})
+}
+
+func changeOf(rec events.DynamoDBEventRecord, workflows order.Versions) (order.Written, error) {
 	if rec.EventName == string(events.DynamoDBOperationTypeRemove) || len(rec.Change.NewImage) == 0 {
 		return order.Written{}, nil
 	}
@@ -35,6 +41,7 @@ func ChangeOf(rec events.DynamoDBEventRecord) (order.Written, error) {
 		Submitted: fromMillis(now.CreatedAt), At: fromMillis(now.UpdatedAt), Current: order.Status(now.Status)}
 	if before == nil || before.Status != now.Status {
 		c.Status = statusChange(before, now, rec.Change.SequenceNumber)
+		c.Status.Waiting = waitingFor(now, workflows)
 	}
 	return c, nil
 }
@@ -205,6 +212,21 @@ func alertTransition(r orderRecord, active *int, event, kind string) order.Histo
 		t.Record, t.Step, t.Undo, t.Attempt = *active, s.Step, s.Undo, s.Attempt
 	}
 	return t
+}
+
+// waitingFor is what the order's active step waits for, as its view shows
+// it, when the order is Waiting; nil otherwise. A version not among
+// workflows (Get gives the zero Workflow) shows the times alone.
+func waitingFor(now orderRecord, workflows order.Versions) *order.WaitingFor {
+	if order.Status(now.Status) != order.StatusWaiting {
+		return nil
+	}
+	st, ok := now.active()
+	if !ok {
+		return nil
+	}
+	wf, _ := workflows.Get(now.Workflow, now.Version)
+	return wf.WaitOf(st)
 }
 
 // statusChange is the event of an order's new status.

@@ -31,6 +31,9 @@ type HistoryClient interface {
 type History struct {
 	client HistoryClient
 	table  string
+	// workflows are the versions the stage runs: a Waiting status event
+	// names what its step waits for from its definition.
+	workflows order.Versions
 }
 
 // NewHistory returns the history over a table.
@@ -238,8 +241,16 @@ func pad(seq string) string {
 	return strings.Repeat("0", seqWidth-len(seq)) + seq
 }
 
+// Knowing returns the history reading changes of orders that run
+// workflows: a Waiting status event then says what its step waits for
+// (order.WaitingFor's For and Event), not only since and until when.
+func (h *History) Knowing(workflows order.Versions) *History {
+	h.workflows = workflows
+	return h
+}
+
 // ChangeOf is the package's ChangeOf, for a recorder that reads the
-// stream through its history store.
+// stream through its history store, knowing its workflows.
 func (h *History) ChangeOf(rec events.DynamoDBEventRecord) (order.Written, error) {
-	return ChangeOf(rec)
+	return changeOf(rec, h.workflows)
 }

@@ -26,7 +26,8 @@ const (
 	ClassContract      Class = "contract"
 	ClassNotInBuild    Class = "not-in-build"
 	// ClassAccepted is a 202 to the call of a step whose service calls
-	// back: the step waits for its callback.
+	// back or is polled, or to a check of a polled step's status URL:
+	// the step waits for its callback, or its next check.
 	ClassAccepted Class = "accepted"
 )
 
@@ -109,7 +110,21 @@ and later calls POST url with the header Authorization: Orderly-Callback <token>
 "result": {"id": ..., ...}} (the answer a synchronous call returns), {"outcome": "failed", "error": "why"} or
 {"outcome": "working"}; or it answers 200 or 201 with the work done at once, as any call. The token is a bearer secret
 for this one attempt, valid until expiresAt: never log it. A call made again after the wait ended has the same
-Idempotency-Key and a new token.`
+Idempotency-Key and a new token.
+
+A step whose service is polled (steps[].call.poll; components.pathItems.StepCallPolled and StepStatus, the
+Asynchronous Request-Reply pattern) sends the header Prefer: respond-async (RFC 7240). The service answers 202
+Accepted (x-orderly-class accepted; the body is ignored) with Location, the status URL, and optionally Retry-After;
+or 200 or 201 with the work done at once, as any call. The status URL, resolved against the call's URL, must be
+under the service's base URL (the same scheme and host, a path under the base's), with no user or fragment, at most
+2048 bytes: the checks carry the service's credential, so they go nowhere else. The engine checks it on the
+Supervisor's schedule, after Retry-After when given (else the step's poll.every), with GET, the service's
+credential, Accept: application/json and the step's Idempotency-Key: 202 means the work goes on (with Location, a
+new status URL), 200 or 201 with the answer means it is done, 302 or 303 means it is done and the answer is at
+Location (under the base URL too, read with one more GET), a 4xx means it failed (classified as a call's: 422 is
+permanent), 408, 429 and 5xx are transient (checked again later). A wait that passes the step's poll.timeout is a
+timeout: the call is made again with the same Idempotency-Key, and must answer the same job (202 with its status
+URL) or its answer, never do the work again.`
 
 // Contract returns the remote-service contract as an OpenAPI 3.1
 // document, for any workflow: its calls are components.pathItems
@@ -144,6 +159,11 @@ func Contract() map[string]any {
 				"StepCall": map[string]any{"post": operation("do a step's work",
 					"At the method and path of the step's call (steps[].call). Does the work once per Idempotency-Key.",
 					ref("Request"), response("the work is done (or was, under this key): its reference and the step's result", ref("Answer")))},
+				"StepCallPolled": map[string]any{"post": polled(operation("do a step's work, polled",
+					"At the method and path of the call of a step whose service is polled (steps[].call.poll). Does the work once per "+
+						"Idempotency-Key; answers 202 with Location, the status URL, or answers 2xx with the work done.",
+					ref("Request"), response("the work is done (or was, under this key): its reference and the step's result", ref("Answer"))))},
+				"StepStatus": map[string]any{"get": statusCheck(ref("Answer"))},
 				"StepCallCallingBack": map[string]any{"post": callingBack(operation("do a step's work, calling back",
 					"At the method and path of the call of a step whose service calls back (steps[].call.callback). Does the work once per "+
 						"Idempotency-Key; answers 202 and calls back at callback.url with callback.token, or answers 2xx with the work done.",
@@ -170,6 +190,9 @@ func ContractFor(w order.Workflow) (map[string]any, error) {
 	components := doc["components"].(map[string]any)
 	schemas := components["schemas"].(map[string]any)
 	delete(components, "pathItems")
+	// A status URL's path is the service's own: a polled step's checks
+	// are a path item of their own, at no path.
+	statuses := map[string]any{}
 	input := schemaOf(w.Input)
 	if input != nil {
 		schemas["Input"] = rebase(input, "#/components/schemas/Input")
@@ -210,6 +233,15 @@ func ContractFor(w order.Workflow) (map[string]any, error) {
 		}
 		op := operation("step "+d.Name+" (service "+d.Agent+")", "Does the work of step "+d.Name+" once per Idempotency-Key.",
 			requestSchema(w, d, input, false), response("the work is done (or was, under this key): its reference and the step's result, "+kept, success))
+		if d.Poll != nil {
+			op = polled(op)
+			op["description"] = "Does the work of step " + d.Name + " once per Idempotency-Key; answers 202 with Location, the status URL, " +
+				"or answers 2xx with the work done."
+			status := statusCheck(success)
+			status["operationId"] = "status-" + d.Name
+			status["description"] = "The status URL of step " + d.Name + "'s call: " + status["description"].(string)
+			statuses[d.Name+".Status"] = map[string]any{"get": status}
+		}
 		if d.Callback != nil {
 			op = callingBack(op)
 			op["description"] = "Does the work of step " + d.Name + " once per Idempotency-Key; answers 202 and calls back at callback.url " +
@@ -231,6 +263,9 @@ func ContractFor(w order.Workflow) (map[string]any, error) {
 		}
 	}
 	doc["paths"] = paths
+	if len(statuses) > 0 {
+		components["pathItems"] = statuses
+	}
 	return doc, nil
 }
 
@@ -296,6 +331,73 @@ func callingBack(op map[string]any) map[string]any {
 		"description":     "accepted: the service calls back at callback.url with callback.token (succeeded, failed or working); the body is ignored",
 		"x-orderly-class": string(ClassAccepted),
 	}
+	return op
+}
+
+// polled is op, the call of a step whose service is polled, with its
+// Prefer header and its 202: the call accepted, its status URL in
+// Location.
+func polled(op map[string]any) map[string]any {
+	op["parameters"] = append(op["parameters"].([]any), map[string]any{
+		// Optional, as every preference is (RFC 7240): a call without it
+		// is answered as any call, not refused.
+		"name": "Prefer", "in": "header", "required": false,
+		"description": "RFC 7240, sent with every call of a polled step: the call may be answered 202 with a status URL (Location), checked later",
+		"schema":      map[string]any{"type": "string", "enum": []any{PreferAsync}},
+	})
+	op["responses"].(map[string]any)["202"] = map[string]any{
+		"description":     "accepted: the work goes on; Location is its status URL, checked after Retry-After; the body is ignored",
+		"x-orderly-class": string(ClassAccepted),
+		"headers": map[string]any{
+			"Location":    statusLocation(true, "the status URL: resolved against the call's URL, under the service's base URL"),
+			"Retry-After": retryAfterCheck(),
+		},
+	}
+	return op
+}
+
+// statusLocation is a Location header naming a URL under the service's
+// base URL.
+func statusLocation(required bool, description string) map[string]any {
+	return map[string]any{"required": required, "description": description + "; no user or fragment",
+		"schema": map[string]any{"type": "string", "format": "uri-reference", "minLength": 1, "maxLength": order.MaxStatusURLBytes}}
+}
+
+// retryAfterCheck is the Retry-After of a 202 of a polled step: when to
+// check next.
+func retryAfterCheck() map[string]any {
+	h := retryAfter()
+	h["description"] = "when to check the status URL next: delay-seconds or an HTTP date; without it, after the step's poll.every " +
+		"(at least a second, and never after the wait's end)"
+	return h
+}
+
+// statusCheck is the GET of a polled step's status URL, whose done
+// answer is success.
+func statusCheck(success map[string]any) map[string]any {
+	op := operation("check a polled step's work",
+		"At the status URL a 202 gave (Location): the engine GETs it on the Supervisor's schedule with the service's credential, "+
+			"Accept: application/json and the step's Idempotency-Key, until it says the work is done or failed, or the step's "+
+			"poll.timeout passes (then the call is made again with the same key).", nil,
+		response("done: the step's answer, as a call's 2xx", success))
+	delete(op, "requestBody")
+	responses := op["responses"].(map[string]any)
+	responses["202"] = map[string]any{
+		"description":     "the work goes on: checked again after Retry-After; a Location names a new status URL for the next checks",
+		"x-orderly-class": string(ClassAccepted),
+		"headers": map[string]any{
+			"Location":    statusLocation(false, "a new status URL: resolved against this one's, under the service's base URL"),
+			"Retry-After": retryAfterCheck(),
+		},
+	}
+	for _, code := range []string{"302", "303"} {
+		responses[code] = map[string]any{
+			"description":     "done: the answer is at Location (under the service's base URL), read with one more GET, which answers as a 200 here",
+			"x-orderly-class": string(ClassSuccess),
+			"headers":         map[string]any{"Location": statusLocation(true, "where the answer is")},
+		}
+	}
+	responses["4XX"] = failure(ClassPermanent, "the work failed (a declined card): permanent; the step fails and the steps before it are undone", true)
 	return op
 }
 

@@ -411,3 +411,96 @@ func TestContractLeavesOutStepsThatWait(t *testing.T) {
 		t.Errorf("operations %v, want the three calls and three undos only", ops)
 	}
 }
+
+// A polled step's contract says what its client does: the call carries
+// Prefer: respond-async and its 202 is the call accepted; each status a
+// check of the status URL can get is taken as the status's operation
+// says (202 accepted, 200 and a 302 or 303 to the answer done, 4xx
+// permanent but the configuration statuses, 408, 429 and 5xx
+// transient), and Retry-After is declared wherever it is read.
+func TestPolledStepsContract(t *testing.T) {
+	tc := workflows(t)[0]
+	w := tc.w
+	w.Steps = slices.Clone(w.Steps)
+	i, _ := w.Index(ordertest.StepChargePayment)
+	step := &w.Steps[i]
+	step.Poll = &order.PollWait{Timeout: time.Hour, Every: time.Minute}
+	check := newContractCheck(t, w)
+	var status int
+	var problems []string
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.Method == http.MethodPost:
+			body, _ := io.ReadAll(r.Body)
+			problems = append(problems, check.request(r, body)...)
+			rw.Header().Set("Location", "/status/1")
+			rw.Header().Set("Retry-After", "7")
+			rw.WriteHeader(http.StatusAccepted)
+		case r.URL.Path == "/answer":
+			io.WriteString(rw, `{"id":"ch_1"}`)
+		default:
+			rw.Header().Set("Retry-After", "7")
+			rw.Header().Set("Location", "/answer")
+			rw.WriteHeader(status)
+			if status >= 200 && status < 300 {
+				io.WriteString(rw, `{"id":"ch_1"}`)
+				return
+			}
+			io.WriteString(rw, `{"error":"no"}`)
+		}
+	}))
+	defer srv.Close()
+	client := remote.NewClient(srv.URL, srv.Client(), order.MustVersions(w))
+	req := order.StepRequest{OrderID: "ORDER1", Workflow: w.Name, Version: w.Version, Step: step.Name, Attempt: 1, IdempotencyKey: "KEY1",
+		Input: tc.input, Results: map[string]json.RawMessage{ordertest.StepReserveInventory: json.RawMessage(`{"id":"res_1"}`)}}
+	ans, err := client.Call(t.Context(), step.Agent, req)
+	resp, _, cerr := check.response(step.Call.Method, step.Call.Path, http.StatusAccepted)
+	if err != nil || !ans.Accepted || cerr != nil || resp["x-orderly-class"] != string(remote.ClassAccepted) {
+		t.Fatalf("the call: %+v, %v; the contract's 202: %v, %v", ans, err, resp, cerr)
+	}
+	if headers, _ := resp["headers"].(map[string]any); headers["Location"] == nil || headers["Retry-After"] == nil {
+		t.Errorf("the call's 202 declares headers %v, want Location and Retry-After", headers)
+	}
+	if len(problems) > 0 {
+		t.Errorf("the call breaks the contract: %v", problems)
+	}
+
+	statusOp := check.doc["components"].(map[string]any)["pathItems"].(map[string]any)[step.Name+".Status"].(map[string]any)["get"].(map[string]any)
+	responses := statusOp["responses"].(map[string]any)
+	req.Poll = ans.StatusURL
+	classes := map[remote.Class]int{}
+	for status = 200; status < 600; status++ {
+		if status == http.StatusSwitchingProtocols || status == http.StatusNoContent || status == http.StatusNotModified || status == http.StatusResetContent {
+			continue
+		}
+		resp, key := responses[strconv.Itoa(status)], strconv.Itoa(status)
+		if resp == nil {
+			key = fmt.Sprintf("%dXX", status/100)
+			resp = responses[key]
+		}
+		if resp == nil {
+			t.Errorf("status %d of a check is not in the contract", status)
+			continue
+		}
+		want := remote.Class(fmt.Sprint(resp.(map[string]any)["x-orderly-class"]))
+		ans, err := client.Call(t.Context(), step.Agent, req)
+		got := remote.ClassOf(err)
+		if err == nil && ans.Accepted {
+			got = remote.ClassAccepted
+		}
+		if got != want {
+			t.Errorf("a check answered %d: the client takes it as %s (%v), the contract (%s) says %s", status, got, err, key, want)
+		}
+		headers, _ := resp.(map[string]any)["headers"].(map[string]any)
+		if _, declared := headers["Retry-After"]; declared != (want == remote.ClassTransient || want == remote.ClassAccepted) {
+			t.Errorf("a check answered %d (%s): Retry-After declared %t", status, want, declared)
+		}
+		classes[want]++
+	}
+	for _, c := range []remote.Class{remote.ClassAccepted, remote.ClassSuccess, remote.ClassTransient, remote.ClassPermanent, remote.ClassConfiguration} {
+		if classes[c] == 0 {
+			t.Errorf("no status of a check of class %s", c)
+		}
+	}
+}

@@ -51,17 +51,7 @@ func TestAStepThatCallsBackIsToldTheLocalAPI(t *testing.T) {
 		// Room for a loaded machine: a timed-out call is made again, on
 		// attempt 2, and this test is about the first.
 		cfg.Timing.Allowance, cfg.Timing.MaxAllowance = 4*cfg.Timing.Allowance, 4*cfg.Timing.MaxAllowance
-		wf := ordertest.OrderWorkflow(cfg.Timing)
-		wf.Steps = slices.Clone(wf.Steps)
-		i, _ := wf.Index(ordertest.StepChargePayment)
-		wf.Steps[i].Callback = &order.CallbackWait{Timeout: time.Hour}
-		cfg.Workflows = order.MustVersions(wf)
-		cfg.FunctionHTTP = func(function string) func(http.RoundTripper) http.RoundTripper {
-			if function != resources.AgentFunction(ordertest.AgentPayment) {
-				return nil
-			}
-			return func(next http.RoundTripper) http.RoundTripper { payment.next = next; return payment }
-		}
+		paymentCallsBack(cfg, payment)
 	})
 	id := submit(t, e, lines("BOOK-1"))
 	if v := await(t, e, id, 20*time.Second); v.Status != order.StatusProcessed {
@@ -90,5 +80,22 @@ func TestAStepThatCallsBackIsToldTheLocalAPI(t *testing.T) {
 	}
 	if c, err := sealer.Open(body.Callback.Token, time.Now()); err != nil || c.OrderID != id || c.Step != ordertest.StepChargePayment || c.Attempt != 1 {
 		t.Errorf("the token opens to %+v, %v; want the order's charge-payment, attempt 1", c, err)
+	}
+}
+
+// paymentCallsBack makes cfg's workflow the shipped one with its payment
+// calling back within an hour, and records the payment agent's calls in
+// payment.
+func paymentCallsBack(cfg *engine.Config, payment *bodies) {
+	wf := ordertest.OrderWorkflow(cfg.Timing)
+	wf.Steps = slices.Clone(wf.Steps)
+	i, _ := wf.Index(ordertest.StepChargePayment)
+	wf.Steps[i].Callback = &order.CallbackWait{Timeout: time.Hour}
+	cfg.Workflows = order.MustVersions(wf)
+	cfg.FunctionHTTP = func(function string) func(http.RoundTripper) http.RoundTripper {
+		if function != resources.AgentFunction(ordertest.AgentPayment) {
+			return nil
+		}
+		return func(next http.RoundTripper) http.RoundTripper { payment.next = next; return payment }
 	}
 }

@@ -247,22 +247,76 @@ func (s *Server) sleep(d time.Duration) bool {
 	}
 }
 
-// callbackTries bounds the tries of one callback that gets no answer or
-// a 5xx, as a real service retries a callback a while.
-const callbackTries = 3
+// A callback that gets no answer (orderly is down: the connection is
+// refused), a 5xx or a 429 is tried again, as a real service retries a
+// callback: at least callbackTries times, and on while its token is
+// valid (after that orderly could only answer 410), each try
+// callbackBackoff after the last, doubling up to callbackBackoffMax.
+const (
+	callbackTries      = 3
+	callbackBackoff    = 500 * time.Millisecond
+	callbackBackoffMax = 2 * time.Second
+)
+
+// CallbackTally counts what the services' callbacks met: how many were
+// sent, how many had to be tried again because orderly did not answer
+// (it was down: the connection refused) or answered 5xx or 429, and how
+// many of those got through in the end.
+type CallbackTally struct {
+	Callbacks int `json:"callbacks"`
+	// Retried counts the callbacks tried more than once; TriesFailed the
+	// tries that got no answer, a 5xx or a 429.
+	Retried     int `json:"retried"`
+	TriesFailed int `json:"triesFailed"`
+	// RetriedDelivered counts the retried callbacks orderly answered in
+	// the end (with any status below 500 but 429); Undelivered the
+	// callbacks given up on.
+	RetriedDelivered int `json:"retriedDelivered"`
+	Undelivered      int `json:"undelivered"`
+}
+
+// CallbackTally returns what the callbacks sent so far met.
+func (s *Server) CallbackTally() CallbackTally {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tally
+}
 
 // sendCallback POSTs body to the callback's URL with its token, and
 // returns orderly's status (0 when none came). The token goes in the
 // Authorization header only: never in the log, nor in what is returned.
 func (s *Server) sendCallback(cb callbackRequest, body map[string]any) int {
-	raw, _ := json.Marshal(body) // maps of strings and answers made here cannot fail
-	status := 0
-	for try := range callbackTries {
-		if try > 0 && !s.sleep(time.Duration(try)*500*time.Millisecond) {
-			return status
+	raw, _ := json.Marshal(body)                         // maps of strings and answers made here cannot fail
+	expires, _ := time.Parse(time.RFC3339, cb.ExpiresAt) // problem() checked it
+	status, tries, failed := 0, 0, 0
+	defer func() {
+		delivered := tries > failed
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.tally.Callbacks++
+		s.tally.TriesFailed += failed
+		if tries > 1 {
+			s.tally.Retried++
+			if delivered {
+				s.tally.RetriedDelivered++
+			}
 		}
+		if !delivered {
+			s.tally.Undelivered++
+		}
+	}()
+	backoff := callbackBackoff
+	for try := 0; try < callbackTries || time.Now().Before(expires); try++ {
+		if try > 0 {
+			if !s.sleep(backoff) {
+				return status
+			}
+			backoff = min(2*backoff, callbackBackoffMax)
+		}
+		tries++
 		req, err := http.NewRequestWithContext(s.life, http.MethodPost, cb.URL, bytes.NewReader(raw))
 		if err != nil {
+			failed++
 			return 0 // problem() checked the URL
 		}
 		req.Header.Set("Content-Type", "application/json")
@@ -271,6 +325,7 @@ func (s *Server) sendCallback(cb callbackRequest, body map[string]any) int {
 		if err != nil {
 			// The error names the URL, never the header.
 			s.log.LogAttrs(s.life, slog.LevelWarn, "callback not delivered", slog.Int("try", try+1), slog.String("error", err.Error()))
+			failed++
 			continue
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
@@ -279,6 +334,7 @@ func (s *Server) sendCallback(cb callbackRequest, body map[string]any) int {
 		if status < 500 && status != http.StatusTooManyRequests {
 			return status
 		}
+		failed++
 	}
 	return status
 }

@@ -2,8 +2,10 @@ package simulator_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -222,5 +224,83 @@ func TestFraudScreening(t *testing.T) {
 		case replay["score"] != first["score"] || replay["flagged"] != first["flagged"] || replay["id"] != first["id"]:
 			t.Errorf("%s: replay %v, want %v", tt.customer, replay, first)
 		}
+	}
+}
+
+// A callback that orderly does not answer (it is down: the connection is
+// refused) or answers 5xx is tried again, as a real service would, until
+// orderly answers or the token expires; the tally says what it met.
+func TestACallbackIsTriedAgainWhileOrderlyIsDown(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		// serve starts orderly's callback route, as it comes up after a
+		// while or answers 503 for a while, and returns its URL.
+		serve      func(t *testing.T) string
+		expiresIn  time.Duration
+		wantStatus int
+		want       simulator.CallbackTally
+	}{
+		{name: "orderly answers 503 for a while", serve: func(t *testing.T) string {
+			up := time.Now().Add(2500 * time.Millisecond)
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if time.Now().Before(up) {
+					w.WriteHeader(http.StatusServiceUnavailable)
+					return
+				}
+				w.Write([]byte(`{}`))
+			}))
+			t.Cleanup(ts.Close)
+			return ts.URL + "/callbacks"
+		}, expiresIn: 20 * time.Second, wantStatus: http.StatusOK, want: simulator.CallbackTally{Callbacks: 1, Retried: 1, RetriedDelivered: 1}},
+		{name: "orderly is down for a while", serve: func(t *testing.T) string {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := ln.Addr().String()
+			ln.Close() // nothing listens: connection refused
+			go func() {
+				time.Sleep(2500 * time.Millisecond)
+				ln, err := net.Listen("tcp", addr)
+				if err != nil {
+					return // the port was taken meanwhile: the test fails on its own
+				}
+				srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{}`)) })}
+				t.Cleanup(func() { srv.Close() })
+				srv.Serve(ln)
+			}()
+			return "http://" + addr + "/callbacks"
+		}, expiresIn: 20 * time.Second, wantStatus: http.StatusOK, want: simulator.CallbackTally{Callbacks: 1, Retried: 1, RetriedDelivered: 1}},
+		{name: "orderly is down until the token expired", serve: func(t *testing.T) string {
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusBadGateway) }))
+			t.Cleanup(ts.Close)
+			return ts.URL + "/callbacks"
+		}, expiresIn: 3 * time.Second, wantStatus: http.StatusBadGateway, want: simulator.CallbackTally{Callbacks: 1, Retried: 1, Undelivered: 1}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			url := tt.serve(t)
+			sim, ts, _ := start(t, simulator.WithCallbackDelay(20*time.Millisecond))
+			expires := time.Now().Add(tt.expiresIn)
+			if code, _ := rawCall(t, ts.URL+"/payment/charges", "K1", callbackBody("O1", url, "tok", expires), nil); code != http.StatusAccepted {
+				t.Fatalf("call: %d, want 202", code)
+			}
+			testenv.Eventually(t, 15*time.Second, func() (bool, string) {
+				got := sim.Callbacks("payment", "K1")
+				return len(got) == 1, fmt.Sprintf("callbacks %+v, want one sent", got)
+			})
+			if got := sim.Callbacks("payment", "K1")[0]; got.Status != tt.wantStatus {
+				t.Errorf("callback answered %d, want %d", got.Status, tt.wantStatus)
+			}
+			got := sim.CallbackTally()
+			if got.TriesFailed < 2 {
+				t.Errorf("%d failed tries, want at least 2 (a try every half second at first)", got.TriesFailed)
+			}
+			got.TriesFailed = 0
+			if got != tt.want {
+				t.Errorf("tally %+v, want %+v", got, tt.want)
+			}
+		})
 	}
 }

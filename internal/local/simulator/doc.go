@@ -45,6 +45,9 @@
 // (WithCallbackDelay, 2 s by default), POSTs {"outcome":"succeeded",
 // "result":<the answer a 201 would carry>} to the url with the header
 // Authorization: Orderly-Callback <token>. The token is never logged. A
+// callback that gets no answer (orderly is down), a 5xx or a 429 is sent
+// again, half a second later, then after 1 s, then every 2 s while its
+// token is valid (three tries at least); CallbackTally counts them. A
 // call made again with the key (its wait ended) is accepted again and
 // called back with its own token. TEST-<SERVICE>-CALLBACK-<KIND> values
 // change the callbacks, and add up across lines: LATE (the first call's
@@ -54,6 +57,27 @@
 // the success), FAILED ("failed" with the service's refusal, and no work
 // done). Callbacks not sent yet are dropped at Close, as a service that
 // restarts forgets them.
+//
+// # Polled services
+//
+// A call with the header Prefer: respond-async and no callback object
+// (the call of a step whose service is polled) is accepted: 202
+// {"id":"...","status":"accepted"} with Location: ../status/<service>/<id>
+// (relative to the call's URL: /status/<service>/<id> under the
+// simulator's base URL) and Retry-After: 1. A GET of the status URL
+// answers 202 (Retry-After: 1) for the callback delay after the call,
+// then does the work once, as doWork does for a call, and answers 200
+// with the answer a 201 carries. The call made again with the key
+// answers 202 with the same job, or its answer once done; an undo while
+// the job works fences the key, and its check then answers 422. The id
+// is derived from the collection and the key, and the call is in the
+// ledger, so a simulator restarted with its ledger still answers. Lines
+// TEST-<SERVICE>-POLL-<KIND> change the checks, and add up: FAILED (422
+// with the service's refusal once the work's time passed, and no work
+// done), SEE-OTHER (done answers 303 to <status URL>/result, whose GET
+// answers the answer), MOVED (the first check answers 202 with a new
+// Location; the old URL then points to the new one), FLAKY (the first
+// check answers 503). A call without the preference is answered at once.
 //
 // # Undo
 //

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"orderly/internal/order"
@@ -50,6 +51,10 @@ type PartyConfig struct {
 	After time.Duration
 	// Log receives a line per event sent; nil discards.
 	Log *slog.Logger
+	// Transport sends the parties' requests; nil is
+	// http.DefaultTransport. A deployed stage's API takes IAM on its
+	// operators' routes: give SigV4's.
+	Transport http.RoundTripper
 }
 
 // Parties play the people and partners who send the fulfilment example's
@@ -60,7 +65,9 @@ type PartyConfig struct {
 // TEST-CARRIER-SILENT). They find the orders waiting for them on the
 // operators' search (GET /ops/orders?status=Waiting&workflow=fulfilment),
 // read each on GET /ops/orders/{id}, and send the event on POST
-// /ops/orders/{id}/events/{name} once the order has waited After. The
+// /ops/orders/{id}/events/{name} once the order has waited After; an
+// event the API did not take (no answer, or a 5xx) is sent again at the
+// next look (SendsFailed counts them). The
 // services that call back (payment, warehouse) are the simulator's own
 // (Server).
 type Parties struct {
@@ -70,7 +77,14 @@ type Parties struct {
 	// sent are the events sent to orders still waiting for them, so that
 	// a slow order is not sent the same event at every look.
 	sent map[string]bool
+	// sendsFailed counts the sends that got no answer or a 5xx: each is
+	// made again at a later look (SendsFailed).
+	sendsFailed atomic.Int64
 }
+
+// SendsFailed returns how many of the events' sends got no answer (the
+// API was down) or a 5xx, and were made again at a later look.
+func (p *Parties) SendsFailed() int { return int(p.sendsFailed.Load()) }
 
 // NewParties returns the parties of the API at apiURL, its base URL.
 func NewParties(apiURL string, cfg PartyConfig) *Parties {
@@ -80,7 +94,7 @@ func NewParties(apiURL string, cfg PartyConfig) *Parties {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Parties{api: strings.TrimSuffix(apiURL, "/"), cfg: cfg, client: &http.Client{Timeout: 10 * time.Second}, sent: map[string]bool{}}
+	return &Parties{api: strings.TrimSuffix(apiURL, "/"), cfg: cfg, client: &http.Client{Timeout: 10 * time.Second, Transport: cfg.Transport}, sent: map[string]bool{}}
 }
 
 // Run looks for waiting orders until ctx ends. A look that fails is
@@ -191,6 +205,9 @@ func (p *Parties) serve(ctx context.Context, id string) error {
 			continue
 		}
 		status, err := p.send(ctx, id, w.Event, data)
+		if err != nil || status >= 500 {
+			p.sendsFailed.Add(1)
+		}
 		if err != nil {
 			return err
 		}

@@ -25,6 +25,9 @@ type waitingAPI struct {
 	mu    sync.Mutex
 	sent  []string // "id event data"
 	query []string
+	// refuse is how many sends are answered 503, as by an API that is
+	// starting, before any is taken.
+	refuse int
 }
 
 func (a *waitingAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -45,8 +48,13 @@ func (a *waitingAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		id, event, _ := strings.Cut(strings.TrimPrefix(rest, "/"), "/events/")
 		raw, _ := io.ReadAll(r.Body)
 		a.mu.Lock()
+		defer a.mu.Unlock()
+		if a.refuse > 0 {
+			a.refuse--
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
 		a.sent = append(a.sent, id+" "+event+" "+string(raw))
-		a.mu.Unlock()
 		w.WriteHeader(http.StatusAccepted)
 		fmt.Fprint(w, `{}`)
 	}
@@ -116,5 +124,28 @@ func TestPartiesSendTheEventsOrdersWaitFor(t *testing.T) {
 	}
 	if q := api.query[0]; !strings.Contains(q, "status=Waiting") || !strings.Contains(q, "workflow=fulfilment") {
 		t.Errorf("search %q, want the fulfilment example's waiting orders", q)
+	}
+}
+
+// An event whose send the API does not take (it answers 5xx, or is down)
+// is sent again at a later look, and counted.
+func TestPartiesSendAnEventAgainThatTheAPIDidNotTake(t *testing.T) {
+	t.Parallel()
+	api := &waitingAPI{refuse: 2, views: map[string]string{
+		"approve": view("approve", 1, "event", simulator.EventReview, time.Now().Add(-time.Minute)),
+	}}
+	ts := httptest.NewServer(api)
+	t.Cleanup(ts.Close)
+	ctx, stop := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	parties := simulator.NewParties(ts.URL, simulator.PartyConfig{Every: 10 * time.Millisecond})
+	go func() { done <- parties.Run(ctx) }()
+	waitFor(t, "the event taken", func() bool { api.mu.Lock(); defer api.mu.Unlock(); return len(api.sent) == 1 })
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := parties.SendsFailed(); got != 2 {
+		t.Errorf("%d sends failed, want 2", got)
 	}
 }

@@ -61,10 +61,15 @@ var services = map[string]service{
 }
 
 // Serves reports whether the simulator answers a call: POST to one of
-// the paths it serves.
+// the paths it serves, or GET of a status URL it gives (poll.go).
 func Serves(method, path string) bool {
 	_, work := services[path]
 	_, undo := undoServices[path]
+	if method == http.MethodGet {
+		// The status and result URLs of polled work (poll.go).
+		_, _, _, status := parseStatusPath(path)
+		return status
+	}
 	return method == http.MethodPost && (work || undo)
 }
 
@@ -150,6 +155,11 @@ type Server struct {
 	// each callback (WithCallbackDelay); callbackClient sends them.
 	callbackDelay  time.Duration
 	callbackClient *http.Client
+	// tally counts what the callbacks met (CallbackTally).
+	tally CallbackTally
+	// polls are the jobs of polled calls, by their status URLs' ids
+	// (poll.go).
+	polls map[string]*pollJob
 	// life ends at Close, and with it every callback not yet sent;
 	// sending counts the goroutines that send them.
 	life    context.Context
@@ -441,6 +451,9 @@ func (s *Server) enter() bool {
 }
 
 func (s *Server) serve(r *http.Request) (call, reply) {
+	if strings.HasPrefix(r.URL.Path, statusPrefix) {
+		return s.serveStatus(r)
+	}
 	svc, ok := services[r.URL.Path]
 	undo := false
 	if !ok {
@@ -466,6 +479,10 @@ func (s *Server) serve(r *http.Request) (call, reply) {
 	c.key, c.orderID, c.mode = key, req.OrderID, m.name
 	if req.Callback != nil && !undo {
 		c.mode += "+" + callbackModeFor(svc.name, req.Lines).String()
+	}
+	async := req.Callback == nil && !undo && prefersAsync(r.Header)
+	if async {
+		c.mode += "+" + pollModeFor(svc.name, req.Lines).String()
 	}
 	if o, down := s.down(svc.name, time.Now()); down {
 		c.mode = "outage"
@@ -552,6 +569,9 @@ func (s *Server) serve(r *http.Request) (call, reply) {
 	}
 	if req.Callback != nil {
 		return c, s.acceptWork(ck, svc, req)
+	}
+	if async {
+		return c, s.acceptPoll(ck, svc, r.URL.Path, req, c.n)
 	}
 	return c, s.doWork(ck, svc, req.OrderID, req.CustomerID)
 }

@@ -16,7 +16,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 
+	"orderly/internal/local/simulator"
 	"orderly/internal/order"
 	"orderly/internal/testkit/ordertest"
 )
@@ -44,15 +46,56 @@ const (
 	UndoStuck Kind = "undo-stuck"
 )
 
+// Kinds of order of the fulfilment example (examples/workflows/fulfilment),
+// whose steps wait: for a fraud analyst's review when the screen flags
+// the customer, for the payment service's and the warehouse's callbacks,
+// and for the carrier's delivery. The soak's simulator plays every party.
+const (
+	// Fulfil is flagged, its review approved, its callbacks on time:
+	// Processed.
+	Fulfil Kind = "fulfil"
+	// FulfilTwice has its service send each success twice
+	// (CALLBACK-TWICE): Processed, the work done once.
+	FulfilTwice Kind = "fulfil-twice"
+	// FulfilLate has its service call back the first call only after its
+	// wait ended (CALLBACK-LATE): that callback is answered 410, the call
+	// is made again with the same Idempotency-Key, and the order ends
+	// Processed with the work done once.
+	FulfilLate Kind = "fulfil-late"
+	// FulfilWorking has its service send a heartbeat first
+	// (CALLBACK-WORKING): Processed.
+	FulfilWorking Kind = "fulfil-working"
+	// FulfilOutOfOrder has its service send a heartbeat after the success
+	// (CALLBACK-OUT-OF-ORDER): Processed.
+	FulfilOutOfOrder Kind = "fulfil-out-of-order"
+	// FulfilRejected is flagged and its review rejected
+	// (TEST-REVIEW-REJECT): Failed, nothing left in place.
+	FulfilRejected Kind = "fulfil-rejected"
+	// FulfilCancel's carrier never confirms (TEST-CARRIER-SILENT), and the
+	// client cancels it once it waits: Cancelled, every effect undone.
+	FulfilCancel Kind = "fulfil-cancel"
+)
+
 // Mix is the share of each kind of order; the rest are Plain.
 type Mix map[Kind]float64
 
 // DefaultMix mixes every remote fault of the simulator in, with cancels,
-// failing undos and redrives.
-var DefaultMix = Mix{Transient: 0.05, Slow: 0.03, Hang: 0.02, Permanent: 0.03, Cancel: 0.02, UndoFlaky: 0.01, UndoStuck: 0.01}
+// failing undos and redrives, and orders of the fulfilment example that
+// wait, with every kind of callback and review.
+var DefaultMix = Mix{Transient: 0.05, Slow: 0.03, Hang: 0.02, Permanent: 0.03, Cancel: 0.02, UndoFlaky: 0.01, UndoStuck: 0.01,
+	Fulfil: 0.03, FulfilTwice: 0.025, FulfilLate: 0.025, FulfilWorking: 0.025, FulfilOutOfOrder: 0.025, FulfilRejected: 0.025, FulfilCancel: 0.025}
 
 // kinds are the planned kinds, in the order Plan draws them.
-var kinds = []Kind{Transient, Slow, Hang, Permanent, Cancel, UndoFlaky, UndoStuck}
+var kinds = []Kind{Transient, Slow, Hang, Permanent, Cancel, UndoFlaky, UndoStuck,
+	Fulfil, FulfilTwice, FulfilLate, FulfilWorking, FulfilOutOfOrder, FulfilRejected, FulfilCancel}
+
+// callbackModes are the fulfilment kinds that set how a service calls
+// back, and the test value's mode that does.
+var callbackModes = map[Kind]string{FulfilTwice: "CALLBACK-TWICE", FulfilLate: "CALLBACK-LATE", FulfilWorking: "CALLBACK-WORKING", FulfilOutOfOrder: "CALLBACK-OUT-OF-ORDER"}
+
+// Fulfilment reports whether the kind is an order of the fulfilment
+// example.
+func (k Kind) Fulfilment() bool { return strings.HasPrefix(string(k), string(Fulfil)) }
 
 // Planned is one order of the run and what it must come to.
 type Planned struct {
@@ -74,10 +117,22 @@ const Checkout = "checkout"
 // example, of every kind.
 const CheckoutShare = 0.25
 
+// Fulfilment is the example whose steps wait (examples/workflows/fulfilment),
+// which the soak runs beside the others, its parties played by the
+// simulator.
+const Fulfilment = simulator.FulfilmentWorkflow
+
 // Workflows are what the soak's runtime runs (ORDERLY_WORKFLOWS).
-var Workflows = []string{order.LegacyWorkflow, Checkout}
+var Workflows = []string{order.LegacyWorkflow, Checkout, Fulfilment}
 
 var services = []string{ordertest.AgentInventory, ordertest.AgentPayment, ordertest.AgentShipping}
+
+// callbackServices are the fulfilment example's services that call back.
+var callbackServices = []string{"payment", "warehouse"}
+
+// flagged is the prefix of the customers the fulfilment example's fraud
+// screen flags for review (see package simulator).
+const flagged = "TEST-FLAGGED-"
 
 // checkoutServices are the checkout example's: the fraud check's too.
 var checkoutServices = append([]string{"fraud"}, services...)
@@ -85,7 +140,14 @@ var checkoutServices = append([]string{"fraud"}, services...)
 // Body is what the order's submission sends: the shipped workflow's input,
 // or the checkout example's with an amount, an address and a token.
 func (p Planned) Body() []byte {
-	if p.Workflow != Checkout {
+	switch p.Workflow {
+	case Fulfilment:
+		body, _ := json.Marshal(map[string]any{
+			"customerId": p.Order.CustomerID, "lines": p.Order.Lines,
+			"amount": map[string]any{"currency": "EUR", "minorUnits": 1000 + 100*len(p.Order.Lines)},
+		})
+		return body
+	case "":
 		body, _ := json.Marshal(p.Order)
 		return body
 	}
@@ -128,8 +190,25 @@ func Plan(n int, mix Mix, seed uint64) []Planned {
 		test := func(service, mode string) {
 			lines = append(lines, order.Line{SKU: fmt.Sprintf("TEST-%s-%s", upper(service), mode), Quantity: 1})
 		}
+		customer := fmt.Sprintf("soak-c-%d", rnd.IntN(200))
+		if p.Kind.Fulfilment() {
+			// The review runs for a flagged customer: always for Fulfil
+			// and FulfilRejected, for every other order of the example
+			// by a toss.
+			p.Workflow = Fulfilment
+			if p.Kind == Fulfil || p.Kind == FulfilRejected || rnd.IntN(2) == 0 {
+				customer = flagged + customer
+			}
+		}
 		switch p.Kind {
-		case Plain:
+		case Plain, Fulfil:
+		case FulfilTwice, FulfilLate, FulfilWorking, FulfilOutOfOrder:
+			p.Service = callbackServices[rnd.IntN(len(callbackServices))]
+			test(p.Service, callbackModes[p.Kind])
+		case FulfilRejected:
+			lines = append(lines, order.Line{SKU: "TEST-REVIEW-REJECT", Quantity: 1})
+		case FulfilCancel:
+			lines = append(lines, order.Line{SKU: "TEST-CARRIER-SILENT", Quantity: 1})
 		case Cancel:
 			p.Service = ordertest.AgentPayment
 			test(p.Service, "SLOW-1500")
@@ -145,7 +224,7 @@ func Plan(n int, mix Mix, seed uint64) []Planned {
 			p.Service = svcs[rnd.IntN(len(svcs))]
 			test(p.Service, map[Kind]string{Transient: "TRANSIENT-2", Slow: "SLOW-1500", Hang: "HANG-1", Permanent: "PERMANENT"}[p.Kind])
 		}
-		p.Order = ordertest.Submission{CustomerID: fmt.Sprintf("soak-c-%d", rnd.IntN(200)), Lines: lines}
+		p.Order = ordertest.Submission{CustomerID: customer, Lines: lines}
 		out[i] = p
 	}
 	return out

@@ -73,11 +73,101 @@ type Report struct {
 	DuplicatesByKind map[string]int `json:"duplicatesByKind,omitempty"`
 	AlertCopies      int            `json:"alertCopies"`
 	// Terminal time, submission to the last write, in seconds.
-	P50Seconds float64     `json:"p50Seconds"`
-	P99Seconds float64     `json:"p99Seconds"`
-	MaxSeconds float64     `json:"maxSeconds"`
-	Poison     PoisonFacts `json:"poison"`
-	Events     EventFacts  `json:"statusEvents"`
+	P50Seconds float64 `json:"p50Seconds"`
+	P99Seconds float64 `json:"p99Seconds"`
+	MaxSeconds float64 `json:"maxSeconds"`
+	// Slowest names the five orders that took longest to end, with their
+	// kind and version: what a long settle waited for.
+	Slowest []string    `json:"slowest,omitempty"`
+	Poison  PoisonFacts `json:"poison"`
+	Events  EventFacts  `json:"statusEvents"`
+	Waits   WaitFacts   `json:"waits"`
+}
+
+// WaitFacts says what the orders that wait (the fulfilment example's)
+// met: kills -9 while they waited, callbacks and events sent to a runtime
+// that was down, stale and duplicate callbacks.
+type WaitFacts struct {
+	// KillsWhileWaiting counts the kills -9 that found orders waiting;
+	// WaitingAtKills sums those orders (at most 100 a kill).
+	KillsWhileWaiting int `json:"killsWhileWaiting"`
+	WaitingAtKills    int `json:"waitingAtKills"`
+	// Tally is what the simulator's callbacks met: a retried one got no
+	// answer (the runtime was down: connection refused) or a 5xx first.
+	Tally simulator.CallbackTally `json:"callbacks"`
+	// Answers counts the callbacks sent for the fulfilment orders by
+	// outcome and the runtime's answer ("succeeded 200", "succeeded 410";
+	// 0 when none came).
+	Answers map[string]int `json:"callbackAnswers"`
+	// StaleRefused counts the fulfil-late orders whose late callback was
+	// answered 410; DuplicatesTaken the fulfil-twice orders whose second
+	// success was answered 200 as the first.
+	StaleRefused    int `json:"staleRefused"`
+	DuplicatesTaken int `json:"duplicatesTaken"`
+	// Refused counts callbacks the runtime refused as unauthenticated or
+	// malformed (400, 401, 403, 404, 413, 415, 422): every callback the
+	// simulator sends carries its call's token and a well-formed body, so
+	// each is a broken promise.
+	Refused int `json:"refused"`
+	// EventSendsFailed counts the parties' events that got no answer (the
+	// runtime was down) or a 5xx and were sent again.
+	EventSendsFailed int `json:"eventSendsFailed"`
+	// CancelledWhileWaiting counts the fulfil-cancel orders the client
+	// saw Waiting before it cancelled them, and that ended Cancelled.
+	CancelledWhileWaiting int `json:"cancelledWhileWaiting"`
+}
+
+// callbackLog is the simulator's record of the callbacks it sent.
+type callbackLog interface {
+	Callbacks(service, key string) []simulator.CallbackSent
+}
+
+// fulfilmentCallbacks are the fulfilment example's steps whose services
+// call back, by service.
+var fulfilmentCallbacks = []struct{ service, step string }{{"payment", "charge-payment"}, {"warehouse", "pick-and-ship"}}
+
+// waitFacts reads, for every fulfilment order, the callbacks its services
+// sent and the runtime's answers.
+func waitFacts(orders []acked, final map[string]order.Order, sent callbackLog) WaitFacts {
+	f := WaitFacts{Answers: map[string]int{}}
+	for _, a := range orders {
+		o, ok := final[a.ID]
+		if !ok || !a.Kind.Fulfilment() {
+			continue
+		}
+		if a.Kind == FulfilCancel && a.WaitedAtCancel && o.Status == order.StatusCancelled {
+			f.CancelledWhileWaiting++
+		}
+		for _, c := range fulfilmentCallbacks {
+			cbs := sent.Callbacks(c.service, o.RemoteKey(c.step))
+			stale, successes := false, map[int][]int{}
+			for _, cb := range cbs {
+				f.Answers[fmt.Sprintf("%s %d", cb.Outcome, cb.Status)]++
+				switch cb.Status {
+				case http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound,
+					http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusUnprocessableEntity:
+					f.Refused++
+				case http.StatusGone:
+					stale = true
+				}
+				if cb.Outcome == order.CallbackOutcomeSucceeded {
+					successes[cb.Accepted] = append(successes[cb.Accepted], cb.Status)
+				}
+			}
+			if a.Service != c.service {
+				continue
+			}
+			if a.Kind == FulfilLate && stale {
+				f.StaleRefused++
+			}
+			if a.Kind == FulfilTwice && slices.ContainsFunc(slices.Collect(maps.Values(successes)), func(st []int) bool {
+				return slices.Equal(st, []int{http.StatusOK, http.StatusOK})
+			}) {
+				f.DuplicatesTaken++
+			}
+		}
+	}
+	return f
 }
 
 // EventFacts says whether every order's final status was published.
@@ -136,7 +226,8 @@ type PoisonFacts struct {
 // OK reports whether the run kept every promise.
 func (r Report) OK() bool {
 	return r.Lost == 0 && r.DuplicateEffects == 0 && r.EffectsLeftInPlace == 0 && r.WrongOutcomes == 0 && r.ErrorsUnalerted == 0 &&
-		r.Run.Acknowledged == r.Run.Orders && r.Poison.InDeadLetterQueues >= r.Poison.Sent && r.Events.Published == r.Events.Terminal
+		r.Run.Acknowledged == r.Run.Orders && r.Poison.InDeadLetterQueues >= r.Poison.Sent && r.Events.Published == r.Events.Terminal &&
+		r.Waits.Refused == 0
 }
 
 // account judges every acknowledged order by the evidence: its final
@@ -190,6 +281,11 @@ func account(orders []acked, final map[string]order.Order, effects []simulator.E
 	// rehearsal, whose renamed step has its own idempotency key.
 	versions := order.WithRehearsal(soakWorkflows())
 	var took []float64
+	type slowOrder struct {
+		seconds float64
+		what    string
+	}
+	var slow []slowOrder
 	for _, a := range orders {
 		r.ByKind[a.Kind]++
 		o, ok := final[a.ID]
@@ -204,6 +300,7 @@ func account(orders []acked, final map[string]order.Order, effects []simulator.E
 		r.Outcomes[string(o.Status)]++
 		r.ByVersion[order.Ref(o.Workflow, o.Version)]++
 		took = append(took, o.UpdatedAt.Sub(o.CreatedAt).Seconds())
+		slow = append(slow, slowOrder{took[len(took)-1], fmt.Sprintf("%s (%s, %s, %s)", a.ID, a.Kind, order.Ref(o.Workflow, o.Version), o.Status)})
 		wf, known := versions.Get(o.Workflow, o.Version)
 		if !known {
 			r.WrongOutcomes++
@@ -211,11 +308,15 @@ func account(orders []acked, final map[string]order.Order, effects []simulator.E
 			r.Wrong = append(r.Wrong, fmt.Sprintf("%s (%s %s): %s under workflow version %q, which no runtime had", a.ID, a.Kind, a.Service, o.Status, o.Version))
 			continue
 		}
-		steps := wf.Steps
 		// inPlace counts effects done and not undone; undoable, those of
 		// them a compensation must undo (a fraud check has nothing to undo).
-		inPlace, undoable, everUndone := 0, 0, 0
-		for _, d := range steps {
+		// A step that waits for an event calls no service: it has none.
+		inPlace, undoable, everUndone, calls := 0, 0, 0, 0
+		for _, d := range wf.Steps {
+			if d.Agent == "" {
+				continue
+			}
+			calls++
 			k := d.Agent + " " + o.RemoteKey(d.Name)
 			if done[k] > 0 && undone[k] == 0 {
 				inPlace++
@@ -230,8 +331,9 @@ func account(orders []acked, final map[string]order.Order, effects []simulator.E
 			r.wrongIDs = append(r.wrongIDs, a.ID)
 			r.Wrong = append(r.Wrong, fmt.Sprintf("%s (%s %s): %s, %s: %s", a.ID, a.Kind, a.Service, o.Status, o.LastError, why))
 		}
-		failing := a.Kind == Permanent || a.Kind == UndoFlaky || a.Kind == UndoStuck
-		cancelled := a.Kind == Cancel && a.CancelAnswer == http.StatusAccepted
+		failing := a.Kind == Permanent || a.Kind == UndoFlaky || a.Kind == UndoStuck || a.Kind == FulfilRejected
+		cancels := a.Kind == Cancel || a.Kind == FulfilCancel
+		cancelled := cancels && a.CancelAnswer == http.StatusAccepted
 		switch o.Status {
 		case order.StatusProcessed:
 			switch {
@@ -239,8 +341,10 @@ func account(orders []acked, final map[string]order.Order, effects []simulator.E
 				wrong("its test values refuse a step")
 			case cancelled:
 				wrong("the client's cancel was accepted")
-			case inPlace != len(steps) || everUndone > 0:
-				wrong(fmt.Sprintf("%d of %d effects in place, %d undos", inPlace, len(steps), everUndone))
+			case a.Kind == FulfilCancel:
+				wrong("its carrier never confirms delivery")
+			case inPlace != calls || everUndone > 0:
+				wrong(fmt.Sprintf("%d of %d effects in place, %d undos", inPlace, calls, everUndone))
 			}
 		case order.StatusFailed, order.StatusCancelled:
 			if undoable > 0 {
@@ -248,7 +352,7 @@ func account(orders []acked, final map[string]order.Order, effects []simulator.E
 				wrong(fmt.Sprintf("%d effects left in place", undoable))
 			}
 			switch {
-			case o.Status == order.StatusCancelled && a.Kind != Cancel:
+			case o.Status == order.StatusCancelled && !cancels:
 				wrong("cancelled, but the client never cancelled it")
 			case o.Status == order.StatusCancelled && a.CancelAnswer == http.StatusConflict:
 				wrong("cancelled, but the cancel was refused")
@@ -273,6 +377,10 @@ func account(orders []acked, final map[string]order.Order, effects []simulator.E
 		}
 	}
 	sort.Float64s(took)
+	sort.Slice(slow, func(i, j int) bool { return slow[i].seconds > slow[j].seconds })
+	for _, o := range slow[:min(5, len(slow))] {
+		r.Slowest = append(r.Slowest, fmt.Sprintf("%.0f s: %s", o.seconds, o.what))
+	}
 	r.P50Seconds, r.P99Seconds = quantile(took, 0.5), quantile(took, 0.99)
 	if len(took) > 0 {
 		r.MaxSeconds = took[len(took)-1]
@@ -331,7 +439,21 @@ func (r Report) Print(w io.Writer) {
 		row("  in "+q, r.Poison.ByQueue[q])
 	}
 	row("terminal orders with a status event", fmt.Sprintf("%d / %d", r.Events.Published, r.Events.Terminal))
+	wf := r.Waits
+	row("kill -9 with orders waiting / orders waiting then", fmt.Sprintf("%d / %d", wf.KillsWhileWaiting, wf.WaitingAtKills))
+	row("callbacks sent / retried (runtime down or 5xx)", fmt.Sprintf("%d / %d", wf.Tally.Callbacks, wf.Tally.Retried))
+	row("  failed tries / retried delivered / given up", fmt.Sprintf("%d / %d / %d", wf.Tally.TriesFailed, wf.Tally.RetriedDelivered, wf.Tally.Undelivered))
+	for _, k := range slices.Sorted(maps.Keys(wf.Answers)) {
+		row("  fulfilment callback "+k, wf.Answers[k])
+	}
+	row("late callbacks answered 410 / duplicates as the first", fmt.Sprintf("%d / %d", wf.StaleRefused, wf.DuplicatesTaken))
+	row("callbacks refused as bad (must be 0)", wf.Refused)
+	row("events sent again (runtime down or 5xx)", wf.EventSendsFailed)
+	row("fulfil-cancel orders cancelled while waiting", wf.CancelledWhileWaiting)
 	row("time to terminal p50 / p99 / max", fmt.Sprintf("%.1f s / %.1f s / %.1f s", r.P50Seconds, r.P99Seconds, r.MaxSeconds))
+	for _, o := range r.Slowest {
+		row("  slow", o)
+	}
 	row("submitting took / settling took (bound)", fmt.Sprintf("%s / %s (%s)", secs(r.Run.SubmitSeconds), secs(r.Run.SettleSeconds), secs(r.Run.BoundSeconds)))
 	for _, id := range slices.Sorted(maps.Keys(r.Histories)) {
 		fmt.Fprintf(w, "\nhistory of order %s:\n", id)

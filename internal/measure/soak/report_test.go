@@ -2,6 +2,7 @@ package soak
 
 import (
 	"net/http"
+	"reflect"
 	"testing"
 	"time"
 
@@ -20,8 +21,12 @@ func TestAccountJudgesOutcomesByTheEvidence(t *testing.T) {
 	// its own.
 	renamed := ordertest.StepChargePayment + "-rehearsal"
 	rehearsed := []string{ordertest.StepReserveInventory, renamed, ordertest.StepArrangeShipping}
+	// The fulfilment example's steps that call a service; its two waits
+	// for events call none.
+	fulfil := []string{"fraud-screen", ordertest.StepChargePayment, "pick-and-ship"}
 	type tc struct {
 		name      string
+		workflow  string // the order's workflow; empty is the shipped one
 		version   string // the order's workflow version; empty is version 1
 		kind      Kind
 		status    order.Status
@@ -59,18 +64,27 @@ func TestAccountJudgesOutcomesByTheEvidence(t *testing.T) {
 		{name: "rehearsal version, Processed with the old step's work instead", version: "1.rehearsal", kind: Plain, status: order.StatusProcessed, done: all, wantWrong: true},
 		{name: "rehearsal version, Failed with its renamed step's work left", version: "1.rehearsal", kind: Permanent, status: order.StatusFailed, done: rehearsed[:2], undone: rehearsed[:1], wantWrong: true, wantLeft: 1},
 		{name: "a version no runtime had", version: "7", kind: Plain, status: order.StatusProcessed, done: all, wantWrong: true},
+		{name: "fulfilment, Processed with each service's work", workflow: Fulfilment, kind: Fulfil, status: order.StatusProcessed, done: fulfil},
+		{name: "fulfilment late, Processed without the shipment", workflow: Fulfilment, kind: FulfilLate, status: order.StatusProcessed, done: fulfil[:2], wantWrong: true},
+		{name: "fulfilment twice, Failed with no reason to", workflow: Fulfilment, kind: FulfilTwice, status: order.StatusFailed, lastError: "step pick-and-ship: refused", wantWrong: true},
+		{name: "fulfilment rejected, Failed", workflow: Fulfilment, kind: FulfilRejected, status: order.StatusFailed, lastError: "step manual-review: rejected", done: fulfil[:1]},
+		{name: "fulfilment rejected, Processed", workflow: Fulfilment, kind: FulfilRejected, status: order.StatusProcessed, done: fulfil, wantWrong: true},
+		{name: "fulfilment cancelled while waiting, every effect undone", workflow: Fulfilment, kind: FulfilCancel, status: order.StatusCancelled, done: fulfil, undone: fulfil[1:], cancel: http.StatusAccepted},
+		{name: "fulfilment cancelled while waiting, the shipment left", workflow: Fulfilment, kind: FulfilCancel, status: order.StatusCancelled, done: fulfil, undone: fulfil[1:2], cancel: http.StatusAccepted, wantWrong: true, wantLeft: 1},
+		{name: "fulfilment whose carrier never confirms, Processed", workflow: Fulfilment, kind: FulfilCancel, status: order.StatusProcessed, done: fulfil, cancel: http.StatusConflict, wantWrong: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			id := order.IDForKey("soak", "", "c", tt.name)
 			a := acked{Planned: Planned{Key: tt.name, Kind: tt.kind}, ID: id, CancelAnswer: tt.cancel, Redriven: tt.redriven}
-			final := map[string]order.Order{id: {ID: id, Version: tt.version, Status: tt.status, LastError: tt.lastError, CreatedAt: created, UpdatedAt: created.Add(time.Minute)}}
+			final := map[string]order.Order{id: {ID: id, Workflow: tt.workflow, Version: tt.version, Status: tt.status, LastError: tt.lastError, CreatedAt: created, UpdatedAt: created.Add(time.Minute)}}
 			var alerts []order.Alert
 			if tt.alert {
 				alerts = append(alerts, order.Alert{Kind: order.AlertUndoFailed, OrderID: id, Step: ordertest.StepReserveInventory, Undo: true})
 			}
 			var effects []simulator.Effect
-			service := map[string]string{ordertest.StepReserveInventory: "inventory", ordertest.StepChargePayment: "payment", renamed: "payment", ordertest.StepArrangeShipping: "shipping"}
+			service := map[string]string{ordertest.StepReserveInventory: "inventory", ordertest.StepChargePayment: "payment", renamed: "payment", ordertest.StepArrangeShipping: "shipping",
+				"fraud-screen": "fraud", "pick-and-ship": "warehouse"}
 			for _, st := range tt.done {
 				effects = append(effects, simulator.Effect{Service: service[st], Key: order.IdempotencyKeyFor(id, st)})
 			}
@@ -143,5 +157,56 @@ func TestDuplicateAlertsArePerAttempt(t *testing.T) {
 	}
 	if r.Alerts[string(order.AlertUndoFailed)] != 3 {
 		t.Errorf("alerts %v, want 3 UndoFailed publications", r.Alerts)
+	}
+}
+
+// fakeCallbacks is the simulator's record of callbacks, by service and
+// key.
+type fakeCallbacks map[string][]simulator.CallbackSent
+
+func (f fakeCallbacks) Callbacks(service, key string) []simulator.CallbackSent {
+	return f[service+" "+key]
+}
+
+// The callbacks of the fulfilment orders are counted by outcome and
+// answer: a late one answered 410 is stale, a second success answered as
+// the first a duplicate taken, and a refused one a broken promise.
+func TestWaitFactsReadTheCallbacksAnswers(t *testing.T) {
+	const ok, gone = http.StatusOK, http.StatusGone
+	succeeded := order.CallbackOutcomeSucceeded
+	tests := []struct {
+		name      string
+		kind      Kind
+		service   string
+		sent      []simulator.CallbackSent
+		want      WaitFacts
+		cancelled bool
+	}{
+		{"late, refused as stale, then taken", FulfilLate, "warehouse", []simulator.CallbackSent{{Accepted: 1, Outcome: succeeded, Status: gone}, {Accepted: 2, Outcome: succeeded, Status: ok}},
+			WaitFacts{StaleRefused: 1, Answers: map[string]int{"succeeded 410": 1, "succeeded 200": 1}}, false},
+		{"late, but the runtime was down when it came", FulfilLate, "warehouse", []simulator.CallbackSent{{Accepted: 1, Outcome: succeeded, Status: 0}, {Accepted: 2, Outcome: succeeded, Status: ok}},
+			WaitFacts{Answers: map[string]int{"succeeded 0": 1, "succeeded 200": 1}}, false},
+		{"twice, both taken alike", FulfilTwice, "payment", []simulator.CallbackSent{{Accepted: 1, Outcome: succeeded, Status: ok}, {Accepted: 1, Outcome: succeeded, Status: ok}},
+			WaitFacts{DuplicatesTaken: 1, Answers: map[string]int{"succeeded 200": 2}}, false},
+		{"a token refused", Fulfil, "payment", []simulator.CallbackSent{{Accepted: 1, Outcome: succeeded, Status: http.StatusUnauthorized}},
+			WaitFacts{Refused: 1, Answers: map[string]int{"succeeded 401": 1}}, false},
+		{"cancelled while waiting", FulfilCancel, "payment", []simulator.CallbackSent{{Accepted: 1, Outcome: succeeded, Status: ok}},
+			WaitFacts{CancelledWhileWaiting: 1, Answers: map[string]int{"succeeded 200": 1}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := order.IDForKey("soak", "", "c", tt.name)
+			o := order.Order{ID: id, Workflow: Fulfilment, Status: order.StatusProcessed}
+			if tt.cancelled {
+				o.Status = order.StatusCancelled
+			}
+			step := map[string]string{"payment": "charge-payment", "warehouse": "pick-and-ship"}[tt.service]
+			sent := fakeCallbacks{tt.service + " " + o.RemoteKey(step): tt.sent}
+			a := acked{Planned: Planned{Kind: tt.kind, Service: tt.service, Workflow: Fulfilment}, ID: id, WaitedAtCancel: tt.cancelled}
+			got := waitFacts([]acked{a}, map[string]order.Order{id: o}, sent)
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
 	}
 }

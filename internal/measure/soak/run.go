@@ -47,6 +47,9 @@ type acked struct {
 	// undo again, so the operator may have to try again).
 	Redriven bool
 	redrives int
+	// WaitedAtCancel is set for an order of kind FulfilCancel that was
+	// seen Waiting before the client cancelled it.
+	WaitedAtCancel bool
 }
 
 // maxRedrives is how often the soak's operator redrives one order.
@@ -55,6 +58,14 @@ const maxRedrives = 3
 // Run does one soak and accounts for it.
 func Run(ctx context.Context, cfg Config, env Env) (Report, error) {
 	plan := Plan(cfg.Orders, cfg.Mix, cfg.Seed)
+	if cfg.RuntimeLog != nil {
+		cfg.RuntimeLog = &lockedWriter{w: cfg.RuntimeLog}
+	}
+	far, err := startRemote(cfg, env.Ledger)
+	if err != nil {
+		return Report{}, err
+	}
+	defer far.stop()
 	c := &child{cfg: cfg, injected: map[faults.Kind]int{}, crashedAt: map[string]int{}}
 	if err := c.begin(); err != nil {
 		return Report{}, err
@@ -98,7 +109,16 @@ func Run(ctx context.Context, cfg Config, env Env) (Report, error) {
 				case <-killCtx.Done():
 					return
 				case <-t.C:
-					cfg.Log.Info("kill -9 of the runtime")
+					// Orders waiting now wait across the kill: their
+					// callbacks and events meet a runtime that is down.
+					waiting := waitingNow(killCtx, cfg.APIAddr)
+					c.mu.Lock()
+					if waiting > 0 {
+						c.killsWhileWaiting++
+						c.waitingAtKills += waiting
+					}
+					c.mu.Unlock()
+					cfg.Log.Info("kill -9 of the runtime", "waiting", waiting)
 					if err := c.kill9(); err != nil {
 						cfg.Log.Error("restart after kill failed", "error", err)
 					}
@@ -186,6 +206,9 @@ func Run(ctx context.Context, cfg Config, env Env) (Report, error) {
 	}
 	c.mu.Lock()
 	r := account(orders, final, effects, alerts)
+	r.Waits = waitFacts(orders, final, far.sim)
+	r.Waits.Tally, r.Waits.EventSendsFailed = far.sim.CallbackTally(), far.parties.SendsFailed()
+	r.Waits.KillsWhileWaiting, r.Waits.WaitingAtKills = c.killsWhileWaiting, c.waitingAtKills
 	r.Events = eventFacts(orders, final, published)
 	r.Run = RunFacts{Orders: cfg.Orders, Acknowledged: len(orders), Clients: cfg.Clients, Seed: cfg.Seed,
 		SubmitSeconds: submitted.Seconds(), SettleSeconds: waited.Seconds(), BoundSeconds: cfg.Bound.Seconds(),
@@ -236,9 +259,10 @@ func histories(ctx context.Context, h *dynamo.History, ids []string) map[string]
 // to give an order up.
 func submitAll(ctx context.Context, cfg Config, plan []Planned) []acked {
 	var (
-		mu  sync.Mutex
-		out []acked
-		wg  sync.WaitGroup
+		mu      sync.Mutex
+		out     []acked
+		wg      sync.WaitGroup
+		cancels sync.WaitGroup
 	)
 	burst := int(float64(len(plan)) * cfg.BurstShare)
 	if cfg.BurstMax > 0 {
@@ -250,6 +274,18 @@ func submitAll(ctx context.Context, cfg Config, plan []Planned) []acked {
 			client := &http.Client{Timeout: 30 * time.Second}
 			for p := range next {
 				if a, ok := submit(ctx, client, cfg.APIAddr, p); ok {
+					if a.Kind == FulfilCancel {
+						// The client cancels once the order waits, without
+						// holding up the next submissions.
+						cancels.Go(func() {
+							a.WaitedAtCancel = awaitWaiting(ctx, client, cfg.APIAddr, a.ID, 2*time.Minute)
+							a.CancelAnswer = post(ctx, client, "http://"+cfg.APIAddr+"/orders/"+a.ID+"/cancel")
+							mu.Lock()
+							out = append(out, a)
+							mu.Unlock()
+						})
+						continue
+					}
 					if a.Kind == Cancel {
 						// The client changes its mind a second later.
 						time.Sleep(time.Second)
@@ -287,7 +323,59 @@ plan:
 	}
 	close(next)
 	wg.Wait()
+	cancels.Wait()
 	return out
+}
+
+// awaitWaiting polls the client's view of the order until it is Waiting,
+// and reports whether it was before patience ran out (or the order ended
+// without waiting, or ctx ended).
+func awaitWaiting(ctx context.Context, client *http.Client, addr, id string, patience time.Duration) bool {
+	for giveUp := time.Now().Add(patience); time.Now().Before(giveUp) && ctx.Err() == nil; {
+		var v struct {
+			Status order.Status `json:"status"`
+		}
+		if getJSON(ctx, client, "http://"+addr+"/orders/"+id, &v) == nil {
+			switch {
+			case v.Status == order.StatusWaiting:
+				return true
+			case v.Status.Terminal():
+				return false
+			}
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return false
+}
+
+// waitingNow counts the orders waiting now, on the operators' search (its
+// first page, so at most 100); 0 when the API does not answer.
+func waitingNow(ctx context.Context, addr string) int {
+	var page struct {
+		Orders []json.RawMessage `json:"orders"`
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	if getJSON(ctx, client, "http://"+addr+"/ops/orders?status="+string(order.StatusWaiting)+"&limit=100", &page) != nil {
+		return 0
+	}
+	return len(page.Orders)
+}
+
+// getJSON reads url's JSON answer into v; any status but 200 is an error.
+func getJSON(ctx context.Context, client *http.Client, url string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: status %d", url, resp.StatusCode)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
 }
 
 func submit(ctx context.Context, client *http.Client, addr string, p Planned) (acked, bool) {

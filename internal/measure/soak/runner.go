@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"orderly/internal/local/faults"
+	"orderly/internal/local/simulator"
 	"orderly/internal/order"
 )
 
@@ -29,9 +30,23 @@ type Config struct {
 	// and the run's settings).
 	Env     []string
 	APIAddr string
-	Orders  int
-	Mix     Mix
-	Seed    uint64
+	// SimulatorAddr is where the soak's own simulator listens: it runs
+	// in the soak's process, not the runtime's, so a kill -9 of the
+	// runtime leaves it running (see remote). Outages take its services
+	// down for a while; CallbackDelay is how long its services that call
+	// back take; PartyAfter is how long the fulfilment example's parties
+	// let an order wait before they answer.
+	SimulatorAddr string
+	Outages       []simulator.Outage
+	CallbackDelay time.Duration
+	PartyAfter    time.Duration
+	// CallbackWait is how long the runtime's steps whose services call
+	// back wait for the callback (ORDERLY_CALLBACK_WAIT), in place of the
+	// fulfilment example's hours; zero keeps them.
+	CallbackWait time.Duration
+	Orders       int
+	Mix          Mix
+	Seed         uint64
 	// Clients submit at once; BurstShare of the orders, at most BurstMax
 	// (0: no cap), go first, as fast as they can, the rest at Rate per
 	// second.
@@ -76,8 +91,11 @@ type child struct {
 	injected map[faults.Kind]int
 	// crashedAt counts injected crashes by the point they fell at.
 	crashedAt map[string]int
-	stopping  bool // set by stop: the runtime is not restarted
-	exited    chan struct{}
+	// killsWhileWaiting counts the kills -9 with orders waiting (for a
+	// callback, an event), waitingAtKills those orders, summed.
+	killsWhileWaiting, waitingAtKills int
+	stopping                          bool // set by stop: the runtime is not restarted
+	exited                            chan struct{}
 	// build is added to the environment of every start: the deployed
 	// version set.
 	build []string
@@ -101,11 +119,17 @@ func terminalStatuses() string {
 func (c *child) start() error {
 	cmd := exec.Command(c.cfg.Binary)
 	c.mu.Lock()
-	// The runtime runs the checkout example beside the shipped workflow.
+	// The runtime runs the examples beside the shipped workflow.
 	// Its status queue gets only the terminal statuses' events, the ones
 	// the soak checks: on moto a deep queue is slow to read.
-	cmd.Env = append(append(append(os.Environ(), "ORDERLY_WORKFLOWS="+strings.Join(Workflows, ","), "ORDERLY_STATUS_EVENTS="+terminalStatuses()),
-		c.cfg.Env...), c.build...)
+	// Its remote services and the fulfilment example's parties are the
+	// soak's (see remote): none of its own.
+	own := []string{"ORDERLY_WORKFLOWS=" + strings.Join(Workflows, ","), "ORDERLY_STATUS_EVENTS=" + terminalStatuses(),
+		"REMOTE_URL=http://" + c.cfg.SimulatorAddr, "ORDERLY_PARTIES=0"}
+	if c.cfg.CallbackWait > 0 {
+		own = append(own, "ORDERLY_CALLBACK_WAIT="+c.cfg.CallbackWait.String())
+	}
+	cmd.Env = append(append(append(os.Environ(), own...), c.cfg.Env...), c.build...)
 	c.mu.Unlock()
 	out, err := cmd.StdoutPipe()
 	if err != nil {

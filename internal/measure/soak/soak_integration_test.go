@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"orderly/internal/local/provision"
+	"orderly/internal/local/simulator"
 	"orderly/internal/measure/soak"
 	"orderly/internal/order"
 	"orderly/internal/resources"
@@ -39,13 +40,12 @@ func TestShortSoakLosesNothing(t *testing.T) {
 	ledger := filepath.Join(dir, "ledger.jsonl")
 	from := time.Now().Add(10 * time.Second).UTC()
 	env := []string{
-		"ORDERLY_STAGE=" + stage, "ORDERLY_CONSOLE_ADDR=off", "ORDERLY_API_ADDR=" + api, "ORDERLY_SIMULATOR_ADDR=" + sim,
-		"ORDERLY_STATE_DIR=" + filepath.Join(dir, "state"), "ORDERLY_SIM_LEDGER=" + ledger,
+		"ORDERLY_STAGE=" + stage, "ORDERLY_CONSOLE_ADDR=off", "ORDERLY_API_ADDR=" + api,
+		"ORDERLY_STATE_DIR=" + filepath.Join(dir, "state"),
 		"ORDERLY_FAULTS=throttle=0.01,5xx=0.01,timeout=0.005,ambiguous=0.005,drop=0.005,duplicate=0.01,crash=0.001",
 		"SCHEDULERS=2", "SUPERVISORS=2", "ORDERLY_CLOCK_SKEW=1s",
 		"SUPERVISOR_EVERY=2s", "QUEUE_VISIBILITY=8s",
 		"STEP_ALLOWANCE=" + stepAllowance.String(), "CLAIM_WITHIN=10s", "CLOCK_SKEW_GRACE=2s", "PARK_FOR=2s",
-		"ORDERLY_SIM_OUTAGE=payment," + from.Format(time.RFC3339) + "," + from.Add(15*time.Second).Format(time.RFC3339),
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var runtimeLog io.Writer
@@ -60,6 +60,12 @@ func TestShortSoakLosesNothing(t *testing.T) {
 	}
 	report, err := soak.Run(context.Background(), soak.Config{
 		Binary: bin, Env: env, APIAddr: api, Orders: 200, Mix: soak.DefaultMix, Seed: uint64(time.Now().UnixNano()),
+		SimulatorAddr: sim, Outages: []simulator.Outage{{Service: "payment", From: from, Till: from.Add(15 * time.Second)}},
+		// The fulfilment example's callbacks come half a second after its
+		// calls and its parties answer half a second after it starts
+		// waiting; its callback waits are 10 s, not hours, so a late
+		// callback meets a wait that ended and the call is made again.
+		CallbackDelay: 500 * time.Millisecond, PartyAfter: 500 * time.Millisecond, CallbackWait: callbackWait,
 		Clients: 10, BurstShare: 0.5, Rate: 20, KillEvery: 8 * time.Second, Bound: soakBound(), Log: log, RuntimeLog: runtimeLog,
 		// Across a version change, a rollback with its orders in flight,
 		// and the version back.
@@ -77,6 +83,12 @@ func TestShortSoakLosesNothing(t *testing.T) {
 	if report.Run.Kills == 0 {
 		t.Errorf("the runtime was never killed")
 	}
+	// Kills must land while orders wait and callbacks come: some callback
+	// met a runtime that was down and was sent again.
+	if report.ByVersion["fulfilment/1"] == 0 || report.Waits.KillsWhileWaiting == 0 || report.Waits.Tally.Retried == 0 {
+		t.Errorf("%d fulfilment orders, %d kills with orders waiting, %d callbacks retried; want each above 0",
+			report.ByVersion["fulfilment/1"], report.Waits.KillsWhileWaiting, report.Waits.Tally.Retried)
+	}
 	if report.Run.Deploys != 3 || report.ByVersion["order/1"] == 0 || report.ByVersion["order/1.rehearsal"] == 0 || report.ByVersion["checkout/1"] == 0 {
 		t.Errorf("%d deploys, orders by version %v; want 3, and orders under both versions and of the checkout example", report.Run.Deploys, report.ByVersion)
 	}
@@ -85,6 +97,11 @@ func TestShortSoakLosesNothing(t *testing.T) {
 // stepAllowance is the runtime's STEP_ALLOWANCE; the rehearsal version
 // (order.WithRehearsal) runs every step at twice it.
 const stepAllowance = 5 * time.Second
+
+// callbackWait is the runtime's ORDERLY_CALLBACK_WAIT: long beside the
+// simulator's callback delay and a restart after a kill -9 (a callback
+// that meets a runtime that is down is tried again until it expires).
+const callbackWait = 10 * time.Second
 
 // soakBound is how long after the last submission every order must have
 // ended: the engine's documented worst case for an order, twice. A request

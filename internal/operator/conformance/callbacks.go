@@ -526,19 +526,29 @@ func (r *run) callbackAcceptsRule(d order.StepDef, log *stepLog) {
 			atOnce++
 		}
 	}
+	r.reportAccepted(d.Name, RuleCallbackAccepts, "callback", "", ", which finishes the step at once", total, accepted, atOnce)
+}
+
+// reportAccepted reports rule, whether the calls of an asynchronous step
+// are accepted or answered at once, from how many got an answer (total),
+// were accepted (202) and were answered at once (200/201). kind names
+// the rules that follow an accepted call ("callback", "poll"); carried
+// says what an accepted call carried, and atOnce what an answer at once
+// does, when there are both.
+func (r *run) reportAccepted(step, rule, kind, carried, finishes string, total, accepted, atOnce int) {
 	switch {
 	case total == 0:
-		r.report(d.Name, RuleCallbackAccepts, Fail, "no call of the step got an answer (see %s)", RuleSameKey)
+		r.report(step, rule, Fail, "no call of the step got an answer (see %s)", RuleSameKey)
 	case accepted == 0 && atOnce == 0:
-		r.report(d.Name, RuleCallbackAccepts, Fail, "no call was accepted (202) or answered with its answer (200/201): see %s", RuleSameKey)
+		r.report(step, rule, Fail, "no call was accepted (202) or answered with its answer (200/201): see %s", RuleSameKey)
 	case accepted == 0:
-		r.report(d.Name, RuleCallbackAccepts, Pass, "every call that succeeded was answered at once (%s with the answer, 200/201): the step never waits, "+
-			"and the callback rules have nothing more to check", plural(atOnce, "answer"))
+		r.report(step, rule, Pass, "every call that succeeded was answered at once (%s with the answer, 200/201): the step never waits, "+
+			"and the %s rules have nothing more to check", plural(atOnce, "answer"), kind)
 	case atOnce > 0:
-		r.report(d.Name, RuleCallbackAccepts, Pass, "%s (202); %s at once with the answer (200/201), which finishes the step at once",
-			plural(accepted, "call")+" accepted", plural(atOnce, "call")+" answered")
+		r.report(step, rule, Pass, "%s (202)%s; %s at once with the answer (200/201)%s",
+			plural(accepted, "call")+" accepted", carried, plural(atOnce, "call")+" answered", finishes)
 	default:
-		r.report(d.Name, RuleCallbackAccepts, Pass, "%s (202)", plural(accepted, "call")+" accepted")
+		r.report(step, rule, Pass, "%s (202)%s", plural(accepted, "call")+" accepted", carried)
 	}
 }
 

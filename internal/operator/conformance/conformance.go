@@ -60,6 +60,10 @@ type Config struct {
 	// CallbackWait bounds the wait for one call's callback where the
 	// step's callback timeout is longer; 0 is DefaultCallbackWait.
 	CallbackWait time.Duration
+	// PollWait bounds the checks of one accepted call's status URL, of a
+	// step whose service is polled, where the step's poll timeout is
+	// longer; 0 is DefaultPollWait.
+	PollWait time.Duration
 }
 
 // Verdict is a rule's outcome for a step.
@@ -92,12 +96,17 @@ const (
 	RuleCallbackArrives    = "callback-arrives"
 	RuleCallbackIdempotent = "callback-idempotent"
 	RuleCallbackTokenKept  = "callback-token-kept"
+	// The rules of a step whose service is polled.
+	RulePollAccepts    = "poll-accepts"
+	RulePollDone       = "poll-done"
+	RulePollIdempotent = "poll-idempotent"
 	// RuleSetup is reported only when an earlier step whose result the
 	// checked step carries could not be called.
 	RuleSetup = "setup"
 )
 
-var ruleOrder = []string{RuleSetup, RuleCallbackAccepts, RuleCallbackArrives, RuleCallbackIdempotent, RuleCallbackTokenKept, RuleSameKey, RuleConcurrentKey, RuleResult, RuleMalformedBody, RuleUnknownEntity, RuleUndoTwice,
+var ruleOrder = []string{RuleSetup, RuleCallbackAccepts, RuleCallbackArrives, RuleCallbackIdempotent, RuleCallbackTokenKept,
+	RulePollAccepts, RulePollDone, RulePollIdempotent, RuleSameKey, RuleConcurrentKey, RuleResult, RuleMalformedBody, RuleUnknownEntity, RuleUndoTwice,
 	RuleUndoBlocksKey, RuleUndoWithoutResult, RuleUndoUnknownKey, RuleRetryAfter, RuleWithinAllowance, RuleErrorBody}
 
 // Result is one rule's verdict for one step, with why.
@@ -257,6 +266,11 @@ type stepLog struct {
 	// are same-key's two calls, for callback-idempotent.
 	pendings     []*pending
 	first, again *outcome
+	// pollings are the checks of the accepted calls of a step whose
+	// service is polled; pollFirst and pollEarly are same-key's call and
+	// its repeat while the work went on, for poll-idempotent.
+	pollings             []*polling
+	pollFirst, pollEarly *outcome
 }
 
 func (r *run) report(step, rule string, v Verdict, format string, args ...any) {
@@ -383,7 +397,12 @@ func (r *run) forward(ctx context.Context, d order.StepDef) {
 // The first answer is the step's result for the steps after it.
 func (r *run) sameKey(ctx context.Context, d order.StepDef) {
 	key := newKey()
-	first := r.call(ctx, d, key, false, nil)
+	var first outcome
+	if d.Poll != nil {
+		first = r.sameKeyPolled(ctx, d, key)
+	} else {
+		first = r.call(ctx, d, key, false, nil)
+	}
 	if d.Callback != nil {
 		r.log(d.Name).first = &first
 	}
@@ -399,7 +418,7 @@ func (r *run) sameKey(ctx context.Context, d order.StepDef) {
 	r.answers[d.Name] = first.answer.Body
 	r.kept = append(r.kept, setupKey{d, key})
 	again := r.call(ctx, d, key, false, nil)
-	if d.Callback != nil {
+	if d.Async() {
 		log := r.log(d.Name)
 		log.first, log.again = &first, &again
 	}
@@ -434,6 +453,8 @@ func (r *run) concurrentKey(ctx context.Context, d order.StepDef) {
 	// A service that calls back may do so once for the two: orderly
 	// takes only its newest attempt's callback.
 	r.settle(ctx, &outs[0], &outs[1])
+	r.poll(ctx, d, &outs[0])
+	r.poll(ctx, d, &outs[1])
 	var why string
 	verdict := Fail
 	switch {
@@ -761,6 +782,11 @@ func (r *run) aggregate(d order.StepDef) {
 		r.callbackIdempotentRule(d, log)
 		r.callbackTokenKeptRule(d, log)
 	}
+	if d.Poll != nil {
+		r.pollAcceptsRule(d, log)
+		r.pollDoneRule(d, log)
+		r.pollIdempotentRule(d, log)
+	}
 	r.resultRule(d, log)
 	r.retryAfterRule(d, log)
 	r.allowanceRule(d, log)
@@ -772,11 +798,15 @@ func (r *run) resultRule(d order.StepDef, log *stepLog) {
 		r.report(d.Name, RuleResult, Fail, "%s", strings.Join(dedupe(log.contract), "; "))
 		return
 	}
-	calls, undos := 0, 0
+	calls, undos, checked := 0, 0, 0
 	for _, e := range log.exchanges {
-		if e.status < 200 || e.status >= 300 || (e.token != "" && e.status == http.StatusAccepted) {
-			// A 202 to a call that calls back has no answer: its callback has.
+		if e.status < 200 || e.status >= 300 || (e.token != "" && e.status == http.StatusAccepted) || (d.Poll != nil && e.status == http.StatusAccepted) {
+			// A 202 to a call that calls back has no answer: its callback
+			// has; nor one of a polled step: its status URL's 200 has.
 			continue
+		}
+		if e.check {
+			checked++
 		}
 		if e.undo {
 			undos++
@@ -825,6 +855,9 @@ func (r *run) resultRule(d order.StepDef, log *stepLog) {
 	if byCallback > 0 {
 		called = fmt.Sprintf(" (%d by callback)", byCallback)
 	}
+	if checked > 0 {
+		called = fmt.Sprintf(" (%d by status URL)", checked)
+	}
 	r.report(d.Name, RuleResult, Pass, "%s%s, each %s%s", plural(calls, "successful call"), called, what, undone)
 }
 
@@ -837,7 +870,8 @@ func plural(n int, thing string) string {
 }
 
 func (r *run) retryAfterRule(d order.StepDef, log *stepLog) {
-	n, longest := 0, time.Duration(0)
+	// checks counts the 202s of a polled step that said when to check.
+	n, checks, longest := 0, 0, time.Duration(0)
 	for _, e := range log.exchanges {
 		v := e.header.Get("Retry-After")
 		if v == "" {
@@ -845,6 +879,21 @@ func (r *run) retryAfterRule(d order.StepDef, log *stepLog) {
 		}
 		n++
 		after, ok := remote.ParseRetryAfter(e.header)
+		if d.Poll != nil && e.status == http.StatusAccepted {
+			// When to check the status URL next: bounded by the wait.
+			switch {
+			case !ok:
+				r.report(d.Name, RuleRetryAfter, Fail, "a 202 answer's Retry-After %q is neither delay-seconds nor an HTTP date: the status URL "+
+					"is checked after the step's poll.every (%s) instead", v, d.Poll.Every)
+				return
+			case after > d.Poll.Timeout:
+				r.report(d.Name, RuleRetryAfter, Fail, "a 202 answer's Retry-After asks for a wait of %s, more than the step's %s poll timeout: "+
+					"the wait would end first", after, d.Poll.Timeout)
+				return
+			}
+			checks++
+			continue
+		}
 		switch {
 		case !ok:
 			r.report(d.Name, RuleRetryAfter, Fail, "a %d answer's Retry-After %q is neither delay-seconds nor an HTTP date: the agent ignores it", e.status, v)
@@ -862,6 +911,14 @@ func (r *run) retryAfterRule(d order.StepDef, log *stepLog) {
 	note := ""
 	if longest > d.Allowance {
 		note = fmt.Sprintf(" (longer than the step's %s allowance: such an attempt times out and the Supervisor retries it)", d.Allowance)
+	}
+	if checks == n {
+		r.report(d.Name, RuleRetryAfter, Pass, "%s (202) said when to check again, each a Retry-After within the step's %s poll timeout",
+			plural(n, "answer"), d.Poll.Timeout)
+		return
+	}
+	if checks > 0 {
+		note += fmt.Sprintf("; %d of them 202s saying when to check again", checks)
 	}
 	r.report(d.Name, RuleRetryAfter, Pass, "%s carried Retry-After, the longest %s%s", plural(n, "answer"), longest, note)
 }
@@ -958,6 +1015,12 @@ type outcome struct {
 	token      string
 	calledBack bool
 	superseded bool
+	// polling is how the status URL of the call, accepted, of a step
+	// whose service is polled was checked, and checks are the checks;
+	// sameJob: a call made again whose 202 named the same status URL.
+	polling *polling
+	checks  []*exchange
+	sameJob bool
 }
 
 // refusal says how a refused call was refused: its status, or its
@@ -970,6 +1033,9 @@ func refusal(o outcome) string {
 }
 
 func (o outcome) lastStatus() int {
+	if len(o.checks) > 0 {
+		return o.checks[len(o.checks)-1].status
+	}
 	if len(o.tries) == 0 {
 		return 0
 	}
@@ -1012,6 +1078,7 @@ func (r *run) call(ctx context.Context, d order.StepDef, key string, undo bool, 
 func (r *run) callWith(ctx context.Context, d order.StepDef, key string, undo bool, results map[string]json.RawMessage, input json.RawMessage) outcome {
 	out := r.callOnce(ctx, d, key, undo, results, input)
 	r.settle(ctx, &out)
+	r.poll(ctx, d, &out)
 	return out
 }
 
@@ -1119,7 +1186,15 @@ func (r *run) raw(ctx context.Context, d order.StepDef, call order.Endpoint, key
 type exchange struct {
 	undo bool
 	// token is the callback token the call carried, if any.
-	token    string
+	token string
+	// prefer: the call carried Prefer: respond-async; check: it was a
+	// GET of a status URL. url is where it went, for a Location to be
+	// resolved against (never reported: it may carry a token); via are
+	// the statuses of the answers it went on from (a 303 to the answer).
+	prefer, check bool
+	url           string
+	via           []int
+
 	sent     bool
 	status   int
 	header   http.Header
@@ -1147,8 +1222,14 @@ func (rec *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	if e == nil {
 		e = &exchange{}
 	}
+	if e.sent {
+		e.via = append(e.via, e.status)
+	}
 	e.sent = true
 	e.token = callbackToken(req)
+	e.prefer = strings.Contains(req.Header.Get("Prefer"), remote.PreferAsync)
+	e.check = e.check || req.Method == http.MethodGet
+	e.url = req.URL.String()
 	began := time.Now()
 	resp, err := rec.base.RoundTrip(req)
 	if err != nil {

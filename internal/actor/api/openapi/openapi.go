@@ -121,7 +121,8 @@ func Document(wfs order.Versions) map[string]any {
 		"/orders/{id}/events/{name}": event("send an event to the caller's order: the step that waits for it takes the body, " +
 			"checked against its schema, as its result, and the order goes on"),
 		"/ops/orders/{id}/events/{name}": event("send an event to any order (operators)"),
-		"/callbacks":                     callback(),
+		"/callbacks":                     callback(false),
+		api.ResourceCallbacksIAM:         callback(true),
 	}
 	schemas := map[string]any{}
 	for _, name := range wfs.Names() {
@@ -198,7 +199,7 @@ var clientStep = map[string]any{
 	"waiting": map[string]any{"type": "object", "description": "a Waiting step: what it waits for, since when and until when (no service works on it meanwhile)",
 		"required": []string{"until"}, "properties": map[string]any{
 			"for": map[string]any{"type": "string",
-				"description": "what kind of thing the step waits for (" + order.WaitTimer + ": a time; " + order.WaitEvent + ": an event, named in event); absent when the stage no longer has the order's workflow version"},
+				"description": "what kind of thing the step waits for (" + order.WaitTimer + ": a time; " + order.WaitEvent + ": an event, named in event; " + order.WaitCallback + ": its service's callback; " + order.WaitPoll + ": its service's status, checked on a schedule); absent when the stage no longer has the order's workflow version"},
 			"event": map[string]any{"type": "string",
 				"description": "for " + order.WaitEvent + ": the event's name, which POST /orders/{id}/events/{name} sends"},
 			"since": map[string]any{"type": "string", "format": "date-time", "description": "when the step started to wait"},
@@ -264,8 +265,10 @@ func event(summary string) map[string]any {
 }
 
 // callback is the route services that call back call: not IAM-authorized,
-// allowed by the token their call carried.
-func callback() map[string]any {
+// allowed by the token their call carried in the Authorization header;
+// or, iam, the same callback signed by a service inside AWS, the token in
+// its own header.
+func callback(iam bool) map[string]any {
 	outcome := map[string]any{"type": "object", "additionalProperties": false, "required": []any{"outcome"}, "properties": map[string]any{
 		"outcome": map[string]any{"enum": []any{order.CallbackOutcomeSucceeded, order.CallbackOutcomeFailed, order.CallbackOutcomeWorking}},
 		"result":  map[string]any{"type": "object", "description": `with "succeeded": the answer a synchronous call returns, the reference in "id"`},
@@ -275,7 +278,7 @@ func callback() map[string]any {
 		"orderId": map[string]any{"type": "string"}, "step": map[string]any{"type": "string"}, "attempt": map[string]any{"type": "integer"},
 		"status": ref("Status"), "completeBy": map[string]any{"type": "string", "format": "date-time", "description": `with "working": the wait's deadline now`},
 	}}
-	return map[string]any{"post": map[string]any{
+	op := map[string]any{
 		"summary": "a service that calls back reports how the work of one attempt of one step went (docs/remote-services.md#services-that-call-back)",
 		"parameters": []any{map[string]any{"name": "Authorization", "in": "header", "required": true,
 			"description": "Orderly-Callback <token>: the token the call carried, for that attempt alone", "schema": map[string]any{"type": "string"}}},
@@ -289,7 +292,17 @@ func callback() map[string]any {
 			"410": errorResponse("too_late: the wait ended; the call is made again, with a new token"),
 			"413": errorResponse("too_large"), "502": response("the function failed; retry", nil),
 			"503": errorResponse("unavailable: the stage's callback key cannot be read now, or busy: retry"),
-		}}}
+		}}
+	if iam {
+		op["summary"] = "the same callback, from a service inside AWS: IAM-authorized (SigV4, the CallbackPolicyArn policy), " +
+			"the token in " + api.CallbackTokenHeader + " (docs/remote-services.md#calling-back-signed-from-inside-aws)"
+		op["parameters"] = []any{map[string]any{"name": api.CallbackTokenHeader, "in": "header", "required": true,
+			"description": "the token the call carried, for that attempt alone, without a scheme (Authorization is the SigV4 signature)",
+			"schema":      map[string]any{"type": "string"}}}
+		delete(op, "security") // the document's default: IAM
+		op["responses"].(map[string]any)["403"] = errorResponse("forbidden: no caller identity (sign the request with SigV4)")
+	}
+	return map[string]any{"post": op}
 }
 
 func statuses() []string {

@@ -29,7 +29,7 @@ func TestDocumentDescribesEveryRoute(t *testing.T) {
 	routes := []struct{ method, resource string }{
 		{"post", api.ResourceOrders}, {"get", api.ResourceOrders}, {"get", api.ResourceOperatorOrders}, {"get", api.ResourceOrder}, {"get", api.ResourceOperatorOrder},
 		{"post", api.ResourceCancel}, {"post", api.ResourceRedrive}, {"get", api.ResourceHistory}, {"get", api.ResourceOperatorHistory},
-		{"post", api.ResourceEvent}, {"post", api.ResourceOperatorEvent}, {"post", api.ResourceCallbacks},
+		{"post", api.ResourceEvent}, {"post", api.ResourceOperatorEvent}, {"post", api.ResourceCallbacks}, {"post", api.ResourceCallbacksIAM},
 		// ResourceWorkflowOrders, once per workflow the stage runs.
 		{"post", "/workflows/order/orders"},
 	}
