@@ -41,7 +41,10 @@ var rareGrants = []string{}
 // circuit breaker opening, a version change that parks an order, and
 // steps that wait: an event sent by the client and one by an operator,
 // and a service that calls back, whose agent seals the callback's token
-// and whose callback the API opens, both with the callback key), each
+// and whose callback the API opens, both with the callback key; a
+// service that is polled, whose checks the Supervisor sends and whose
+// agent GETs its status URL; a timer and a condition read on the order's
+// data), each
 // agent calling its service with the stage's authentication (a header
 // from a secret, SigV4 for an API and for a function URL; see
 // roleCheckServices), each function's SDK clients recording every AWS call
@@ -86,10 +89,15 @@ func TestRolesAllowExactlyTheCallsEachFunctionMakes(t *testing.T) {
 // calls back.
 const reviewedWorkflow = "reviewed"
 
+// polledWorkflow is the role check's workflow whose payment service is
+// polled, with a timer after it and a condition on the shipping after
+// that, which starts on the order's data.
+const polledWorkflow = "polled"
+
 // roleCheckWorkflows are the workflows the role check runs: the shipped
 // one, from its file, in two versions (the second is rolled back, parking
-// its order), and reviewedWorkflow.
-func roleCheckWorkflows(timing order.Timing) (v1, v2, reviewed order.Workflow) {
+// its order), reviewedWorkflow and polledWorkflow.
+func roleCheckWorkflows(timing order.Timing) (v1, v2, reviewed, polled order.Workflow) {
 	v1 = ordertest.Built(timing).Latest()
 	v2 = v1
 	v2.Version = "2"
@@ -97,7 +105,14 @@ func roleCheckWorkflows(timing order.Timing) (v1, v2, reviewed order.Workflow) {
 	reviewed.Name = reviewedWorkflow
 	i, _ := reviewed.Index(ordertest.StepChargePayment)
 	reviewed.Steps[i].Callback = &order.CallbackWait{Timeout: 30 * time.Second}
-	return v1, v2, reviewed
+	polled = v1
+	polled.Name = polledWorkflow
+	polled.Steps = slices.Clone(v1.Steps)
+	i, _ = polled.Index(ordertest.StepChargePayment)
+	polled.Steps[i].Poll = &order.PollWait{Timeout: 30 * time.Second, Every: 200 * time.Millisecond}
+	polled.Steps = slices.Insert(polled.Steps, i+1, order.StepDef{Name: "cool-off", Wait: &order.Wait{For: 300 * time.Millisecond}})
+	polled.Steps[i+2].When = always(true)
+	return v1, v2, reviewed, polled
 }
 
 // roleCheckTemplate is the stack synthesized as TestMain's, for the role
@@ -110,8 +125,8 @@ func roleCheckTemplate(t *testing.T) assertions.Template {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v1, v2, reviewed := roleCheckWorkflows(p.Timing)
-	p.Workflows, p.WorkflowsDigest = order.MustVersions(v1, v2, reviewed), ""
+	v1, v2, reviewed, polled := roleCheckWorkflows(p.Timing)
+	p.Workflows, p.WorkflowsDigest = order.MustVersions(v1, v2, reviewed, polled), ""
 	s, err := stack.New(app, "Orderly-roles", p)
 	if err != nil {
 		t.Fatal(err)
@@ -171,8 +186,8 @@ func recordCalls(t *testing.T) []callrecord.Call {
 	cfg.FunctionHTTP = rec.HTTP
 	// Heartbeats move a slow call's deadline on (enginetest's timing has none).
 	cfg.Timing.MaxHeartbeats = 6
-	v1, v2, reviewed := roleCheckWorkflows(cfg.Timing)
-	cfg.Workflows = order.MustVersions(v1, v2, reviewed)
+	v1, v2, reviewed, polled := roleCheckWorkflows(cfg.Timing)
+	cfg.Workflows = order.MustVersions(v1, v2, reviewed, polled)
 	cfg.ParkFor = 300 * time.Millisecond
 	cfg.QueueVisibility = 3 * time.Second
 	// One failed call opens an agent's circuit, so the agent's next try
@@ -207,6 +222,10 @@ func recordCalls(t *testing.T) []callrecord.Call {
 		call(t, e, http.MethodPost, fmt.Sprintf(events, id)+ordertest.EventReview, map[string]string{"decision": "approve"}, http.StatusAccepted)
 		ended[id] = order.StatusProcessed
 	}
+	// A polled payment whose first check is answered "working" at a new
+	// status URL, then a timer, then a step whose condition is read on
+	// the order's data.
+	ended[submitOrderOf(t, e, polledWorkflow, "BOOK-1", "TEST-PAYMENT-POLL-MOVED")] = order.StatusProcessed
 
 	// The undo refused: Error, alerted, then redriven to Failed.
 	awaitOrder(t, e, refused, func(v api.OrderView) bool { return v.Status == order.StatusError })
@@ -233,7 +252,7 @@ func recordCalls(t *testing.T) []callrecord.Call {
 	call(t, e, http.MethodGet, "/orders?customer=c-roles&limit=100", nil, http.StatusOK)
 	call(t, e, http.MethodGet, "/ops/orders?limit=100&ended_from="+time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), nil, http.StatusOK)
 	stop()
-	cfg.Workflows = order.MustVersions(v1, reviewed)
+	cfg.Workflows = order.MustVersions(v1, reviewed, polled)
 	enginetest.Run(t, cfg)
 	if a := alerts.Await(t, parked, 30*time.Second); a.Kind != order.AlertVersionUnknown {
 		t.Fatalf("alert %+v about the parked order, want %s", a, order.AlertVersionUnknown)
@@ -254,7 +273,12 @@ func credentialedSimulator(t *testing.T, apiKey string, opts ...simulator.Option
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		auth := r.Header.Get("Authorization")
 		var ok bool
-		switch service, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/"); service {
+		service, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+		if service == "status" {
+			// A polled service's status URL: /status/<service>/<id>.
+			service, _, _ = strings.Cut(rest, "/")
+		}
+		switch service {
 		case ordertest.AgentInventory:
 			ok = r.Header.Get("X-Api-Key") == apiKey
 		case ordertest.AgentPayment:
