@@ -44,6 +44,9 @@ type Guard struct {
 	// AlertPending: an alert waits to be sent; SameAlertKind: of the
 	// fence's kind. SameDueAt: the order's DueAt is the fence's.
 	AlertPending, SameAlertKind, SameDueAt bool
+	// SameStatusURL: the record's status URL is the fence's, the one a
+	// check of a polled step checked (the service may have moved it).
+	SameStatusURL bool
 	// DueBy: the order's DueAt is unset or no later than this (a success
 	// leaves DueAt as it is while it is).
 	DueBy time.Time
@@ -139,6 +142,8 @@ func (g Guard) Holds(fence StepState, at time.Time, f Found) bool {
 	case g.AlertPending && !r.AlertPending, g.SameAlertKind && r.AlertKind != fence.AlertKind:
 		return false
 	case g.SameDueAt && !r.DueAt.Equal(fence.DueAt):
+		return false
+	case g.SameStatusURL && r.StatusURL != fence.StatusURL:
 		return false
 	case !g.DueBy.IsZero() && !r.DueAt.IsZero() && r.DueAt.After(g.DueBy):
 		return false

@@ -442,18 +442,31 @@ var lifecycle = []row{
 			return forms(c.wf.PollSent(c.st, s.now))
 		}},
 	{order.Waiting, "its status says working (202)", order.Waiting, "Scheduler (reply)", "poll working",
-		"deadline not passed",
+		"deadline not passed; the status URL as checked (a late check of a moved one changes nothing)",
 		"`DueAt` at the next check (after Retry-After, or the step's poll every; never past the wait's end); the status URL when the service moved it",
 		func(s sample) []order.Transition {
 			c := s.polled(order.Waiting)
 			return forms(c.wf.PollWorking(c.st, "https://payments.example/status/2", 30*time.Second, s.now), c.wf.PollWorking(c.st, "", 0, s.now))
 		}},
 	{order.Waiting, "its status says done (200, or 303 to the answer)", order.Processed, "Scheduler (reply)", "receive poll",
-		"deadline not passed; the order not cancelled; the next record NotStarted; `DueAt` no later than its deadline",
+		"deadline not passed; the status URL as checked; the order not cancelled; the next record NotStarted; `DueAt` no later than its deadline",
 		"its reference and its result (when kept) recorded, no deadline left; the next record claimed and its request sent, the order Processing",
 		func(s sample) []order.Transition {
 			c := s.polled(order.Waiting)
 			return forms(c.wf.PollDone(c.st, "ch-1", json.RawMessage(`{"id":"ch-1"}`), "s1", s.now).Transition(s.now))
+		}},
+	{order.Waiting, "its status says failed (4xx)", order.Failed, "Scheduler (reply)", "start undoing",
+		"deadline not passed; the status URL as checked; no undo record yet; the order not cancelled; the undo floor as known; the steps before it to undo Processed (none skipped)",
+		"no deadline left, the alert cleared; undo records appended (the steps before it: the service did no work), the first claimed at once, the next look at its deadline, in the due index; the order Compensating",
+		func(s sample) []order.Transition {
+			c := s.polled(order.Waiting)
+			return forms(undoing(c.wf.UndoPollFailed(c.st, "card declined", s.now).ClaimedBy("s1", s.now), s.now))
+		}},
+	{order.Waiting, "its status says failed (4xx), in a workflow that stops on failure", order.Error, "Scheduler (reply)", "fail",
+		"deadline not passed; the status URL as checked",
+		"the order in Error; a `StepFailed` alert leased to the writer",
+		func(s sample) []order.Transition {
+			return forms(order.PollFailed(s.polled(order.Waiting).st, "card declined", s.now))
 		}},
 	{order.Processing, "succeeded after a cancel", order.Processed, "Scheduler (reply)", "start undoing",
 		"the order cancelled; no undo record yet; the undo floor as known; the steps before it to undo Processed (none skipped)",

@@ -73,6 +73,7 @@ var (
 		"AlertPending":   {"an alert pending"},
 		"SameAlertKind":  {"of the kind found"},
 		"SameDueAt":      {"`DueAt` as found"},
+		"SameStatusURL":  {"the status URL as checked"},
 		"DueBy":          {"`DueAt` no later than"},
 		"Records":        {"records as counted", "no undo record yet"},
 		"SameUndoFloor":  {"the undo floor as known"},

@@ -207,8 +207,11 @@ type StepReply struct {
 	// with the others.
 	WorkDone bool `json:"workDone,omitempty"`
 	// Poll says the reply answers a check of the step's status URL
-	// (StepRequest.Poll), not its call.
-	Poll bool `json:"poll,omitempty"`
+	// (StepRequest.Poll), not its call; Checked is the URL it checked,
+	// whose answer counts only while the step's status URL is still that
+	// one (the service may have moved it since).
+	Poll    bool   `json:"poll,omitempty"`
+	Checked string `json:"checked,omitempty"`
 	// StatusURL, of an accepted call or check of a step whose service is
 	// polled, is where the service says how the work goes from now on;
 	// RetryAfterMs is when it says to check next (0: it did not say).

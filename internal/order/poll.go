@@ -82,27 +82,49 @@ func (w Workflow) PollSent(st StepState, now time.Time) Transition {
 		Change: Change{DueAt: def.nextPoll(def.Allowance, now, st.CompleteBy)}}
 }
 
-// PollWorking is a check of st's status URL that says the work goes on:
-// the next check is after retryAfter (see nextPoll), at statusURL when the
-// service named a new one ("" keeps it). It holds only inside the wait,
-// on st's attempt.
+// PollWorking is a check of st's status URL (st.StatusURL, the one the
+// check checked) that says the work goes on: the next check is after
+// retryAfter (see nextPoll), at statusURL when the service named a new one
+// ("" keeps it). It holds only inside the wait, on st's attempt, while the
+// status URL is still the one checked: a late check of a URL the service
+// moved since says nothing of the work now.
 func (w Workflow) PollWorking(st StepState, statusURL string, retryAfter time.Duration, now time.Time) Transition {
 	def, _ := w.Step(st.Step)
 	return Transition{Name: "poll working", Record: st, At: now,
-		Guard:  Guard{State: Waiting, InTime: true},
+		Guard:  Guard{State: Waiting, InTime: true, SameStatusURL: true},
 		Change: Change{DueAt: def.nextPoll(retryAfter, now, st.CompleteBy), StatusURL: statusURL}}
 }
 
-// PollDone is a check of st's status URL that says the work is done:
-// reference and result are its answer, the step is Processed and the
-// next one starts (claimed by owner, the Scheduler that applies the
-// check's reply), or the order ends Processed. It holds only inside the
-// wait, on st's attempt. A check that says the work failed is written as
-// a failure callback is (CallbackFailed, UndoCallbackFailed).
+// PollDone is a check of st's status URL (st.StatusURL) that says the
+// work is done: reference and result are its answer, the step is
+// Processed and the next one starts (claimed by owner, the Scheduler that
+// applies the check's reply), or the order ends Processed. It holds only
+// inside the wait, on st's attempt, while the status URL is the one
+// checked.
 func (w Workflow) PollDone(st StepState, reference string, result json.RawMessage, owner string, now time.Time) Completion {
 	c := w.Completion(st, reference, result, owner, now)
 	c.Arrived = WaitPoll
 	return c
+}
+
+// PollFailed is a check of st's status URL (st.StatusURL) that says the
+// work failed, in a workflow that stops on failure: as CallbackFailed,
+// the record and its order go to Error with a StepFailed alert, while the
+// status URL is the one checked. Other workflows undo the order's work
+// (UndoPollFailed).
+func PollFailed(st StepState, reason string, now time.Time) Transition {
+	t := CallbackFailed(st, reason, now)
+	t.Guard.SameStatusURL = true
+	return t
+}
+
+// UndoPollFailed is a check of st's status URL (st.StatusURL) that says
+// the work failed: as UndoCallbackFailed, the service did no work, so the
+// steps before it are undone, while the status URL is the one checked.
+func (w Workflow) UndoPollFailed(st StepState, reason string, now time.Time) Undoing {
+	u := w.UndoCallbackFailed(st, reason, now)
+	u.SameStatusURL = true
+	return u
 }
 
 // NewPollRequest is the request that asks st's agent to check its

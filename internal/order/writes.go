@@ -164,6 +164,7 @@ func (c Completion) Guard() Guard {
 	g := Guard{State: Processing, NotCancelled: !c.Step.Undo}
 	if c.WaitEnded || c.Arrived != "" {
 		g.State, g.Expired, g.InTime = Waiting, c.WaitEnded, c.Arrived != ""
+		g.SameStatusURL = c.Arrived == WaitPoll
 	}
 	switch {
 	case c.Next != nil:
@@ -285,7 +286,9 @@ type Undoing struct {
 	// Expired makes the write hold only once the step's deadline has
 	// passed (a Supervisor's timeout), and counts the timeout as a
 	// failure. InTime makes it hold only before (a callback's failure).
-	Expired, InTime bool
+	// SameStatusURL makes it hold only while the record's status URL is
+	// Step's (a polled step's check that says the work failed).
+	Expired, InTime, SameStatusURL bool
 	// Ends is the step's state from now on: Failed, Processed (a success
 	// that arrived after a cancel) or Cancelled (it waited for a claim;
 	// Plan says whether it is undone too).
@@ -329,7 +332,7 @@ func (u Undoing) Guard() Guard {
 			done = append(done, i)
 		}
 	}
-	return Guard{State: u.From, Records: u.Steps, Expired: u.Expired, InTime: u.InTime, Unlocked: u.From == Pending,
+	return Guard{State: u.From, Records: u.Steps, Expired: u.Expired, InTime: u.InTime, SameStatusURL: u.SameStatusURL, Unlocked: u.From == Pending,
 		Cancelled: cancelled, NotCancelled: !cancelled, SameUndoFloor: true, Processed: done}
 }
 

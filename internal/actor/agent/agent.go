@@ -237,7 +237,7 @@ func (s *Service) Process(ctx context.Context, r order.StepRequest) error {
 	log = log.With("remote_calls", calls)
 
 	rep := order.StepReply{OrderID: req.OrderID, Workflow: req.Workflow, Version: req.Version, Step: req.Step, Undo: req.Undo, Record: req.Record, Attempt: req.Attempt,
-		Poll: req.Poll != ""}
+		Poll: req.Poll != "", Checked: req.Poll}
 	switch {
 	case err == nil && req.callsBack && answer.Accepted:
 		// The service took the call and calls back, or is polled at the

@@ -301,8 +301,7 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 // or failed (as a failure callback: undone, or in Error for an operator).
 // Each write holds only inside the wait, on the reply's attempt.
 func (s *Service) applyCheck(ctx context.Context, wf order.Workflow, log *slog.Logger, replied order.StepState, rep order.StepReply, now time.Time) error {
-	switch {
-	case rep.Outcome == order.OutcomeAccepted:
+	if rep.Outcome == order.OutcomeAccepted {
 		// The next check is never after the wait's deadline, which the
 		// reply does not carry: the record as stored does.
 		o, steps, err := s.store.GetOrder(ctx, rep.OrderID)
@@ -313,18 +312,22 @@ func (s *Service) applyCheck(ctx context.Context, wf order.Workflow, log *slog.L
 			return fmt.Errorf("order %s has no record %d: %w", o.ID, replied.Index, order.ErrStale)
 		}
 		stored := steps[replied.Index]
-		stored.Attempt = rep.Attempt // the fence is the reply's
+		// The fence is the reply's: its attempt, and the status URL its
+		// check checked.
+		stored.Attempt, stored.StatusURL = rep.Attempt, rep.Checked
 		_, st, err := s.store.Apply(ctx, wf.PollWorking(stored, rep.StatusURL, time.Duration(rep.RetryAfterMs)*time.Millisecond, now))
 		if err == nil {
 			log.InfoContext(ctx, "status checked: the work goes on", "next_check", st.DueAt)
 		}
 		return err
-	case rep.Outcome == order.OutcomeSucceeded:
+	}
+	replied.StatusURL = rep.Checked
+	if rep.Outcome == order.OutcomeSucceeded {
 		return s.complete(ctx, wf, log, wf.PollDone(replied, rep.Reference, keptResult(wf, rep), s.id, now), now)
 	}
 	reason := order.ReplyReason(rep.Reason)
 	if wf.StopOnFailure || rep.WorkDone {
-		_, failed, err := s.store.Apply(ctx, order.CallbackFailed(replied, reason, now))
+		_, failed, err := s.store.Apply(ctx, order.PollFailed(replied, reason, now))
 		if err == nil {
 			log.ErrorContext(ctx, "status says the work failed; order is in Error for an operator", "reason", rep.Reason)
 			s.metrics.Count(metrics.OrdersInError, 1, "order_id", rep.OrderID, "step", rep.Step)
@@ -332,7 +335,7 @@ func (s *Service) applyCheck(ctx context.Context, wf order.Workflow, log *slog.L
 		}
 		return err
 	}
-	return s.undo(ctx, log, wf.UndoCallbackFailed(replied, reason, now).ClaimedBy(s.id, now))
+	return s.undo(ctx, log, wf.UndoPollFailed(replied, reason, now).ClaimedBy(s.id, now))
 }
 
 // complete applies c, a success: the record becomes Processed and, in the

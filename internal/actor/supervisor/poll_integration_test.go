@@ -76,7 +76,7 @@ func TestAPolledStepIsCheckedOnTheSupervisorsSchedule(t *testing.T) {
 		t.Fatalf("after a lost check's window: report %+v, want it sent again", r)
 	}
 
-	working := order.StepReply{OrderID: id, Step: first, Attempt: 1, Outcome: order.OutcomeAccepted, Poll: true,
+	working := order.StepReply{OrderID: id, Step: first, Attempt: 1, Outcome: order.OutcomeAccepted, Poll: true, Checked: statusURL,
 		StatusURL: "https://inventory.example/status/2", RetryAfterMs: 10_000}
 	reply(t, w, working)
 	st = w.Step(t, id, first)
@@ -84,7 +84,7 @@ func TestAPolledStepIsCheckedOnTheSupervisorsSchedule(t *testing.T) {
 		t.Fatalf("working: %+v, want Waiting at the moved status URL, checked again in 10s", st)
 	}
 
-	done := order.StepReply{OrderID: id, Step: first, Attempt: 1, Outcome: order.OutcomeSucceeded, Poll: true, Reference: "res-1"}
+	done := order.StepReply{OrderID: id, Step: first, Attempt: 1, Outcome: order.OutcomeSucceeded, Poll: true, Checked: working.StatusURL, Reference: "res-1"}
 	reply(t, w, done)
 	o, steps = w.Records(t, id)
 	if o.Status != order.StatusProcessing || steps[0].ProcessState != order.Processed || steps[0].Reference != "res-1" || steps[0].StatusURL != "" ||
@@ -124,8 +124,36 @@ func TestAPolledStepThatNeverFinishesTimesOut(t *testing.T) {
 	failed := w.Submit(t, someOrder)
 	takeRequests(t, w)
 	reply(t, w, order.StepReply{OrderID: failed, Step: first, Attempt: 1, Outcome: order.OutcomeAccepted, StatusURL: "https://inventory.example/s/2"})
-	reply(t, w, order.StepReply{OrderID: failed, Step: first, Attempt: 1, Outcome: order.OutcomeFailed, Poll: true, Reason: "sku out of stock"})
+	reply(t, w, order.StepReply{OrderID: failed, Step: first, Attempt: 1, Outcome: order.OutcomeFailed, Poll: true, Checked: "https://inventory.example/s/2", Reason: "sku out of stock"})
 	if o, steps := w.Records(t, failed); o.Status != order.StatusFailed || steps[0].ProcessState != order.Failed {
 		t.Errorf("a check that says failed: %s %s, want the order Failed (nothing before it to undo)", o.Status, testenv.Describe(testenv.States(steps)))
+	}
+}
+
+// A check's answer counts only while the status URL it checked is the
+// step's: once the service moved it, a late answer of a check of the old
+// one (a duplicate message, a slow agent) changes nothing, even one that
+// says the work failed, which the old URL may well say of a job moved on.
+func TestALateCheckOfAMovedStatusURLChangesNothing(t *testing.T) {
+	w := testenv.NewWorld(t, timing)
+	polledFirst(t, w)
+	id := w.Submit(t, someOrder)
+	takeRequests(t, w)
+	const old, moved = "https://inventory.example/status/1", "https://inventory.example/status/2"
+	reply(t, w, order.StepReply{OrderID: id, Step: first, Attempt: 1, Outcome: order.OutcomeAccepted, StatusURL: old})
+	reply(t, w, order.StepReply{OrderID: id, Step: first, Attempt: 1, Outcome: order.OutcomeAccepted, Poll: true, Checked: old, StatusURL: moved})
+	for _, late := range []order.StepReply{
+		{OrderID: id, Step: first, Attempt: 1, Outcome: order.OutcomeFailed, Poll: true, Checked: old, Reason: "gone"},
+		{OrderID: id, Step: first, Attempt: 1, Outcome: order.OutcomeAccepted, Poll: true, Checked: old, StatusURL: "https://inventory.example/status/3"},
+		{OrderID: id, Step: first, Attempt: 1, Outcome: order.OutcomeSucceeded, Poll: true, Checked: old, Reference: "res-old"},
+	} {
+		reply(t, w, late)
+		if st := w.Step(t, id, first); st.ProcessState != order.Waiting || st.StatusURL != moved {
+			t.Fatalf("after a late %s of the old status URL: %+v, want Waiting at the moved one", late.Outcome, st)
+		}
+	}
+	reply(t, w, order.StepReply{OrderID: id, Step: first, Attempt: 1, Outcome: order.OutcomeSucceeded, Poll: true, Checked: moved, Reference: "res-1"})
+	if st := w.Step(t, id, first); st.ProcessState != order.Processed || st.Reference != "res-1" {
+		t.Errorf("after the moved URL's done: %+v, want Processed", st)
 	}
 }

@@ -101,6 +101,13 @@ func condition(fence order.StepState, g order.Guard, at time.Time) expression.Co
 	if g.SameDueAt {
 		add(expression.Name(attrDueAt).Equal(msValue(fence.DueAt)))
 	}
+	if g.SameStatusURL {
+		if fence.StatusURL == "" {
+			add(expression.AttributeNotExists(field("StatusURL")))
+		} else {
+			add(field("StatusURL").Equal(expression.Value(fence.StatusURL)))
+		}
+	}
 	if !g.DueBy.IsZero() {
 		add(expression.AttributeNotExists(expression.Name(attrDueAt)).Or(expression.Name(attrDueAt).LessThanEqual(msValue(g.DueBy))))
 	}

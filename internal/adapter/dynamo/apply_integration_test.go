@@ -319,6 +319,8 @@ func found(rng *rand.Rand, cur order.StepState) order.StepState {
 		f.UndoFloor++
 	case 9:
 		f.CompleteBy = f.CompleteBy.Add(time.Second)
+	case 10:
+		f.StatusURL = "https://svc.example/status/old"
 	}
 	return f
 }
@@ -333,13 +335,13 @@ func randomWrite(rng *rand.Rand, wf order.Workflow, f order.Found, fence order.S
 	}
 	// Half the time a write that fits the record as stored, so that
 	// each lands often enough to meet its stale views too.
-	pick := rng.IntN(27)
+	pick := rng.IntN(28)
 	if cur, _ := f.Record(); rng.IntN(2) == 0 {
 		fits := map[order.ProcessState][]int{
 			order.Pending:    {3, 6, 7, 8, 8, 13, 16},
 			order.Processing: {0, 1, 2, 3, 3, 5, 9, 10, 15, 16, 20, 23},
 			order.Error:      {11, 12, 14, 16, 17, 17},
-			order.Waiting:    {3, 13, 16, 18, 18, 19, 19, 21, 22, 22, 24, 25, 26},
+			order.Waiting:    {3, 13, 16, 18, 18, 19, 19, 21, 22, 22, 24, 25, 26, 27},
 		}[cur.ProcessState]
 		if cur.AlertPending {
 			fits = append(fits, 11, 11, 12)
@@ -421,6 +423,8 @@ func randomWrite(rng *rand.Rand, wf order.Workflow, f order.Found, fence order.S
 		return pollWorking(rng, wf, fence, now)
 	case 26:
 		return receivePoll(wf, fence, now)
+	case 27:
+		return transition(order.PollFailed(fence, "card declined", now))
 	default:
 		return receiveCallback(wf, fence, now)
 	}
@@ -485,7 +489,9 @@ func completion(rng *rand.Rand, wf order.Workflow, f order.Found, fence order.St
 // refusal, the write Undoing.Again decides.
 func undoing(rng *rand.Rand, wf order.Workflow, fence order.StepState, now time.Time) write {
 	var u order.Undoing
-	switch rng.IntN(8) {
+	switch rng.IntN(9) {
+	case 8:
+		u = wf.UndoPollFailed(fence, "declined", now)
 	case 5:
 		u = wf.UndoCancelledWait(fence, now)
 	case 6:
