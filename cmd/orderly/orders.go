@@ -434,6 +434,9 @@ func writeOrder(w io.Writer, v api.OrderView) {
 				fmt.Fprintf(w, " since %s", wt.Since.UTC().Format(time.RFC3339))
 			}
 			fmt.Fprintf(w, " until %s", wt.Until.UTC().Format(time.RFC3339))
+			if !wt.NextCheck.IsZero() {
+				fmt.Fprintf(w, ", its status checked next at %s", wt.NextCheck.UTC().Format(time.RFC3339))
+			}
 			// What moves it on, before anyone looks it up.
 			if wt.Event != "" {
 				fmt.Fprintf(w, " (orderly send-event %s %s --data JSON)", v.OrderID, wt.Event)

@@ -16,6 +16,10 @@ type WaitingFor struct {
 	Since time.Time `json:"since,omitzero"`
 	// Until is when the wait ends: the record's CompleteBy.
 	Until time.Time `json:"until"`
+	// NextCheck, for a step whose service is polled (For "poll"), is
+	// when its status is checked next (at the Supervisor's first run
+	// after it).
+	NextCheck time.Time `json:"nextCheck,omitzero"`
 }
 
 // WaitOf is st's wait, nil unless st is Waiting. w is the order's
@@ -30,6 +34,9 @@ func (w Workflow) WaitOf(st StepState) *WaitingFor {
 		v.For = d.WaitKind()
 		if d.Wait != nil {
 			v.Event = d.Wait.Event
+		}
+		if d.Poll != nil {
+			v.NextCheck = st.DueAt
 		}
 	}
 	return v

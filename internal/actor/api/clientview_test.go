@@ -148,7 +148,8 @@ func TestViewsShowWhatAWaitingStepWaitsFor(t *testing.T) {
 	wf := order.Workflow{Name: "checkout", Version: "1", Steps: []order.StepDef{
 		{Name: "cool-off", Wait: &order.Wait{For: time.Hour}}, {Name: "charge-payment", Agent: "payment"}}}
 	o := order.Order{ID: "O", Workflow: "checkout", Version: "1", Status: order.StatusWaiting, CreatedAt: since, UpdatedAt: since}
-	waiting := order.StepState{Step: "cool-off", ProcessState: order.Waiting, Attempt: 1, Since: since, CompleteBy: until, UpdatedAt: since}
+	waiting := order.StepState{Step: "cool-off", ProcessState: order.Waiting, Attempt: 1, Since: since, CompleteBy: until, UpdatedAt: since,
+		DueAt: since.Add(30 * time.Second)}
 	notStarted := order.StepState{Step: "charge-payment", Agent: "payment", ProcessState: order.NotStarted}
 	tests := []struct {
 		name string
@@ -164,6 +165,9 @@ func TestViewsShowWhatAWaitingStepWaitsFor(t *testing.T) {
 		{"a service's callback", order.Workflow{Name: "checkout", Version: "1", Steps: []order.StepDef{
 			{Name: "cool-off", Agent: "payment", Callback: &order.CallbackWait{Timeout: time.Hour}}, wf.Steps[1]}},
 			[]string{`{"for":"callback","since":"2026-03-01T12:00:00Z","until":"2026-03-01T13:00:00Z"}`, ""}},
+		{"a service's status, checked next at its due time", order.Workflow{Name: "checkout", Version: "1", Steps: []order.StepDef{
+			{Name: "cool-off", Agent: "payment", Poll: &order.PollWait{Timeout: time.Hour, Every: time.Minute}}, wf.Steps[1]}},
+			[]string{`{"for":"poll","since":"2026-03-01T12:00:00Z","until":"2026-03-01T13:00:00Z","nextCheck":"2026-03-01T12:00:30Z"}`, ""}},
 		{"a version this build lacks: what it waits for is not known", order.Workflow{},
 			[]string{`{"since":"2026-03-01T12:00:00Z","until":"2026-03-01T13:00:00Z"}`, ""}},
 	}

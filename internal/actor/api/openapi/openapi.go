@@ -203,7 +203,9 @@ var clientStep = map[string]any{
 			"event": map[string]any{"type": "string",
 				"description": "for " + order.WaitEvent + ": the event's name, which POST /orders/{id}/events/{name} sends"},
 			"since": map[string]any{"type": "string", "format": "date-time", "description": "when the step started to wait"},
-			"until": map[string]any{"type": "string", "format": "date-time", "description": "when the wait ends"}}},
+			"until": map[string]any{"type": "string", "format": "date-time", "description": "when the wait ends"},
+			"nextCheck": map[string]any{"type": "string", "format": "date-time",
+				"description": "for " + order.WaitPoll + ": when its service's status is checked next (at the Supervisor's first run after it)"}}},
 }
 
 // orderSchema is an order view with the given steps, and the fields more
