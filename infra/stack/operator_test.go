@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"orderly/internal/actor/api"
+	"orderly/internal/local/engine"
 	"orderly/internal/measure/callrecord"
 	"orderly/internal/operator/ops"
 	"orderly/internal/order"
@@ -36,7 +37,13 @@ func TestOperatorToolsPolicyAllowsExactlyTheToolsCalls(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives the whole engine")
 	}
-	e := enginetest.Start(t, nil)
+	// The running order hangs at its shipping for longer than the
+	// commands take on a busy machine, so that it is still running, and
+	// may be cancelled, when cancel comes (with the fast timing's 1 s
+	// allowance it had failed for good by then).
+	e := enginetest.Start(t, func(cfg *engine.Config) {
+		cfg.Timing.Allowance, cfg.Timing.MaxAllowance = 30*time.Second, time.Minute
+	})
 	stuck := submitOrder(t, e, "TEST-PAYMENT-PERMANENT", "TEST-INVENTORY-UNDO-PERMANENT-1")
 	running := submitOrder(t, e, "TEST-SHIPPING-HANG")
 	awaitOrder(t, e, stuck, func(v api.OrderView) bool { return v.Status == order.StatusError })

@@ -75,11 +75,13 @@ func TestDocumentDescribesTheViewsAsWritten(t *testing.T) {
 	}
 	now := time.Now()
 	wf := order.Workflow{Steps: []order.StepDef{{Name: "ship", ResultShownToClient: true}, {Name: "cool-off", Wait: &order.Wait{For: time.Hour}},
-		{Name: "review", Wait: &order.Wait{Event: "review", Timeout: time.Hour}}}}
+		{Name: "review", Wait: &order.Wait{Event: "review", Timeout: time.Hour}},
+		{Name: "charge", Agent: "payment", Poll: &order.PollWait{Timeout: time.Hour, Every: time.Minute}}}}
 	o := order.Order{ID: order.NewID(), Status: order.StatusError, CreatedAt: now, UpdatedAt: now}
 	cooling := order.StepState{Step: "cool-off", ProcessState: order.Waiting, Attempt: 1, Since: now, CompleteBy: now.Add(time.Hour), UpdatedAt: now}
-	reviewing := cooling
+	reviewing, charging := cooling, cooling
 	reviewing.Step = "review"
+	charging.Step, charging.DueAt = "charge", now.Add(time.Minute)
 	steps := []order.StepState{{Step: "ship", Agent: "shipping", ProcessState: order.Error, Attempt: 2, FailureCount: 1, CompleteBy: now,
 		LockedBy: "s1", LastError: "refused", Reference: "shp_1", Result: json.RawMessage(`{"id":"shp_1"}`), UpdatedAt: now, Undo: true}}
 	waits := order.Order{ID: order.NewID(), Status: order.StatusWaiting, CreatedAt: now, UpdatedAt: now}
@@ -88,8 +90,8 @@ func TestDocumentDescribesTheViewsAsWritten(t *testing.T) {
 		views  []any
 	}{
 		{"Order", []any{api.NewClientView(o, []order.StepState{{Step: "ship", ProcessState: order.Processed, Reference: "shp_1",
-			Result: json.RawMessage(`{"id":"shp_1"}`), UpdatedAt: now, Undo: false}, {Step: "ship", Undo: true, UpdatedAt: now}, cooling, reviewing}, wf)}},
-		{"OperatorOrder", []any{api.NewOrderView(o, steps, wf), api.NewOrderView(waits, []order.StepState{cooling, reviewing}, wf)}},
+			Result: json.RawMessage(`{"id":"shp_1"}`), UpdatedAt: now, Undo: false}, {Step: "ship", Undo: true, UpdatedAt: now}, cooling, reviewing, charging}, wf)}},
+		{"OperatorOrder", []any{api.NewOrderView(o, steps, wf), api.NewOrderView(waits, []order.StepState{cooling, reviewing, charging}, wf)}},
 	} {
 		seen, seenWait := map[string]bool{}, map[string]bool{}
 		for _, view := range tt.views {
