@@ -53,6 +53,11 @@ func Report(w io.Writer, results []Result, p prices.Prices, steps int, httpAPI b
 		}
 	}
 	for _, r := range results {
+		if len(r.Windows) == 1 && r.Windows[0].Hold.Ends == EndsByPoll {
+			fmt.Fprintf(w, "\n%s: a day of checks every %s costs $%.2f per million orders ($%.2f per million checks)\n",
+				r.Scenario, PollEvery, DayOfPolling(p, r.Windows[0]), PerMillionChecks(p, r.Windows[0]))
+			continue
+		}
 		if len(r.Windows) == 1 {
 			fmt.Fprintf(w, "\n%s: a day of waiting costs $%.4f per million orders (%s)\n", r.Scenario, DayOfWaiting(p, r, r.Windows[0]), waitedFor(p, r, r.Windows[0]))
 		}
@@ -129,8 +134,29 @@ func printWindows(w io.Writer, r Result, p prices.Prices) {
 			win.Hold.Step, win.Hold.Ends, win.Moved, win.Steps, win.SupervisorRuns, win.Usage.IndexQueries, win.Usage.IndexQueryReads, win.Usage.IndexQueryItems)
 		fmt.Fprintf(w, "    per order: %.2f Lambda invocations, %.2f AWS requests, %.2f + %.2f write units, %.2f read units, %.2f SQS messages; %.0f bytes stored (item, index entries, history)\n",
 			invocations(u), requests, u.TableWrites, u.IndexWrites, u.Reads, u.RequestMessages+u.ReplyMessages, win.StoredBytes)
+		if win.Hold.Ends == EndsByPoll {
+			c := win.PerCheck()
+			fmt.Fprintf(w, "    %d checks of the status URL: per check %.2f Lambda invocations, %.2f + %.2f write units, %.2f read units, %.2f SQS messages, $%.2f per million checks\n",
+				win.Checks, invocations(c), c.TableWrites, c.IndexWrites, c.Reads, c.RequestMessages+c.ReplyMessages, PerMillionChecks(p, win))
+			fmt.Fprintf(w, "    a day of it, checked every %s: $%.4f per million orders\n", PollEvery, DayOfPolling(p, win))
+			continue
+		}
 		fmt.Fprintf(w, "    a day of it: $%.4f per million orders\n", DayOfWaiting(p, r, win))
 	}
+}
+
+// PerMillionChecks is what a million checks of a polled step's status
+// URL cost, as the window measured them (the Supervisor's write and
+// message, the agent's invocation and call, the reply and its write).
+func PerMillionChecks(p prices.Prices, win Window) float64 {
+	return Price(p, win.PerCheck(), LowLoad, DeployedMemory, false).Total
+}
+
+// DayOfPolling is what a day of a polled step's wait costs per million
+// orders, checked every PollEvery: that many checks, and a day's storage.
+func DayOfPolling(p prices.Prices, win Window) float64 {
+	day := 24 * time.Hour
+	return PerMillionChecks(p, win)*float64(day/PollEvery) + StorageDollars(p, win.StoredBytes, day)
 }
 
 // DayOfWaiting is what a day of the window's wait costs per million

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,7 +32,12 @@ const (
 	TimerWorkflow = "cost-timer"
 	EventWorkflow = "cost-event"
 	WaitsWorkflow = "cost-waits"
+	PollWorkflow  = "cost-poll"
 )
+
+// PollEvery is how often the cost run's polled payment is checked: its
+// service's Retry-After, and the step's every.
+const PollEvery = time.Minute
 
 // The steps that wait in those workflows.
 const (
@@ -42,8 +48,9 @@ const (
 
 // WaitWorkflows are the workflows with waits, made from base (the
 // shipped workflow): a day's timer after the first step; a review event
-// there, with two days to arrive; and one with all three kinds, a review,
-// a payment whose service calls back, and a timer before shipping.
+// there, with two days to arrive; one with all three kinds, a review,
+// a payment whose service calls back, and a timer before shipping; and
+// one whose payment's service is polled.
 func WaitWorkflows(base order.Workflow) []order.Workflow {
 	timer := order.StepDef{Name: StepCoolOff, Wait: &order.Wait{For: 24 * time.Hour}}
 	review := order.StepDef{Name: StepReview, Wait: &order.Wait{Event: EventReview, Timeout: 48 * time.Hour}}
@@ -61,7 +68,13 @@ func WaitWorkflows(base order.Workflow) []order.Workflow {
 			break
 		}
 	}
-	return []order.Workflow{with(TimerWorkflow, 1, timer), with(EventWorkflow, 1, review), waits}
+	polled := with(PollWorkflow, 0)
+	for i, d := range polled.Steps {
+		if d.Name == ordertest.StepChargePayment {
+			polled.Steps[i].Poll = &order.PollWait{Timeout: 6 * time.Hour, Every: PollEvery}
+		}
+	}
+	return []order.Workflow{with(TimerWorkflow, 1, timer), with(EventWorkflow, 1, review), waits, polled}
 }
 
 // How a wait of a cost run ends, once the clock has moved through it.
@@ -75,6 +88,10 @@ const (
 	EndsByEvent WaitEnd = "event"
 	// EndsByCallback: the service calls back through the API.
 	EndsByCallback WaitEnd = "callback"
+	// EndsByPoll: the service's status says the work is done at the
+	// next check. Until then every check says it goes on: the window
+	// measures what the checks cost.
+	EndsByPoll WaitEnd = "poll"
 )
 
 // Hold is one wait every order of a scenario goes through.
@@ -100,6 +117,8 @@ var WaitScenarios = []Scenario{
 			{ordertest.StepChargePayment, 10 * time.Minute, EndsByCallback},
 			{StepCoolOff, 24 * time.Hour, EndsAtItsTime},
 		}},
+	{Name: "an hour of a polled payment", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}, Want: order.StatusProcessed,
+		Workflow: PollWorkflow, Holds: []Hold{{ordertest.StepChargePayment, time.Hour, EndsByPoll}}},
 }
 
 // Window is what the orders of a scenario cost while they all waited in
@@ -119,6 +138,15 @@ type Window struct {
 	// DynamoDB bills it: its item, its index entries and its history
 	// items, each with 100 bytes of overhead.
 	StoredBytes float64
+	// Checks is how many checks of polled steps' status URLs the
+	// window's service answered (EndsByPoll): what its usage paid for.
+	Checks int
+}
+
+// PerCheck is the window's usage per check of a status URL, for a
+// window of a polled step.
+func (w Window) PerCheck() PerOrder {
+	return Divide(w.Usage, max(w.Checks, 1), 0, w.LogBytes)
 }
 
 // PerOrder is the window's usage divided over the orders: its Lambda
@@ -134,20 +162,67 @@ type clock struct{ offset atomic.Int64 }
 func (c *clock) Now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
 func (c *clock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
 
-// callbacks plays the services that call back: the call of a step whose
-// service calls back is answered 202 and its token kept, to call back
-// with when the run ends the wait; every other call goes on to the
-// simulator.
+// callbacks plays the services that call back and those that are
+// polled: the call of a step whose service calls back is answered 202
+// and its token kept, to call back with when the run ends the wait; a
+// polled call is answered 202 with a status URL, whose checks say the
+// work goes on until the run marks it done; every other call goes on to
+// the simulator.
 type callbacks struct {
 	mu     sync.Mutex
 	tokens map[string]string // order id -> token
+	done   map[string]bool   // order id -> its polled work is done
+	checks int
 }
 
-func newCallbacks() *callbacks { return &callbacks{tokens: map[string]string{}} }
+func newCallbacks() *callbacks {
+	return &callbacks{tokens: map[string]string{}, done: map[string]bool{}}
+}
+
+// statusPath is where the polled service's status URLs are.
+const statusPath = "/cost-status/"
+
+// polled answers a polled call (202, its status URL) and each check of
+// it (202 while the work goes on, then 200 with the answer).
+func (c *callbacks) polled(r *http.Request, orderID string) *http.Response {
+	answer := func(status int, h http.Header, body string) *http.Response {
+		h.Set("Content-Type", "application/json")
+		return &http.Response{StatusCode: status, Status: http.StatusText(status), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header: h, Body: io.NopCloser(strings.NewReader(body)), Request: r}
+	}
+	retry := strconv.Itoa(int(PollEvery / time.Second))
+	if r.Method == http.MethodPost {
+		return answer(http.StatusAccepted, http.Header{"Location": {statusPath + orderID}, "Retry-After": {retry}}, `{}`)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.checks++
+	if c.done[orderID] {
+		return answer(http.StatusOK, http.Header{}, `{"id":"ch-`+orderID+`"}`)
+	}
+	return answer(http.StatusAccepted, http.Header{"Retry-After": {retry}}, `{"status":"working"}`)
+}
+
+// finish marks the polled work of orderID done.
+func (c *callbacks) finish(orderID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.done[orderID] = true
+}
+
+// checked is how many checks the polled service answered so far.
+func (c *callbacks) checked() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.checks
+}
 
 // Transport wraps an agent's transport.
 func (c *callbacks) Transport(next http.RoundTripper) http.RoundTripper {
 	return roundTripper(func(r *http.Request) (*http.Response, error) {
+		if id, ok := strings.CutPrefix(r.URL.Path, statusPath); ok && r.Method == http.MethodGet {
+			return c.polled(r, id), nil
+		}
 		if r.Body == nil {
 			return next.RoundTrip(r)
 		}
@@ -161,6 +236,9 @@ func (c *callbacks) Transport(next http.RoundTripper) http.RoundTripper {
 			Callback *struct {
 				Token string `json:"token"`
 			} `json:"callback"`
+		}
+		if json.Unmarshal(raw, &body) == nil && r.Header.Get("Prefer") == "respond-async" {
+			return c.polled(r, body.OrderID), nil
 		}
 		if json.Unmarshal(raw, &body) == nil && body.Callback != nil && body.Callback.Token != "" {
 			c.mu.Lock()
@@ -338,16 +416,20 @@ func (w *waitRun) window(ctx context.Context, ids []string, h Hold, due dueSpan)
 	if moved <= 0 {
 		return Window{}, fmt.Errorf("the first order's wait ends at %s, too soon to move the clock through it", due.first)
 	}
-	before, logsBefore := w.meter.Usage(), w.logs.Bytes()
+	before, logsBefore, checksBefore := w.meter.Usage(), w.logs.Bytes(), w.callbacks.checked()
 	for i := range w.steps {
 		w.clock.Advance(moved/time.Duration(w.steps) + boolDuration(i == w.steps-1, moved%time.Duration(w.steps)))
 		if err := w.awaitSupervisor(ctx, 2); err != nil {
 			return Window{}, err
 		}
 	}
+	// The checks' replies, and the stream's consumers, are the window's.
+	if err := w.settle(ctx); err != nil {
+		return Window{}, err
+	}
 	u := w.meter.Usage().Minus(before)
 	return Window{Hold: h, Moved: moved, Steps: w.steps, Usage: u, LogBytes: w.logs.Bytes() - logsBefore,
-		SupervisorRuns: float64(u.IndexQueries) / resources.DueShards, StoredBytes: stored}, nil
+		SupervisorRuns: float64(u.IndexQueries) / resources.DueShards, StoredBytes: stored, Checks: w.callbacks.checked() - checksBefore}, nil
 }
 
 func boolDuration(b bool, d time.Duration) time.Duration {
@@ -369,6 +451,14 @@ func (w *waitRun) end(ctx context.Context, ids []string, h Hold, due dueSpan) (i
 		return len(ids), w.each(ids, func(id string) error {
 			return send(ctx, w.url+"/orders/"+id+"/events/"+EventReview, "", `{"decision":"approve"}`, http.StatusAccepted)
 		})
+	case EndsByPoll:
+		// The next check of each says done: a Supervisor run after the
+		// next check is due sends it.
+		for _, id := range ids {
+			w.callbacks.finish(id)
+		}
+		w.clock.Advance(PollEvery + w.skewGrace + time.Second)
+		return 0, w.awaitSupervisor(ctx, 2)
 	case EndsByCallback:
 		return len(ids), w.each(ids, func(id string) error {
 			token := w.callbacks.token(id)

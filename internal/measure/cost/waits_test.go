@@ -2,6 +2,7 @@ package cost_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"orderly/internal/measure/cost"
@@ -35,6 +36,14 @@ func TestAWaitingOrderCostsNothingButStorage(t *testing.T) {
 	if len(results) != len(cost.WaitScenarios) {
 		t.Fatalf("%d results, want %d", len(results), len(cost.WaitScenarios))
 	}
+	// make cost's report prices each path, polling by the check.
+	var report strings.Builder
+	if err := cost.Report(&report, results, p, 3, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(report.String(), "per million checks") {
+		t.Errorf("the report prices no check of a polled step:\n%s", report.String())
+	}
 	for i, r := range results {
 		sc := cost.WaitScenarios[i]
 		if len(r.Windows) != len(sc.Holds) {
@@ -44,6 +53,10 @@ func TestAWaitingOrderCostsNothingButStorage(t *testing.T) {
 			t.Errorf("%s: %d API requests, want %d (submissions, events, callbacks)", r.Scenario, r.APIRequests, want)
 		}
 		for _, w := range r.Windows {
+			if w.Hold.Ends == cost.EndsByPoll {
+				checkPolling(t, p, r, w)
+				continue
+			}
 			u := w.Usage
 			t.Logf("%s, %s (%s, clock moved %s): %.1f Supervisor runs, %d index queries, %.0f bytes stored per order",
 				r.Scenario, w.Hold.Step, w.Hold.Ends, w.Moved, w.SupervisorRuns, u.IndexQueries, w.StoredBytes)
@@ -67,6 +80,27 @@ func TestAWaitingOrderCostsNothingButStorage(t *testing.T) {
 					r.Scenario, w.Hold.Step, w.StoredBytes)
 			}
 		}
+	}
+}
+
+// checkPolling holds a polled step's window to what each check should
+// cost: every order checked at least once a clock step, and each check
+// one agent invocation, one request and one reply, a few writes, and a
+// price.
+func checkPolling(t *testing.T, p prices.Prices, r cost.Result, w cost.Window) {
+	t.Helper()
+	c := w.PerCheck()
+	t.Logf("%s, %s: %d checks over %s in %d clock steps; per check %.2f + %.2f write units, %.2f read units, %d messages; $%.2f per million checks",
+		r.Scenario, w.Hold.Step, w.Checks, w.Moved, w.Steps, c.TableWrites, c.IndexWrites, c.Reads, w.Usage.RequestMessages+w.Usage.ReplyMessages,
+		cost.PerMillionChecks(p, w))
+	if w.Checks < r.Orders*w.Steps {
+		t.Errorf("%s: %d checks over %d clock steps of %d orders, want one per order a step at least", r.Scenario, w.Checks, w.Steps, r.Orders)
+	}
+	if msgs := float64(w.Usage.RequestMessages+w.Usage.ReplyMessages) / float64(w.Checks); msgs < 1.9 || msgs > 2.1 {
+		t.Errorf("%s: %.2f messages per check, want a request and a reply", r.Scenario, msgs)
+	}
+	if price := cost.PerMillionChecks(p, w); price <= 0 || price > 20 {
+		t.Errorf("%s: $%.2f per million checks, want a few dollars", r.Scenario, price)
 	}
 }
 
