@@ -16,6 +16,10 @@
 // that ORDERLY_SERVICES leaves out; REMOTE_URL, a loopback URL, replaces
 // the simulator for the rest.
 //
+// With OTEL_EXPORTER_OTLP_ENDPOINT set it exports every function's spans
+// there over OTLP/HTTP, ORDERLY_TRACE_SAMPLE of the orders (package
+// tracing; docs/operations.md, "Tracing").
+//
 // For the chaos soak it also takes faults to inject into the functions' AWS
 // calls (ORDERLY_FAULTS, see internal/local/faults), a simulator ledger
 // (ORDERLY_SIM_LEDGER), a remote outage (ORDERLY_SIM_OUTAGE), several
@@ -47,6 +51,7 @@ import (
 	"orderly/internal/local/faults"
 	"orderly/internal/local/simulator"
 	"orderly/internal/order"
+	"orderly/internal/tracing"
 )
 
 func main() {
@@ -65,6 +70,19 @@ func run(log *slog.Logger) error {
 	defer stop()
 
 	env := config.FromOS()
+	// With OTEL_EXPORTER_OTLP_ENDPOINT set, every function's spans go
+	// there; what is batched is exported as the engine stops.
+	traces, err := tracing.FromEnv(ctx, "orderly-local", func(name string) string { return env.String(name, "") })
+	if err != nil {
+		return err
+	}
+	defer func() {
+		flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := traces.Shutdown(flush); err != nil {
+			log.Warn("spans not exported", "error", err)
+		}
+	}()
 	timing := env.Timing()
 	cfg := engine.Config{
 		Stage:           env.String("ORDERLY_STAGE", "local"),

@@ -14,6 +14,7 @@
 //	orderly cancel ID
 //	orderly redrive ID [--action retry|compensate]
 //	orderly send-event ID NAME [--data JSON | --data-file FILE]
+//	orderly bulk redrive|cancel|move|send-event [search's filters] [--step S] [--max 1000] [--rate 10] [--journal FILE] [--yes]
 //	orderly dlq list
 //	orderly dlq show QUEUE [--max 10]
 //	orderly dlq redrive QUEUE [--max N] [--dry-run]

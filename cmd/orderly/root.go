@@ -97,7 +97,7 @@ func newRoot(out, errOut io.Writer) *cobra.Command {
 		&cobra.Group{ID: groupDefinitions, Title: "Workflow definitions and services (offline: no deployed stage, no AWS):"})
 	for _, c := range []*cobra.Command{
 		a.listCmd(), a.showCmd(), a.historyCmd(), a.watchCmd(), a.cancelCmd(), a.redriveCmd(), a.sendEventCmd(), a.moveCmd(),
-		a.versionsCmd(), a.alertsCmd(), a.searchCmd(), a.countsCmd(), a.dlqCmd(), a.consoleCmd(),
+		a.versionsCmd(), a.alertsCmd(), a.searchCmd(), a.countsCmd(), a.bulkCmd(), a.dlqCmd(), a.consoleCmd(),
 	} {
 		c.GroupID = groupOrders
 		root.AddCommand(c)

@@ -16,6 +16,7 @@ import (
 
 	"orderly/internal/compose"
 	"orderly/internal/config"
+	"orderly/internal/tracing"
 )
 
 func main() { config.Main("agent", run) }
@@ -25,6 +26,8 @@ func run(log *slog.Logger, env *config.Env) error {
 	if err != nil {
 		return err
 	}
-	lambda.Start(compose.Agent(f, a).Handle)
+	// Spans are flushed as each invocation ends: Lambda may freeze the
+	// environment before the batch is exported.
+	lambda.Start(tracing.Flushing(f.Tracing, compose.Agent(f, a).Handle))
 	return nil
 }

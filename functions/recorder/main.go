@@ -12,6 +12,7 @@ import (
 	"orderly/internal/compose"
 	"orderly/internal/config"
 	"orderly/internal/resources"
+	"orderly/internal/tracing"
 )
 
 func main() { config.Main(resources.FunctionRecorder, run) }
@@ -21,6 +22,8 @@ func run(log *slog.Logger, env *config.Env) error {
 	if err != nil {
 		return err
 	}
-	lambda.Start(compose.Recorder(f).HandleStream)
+	// Spans are flushed as each invocation ends: Lambda may freeze the
+	// environment before the batch is exported.
+	lambda.Start(tracing.Flushing(f.Tracing, compose.Recorder(f).HandleStream))
 	return nil
 }

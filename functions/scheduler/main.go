@@ -14,6 +14,7 @@ import (
 	"orderly/internal/compose"
 	"orderly/internal/config"
 	"orderly/internal/resources"
+	"orderly/internal/tracing"
 )
 
 func main() { config.Main(resources.FunctionScheduler, run) }
@@ -23,6 +24,8 @@ func run(log *slog.Logger, env *config.Env) error {
 	if err != nil {
 		return err
 	}
-	lambda.Start(compose.Scheduler(f).Handle)
+	// Spans are flushed as each invocation ends: Lambda may freeze the
+	// environment before the batch is exported.
+	lambda.Start(tracing.Flushing(f.Tracing, compose.Scheduler(f).Handle))
 	return nil
 }

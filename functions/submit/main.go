@@ -15,6 +15,7 @@ import (
 	"orderly/internal/compose"
 	"orderly/internal/config"
 	"orderly/internal/resources"
+	"orderly/internal/tracing"
 )
 
 func main() { config.Main(resources.FunctionSubmit, run) }
@@ -28,6 +29,8 @@ func run(log *slog.Logger, env *config.Env) error {
 	if err != nil {
 		return fmt.Errorf("submission API: %w", err)
 	}
-	lambda.Start(svc.Handle)
+	// Spans are flushed as each invocation ends: Lambda may freeze the
+	// environment before the batch is exported.
+	lambda.Start(tracing.Flushing(f.Tracing, svc.Handle))
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -31,7 +32,8 @@ const operatorTools = "operator-tools"
 // on a stage's tables and queues with the operator's own credentials.
 // Every call they make, recorded while they run each command against a
 // running stage (listings, searches, show, history, alerts, versions, cancel,
-// redrive, move, and the dead-letter queues' list, show and redrive), must
+// redrive, move, a bulk redrive, and the dead-letter queues' list, show and
+// redrive), must
 // be allowed by the stack's OperatorToolsPolicy, and every grant of it used.
 func TestOperatorToolsPolicyAllowsExactlyTheToolsCalls(t *testing.T) {
 	if testing.Short() {
@@ -45,8 +47,11 @@ func TestOperatorToolsPolicyAllowsExactlyTheToolsCalls(t *testing.T) {
 		cfg.Timing.Allowance, cfg.Timing.MaxAllowance = 30*time.Second, time.Minute
 	})
 	stuck := submitOrder(t, e, "TEST-PAYMENT-PERMANENT", "TEST-INVENTORY-UNDO-PERMANENT-1")
+	// Another, for a bulk redrive once the first is redriven alone.
+	stuckToo := submitOrder(t, e, "TEST-PAYMENT-PERMANENT", "TEST-INVENTORY-UNDO-PERMANENT-1")
 	running := submitOrder(t, e, "TEST-SHIPPING-HANG")
 	awaitOrder(t, e, stuck, func(v api.OrderView) bool { return v.Status == order.StatusError })
+	awaitOrder(t, e, stuckToo, func(v api.OrderView) bool { return v.Status == order.StatusError })
 	awaitOrder(t, e, running, func(v api.OrderView) bool { return onStep(v, ordertest.StepArrangeShipping) })
 	// A message in every dead-letter queue, for dlq show and dlq redrive.
 	plain := e.Clients().SQS
@@ -104,6 +109,21 @@ func TestOperatorToolsPolicyAllowsExactlyTheToolsCalls(t *testing.T) {
 	must("cancel", err)
 	_, err = stage.Redrive(ctx, stuck, order.RedriveCompensate)
 	must("redrive", err)
+	// bulk redrive --status Error --yes: its plan (a search, each order
+	// read) and its run (each order redriven as above).
+	inError := ops.BulkFilter{Query: order.Query{Status: order.StatusError}}
+	plan, err := stage.PlanBulk(ctx, inError, ops.DefaultBulkMax)
+	must("bulk redrive (plan)", err)
+	if len(plan) != 1 || plan[0].OrderID != stuckToo {
+		t.Fatalf("bulk plan %+v, want %s alone", plan, stuckToo)
+	}
+	bulk := ops.BulkAction{Kind: ops.BulkRedrive, Redrive: order.RedriveCompensate}
+	journal, err := ops.OpenJournal(filepath.Join(t.TempDir(), "bulk.jsonl"), stage.Name, bulk, inError.Key())
+	must("bulk journal", err)
+	defer journal.Close()
+	if rep, err := stage.RunBulk(ctx, plan, bulk, journal, ops.BulkOptions{}); err != nil || rep.Done != 1 {
+		t.Fatalf("bulk redrive: %+v, %v; want it done", rep, err)
+	}
 	// The order runs a version this build has: the move is refused after
 	// reading it (its write is the UpdateItem of cancel and redrive).
 	if _, err := stage.Move(ctx, running, "1"); !errors.Is(err, order.ErrNotAllowed) {

@@ -37,6 +37,7 @@ import (
 	"orderly/internal/metrics"
 	"orderly/internal/order"
 	"orderly/internal/pagetoken"
+	"orderly/internal/tracing"
 )
 
 // Stage is what a function knows of the stage it runs in: its resources'
@@ -71,13 +72,17 @@ type Stage struct {
 }
 
 // Function is one running copy of a function: its stage, who it is in
-// the claims it makes (ID), how it logs, measures and tells time, and the
-// AWS configuration its clients are made from.
+// the claims it makes (ID), how it logs, measures, traces and tells time,
+// and the AWS configuration its clients are made from.
 type Function struct {
 	Stage   Stage
 	ID      string
 	Log     *slog.Logger
 	Metrics *metrics.Recorder
+	// Tracing is flushed after each invocation (tracing.Flushing); nil or
+	// its zero value is tracing off. Spans start in the provider it made
+	// current (tracing.Use).
+	Tracing *tracing.Provider
 	Now     func() time.Time
 	AWS     aws.Config
 }

@@ -13,6 +13,7 @@ import (
 	"orderly/internal/definition"
 	"orderly/internal/order"
 	"orderly/internal/resources"
+	"orderly/internal/tracing"
 )
 
 // FromEnv reads what a Lambda function is built from out of the
@@ -27,6 +28,10 @@ import (
 func FromEnv(ctx context.Context, log *slog.Logger, env *config.Env, function string) (Function, error) {
 	f := Function{ID: config.InstanceID(function), Log: log, Now: time.Now,
 		Metrics: env.Metrics(os.Stdout, function)}
+	var err error
+	if f.Tracing, err = traced(ctx, env, function); err != nil {
+		return Function{}, err
+	}
 	st := &f.Stage
 	st.Retention = env.Retention()
 	workflows, err := deployed(env)
@@ -75,6 +80,10 @@ func AgentFromEnv(ctx context.Context, log *slog.Logger, env *config.Env) (Funct
 	name := env.Required("AGENT_NAME")
 	f := Function{ID: config.InstanceID("agent"), Log: log, Now: time.Now,
 		Metrics: env.Metrics(os.Stdout, name+"-agent")}
+	var err error
+	if f.Tracing, err = traced(ctx, env, name+"-agent"); err != nil {
+		return Function{}, AgentSettings{}, err
+	}
 	a := AgentSettings{
 		Name:        name,
 		ReplyMargin: env.Duration(config.EnvReplyMargin, agent.DefaultReplyMargin),
@@ -103,6 +112,12 @@ func AgentFromEnv(ctx context.Context, log *slog.Logger, env *config.Env) (Funct
 		return Function{}, AgentSettings{}, fmt.Errorf("remote service: %w", err)
 	}
 	return f, a, nil
+}
+
+// traced is the function's tracing: on when OTEL_EXPORTER_OTLP_ENDPOINT
+// is set (package tracing).
+func traced(ctx context.Context, env *config.Env, service string) (*tracing.Provider, error) {
+	return tracing.FromEnv(ctx, service, func(name string) string { return env.String(name, "") })
 }
 
 // deployed is the workflows the stack deployed (config.EnvWorkflows and

@@ -37,10 +37,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"go.opentelemetry.io/otel/trace"
 
 	"orderly/internal/batch"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
+	"orderly/internal/tracing"
 )
 
 // Caller calls the remote service. The call of a step whose service
@@ -182,7 +184,10 @@ func (s *Service) handleMessage(ctx context.Context, msg events.SQSMessage) erro
 		s.metrics.Count(metrics.PoisonMessages, 1, "source", s.name, "message_id", msg.MessageId)
 		return err
 	}
-	return s.Process(ctx, req)
+	ctx, span := tracing.StartFrom(ctx, "agent.request", tracing.FromMessage(msg), tracing.OfRequest(req), trace.WithSpanKind(trace.SpanKindConsumer))
+	err = s.Process(ctx, req)
+	tracing.End(span, err)
+	return err
 }
 
 // Process does one request. It returns an error only when a reply could

@@ -9,9 +9,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"orderly/internal/callbacktoken"
 	"orderly/internal/order"
+	"orderly/internal/tracing"
 )
 
 // callbackScheme is the Authorization header's scheme of a callback:
@@ -80,7 +83,10 @@ func (s *Service) takeCallback(ctx context.Context, req events.APIGatewayProxyRe
 	if err != nil {
 		return events.APIGatewayProxyResponse{}, err
 	}
+	ctx, span := tracing.Start(ctx, "api.callback", tracing.Step{OrderID: claim.OrderID, Step: claim.Step, Attempt: claim.Attempt},
+		trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attribute.String("orderly.callback_outcome", string(cb.Outcome))))
 	taken, err := s.controls.Callback(ctx, claim, cb)
+	tracing.End(span, err)
 	log := s.log.With("order_id", claim.OrderID, "step", claim.Step, "attempt", claim.Attempt, "outcome", cb.Outcome)
 	if caller != "" {
 		log = log.With("caller", caller)

@@ -8,8 +8,11 @@ import (
 	"regexp"
 
 	"github.com/aws/aws-lambda-go/events"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"orderly/internal/order"
+	"orderly/internal/tracing"
 )
 
 // get shows an order to the caller that submitted it, or, on the
@@ -124,7 +127,10 @@ func (s *Service) sendEvent(ctx context.Context, req events.APIGatewayProxyReque
 		return events.APIGatewayProxyResponse{}, &order.ValidationError{Fields: []order.FieldError{{Field: "event",
 			Problem: fmt.Sprintf("%q: an event's name is lower-case letters, digits and \"-\", at most 63 characters", excerpt(name))}}}
 	}
+	ctx, span := tracing.Start(ctx, "api.event", tracing.Step{OrderID: id}, trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(attribute.String("orderly.event", name), attribute.Bool("orderly.operator", operator)))
 	o, err := s.controls.SendEvent(ctx, caller, operator, id, name, data)
+	tracing.End(span, err)
 	if errors.Is(err, order.ErrNotFound) {
 		return events.APIGatewayProxyResponse{}, fmt.Errorf("no order has that id: %w", order.ErrNotFound)
 	}

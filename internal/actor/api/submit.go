@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"go.opentelemetry.io/otel/trace"
 
 	"orderly/internal/metrics"
 	"orderly/internal/order"
+	"orderly/internal/tracing"
 )
 
 // submit stores a new order with its first step claimed and sends that
@@ -62,6 +64,10 @@ func (s *Service) submit(ctx context.Context, req events.APIGatewayProxyRequest)
 		s.log.WarnContext(ctx, "the first step's start cannot be decided on the order's input", "order_id", o.ID, "error", err)
 	}
 	o.Status = wf.StartStatus(steps)
+	// The order's trace starts here; its first request is a child of
+	// this span.
+	ctx, span := tracing.Start(ctx, "api.submit", tracing.OfOrder(o), trace.WithSpanKind(trace.SpanKindServer))
+	defer span.End()
 	existing, err := s.store.CreateOrder(ctx, o, steps)
 	if errors.Is(err, order.ErrExists) {
 		return s.replay(ctx, o, existing)

@@ -10,8 +10,11 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"orderly/internal/metrics"
 	"orderly/internal/order"
+	"orderly/internal/tracing"
 )
 
 // Sender sends step requests to agents.
@@ -55,7 +58,11 @@ func New(s Sender, r Releaser, claimWithin time.Duration, now func() time.Time, 
 // when the Supervisor retries it. Either way the caller has nothing to do.
 func (d *Dispatcher) Send(ctx context.Context, o order.Order, st order.StepState) {
 	log := d.log.With("order_id", st.OrderID, "step", st.Step, "attempt", st.Attempt)
-	err := d.sender.SendRequest(ctx, st.Agent, order.NewRequest(o, st))
+	// The request carries this span's traceparent: the agent's span is
+	// its child.
+	sendCtx, span := tracing.Start(ctx, "dispatch.request", tracing.OfState(st), trace.WithSpanKind(trace.SpanKindProducer))
+	err := d.sender.SendRequest(sendCtx, st.Agent, order.NewRequest(o, st))
+	tracing.End(span, err)
 	if err == nil {
 		log.InfoContext(ctx, "step claimed and requested", "agent", st.Agent, "complete_by", st.CompleteBy)
 		return

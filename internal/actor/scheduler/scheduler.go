@@ -17,11 +17,14 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"orderly/internal/actor/undo"
 	"orderly/internal/batch"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
+	"orderly/internal/tracing"
 )
 
 // Store is what the Scheduler needs of the state store.
@@ -176,7 +179,9 @@ func (s *Service) claimRecord(ctx context.Context, rec events.DynamoDBEventRecor
 
 // claim claims a Pending step and sends its request. Losing the claim to
 // another Scheduler is a normal outcome.
-func (s *Service) claim(ctx context.Context, wf order.Workflow, seen order.StepState) error {
+func (s *Service) claim(ctx context.Context, wf order.Workflow, seen order.StepState) (err error) {
+	ctx, span := tracing.Start(ctx, "scheduler.claim", tracing.OfState(seen))
+	defer func() { tracing.End(span, err) }()
 	def, ok := wf.Step(seen.Step)
 	if !ok {
 		s.log.ErrorContext(ctx, "pending step is not in the workflow", "order_id", seen.OrderID, "step", seen.Step)
@@ -236,6 +241,10 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 		return err
 	}
 	log := s.log.With("order_id", rep.OrderID, "step", rep.Step, "undo", rep.Undo, "attempt", rep.Attempt, "outcome", rep.Outcome)
+	// A child of the agent's span, through the reply's traceparent.
+	ctx, span := tracing.StartFrom(ctx, "scheduler.reply", tracing.FromMessage(msg), tracing.OfReply(rep),
+		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attribute.String("orderly.outcome", string(rep.Outcome))))
+	defer span.End()
 	index, _ := rep.StepIndex(wf) // Check checked it
 	replied := order.StepState{OrderID: rep.OrderID, Step: rep.Step, Index: index, Undo: rep.Undo, Attempt: rep.Attempt}
 	now := s.now()
@@ -290,6 +299,7 @@ func (s *Service) applyReply(ctx context.Context, msg events.SQSMessage) error {
 	}
 	if err != nil {
 		log.ErrorContext(ctx, "reply not applied; it will be redelivered", "message_id", msg.MessageId, "error", err)
+		tracing.Failed(span, err)
 		return err
 	}
 	return nil

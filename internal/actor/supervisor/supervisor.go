@@ -18,11 +18,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"go.opentelemetry.io/otel/trace"
 
 	"orderly/internal/actor/undo"
 	"orderly/internal/batch"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
+	"orderly/internal/tracing"
 )
 
 // Store is what the Supervisor needs of the state store.
@@ -289,6 +291,12 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 		backlog = backlogOf(st.Agent)
 	}
 	rec := wf.Assess(st, now, backlog)
+	if rec.Action != order.Leave {
+		// Leaving a step as it is is no decision worth a span.
+		var span trace.Span
+		ctx, span = tracing.Start(ctx, "supervisor.decide", tracing.OfState(st), trace.WithAttributes(tracing.AttrDecision.String(rec.Action.String())))
+		defer span.End()
+	}
 	// failure_count is logged with each outcome, as stored after the write.
 	log := s.log.With("order_id", st.OrderID, "step", st.Step, "attempt", st.Attempt,
 		"action", rec.Action.String())
@@ -396,6 +404,7 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 	}
 	if err != nil {
 		log.ErrorContext(ctx, "recovery failed; next run retries", "error", err, "failure_count", st.FailureCount)
+		tracing.Failed(trace.SpanFromContext(ctx), err)
 		return fmt.Errorf("%s step %s of order %s: %w", rec.Action, st.Step, st.OrderID, err)
 	}
 	return nil

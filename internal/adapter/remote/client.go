@@ -21,10 +21,14 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"orderly/internal/callbacktoken"
 	"orderly/internal/definition"
 	"orderly/internal/order"
 	"orderly/internal/resources"
+	"orderly/internal/tracing"
 )
 
 const (
@@ -156,6 +160,16 @@ func resultSchemas(v order.Versions) map[stepRef]definition.Schema {
 // order.RetryAfter for the service's hint on when to try again, and
 // order.ConfigurationStatus for the status of a configuration fault.
 func (c *Client) Call(ctx context.Context, service string, req order.StepRequest) (order.Answer, error) {
+	// The call's span is the parent the service's own spans join, through
+	// the traceparent header.
+	ctx, span := tracing.Start(ctx, "remote.call", tracing.OfRequest(req), trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("orderly.service", service), attribute.Bool("orderly.poll", req.Poll != "")))
+	answer, err := c.call(tracing.Carrying(ctx, req.OrderID), service, req)
+	tracing.End(span, err)
+	return answer, err
+}
+
+func (c *Client) call(ctx context.Context, service string, req order.StepRequest) (order.Answer, error) {
 	wf, known := c.workflows.Get(req.Workflow, req.Version)
 	if !known {
 		return order.Answer{}, fmt.Errorf("remote service %q: workflow version %s: %w", service, order.Ref(req.Workflow, req.Version), order.ErrNotInBuild)
@@ -200,6 +214,7 @@ func (c *Client) Call(ctx context.Context, service string, req order.StepRequest
 	httpReq.Header.Set("Content-Type", "application/json")
 	httpReq.Header.Set("Accept", "application/json")
 	httpReq.Header.Set("Idempotency-Key", req.IdempotencyKey)
+	tracing.Inject(ctx, httpReq.Header)
 	if def.Poll != nil && !req.Undo {
 		// RFC 7240: the call may be answered 202 with a status URL.
 		httpReq.Header.Set("Prefer", PreferAsync)
@@ -211,6 +226,7 @@ func (c *Client) Call(ctx context.Context, service string, req order.StepRequest
 		return order.Answer{}, transportError(ctx, op, quoted(err, echoed.Scrub(err.Error())))
 	}
 	defer resp.Body.Close()
+	tracing.StatusCode(ctx, resp.StatusCode)
 	// One byte more than the bound tells an answer over it from one at it.
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil {

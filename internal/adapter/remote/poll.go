@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"orderly/internal/order"
+	"orderly/internal/tracing"
 )
 
 // The calls of a step whose service is polled (order.StepDef.Poll), the
@@ -88,6 +89,7 @@ func (ep *endpoint) get(ctx context.Context, op, target, key string) (*http.Resp
 	}
 	httpReq.Header.Set("Accept", "application/json")
 	httpReq.Header.Set("Idempotency-Key", key)
+	tracing.Inject(ctx, httpReq.Header)
 	resp, err := ep.http.Do(httpReq)
 	if err != nil {
 		// Go's error names the URL, which may carry the service's token.
@@ -98,6 +100,7 @@ func (ep *endpoint) get(ctx context.Context, op, target, key string) (*http.Resp
 		return nil, nil, false, transportError(ctx, op, err)
 	}
 	defer resp.Body.Close()
+	tracing.StatusCode(ctx, resp.StatusCode)
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil {
 		return nil, nil, false, transportError(ctx, op, fmt.Errorf("read response: %w", err))

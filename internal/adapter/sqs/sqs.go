@@ -1,7 +1,8 @@
 // Package sqs is the SQS adapter: it sends step requests to agents' request
 // queues and agents' replies to the response queue, as JSON bodies with the
 // order id, step and attempt also set as message attributes so a message
-// can be found and read without parsing its body.
+// can be found and read without parsing its body, and, with tracing on, the
+// sender's W3C traceparent.
 package sqs
 
 import (
@@ -18,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"orderly/internal/order"
+	"orderly/internal/tracing"
 )
 
 // Client is the part of the SQS API this package uses.
@@ -159,15 +161,22 @@ func send(ctx context.Context, client Client, url string, body any, orderID, ste
 	if err := enc.Encode(body); err != nil {
 		return fmt.Errorf("marshal message: %w", err)
 	}
+	attrs := map[string]types.MessageAttributeValue{
+		"orderId": {DataType: aws.String("String"), StringValue: aws.String(orderID)},
+		"step":    {DataType: aws.String("String"), StringValue: aws.String(step)},
+		"attempt": {DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(attempt))},
+	}
+	if tp := tracing.Traceparent(ctx); tp != "" {
+		// Beside the body, not in it: the messages' format stays the
+		// domain's, and the consumer's span becomes a child of the
+		// sender's (see tracing.StartFrom).
+		attrs[tracing.HeaderTraceparent] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(tp)}
+	}
 	_, err := client.SendMessage(ctx, &sqs.SendMessageInput{
-		QueueUrl:     aws.String(url),
-		MessageBody:  aws.String(sqsSafe(bytes.TrimSuffix(data.Bytes(), []byte("\n")))),
-		DelaySeconds: int32((delay + time.Second - 1) / time.Second),
-		MessageAttributes: map[string]types.MessageAttributeValue{
-			"orderId": {DataType: aws.String("String"), StringValue: aws.String(orderID)},
-			"step":    {DataType: aws.String("String"), StringValue: aws.String(step)},
-			"attempt": {DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(attempt))},
-		},
+		QueueUrl:          aws.String(url),
+		MessageBody:       aws.String(sqsSafe(bytes.TrimSuffix(data.Bytes(), []byte("\n")))),
+		DelaySeconds:      int32((delay + time.Second - 1) / time.Second),
+		MessageAttributes: attrs,
 	})
 	return err
 }

@@ -7,10 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"orderly/internal/adapter/sqs"
 	"orderly/internal/order"
+	"orderly/internal/tracing"
 )
 
 // sent records the messages sent, and answers nothing else.
@@ -86,5 +90,37 @@ func TestRequestCarriesNoCharacterSQSRefuses(t *testing.T) {
 	}
 	if in["note"] != want["note"] || res["id"] != wantRes["id"] {
 		t.Errorf("decoded %q and %q, want %q and %q", in["note"], res["id"], want["note"], wantRes["id"])
+	}
+}
+
+// A message carries its sender's traceparent as an attribute when tracing
+// is on, so its consumer's span is the sender's child, and none when off.
+func TestMessageCarriesTheSendersTraceparent(t *testing.T) {
+	tests := []struct {
+		name string
+		on   bool
+	}{{"tracing off", false}, {"tracing on", true}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := t.Context()
+			want := ""
+			if tt.on {
+				tracing.Use(sdktrace.NewTracerProvider())
+				t.Cleanup(func() { tracing.Use(nil) })
+				var span trace.Span
+				ctx, span = tracing.Start(ctx, "dispatch.request", tracing.Step{OrderID: "ord-1"})
+				defer span.End()
+				want = tracing.Traceparent(ctx)
+			}
+			client := &sent{}
+			rep := order.StepReply{OrderID: "ord-1", Step: "pay", Attempt: 1, Outcome: order.OutcomeSucceeded}
+			if err := sqs.NewReplies(client, "q").SendReply(ctx, rep); err != nil {
+				t.Fatal(err)
+			}
+			attr, ok := client.messages[0].MessageAttributes["traceparent"]
+			if got := aws.ToString(attr.StringValue); ok != tt.on || got != want {
+				t.Errorf("traceparent attribute %q (set: %t), want %q", got, ok, want)
+			}
+		})
 	}
 }

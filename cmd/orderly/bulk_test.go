@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"orderly/internal/operator/ops"
+	"orderly/internal/order"
+	"orderly/internal/testkit/ordertest"
+	"orderly/internal/testkit/testenv"
+)
+
+// Bad input is a usage error naming what is wrong, before any AWS call.
+func TestBulkUsageErrors(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"bulk", "redrive"}, "needs at least one filter"},
+		{[]string{"bulk", "delete"}, `unknown command "delete"`},
+		{[]string{"bulk", "redrive", "--status", "Error", "--action", "again"}, `action "again"`},
+		{[]string{"bulk", "move", "--status", "Error"}, "the version to move the orders onto is missing"},
+		{[]string{"bulk", "send-event", "review", "--status", "Waiting", "--data", "[1]"}, "--data"},
+		{[]string{"bulk", "cancel", "--status", "Pending", "--rate", "0"}, "--rate 0"},
+		{[]string{"bulk", "cancel", "--status", "Pending", "--max", "0"}, "--max 0"},
+		{[]string{"bulk", "cancel", "--status", "Done"}, "--status"},
+	} {
+		var out, errOut strings.Builder
+		if code := run(context.Background(), tt.args, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), tt.says) {
+			t.Errorf("%q: exit %d: %s; want exit 2 saying %q", tt.args, code, errOut.String(), tt.says)
+		}
+	}
+}
+
+// Without --yes, bulk lists the orders it would act on and acts on none;
+// with it, it acts and prints what it did, with no progress line when
+// stderr is not a terminal; run again, it finds nothing left.
+func TestBulkDryRunThenYes(t *testing.T) {
+	if !testenv.Enabled() {
+		t.Skip("set ORDERLY_INTEGRATION=1 to run against the emulators")
+	}
+	w := testenv.NewWorld(t, order.Timing{Allowance: 10 * time.Second, MaxAllowance: 40 * time.Second, FailureThreshold: 3, ClaimWithin: 5 * time.Second})
+	stage := ops.Open(w.Stack.Catalog.Stage, w.Clients.DynamoDB, w.Clients.SQS, w.Versions())
+	var ids []string
+	for range 3 {
+		ids = append(ids, w.Submit(t, ordertest.Submission{CustomerID: "c-bulk", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}}))
+	}
+	other := w.Submit(t, ordertest.Submission{CustomerID: "c-other", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}})
+	journal := filepath.Join(t.TempDir(), "cancel.jsonl")
+	bulk := func(args ...string) (string, string, error) {
+		var out, errOut bytes.Buffer
+		a := &app{stage: stage.Name, output: "text", out: &out, opened: stage}
+		cmd := a.bulkCmd()
+		cmd.SetArgs(append([]string{"cancel", "--customer", "c-bulk", "--journal", journal}, args...))
+		cmd.SetOut(&out)
+		cmd.SetErr(&errOut)
+		cmd.SilenceErrors, cmd.SilenceUsage = true, true
+		err := cmd.ExecuteContext(context.Background())
+		return out.String(), errOut.String(), err
+	}
+
+	out, _, err := bulk()
+	if err != nil || !strings.Contains(out, "would act on 3 orders") || !strings.Contains(out, journal) || strings.Contains(out, other) {
+		t.Fatalf("dry run: %v\n%s\nwant the 3 orders of c-bulk and the journal", err, out)
+	}
+	for _, id := range ids {
+		if !strings.Contains(out, id) {
+			t.Errorf("dry run does not list %s", id)
+		}
+		if o, _ := w.Records(t, id); o.Status != order.StatusPending {
+			t.Errorf("after the dry run, %s is %s: the dry run acted", id, o.Status)
+		}
+	}
+
+	out, errOut, err := bulk("--yes", "--rate", "100")
+	if err != nil || !strings.Contains(out, "3 planned, 3 done, 0 refused, 0 failed") || !strings.Contains(errOut, journal) || strings.Contains(errOut, "\r") {
+		t.Fatalf("--yes: %v\nout: %s\nerr: %q\nwant 3 done, the journal named on stderr, no progress line", err, out, errOut)
+	}
+	for _, id := range ids {
+		if o, _ := w.Records(t, id); o.Status != order.StatusCancelling {
+			t.Errorf("after --yes, %s is %s, want Cancelling", id, o.Status)
+		}
+	}
+	if o, _ := w.Records(t, other); o.Status != order.StatusPending {
+		t.Errorf("another customer's order is %s, want it untouched", o.Status)
+	}
+	// Cancelling orders still match the filter; the journal skips them.
+	out, _, err = bulk("--yes", "--rate", "100")
+	if err != nil || !strings.Contains(out, "0 done") || !strings.Contains(out, "3 skipped") {
+		t.Errorf("run again: %v\n%s\nwant all 3 skipped", err, out)
+	}
+}
