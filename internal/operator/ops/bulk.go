@@ -101,7 +101,7 @@ func (a BulkAction) String() string {
 	case a.Kind == BulkRedrive && a.Redrive != "":
 		return a.Kind + " --action " + a.Redrive
 	case a.Kind == BulkMove:
-		return a.Kind + " --version " + a.Version
+		return a.Kind + " --to " + a.Version
 	case a.Kind == BulkSendEvent:
 		return a.Kind + " " + a.Event
 	}
