@@ -38,7 +38,8 @@ again. After Ctrl-C, the order being acted on is finished and journaled.
 The filters are search's (every filter given must hold), and --step: only the
 orders whose running or stuck record is at that step. At least one filter is
 required. A filter that matches no order, or more than --max (default %d), is
-refused and nothing is done.
+refused and nothing is done; but when the journal records a run before,
+which acted on every order the filter matched, it says nothing is left to do.
 
 Exit status: 0 the plan printed or every order done or refused; 1 an order
 failed, the run was interrupted, or the filter matches nothing; 2 a usage
@@ -133,6 +134,13 @@ func (a *app) bulkActionCmd(action *ops.BulkAction, use, short string, args cobr
 				journal = defaultJournal(stage.Name, *action, given)
 			}
 			plan, err := stage.PlanBulk(cmd.Context(), f, maxN)
+			if errors.Is(err, ops.ErrPlanEmpty) {
+				if done := journaled(journal, stage.Name, *action, given); done > 0 {
+					// A run before acted on them all: they match no more.
+					fmt.Fprintf(cmd.OutOrStdout(), "nothing left to do: the filter matches no order now, and journal %s records %d orders acted on\n", journal, done)
+					return nil
+				}
+			}
 			if errors.Is(err, ops.ErrPlanTooLarge) {
 				return usagef("%w (--max %d)", err, maxN)
 			}
@@ -166,6 +174,21 @@ func givenFlags(cmd *cobra.Command, names []string) string {
 	}
 	slices.Sort(out)
 	return strings.Join(out, " ")
+}
+
+// journaled is how many orders the journal at path records for this
+// stage, action and filter: 0 when there is no such journal (a run
+// never began, or began for another action or filter).
+func journaled(path, stage string, action ops.BulkAction, filter string) int {
+	if _, err := os.Stat(path); err != nil {
+		return 0
+	}
+	j, err := ops.OpenJournal(path, stage, action, filter)
+	if err != nil {
+		return 0
+	}
+	defer j.Close()
+	return j.Len()
 }
 
 // defaultJournal is where a run's journal goes unless --journal says: the

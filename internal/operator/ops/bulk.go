@@ -373,6 +373,9 @@ func (j *Journal) load(head journalHeader) error {
 // Path is where the journal is.
 func (j *Journal) Path() string { return j.path }
 
+// Len is how many orders the journal records an outcome of.
+func (j *Journal) Len() int { return len(j.recorded) }
+
 // Recorded is the last outcome the journal holds for an order.
 func (j *Journal) Recorded(id string) (JournalEntry, bool) {
 	e, ok := j.recorded[id]
