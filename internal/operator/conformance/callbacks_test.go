@@ -138,7 +138,13 @@ func (f *callbackFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		token := req.Callback.Token
 		if f.badToken {
-			token = strings.ToUpper(token[:10]) + token[10:]
+			// One character changed, always: upper-casing a prefix left
+			// a token whose prefix had no lower-case letter as it was.
+			swap := byte('A')
+			if token[10] == swap {
+				swap = 'B'
+			}
+			token = token[:10] + string(swap) + token[11:]
 		}
 		if f.working {
 			f.callBack(req.Callback.URL, token, map[string]any{"outcome": "working"})
