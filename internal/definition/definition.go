@@ -641,13 +641,7 @@ func checkWaitLength(add func(string, string, ...any), at, v string) (d time.Dur
 // for the callback: a timeout, required, and a maxTimeout not below it,
 // each a wait's length (a bound keeps every order ending).
 func checkCallback(add func(string, string, ...any), at string, c Callback) {
-	var timeout time.Duration
-	okT := false
-	if c.Timeout == "" {
-		add(at+".timeout", "is required: how long the step waits for its service's callback once the call was accepted (\"2h\")")
-	} else {
-		timeout, okT = checkWaitLength(add, at+".timeout", c.Timeout)
-	}
+	timeout, okT := checkRequiredWait(add, at+".timeout", c.Timeout, "how long the step waits for its service's callback once the call was accepted (\"2h\")")
 	if c.MaxTimeout == "" {
 		return // the timeout; given empty, checkGiven says so
 	}
@@ -656,17 +650,21 @@ func checkCallback(add func(string, string, ...any), at string, c Callback) {
 	}
 }
 
+// checkRequiredWait checks value, a wait's length that must be given:
+// what says what it is for when it is left out.
+func checkRequiredWait(add func(string, string, ...any), at, value, what string) (time.Duration, bool) {
+	if value == "" {
+		add(at, "is required: %s", what)
+		return 0, false
+	}
+	return checkWaitLength(add, at, value)
+}
+
 // checkPoll checks how long a step whose service is polled waits: a
 // timeout, required, and an every, each a wait's length, every not over
 // the timeout (a check after the wait ended is never made).
 func checkPoll(add func(string, string, ...any), at string, p Poll) {
-	var timeout time.Duration
-	okT := false
-	if p.Timeout == "" {
-		add(at+".timeout", "is required: how long the step waits for its service to finish once the call was accepted (\"2h\")")
-	} else {
-		timeout, okT = checkWaitLength(add, at+".timeout", p.Timeout)
-	}
+	timeout, okT := checkRequiredWait(add, at+".timeout", p.Timeout, "how long the step waits for its service to finish once the call was accepted (\"2h\")")
 	if p.Every == "" {
 		return // DefaultPollEvery; given empty, checkGiven says so
 	}

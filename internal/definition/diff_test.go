@@ -731,17 +731,7 @@ func TestCompareCallbacks(t *testing.T) {
 			s.Call = &c
 		}
 	}
-	both := func(o, n func(*definition.Definition)) func(old, new *definition.Definition) {
-		return func(old, new *definition.Definition) { o(old); n(new) }
-	}
-	none := func(*definition.Definition) {}
-	changes := func(fields ...string) map[string][]string {
-		var on []string
-		for _, f := range fields {
-			on = append(on, charge+" "+f)
-		}
-		return map[string][]string{atReserve: on, atCharge: on}
-	}
+	both, none, changes := versions, unchanged, chargeChanges
 	tests := []compareCase{
 		{
 			name:     "a call turned into a callback call",
@@ -803,6 +793,24 @@ func TestCompareCallbacks(t *testing.T) {
 	checkCompareCases(t, tests)
 }
 
+// versions makes a change of two versions from one change of each.
+func versions(o, n func(*definition.Definition)) func(old, new *definition.Definition) {
+	return func(old, new *definition.Definition) { o(old); n(new) }
+}
+
+// unchanged leaves a version as it is.
+func unchanged(*definition.Definition) {}
+
+// chargeChanges are findings of the charge step's fields, as orders at
+// the reservation and at the charge meet them.
+func chargeChanges(fields ...string) map[string][]string {
+	var on []string
+	for _, f := range fields {
+		on = append(on, charge+" "+f)
+	}
+	return map[string][]string{atReserve: on, atCharge: on}
+}
+
 // A step whose service is polled is compared like one that calls back:
 // turned on or off, its timeout and every (every as it runs: the default
 // where left out). An order already waiting keeps its deadline; one at
@@ -816,17 +824,7 @@ func TestComparePolls(t *testing.T) {
 			s.Call = &c
 		}
 	}
-	both := func(o, n func(*definition.Definition)) func(old, new *definition.Definition) {
-		return func(old, new *definition.Definition) { o(old); n(new) }
-	}
-	none := func(*definition.Definition) {}
-	changes := func(fields ...string) map[string][]string {
-		var on []string
-		for _, f := range fields {
-			on = append(on, charge+" "+f)
-		}
-		return map[string][]string{atReserve: on, atCharge: on}
-	}
+	both, none, changes := versions, unchanged, chargeChanges
 	checkCompareCases(t, []compareCase{
 		{
 			name:     "a call turned into a polled one",
