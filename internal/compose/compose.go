@@ -246,6 +246,7 @@ func Agent(f Function, a AgentSettings) *agent.Service {
 		Workflows:   f.Stage.Workflows,
 		Holder:      sqs.NewRequests(sqsClient, f.Stage.RequestQueues),
 		Breaker:     a.Breaker,
+		Pauses:      f.orders("agent " + a.Name),
 		Now:         f.Now,
 		Log:         f.Log,
 		Metrics:     f.Metrics,

@@ -67,7 +67,13 @@ const (
 	ConfigurationFaults = "ConfigurationFaults"
 	// RequestsHeld counts requests an agent put back in its queue while
 	// its circuit was open.
-	RequestsHeld   = "RequestsHeld"
+	RequestsHeld = "RequestsHeld"
+	// RequestsPaused counts requests an agent put back in its queue while
+	// an operator paused its service: no failure, no alarm.
+	RequestsPaused = "RequestsPaused"
+	// PausesOverrun is, each Supervisor run, how many pauses are on past
+	// the end their operator gave; the stack alarms on it.
+	PausesOverrun  = "PausesOverrun"
 	PoisonMessages = "PoisonMessages"
 	// OrdersParked counts orders found under a workflow version the
 	// running build lacks (a rollback): they wait, alerted once.

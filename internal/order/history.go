@@ -87,4 +87,7 @@ type Written struct {
 	Submitted time.Time
 	At        time.Time
 	Current   Status
+	// Pause is, for a write to a pause's item (OrderID is then its key),
+	// the pause's change; its one transition is kept as its history.
+	Pause *PauseChange
 }

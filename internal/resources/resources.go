@@ -265,6 +265,9 @@ type Catalog struct {
 const (
 	EventSource     = "orderly"
 	EventTypePrefix = "Order "
+	// PauseEventTypePrefix starts a pause's event: "Pause paused",
+	// "Pause pause changed", "Pause resumed".
+	PauseEventTypePrefix = "Pause "
 )
 
 // New returns the catalog for a stage (e.g. "dev", "prod", "local") and the

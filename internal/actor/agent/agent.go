@@ -67,6 +67,13 @@ type Holder interface {
 	HoldRequest(ctx context.Context, agent string, req order.StepRequest, delay time.Duration) error
 }
 
+// Pauses reads whether the agent's service is paused (order.Pause): an
+// operator's pause holds its requests as an open circuit does, but
+// counts no failure and raises no alarm.
+type Pauses interface {
+	PauseOf(ctx context.Context, kind order.PauseKind, name string) (order.Pause, error)
+}
+
 // Replier posts replies on the response queue.
 type Replier interface {
 	SendReply(ctx context.Context, rep order.StepReply) error
@@ -122,6 +129,8 @@ type Service struct {
 	// requests it turns away.
 	circuit *circuit
 	holder  Holder
+	// pause, when set, says whether an operator paused the service.
+	pause   *pauseCheck
 	now     func() time.Time
 	rand    func() float64
 	log     *slog.Logger
@@ -149,6 +158,9 @@ type Config struct {
 	// DefaultBreaker when zero): requests it turns away are held there.
 	Holder  Holder
 	Breaker Breaker
+	// Pauses, with Holder, lets an operator pause the service: its
+	// requests are then held in the queue, unhurt (see order.Pause).
+	Pauses  Pauses
 	Now     func() time.Time
 	Log     *slog.Logger
 	Metrics *metrics.Recorder
@@ -164,6 +176,9 @@ func New(c Config) *Service {
 	if c.Holder != nil {
 		s.holder = c.Holder
 		s.circuit = s.newCircuit(c.Breaker)
+		if c.Pauses != nil {
+			s.pause = &pauseCheck{pauses: c.Pauses}
+		}
 	}
 	return s
 }
@@ -196,6 +211,9 @@ func (s *Service) handleMessage(ctx context.Context, msg events.SQSMessage) erro
 func (s *Service) Process(ctx context.Context, r order.StepRequest) error {
 	req := s.job(r)
 	log := s.log.With("order_id", req.OrderID, "step", req.Step, "undo", req.Undo, "attempt", req.Attempt)
+	if p, paused := s.paused(ctx, log); paused {
+		return s.holdPaused(ctx, log, req.StepRequest, p)
+	}
 	if s.circuitOpen() {
 		return s.hold(ctx, log, req.StepRequest)
 	}

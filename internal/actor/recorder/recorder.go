@@ -31,9 +31,10 @@ type History interface {
 	ChangeOf(rec events.DynamoDBEventRecord) (order.Written, error)
 }
 
-// Publisher publishes a status change.
+// Publisher publishes a status change, and a pause's change.
 type Publisher interface {
 	Publish(ctx context.Context, c order.StatusChange) error
+	PublishPause(ctx context.Context, c order.PauseChange) error
 }
 
 // maxParallel bounds how many orders one invocation works on at once.
@@ -114,6 +115,13 @@ func (s *Service) record(ctx context.Context, rec events.DynamoDBEventRecord) er
 		if err != nil {
 			return fmt.Errorf("history expiry: %w", err)
 		}
+	}
+	if c.Pause != nil {
+		if err := batch.Retry(ctx, func() error { return s.publisher.PublishPause(ctx, *c.Pause) }); err != nil {
+			return fmt.Errorf("pause event: %w", err)
+		}
+		s.log.InfoContext(ctx, "pause changed", "event", c.Pause.Event, "kind", c.Pause.Pause.Kind, "name", c.Pause.Pause.Name,
+			"by", c.Transitions[0].By, "reason", c.Transitions[0].Reason)
 	}
 	if c.Status != nil {
 		if err := batch.Retry(ctx, func() error { return s.publisher.Publish(ctx, *c.Status) }); err != nil {

@@ -35,6 +35,8 @@ func (f *flaky) Publish(_ context.Context, c order.StatusChange) error {
 	return nil
 }
 
+func (f *flaky) PublishPause(context.Context, order.PauseChange) error { return nil }
+
 func (f *flaky) Record(context.Context, string, string, []order.HistoryEntry, *order.Alert, time.Time) error {
 	return nil
 }

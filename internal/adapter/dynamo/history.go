@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"orderly/internal/order"
@@ -24,6 +25,11 @@ func ChangeOf(rec events.DynamoDBEventRecord) (order.Written, error) {
 func changeOf(rec events.DynamoDBEventRecord, workflows order.Versions) (order.Written, error) {
 	if rec.EventName == string(events.DynamoDBOperationTypeRemove) || len(rec.Change.NewImage) == 0 {
 		return order.Written{}, nil
+	}
+	if key, ok := rec.Change.Keys[attrOrderID]; ok && key.DataType() == events.DataTypeString {
+		if _, _, ok := order.PauseOfKey(key.String()); ok {
+			return pauseChangeOf(key.String(), rec)
+		}
 	}
 	now, err := recordOf(rec.Change.NewImage)
 	if err != nil {
@@ -62,15 +68,60 @@ func sentAlert(before *orderRecord, now orderRecord) *order.Alert {
 }
 
 func recordOf(image map[string]events.DynamoDBAttributeValue) (orderRecord, error) {
+	item, err := itemOf(image)
+	if err != nil {
+		return orderRecord{}, err
+	}
+	return unmarshal(item)
+}
+
+// itemOf reads a stream image as the item it is.
+func itemOf(image map[string]events.DynamoDBAttributeValue) (map[string]types.AttributeValue, error) {
 	item := make(map[string]types.AttributeValue, len(image))
 	for k, v := range image {
 		av, err := fromEvent(v)
 		if err != nil {
-			return orderRecord{}, fmt.Errorf("attribute %s: %w", k, err)
+			return nil, fmt.Errorf("attribute %s: %w", k, err)
 		}
 		item[k] = av
 	}
-	return unmarshal(item)
+	return item, nil
+}
+
+// pauseChangeOf reads a write to a pause's item: its one history entry,
+// kept under the pause's key, and the event for operators' rules.
+func pauseChangeOf(key string, rec events.DynamoDBEventRecord) (order.Written, error) {
+	image := func(which string, img map[string]events.DynamoDBAttributeValue) (order.Pause, time.Time, error) {
+		if len(img) == 0 {
+			return order.Pause{}, time.Time{}, nil
+		}
+		item, err := itemOf(img)
+		if err != nil {
+			return order.Pause{}, time.Time{}, fmt.Errorf("%s image of %s: %w", which, key, err)
+		}
+		var p pauseItem
+		if err := attributevalue.UnmarshalMap(item, &p); err != nil {
+			return order.Pause{}, time.Time{}, fmt.Errorf("%s image of %s: %w", which, key, err)
+		}
+		return p.pause(), p.Changed, nil
+	}
+	before, _, err := image("old", rec.Change.OldImage)
+	if err != nil {
+		return order.Written{}, err
+	}
+	after, at, err := image("new", rec.Change.NewImage)
+	if err != nil {
+		return order.Written{}, err
+	}
+	entry, ok := order.PauseHistory(before, after, at)
+	if !ok {
+		return order.Written{}, nil
+	}
+	c := &order.PauseChange{ID: key + "/" + rec.Change.SequenceNumber, Event: entry.Event, Pause: after, At: at}
+	if entry.Event == order.ResumedEvent {
+		c.PausedSince = before.Since
+	}
+	return order.Written{OrderID: key, Transitions: []order.HistoryEntry{entry}, At: at, Pause: c}, nil
 }
 
 // diff lists what a write changed, from the item before (nil for the

@@ -35,23 +35,36 @@ func NewPublisher(client Client, bus string) *Publisher {
 // Publish puts one status change on the bus: source "orderly",
 // detail-type "Order <status>", the change as detail.
 func (p *Publisher) Publish(ctx context.Context, c order.StatusChange) error {
-	detail, err := json.Marshal(c)
+	what := fmt.Sprintf("status %s of order %s", c.Status, c.OrderID)
+	return p.put(ctx, what, resources.EventTypePrefix+string(c.Status), c)
+}
+
+// PublishPause puts one pause's change on the bus: source "orderly",
+// detail-type "Pause <event>" (paused, pause changed, resumed), the
+// change as detail, for operators' rules.
+func (p *Publisher) PublishPause(ctx context.Context, c order.PauseChange) error {
+	what := fmt.Sprintf("%s of %s", c.Event, c.Pause.Subject())
+	return p.put(ctx, what, resources.PauseEventTypePrefix+c.Event, c)
+}
+
+func (p *Publisher) put(ctx context.Context, what, detailType string, v any) error {
+	detail, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("encode status event of order %s: %w", c.OrderID, err)
+		return fmt.Errorf("encode event of %s: %w", what, err)
 	}
 	out, err := p.client.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: []types.PutEventsRequestEntry{{
 		EventBusName: aws.String(p.bus),
 		Source:       aws.String(resources.EventSource),
-		DetailType:   aws.String(resources.EventTypePrefix + string(c.Status)),
+		DetailType:   aws.String(detailType),
 		Detail:       aws.String(string(detail)),
 		Resources:    []string{},
 	}}})
 	if err != nil {
-		return fmt.Errorf("publish status %s of order %s: %w", c.Status, c.OrderID, err)
+		return fmt.Errorf("publish %s: %w", what, err)
 	}
 	if out.FailedEntryCount > 0 && len(out.Entries) > 0 {
 		e := out.Entries[0]
-		return fmt.Errorf("publish status %s of order %s: %s: %s", c.Status, c.OrderID, aws.ToString(e.ErrorCode), aws.ToString(e.ErrorMessage))
+		return fmt.Errorf("publish %s: %s: %s", what, aws.ToString(e.ErrorCode), aws.ToString(e.ErrorMessage))
 	}
 	return nil
 }
