@@ -43,6 +43,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/smithy-go/middleware"
 
 	"orderly/internal/config"
@@ -71,8 +72,10 @@ func run(log *slog.Logger) error {
 
 	env := config.FromOS()
 	// With OTEL_EXPORTER_OTLP_ENDPOINT set, every function's spans go
-	// there; what is batched is exported as the engine stops.
-	traces, err := tracing.FromEnv(ctx, "orderly-local", func(name string) string { return env.String(name, "") })
+	// there; what is batched is exported as the engine stops. It has no
+	// AWS credentials to sign X-Ray's exports with: ORDERLY_TRACE_XRAY is
+	// refused.
+	traces, err := tracing.FromEnv(ctx, "orderly-local", func(name string) string { return env.String(name, "") }, aws.Config{})
 	if err != nil {
 		return err
 	}

@@ -444,6 +444,9 @@ func writeOrder(w io.Writer, v api.OrderView) {
 			fmt.Fprintln(w)
 		}
 	}
+	if p := v.HeldBy; p != nil {
+		fmt.Fprintf(w, "  held: %s (orderly resume %s %s)\n", p.Held(), p.Kind, p.Name)
+	}
 	// What each redrive would do, or why it is refused, before anyone tries.
 	for _, r := range v.Redrive {
 		what, def := r.What, ""

@@ -50,6 +50,9 @@ type app struct {
 	stage  string
 	output format
 	out    io.Writer
+	// caller, when set, is who the operator is (tests); else whoami asks
+	// STS.
+	caller string
 	// opened, when set, is the stage open returns: a test's stage on the
 	// emulators, running workflows this binary does not ship.
 	opened *ops.Stage
@@ -97,7 +100,7 @@ func newRoot(out, errOut io.Writer) *cobra.Command {
 		&cobra.Group{ID: groupDefinitions, Title: "Workflow definitions and services (offline: no deployed stage, no AWS):"})
 	for _, c := range []*cobra.Command{
 		a.listCmd(), a.showCmd(), a.historyCmd(), a.watchCmd(), a.cancelCmd(), a.redriveCmd(), a.sendEventCmd(), a.moveCmd(),
-		a.versionsCmd(), a.alertsCmd(), a.searchCmd(), a.countsCmd(), a.bulkCmd(), a.dlqCmd(), a.consoleCmd(),
+		a.versionsCmd(), a.alertsCmd(), a.searchCmd(), a.countsCmd(), a.bulkCmd(), a.pauseCmd(), a.resumeCmd(), a.pausesCmd(), a.dlqCmd(), a.consoleCmd(),
 	} {
 		c.GroupID = groupOrders
 		root.AddCommand(c)

@@ -179,15 +179,19 @@ func (c *Checker) addPolicy(props map[string]any, roles ...any) error {
 }
 
 // condition renders a statement's condition, which may be none or one
-// StringEquals or Bool test of one key against one value, as "key=value".
+// StringEquals, ForAllValues:StringEquals or Bool test of one key against
+// one value, as "key=value". ForAllValues:StringEquals is how a grant
+// names the one key (dynamodb:LeadingKeys) a read of one item may have.
 func condition(v any) (string, error) {
 	if v == nil {
 		return "", nil
 	}
 	ops, _ := v.(map[string]any)
-	eq, _ := ops["StringEquals"].(map[string]any)
-	if eq == nil {
-		eq, _ = ops["Bool"].(map[string]any)
+	var eq map[string]any
+	for _, op := range []string{"StringEquals", "ForAllValues:StringEquals", "Bool"} {
+		if eq == nil {
+			eq, _ = ops[op].(map[string]any)
+		}
 	}
 	if len(ops) != 1 || len(eq) != 1 {
 		return "", fmt.Errorf("a condition other than one StringEquals or Bool of one key: %v", v)

@@ -15,6 +15,7 @@ import (
 
 	"orderly/internal/compose"
 	"orderly/internal/config"
+	"orderly/internal/order"
 	"orderly/internal/resources"
 )
 
@@ -163,6 +164,13 @@ func newFunctions(s *Stack) *functions {
 		allow(fn, m.requests[agent].QueueArn(), "sqs:SendMessage")
 		allow(fn, m.responses.QueueArn(), "sqs:SendMessage")
 		allow(fn, d.orders.TableArn(), "dynamodb:UpdateItem")
+		// It reads whether an operator paused its service: that one item
+		// of the orders table, and no order.
+		fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions: jsii.Strings("dynamodb:GetItem"), Resources: &[]*string{d.orders.TableArn()},
+			Conditions: &map[string]interface{}{"ForAllValues:StringEquals": map[string]interface{}{
+				"dynamodb:LeadingKeys": order.PauseKey(order.PauseService, agent)}},
+		}))
 		// Its remote service's secret or invoke permission, and no other's.
 		f.grantService(s, fn, agent, s.services[agent])
 		// The agent of a step that calls back seals its calls' tokens
@@ -258,7 +266,7 @@ func (f *functions) lambda(s *Stack, id, name string, timeout time.Duration, mem
 func (f *functions) lambdaFrom(s *Stack, id, name, asset string, timeout time.Duration, memory float64, env map[string]*string, opts ...func(*awslambda.FunctionProps)) awslambda.Function {
 	fullName := "orderly-" + s.props.Stage + "-" + name
 	env = merge(env, map[string]*string{resources.EnvMetricsNamespace: jsii.String(s.namespace()),
-		resources.EnvRetention: jsii.String(s.props.Retention.String())})
+		resources.EnvRetention: jsii.String(s.props.Retention.String())}, s.tracingEnv())
 	role := awsiam.NewRole(s.Stack, jsii.String(id+"Role"), &awsiam.RoleProps{
 		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
 		Description: jsii.String("orderly " + name + " function"),

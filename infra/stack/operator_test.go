@@ -32,7 +32,7 @@ const operatorTools = "operator-tools"
 // on a stage's tables and queues with the operator's own credentials.
 // Every call they make, recorded while they run each command against a
 // running stage (listings, searches, show, history, alerts, versions, cancel,
-// redrive, move, a bulk redrive, and the dead-letter queues' list, show and
+// redrive, pause and resume, move, a bulk redrive, and the dead-letter queues' list, show and
 // redrive), must
 // be allowed by the stack's OperatorToolsPolicy, and every grant of it used.
 func TestOperatorToolsPolicyAllowsExactlyTheToolsCalls(t *testing.T) {
@@ -109,6 +109,16 @@ func TestOperatorToolsPolicyAllowsExactlyTheToolsCalls(t *testing.T) {
 	must("cancel", err)
 	_, err = stage.Redrive(ctx, stuck, order.RedriveCompensate)
 	must("redrive", err)
+	// pause, pauses, pauses --history, resume: the pause's item is in
+	// the orders table, its history in the history table.
+	_, err = stage.Pause(ctx, order.PauseRequest{Kind: order.PauseService, Name: ordertest.AgentPayment, For: time.Hour, Reason: "maintenance", By: "operator"})
+	must("pause", err)
+	_, err = stage.Pauses(ctx)
+	must("pauses", err)
+	_, err = stage.PauseHistory(ctx, order.PauseService, ordertest.AgentPayment)
+	must("pauses --history", err)
+	_, err = stage.Resume(ctx, order.PauseService, ordertest.AgentPayment, "operator", "")
+	must("resume", err)
 	// bulk redrive --status Error --yes: its plan (a search, each order
 	// read) and its run (each order redriven as above).
 	inError := ops.BulkFilter{Query: order.Query{Status: order.StatusError}}

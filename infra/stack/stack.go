@@ -93,6 +93,9 @@ type Props struct {
 	// embedded definitions differ (a deploy without `make build`). Empty
 	// skips the check.
 	WorkflowsDigest string
+	// Tracing, when set, has every function export its spans to X-Ray
+	// (CtxTracing); nil is off.
+	Tracing *Tracing
 }
 
 // Context keys and their defaults.
@@ -168,6 +171,10 @@ func FromContext(scope constructs.Construct) (Props, error) {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("workflow definitions (context %s, %s):\n%w", CtxWorkflowsDir, CtxDefaultWorkflow, err))
 	}
+	tracing, err := tracingFromContext(node.TryGetContext(jsii.String(CtxTracing)))
+	if err != nil {
+		errs = append(errs, err)
+	}
 	var svcs services.Config
 	switch v := node.TryGetContext(jsii.String(CtxServices)).(type) {
 	case nil:
@@ -183,6 +190,7 @@ func FromContext(scope constructs.Construct) (Props, error) {
 	}
 	p := Props{
 		Services:            svcs,
+		Tracing:             tracing,
 		Workflows:           workflows,
 		WorkflowsDigest:     digest,
 		Prices:              prices,

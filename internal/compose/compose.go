@@ -183,6 +183,7 @@ func Supervisor(f Function, tweaks ...func(*supervisor.Config)) *supervisor.Serv
 		Backlogs:  sqs.NewBacklogs(awssqs.NewFromConfig(f.AWS), f.Stage.RequestQueues, f.Stage.ResponseQueue),
 		Workflows: f.Stage.Workflows,
 		Requests:  sqs.NewRequests(awssqs.NewFromConfig(f.AWS), f.Stage.RequestQueues),
+		Pauses:    orders,
 		Now:       f.Now,
 		Log:       f.Log,
 		Metrics:   f.Metrics,

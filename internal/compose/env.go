@@ -7,6 +7,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"orderly/internal/actor/agent"
 	"orderly/internal/adapter/services"
 	"orderly/internal/config"
@@ -28,10 +30,6 @@ import (
 func FromEnv(ctx context.Context, log *slog.Logger, env *config.Env, function string) (Function, error) {
 	f := Function{ID: config.InstanceID(function), Log: log, Now: time.Now,
 		Metrics: env.Metrics(os.Stdout, function)}
-	var err error
-	if f.Tracing, err = traced(ctx, env, function); err != nil {
-		return Function{}, err
-	}
 	st := &f.Stage
 	st.Retention = env.Retention()
 	workflows, err := deployed(env)
@@ -44,7 +42,7 @@ func FromEnv(ctx context.Context, log *slog.Logger, env *config.Env, function st
 		// waits for from its workflow's definition.
 		st.HistoryTable = env.Required(resources.EnvHistoryTable)
 		st.EventBus = env.Required(resources.EnvEventBus)
-		return load(ctx, env, f)
+		return load(ctx, env, f, function)
 	}
 	st.OrdersTable = env.Required(resources.EnvOrdersTable)
 	switch function {
@@ -67,7 +65,7 @@ func FromEnv(ctx context.Context, log *slog.Logger, env *config.Env, function st
 	default:
 		return Function{}, fmt.Errorf("function %q: orderly has no such function (agents: AgentFromEnv)", function)
 	}
-	return load(ctx, env, f)
+	return load(ctx, env, f, function)
 }
 
 // AgentFromEnv reads what an agent function is built from: FromEnv's,
@@ -80,10 +78,6 @@ func AgentFromEnv(ctx context.Context, log *slog.Logger, env *config.Env) (Funct
 	name := env.Required("AGENT_NAME")
 	f := Function{ID: config.InstanceID("agent"), Log: log, Now: time.Now,
 		Metrics: env.Metrics(os.Stdout, name+"-agent")}
-	var err error
-	if f.Tracing, err = traced(ctx, env, name+"-agent"); err != nil {
-		return Function{}, AgentSettings{}, err
-	}
 	a := AgentSettings{
 		Name:        name,
 		ReplyMargin: env.Duration(config.EnvReplyMargin, agent.DefaultReplyMargin),
@@ -105,7 +99,7 @@ func AgentFromEnv(ctx context.Context, log *slog.Logger, env *config.Env) (Funct
 		st.CallbackSecret = env.Required(resources.EnvCallbackSecret)
 		st.CallbackURL = env.Required(resources.EnvCallbackURL)
 	}
-	if f, err = load(ctx, env, f); err != nil {
+	if f, err = load(ctx, env, f, name+"-agent"); err != nil {
 		return Function{}, AgentSettings{}, err
 	}
 	if a.Service, err = services.ParseService(serviceURL, serviceAuth); err != nil {
@@ -115,9 +109,10 @@ func AgentFromEnv(ctx context.Context, log *slog.Logger, env *config.Env) (Funct
 }
 
 // traced is the function's tracing: on when OTEL_EXPORTER_OTLP_ENDPOINT
-// is set (package tracing).
-func traced(ctx context.Context, env *config.Env, service string) (*tracing.Provider, error) {
-	return tracing.FromEnv(ctx, service, func(name string) string { return env.String(name, "") })
+// or ORDERLY_TRACE_XRAY is set (package tracing), X-Ray's signed with
+// the function's own AWS configuration.
+func traced(ctx context.Context, env *config.Env, service string, cfg aws.Config) (*tracing.Provider, error) {
+	return tracing.FromEnv(ctx, service, func(name string) string { return env.String(name, "") }, cfg)
 }
 
 // deployed is the workflows the stack deployed (config.EnvWorkflows and
@@ -134,12 +129,16 @@ func deployed(env *config.Env) (order.Versions, error) {
 }
 
 // load reports env's problems, if any, and otherwise loads f's AWS
-// configuration: the last step of every function's start-up.
-func load(ctx context.Context, env *config.Env, f Function) (Function, error) {
+// configuration and its tracing as service: the last step of every
+// function's start-up.
+func load(ctx context.Context, env *config.Env, f Function, service string) (Function, error) {
 	cfg, err := config.Load(ctx, env)
 	if err != nil {
 		return Function{}, err
 	}
 	f.AWS = cfg
+	if f.Tracing, err = traced(ctx, env, service, cfg); err != nil {
+		return Function{}, err
+	}
 	return f, nil
 }

@@ -71,6 +71,9 @@ const (
 	// RequestsPaused counts requests an agent put back in its queue while
 	// an operator paused its service: no failure, no alarm.
 	RequestsPaused = "RequestsPaused"
+	// PausesOn is, each Supervisor run, how many services and workflows
+	// an operator has paused (the dashboard shows it).
+	PausesOn = "PausesOn"
 	// PausesOverrun is, each Supervisor run, how many pauses are on past
 	// the end their operator gave; the stack alarms on it.
 	PausesOverrun  = "PausesOverrun"

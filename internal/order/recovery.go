@@ -71,6 +71,9 @@ const (
 	// refuses the agent's configuration. No attempt is being spent, and the
 	// agent probes the service meanwhile.
 	Held
+	// Paused: an operator paused the agent's service (see Pause), and the
+	// agent holds its requests in its queue as behind an open circuit.
+	Paused
 )
 
 // A Pending step that no Scheduler claims is re-announced (nudged) with a
@@ -111,7 +114,7 @@ type Recovery struct {
 // touched, however often it failed before. backlog says what the queues
 // hold for a Processing step past its deadline. Queued: it most likely
 // waits there too, and its deadline is moved on instead of counting a
-// failure (up to MaxDeferrals times). Held: its agent holds requests
+// failure (up to MaxDeferrals times). Held (or Paused, by an operator): its agent holds requests
 // behind an open circuit, so the step's deadline is moved on however long
 // that lasts: an outage, or a configuration the remote service refuses,
 // is not the order's failure and never compensates it. A cancel still
@@ -168,6 +171,10 @@ func (w Workflow) Assess(s StepState, now time.Time, backlog Backlog) Recovery {
 		}
 		deferTo := now.Add(def.AllowanceFor(s.FailureCount) << min(s.Deferrals, MaxDeferralBackoff))
 		switch {
+		case backlog == Paused:
+			return Recovery{Action: Defer, CompleteBy: deferTo, Reason: fmt.Sprintf(
+				"attempt %d not answered by %s while service %s is paused by an operator (its agent holds requests in its queue): deadline moved on, no failure counted",
+				s.Attempt, s.CompleteBy.UTC().Format(time.RFC3339Nano), def.Agent)}
 		case backlog == Held:
 			return Recovery{Action: Defer, CompleteBy: deferTo, Reason: fmt.Sprintf(
 				"attempt %d not answered by %s while the %s agent holds requests in its queue (its circuit breaker is open: the remote service is down or refuses its configuration): deadline moved on, no failure counted",

@@ -2,7 +2,10 @@ package tracing
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -31,19 +34,32 @@ type Provider struct {
 }
 
 // FromEnv builds service's tracing from the environment (getenv): off
-// without EnvEndpoint; else exporting there, sampling EnvSample of the
-// orders. It makes the provider the one spans start in (Use).
-func FromEnv(ctx context.Context, service string, getenv func(string) string) (*Provider, error) {
-	if getenv(EnvEndpoint) == "" {
+// without EnvEndpoint or EnvXRay; else exporting to the one set (to
+// X-Ray signed with cfg's credentials, in cfg's region), sampling
+// EnvSample of the orders. It makes the provider the one spans start in
+// (Use).
+func FromEnv(ctx context.Context, service string, getenv func(string) string, cfg aws.Config) (*Provider, error) {
+	endpoint, xray := getenv(EnvEndpoint), getenv(EnvXRay)
+	if endpoint == "" && xray == "" {
 		return &Provider{}, nil
+	}
+	if endpoint != "" && xray != "" {
+		return nil, errors.New("tracing: " + EnvEndpoint + " and " + EnvXRay + " are both set: set one, the receiver spans go to")
 	}
 	ratio, err := sampleRatio(getenv(EnvSample))
 	if err != nil {
 		return nil, fmt.Errorf("tracing: %w", err)
 	}
-	exp, err := otlptracehttp.New(ctx)
+	var opts []otlptracehttp.Option
+	if xray != "" {
+		if opts, err = xrayExport(xray, cfg); err != nil {
+			return nil, fmt.Errorf("tracing: %w", err)
+		}
+		endpoint = xray
+	}
+	exp, err := otlptracehttp.New(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("tracing: OTLP exporter to %s: %w", getenv(EnvEndpoint), err)
+		return nil, fmt.Errorf("tracing: OTLP exporter to %s: %w", endpoint, err)
 	}
 	// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, when set, win.
 	res, err := resource.New(ctx, resource.WithAttributes(attribute.String("service.name", service)),

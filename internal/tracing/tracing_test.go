@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -163,21 +165,32 @@ func TestErrorClass(t *testing.T) {
 }
 
 func TestFromEnv(t *testing.T) {
+	const xray = "https://xray.eu-west-1.amazonaws.com/v1/traces"
+	signed := aws.Config{Region: "eu-west-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", "token")}
 	tests := []struct {
 		name    string
 		env     map[string]string
+		cfg     aws.Config
 		on      bool
 		wantErr string
 	}{
-		{"no endpoint: off", map[string]string{tracing.EnvSample: "0.5"}, false, ""},
-		{"endpoint: on", map[string]string{tracing.EnvEndpoint: "http://127.0.0.1:4318"}, true, ""},
-		{"a ratio over 1", map[string]string{tracing.EnvEndpoint: "http://127.0.0.1:4318", tracing.EnvSample: "2"}, false, "ORDERLY_TRACE_SAMPLE: \"2\" is not a ratio from 0 to 1"},
-		{"not a number", map[string]string{tracing.EnvEndpoint: "http://127.0.0.1:4318", tracing.EnvSample: "half"}, false, "ORDERLY_TRACE_SAMPLE: \"half\""},
+		{"no endpoint: off", map[string]string{tracing.EnvSample: "0.5"}, aws.Config{}, false, ""},
+		{"endpoint: on", map[string]string{tracing.EnvEndpoint: "http://127.0.0.1:4318"}, aws.Config{}, true, ""},
+		{"a ratio over 1", map[string]string{tracing.EnvEndpoint: "http://127.0.0.1:4318", tracing.EnvSample: "2"}, aws.Config{}, false, "ORDERLY_TRACE_SAMPLE: \"2\" is not a ratio from 0 to 1"},
+		{"not a number", map[string]string{tracing.EnvEndpoint: "http://127.0.0.1:4318", tracing.EnvSample: "half"}, aws.Config{}, false, "ORDERLY_TRACE_SAMPLE: \"half\""},
+		{"X-Ray: on", map[string]string{tracing.EnvXRay: xray, tracing.EnvSample: "0.1"}, signed, true, ""},
+		{"X-Ray and an endpoint", map[string]string{tracing.EnvXRay: xray, tracing.EnvEndpoint: "http://127.0.0.1:4318"}, signed, false, "are both set"},
+		{"X-Ray without credentials", map[string]string{tracing.EnvXRay: xray}, aws.Config{Region: "eu-west-1"}, false, "no AWS credentials"},
+		// A signed export carries the role's session token: only to X-Ray,
+		// over TLS, in the function's own region.
+		{"X-Ray over plain HTTP", map[string]string{tracing.EnvXRay: "http://xray.eu-west-1.amazonaws.com/v1/traces"}, signed, false, "is not X-Ray's OTLP endpoint"},
+		{"X-Ray at another host", map[string]string{tracing.EnvXRay: "https://collector.example.com/v1/traces"}, signed, false, "is not X-Ray's OTLP endpoint"},
+		{"X-Ray in another region", map[string]string{tracing.EnvXRay: "https://xray.us-east-1.amazonaws.com/v1/traces"}, signed, false, "in the function's region \"eu-west-1\""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Cleanup(func() { tracing.Use(nil) })
-			p, err := tracing.FromEnv(context.Background(), "test", func(k string) string { return tt.env[k] })
+			p, err := tracing.FromEnv(context.Background(), "test", func(k string) string { return tt.env[k] }, tt.cfg)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("FromEnv: error %v, want one saying %q", err, tt.wantErr)

@@ -124,6 +124,10 @@ type OrderView struct {
 	// Redrive, for an order in Error on the operators' route, says what
 	// each redrive action does, or why it is refused (order.PlanRedrive).
 	Redrive []RedriveView `json:"redrive,omitempty"`
+	// HeldBy, on the operators' views (orderly show, the console), is the
+	// pause that holds the order: its running step's service paused, or
+	// its workflow's, holding it before its first step.
+	HeldBy *order.Pause `json:"heldBy,omitempty"`
 	// Input is the order's input; CustomerID is its customerId, if any.
 	Input      json.RawMessage `json:"-"`
 	CustomerID string          `json:"-"`
@@ -157,7 +161,7 @@ func (v *OrderView) UnmarshalJSON(data []byte) error {
 }
 
 // viewFields are OrderView's own JSON names.
-var viewFields = []string{"orderId", "status", "workflow", "version", "lastError", "createdAt", "updatedAt", "steps", "redrive"}
+var viewFields = []string{"orderId", "status", "workflow", "version", "lastError", "createdAt", "updatedAt", "steps", "redrive", "heldBy"}
 
 // MarshalJSON writes the view's fields and then the input's.
 func (v OrderView) MarshalJSON() ([]byte, error) {

@@ -19,6 +19,7 @@ import (
 	"orderly/internal/metrics"
 	"orderly/internal/order"
 	"orderly/internal/resources"
+	"orderly/internal/tracing"
 )
 
 // History stores an order's transitions, and their expiry.
@@ -80,7 +81,7 @@ func (s *Service) HandleStream(ctx context.Context, ev events.DynamoDBEvent) (ev
 	}), nil
 }
 
-func (s *Service) record(ctx context.Context, rec events.DynamoDBEventRecord) error {
+func (s *Service) record(ctx context.Context, rec events.DynamoDBEventRecord) (err error) {
 	c, err := s.history.ChangeOf(rec)
 	if err != nil {
 		// An image we cannot read will not get better by retrying.
@@ -89,6 +90,8 @@ func (s *Service) record(ctx context.Context, rec events.DynamoDBEventRecord) er
 		s.metrics.Count(metrics.PoisonMessages, 1, "source", "recorder")
 		return nil
 	}
+	ctx, span := startRecord(ctx, c)
+	defer func() { tracing.End(span, err) }()
 	// History expires a margin after its order would, counted from each
 	// change; an order in Error keeps all of it (pinned) until it ends,
 	// when any item that would expire before the order is restamped.

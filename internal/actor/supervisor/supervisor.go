@@ -60,6 +60,12 @@ type Backlogs interface {
 	Backlog(ctx context.Context, agent string) (order.Backlog, error)
 }
 
+// Pauses reads the pauses of the stage's services and workflows (see
+// order.Pause): one of each name asked, not On when none is.
+type Pauses interface {
+	PausesOf(ctx context.Context, services, workflows []string) ([]order.Pause, error)
+}
+
 // Drain settings. A run reads each shard a page at a time and works a
 // page's steps in parallel, until the shard is drained or the run is close
 // to its function timeout; whatever is left waits for the next run.
@@ -84,6 +90,7 @@ type Service struct {
 	notifier  Notifier
 	backlogs  Backlogs
 	requests  Requests
+	pauses    Pauses
 	workflows order.Versions
 	parkFor   time.Duration
 	now       func() time.Time
@@ -102,6 +109,10 @@ type Config struct {
 	// Requests, when set, sends the checks of steps whose service is
 	// polled; nil leaves such a step waiting until its deadline.
 	Requests Requests
+	// Pauses, when set, tells the Supervisor which services an operator
+	// paused (their steps' deadlines move on, counting no failure) and
+	// lets it alarm on pauses past their stated end.
+	Pauses Pauses
 	// Workflows are the workflow versions this build runs; an order is
 	// recovered by its own version's definition.
 	Workflows order.Versions
@@ -124,7 +135,7 @@ func New(c Config) *Service {
 	if c.ParkFor <= 0 {
 		c.ParkFor = DefaultParkFor
 	}
-	return &Service{store: c.Store, notifier: c.Notifier, backlogs: c.Backlogs, requests: c.Requests,
+	return &Service{store: c.Store, notifier: c.Notifier, backlogs: c.Backlogs, requests: c.Requests, pauses: c.Pauses,
 		workflows: c.Workflows, parkFor: c.ParkFor, now: c.Now, log: c.Log, metrics: c.Metrics, pageSize: c.PageSize}
 }
 
@@ -157,6 +168,10 @@ type Report struct {
 	WaitsEnded int `json:"waitsEnded"`
 	// Polled counts checks of polled steps' status URLs this run sent.
 	Polled int `json:"polled"`
+	// Paused counts the services and workflows paused at the run's
+	// start; Overrun those of them on past their stated end.
+	Paused  int `json:"paused,omitempty"`
+	Overrun int `json:"overrun,omitempty"`
 }
 
 func (r *Report) add(o Report) {
@@ -186,12 +201,12 @@ func (s *Service) Handle(ctx context.Context, _ events.EventBridgeEvent) (Report
 // Run examines every shard of the due index once, shards in parallel.
 func (s *Service) Run(ctx context.Context) (Report, error) {
 	now := s.now()
-	backlog := s.backlogOnce(ctx)
+	paused, total := s.readPauses(ctx, now)
+	backlog := s.backlogOnce(ctx, paused)
 	var (
-		mu    sync.Mutex
-		total Report
-		errs  []error
-		wg    sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
 	)
 	for shard := range s.store.Shards() {
 		wg.Go(func() {
@@ -205,18 +220,22 @@ func (s *Service) Run(ctx context.Context) (Report, error) {
 		})
 	}
 	wg.Wait()
-	if total.Examined > 0 || len(errs) > 0 {
+	if total.Examined > 0 || total.Paused > 0 || len(errs) > 0 {
 		s.log.InfoContext(ctx, "supervisor run", "report", total, "errors", len(errs))
 	}
 	return total, errors.Join(errs...)
 }
 
 // backlogOnce returns a function that reads, once per agent per run, what
-// the agent's queue (and the response queue) hold.
-func (s *Service) backlogOnce(ctx context.Context) func(agent string) order.Backlog {
+// the agent's queue (and the response queue) hold. A paused service's
+// agent holds its requests: no queue need be asked.
+func (s *Service) backlogOnce(ctx context.Context, paused map[string]bool) func(agent string) order.Backlog {
 	var mu sync.Mutex
 	known := map[string]order.Backlog{}
 	return func(agent string) order.Backlog {
+		if paused[agent] {
+			return order.Paused
+		}
 		if s.backlogs == nil {
 			return order.NoBacklog
 		}

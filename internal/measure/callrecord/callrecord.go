@@ -17,6 +17,7 @@ import (
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dynamodbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
@@ -96,6 +97,21 @@ type Recorder struct {
 
 // New returns an empty recorder.
 func New() *Recorder { return &Recorder{calls: map[Call]int{}} }
+
+// leadingKey is the dynamodb:LeadingKeys value of a read of one item by
+// its partition key alone (the orders table's key): a grant may be
+// limited to some keys (an agent reads only its own service's pause).
+func leadingKey(key map[string]dynamodbtypes.AttributeValue) Condition {
+	if len(key) != 1 {
+		return Condition{}
+	}
+	for _, v := range key {
+		if s, ok := v.(*dynamodbtypes.AttributeValueMemberS); ok {
+			return Condition{Key: "dynamodb:LeadingKeys", Value: s.Value}
+		}
+	}
+	return Condition{}
+}
 
 // For returns SDK middleware (an APIOptions entry) that records the calls
 // of the named function's clients.
@@ -182,7 +198,9 @@ func CallsOf(function, service, operation string, params any) []Call {
 	var out []Call
 	switch in := params.(type) {
 	case *dynamodb.GetItemInput:
-		out = append(out, one(action, table(in.TableName)))
+		c := one(action, table(in.TableName))
+		c.Condition = leadingKey(in.Key)
+		out = append(out, c)
 	case *dynamodb.PutItemInput:
 		out = append(out, one(action, table(in.TableName)))
 	case *dynamodb.UpdateItemInput:

@@ -417,3 +417,46 @@ func browse(t *testing.T, browser string) (ctx context.Context, shoot func(name 
 	}
 	return ctx, shoot, text
 }
+
+// An operator, in a real browser, redrives every order in Error at one
+// step after an outage: from the search of the orders in Error, the bulk
+// form with the step, the plan listing them, the confirmation, and the
+// run's page reporting each one done. Over a stage on the emulators.
+func TestBulkRedriveInABrowser(t *testing.T) {
+	if !testenv.Enabled() {
+		t.Skip("set ORDERLY_INTEGRATION=1 to run against the emulators")
+	}
+	browser := chromium(t)
+	w, srv := bulkWorld(t, nil)
+	var stuck []string
+	for range 3 {
+		stuck = append(stuck, inError(t, w, "c-1"))
+	}
+
+	ctx, shoot, text := browse(t, browser)
+	do(t, ctx, "search the orders in Error", chromedp.Navigate(srv.URL+"/search?status=Error"), chromedp.WaitVisible(chromedp.CSS("#bulk")))
+	do(t, ctx, "plan their redrive at the step", chromedp.SendKeys(chromedp.CSS("#b-step"), ordertest.StepReserveInventory),
+		chromedp.SetValue(chromedp.CSS("#b-redrive"), order.RedriveRetry),
+		chromedp.Click(chromedp.CSS("#b-redrive-go")), chromedp.WaitVisible(chromedp.CSS("#confirm")))
+	shoot("console-bulk-plan.png")
+	if count, planned := text("#bulk-count"), text("#plan"); !strings.HasPrefix(count, "3") || !strings.Contains(planned, stuck[0]) {
+		t.Errorf("the plan says %q orders:\n%s\nwant the 3 in Error", count, planned)
+	}
+	do(t, ctx, "confirm", chromedp.Click(chromedp.CSS("#confirm")), chromedp.WaitVisible(chromedp.CSS("#job-state")))
+	deadline := time.Now().Add(20 * time.Second)
+	state := text("#job-state")
+	for state == "running" && time.Now().Before(deadline) {
+		time.Sleep(500 * time.Millisecond)
+		do(t, ctx, "reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#job-state")))
+		state = text("#job-state")
+	}
+	shoot("console-bulk-report.png")
+	if summary := text("#summary"); state != "done" || !strings.Contains(summary, "3 done") {
+		t.Errorf("the run is %s: %q, want done with 3 done", state, summary)
+	}
+	for _, id := range stuck {
+		if o, _ := w.Records(t, id); o.Status == order.StatusError {
+			t.Errorf("after the run order %s is still in Error", id)
+		}
+	}
+}

@@ -4,8 +4,11 @@
 // flight by status, those stuck past their deadline and those in Error;
 // the search page finds orders by customer, status, workflow, version and
 // when they were created or ended, newest first, page by page, with their
-// counts by status; an order's page shows its records, a timeline of
-// their attempts, deadlines, retries and undos, its full history, and
+// counts by status, and acts on every order it finds (a bulk redrive,
+// cancel, move or event, planned, confirmed and run by package ops, its
+// report on a page of its own); an order's page shows its records, a
+// timeline of their attempts, deadlines, retries and undos, its full
+// history, and
 // cancel, redrive and, for an order that waits for an event, a form that
 // sends it, behind a confirmation page.
 //
@@ -55,6 +58,11 @@ type Stage interface {
 	Alerts(ctx context.Context, since time.Time, kind order.AlertKind, limit int) ([]order.Alert, error)
 	SearchPage(ctx context.Context, q order.Query, position []byte) (order.SearchPage, error)
 	Count(ctx context.Context, q order.Query, budget int) (order.Counts, error)
+	// A bulk action over a search's results: ops' plan, check and run.
+	PlanBulk(ctx context.Context, f ops.BulkFilter, max int) ([]ops.Planned, error)
+	CheckPlan(plan []ops.Planned, a ops.BulkAction) error
+	RunBulk(ctx context.Context, plan []ops.Planned, a ops.BulkAction, j *ops.Journal, opts ops.BulkOptions) (ops.BulkReport, error)
+	Events() []string
 }
 
 // CountLimit caps how many orders the overview reads per listing; a count
@@ -83,12 +91,14 @@ type Console struct {
 	// link, bound to its query, with a key made at start: a position
 	// cannot be altered, nor carried over to another query.
 	positions *pagetoken.Sealer
+	// jobs are the bulk actions started from the console.
+	jobs *bulkJobs
 }
 
 // New returns the console of the stage named name.
 func New(name string, stage Stage, log *slog.Logger) *Console {
 	c := &Console{stage: stage, name: name, token: newToken(), log: log, now: time.Now, pages: map[string]*template.Template{},
-		positions: newSealer()}
+		positions: newSealer(), jobs: newBulkJobs()}
 	funcs := template.FuncMap{
 		"ago":   func(t time.Time) string { return ago(c.now(), t) },
 		"clock": clock,
@@ -110,7 +120,7 @@ func New(name string, stage Stage, log *slog.Logger) *Console {
 			return b.String()
 		},
 	}
-	for _, page := range []string{"overview", "order", "confirm", "dlq", "alerts", "problem", "search"} {
+	for _, page := range []string{"overview", "order", "confirm", "dlq", "alerts", "problem", "search", "bulk", "bulkjob"} {
 		c.pages[page] = template.Must(template.New(page).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+page+".html"))
 	}
 	c.mux = http.NewServeMux()
@@ -120,6 +130,10 @@ func New(name string, stage Stage, log *slog.Logger) *Console {
 	c.mux.HandleFunc("GET /orders/{id}", c.order)
 	c.mux.HandleFunc("GET /orders/{id}/{action}", c.confirm)
 	c.mux.HandleFunc("POST /orders/{id}/{action}", c.act)
+	c.mux.HandleFunc("GET /bulk", c.bulkPlan)
+	c.mux.HandleFunc("POST /bulk", c.bulkConfirm)
+	c.mux.HandleFunc("GET /bulk/{job}", c.bulkJob)
+	c.mux.HandleFunc("POST /bulk/{job}/stop", c.bulkStop)
 	c.mux.HandleFunc("GET /dlq", c.deadLetters)
 	c.mux.HandleFunc("GET /alerts", c.alerts)
 	return c

@@ -209,6 +209,17 @@ func (f *fakeStage) Count(_ context.Context, q order.Query, _ int) (order.Counts
 	return c, f.countErr
 }
 
+// The fake stage plans no bulk action and knows no event: bulk_test.go
+// plans and runs them over a stage on the emulators.
+func (f *fakeStage) PlanBulk(context.Context, ops.BulkFilter, int) ([]ops.Planned, error) {
+	return nil, ops.ErrPlanEmpty
+}
+func (f *fakeStage) CheckPlan([]ops.Planned, ops.BulkAction) error { return nil }
+func (f *fakeStage) RunBulk(context.Context, []ops.Planned, ops.BulkAction, *ops.Journal, ops.BulkOptions) (ops.BulkReport, error) {
+	return ops.BulkReport{}, errors.New("the fake stage runs no bulk action")
+}
+func (f *fakeStage) Events() []string { return nil }
+
 // reads are the searches and counts asked of the stage.
 func (f *fakeStage) reads() (searched, counted []order.Query) {
 	f.mu.Lock()
@@ -432,6 +443,13 @@ func TestNoRetryOfferedOverAnUndoThatMayHaveRun(t *testing.T) {
 // headers ("Name: value"), and returns the status and body.
 func request(t *testing.T, srv *httptest.Server, method, path, host string, form url.Values, headers ...string) (int, string) {
 	t.Helper()
+	status, _, body := send(t, srv, method, path, host, form, headers...)
+	return status, body
+}
+
+// send is request, which says where a redirect goes too.
+func send(t *testing.T, srv *httptest.Server, method, path, host string, form url.Values, headers ...string) (status int, location, page string) {
+	t.Helper()
 	var body io.Reader
 	if form != nil {
 		body = strings.NewReader(form.Encode())
@@ -454,7 +472,7 @@ func request(t *testing.T, srv *httptest.Server, method, path, host string, form
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, resp.Header.Get("Location"), string(b)
 }
 
 // A page of another name that resolves to 127.0.0.1 (DNS rebinding) is

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"orderly/internal/actor/api"
+	"orderly/internal/operator/ops"
 	"orderly/internal/order"
 	"orderly/internal/pagetoken"
 )
@@ -67,6 +68,14 @@ type searchPage struct {
 	Later bool
 	// Next is the next page's link; First, on a later page, the first's.
 	Next, First string
+	// Bulk is the form that acts on every order the search finds: its
+	// filters as typed (the page size and position aside), the events a
+	// send-event may send, and the default limit of a plan.
+	Bulk struct {
+		Filters url.Values
+		Events  []string
+		Max     int
+	}
 }
 
 type countLink struct {
@@ -88,34 +97,24 @@ func (c *Console) search(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page := searchPage{Stage: c.name, Statuses: order.Statuses, Limits: []int{10, order.DefaultSearchLimit, 50, order.MaxSearchLimit}, Form: map[string]string{}}
-	// The filters given, as typed (empty fields are none): the links to
-	// other pages carry them as they are.
-	given := url.Values{}
-	query := map[string]string{}
-	for name, values := range params {
-		v := strings.TrimSpace(values[0])
-		if name == fieldCursor || v == "" {
-			continue
-		}
-		given.Set(name, v)
-		page.Form[name] = v
-		if slices.Contains(timeParams, name) {
-			v = rfc3339(v)
-		}
-		query[name] = v
+	// The filters given, as typed: the links to other pages carry them
+	// as they are.
+	given, q, invalid, err := parseFilters(params, func(name string) bool { return name != fieldCursor })
+	for name := range given {
+		page.Form[name] = given.Get(name)
 	}
-	q, err := api.ParseQuery(query)
 	if err != nil {
-		page.Problem = err.Error()
-		for name := range query {
-			if strings.HasPrefix(page.Problem, "query parameter "+name+":") {
-				page.Invalid = name
-			}
-		}
+		page.Problem, page.Invalid = err.Error(), invalid
 		c.render(w, http.StatusBadRequest, "search", page)
 		return
 	}
 	page.Query = q
+	page.Bulk.Filters, page.Bulk.Events, page.Bulk.Max = url.Values{}, c.stage.Events(), ops.DefaultBulkMax
+	for _, name := range bulkFilterParams {
+		if v := given.Get(name); v != "" {
+			page.Bulk.Filters.Set(name, v)
+		}
+	}
 	if !slices.Contains(page.Limits, q.Limit) {
 		page.Limits = append(page.Limits, q.Limit)
 		slices.Sort(page.Limits)
@@ -187,6 +186,37 @@ func (c *Console) search(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	c.render(w, http.StatusOK, "search", page)
+}
+
+// parseFilters reads the search's filters of params that keep takes, as
+// typed (an empty field is none): given holds them as typed, and q is the
+// query they make, a time as the page's date and datetime-local inputs
+// send it being UTC. A filter the query refuses is its error, and
+// invalid names its field.
+func parseFilters(params url.Values, keep func(name string) bool) (given url.Values, q order.Query, invalid string, err error) {
+	given = url.Values{}
+	query := map[string]string{}
+	for name, values := range params {
+		v := strings.TrimSpace(values[0])
+		if !keep(name) || v == "" {
+			continue
+		}
+		given.Set(name, v)
+		if slices.Contains(timeParams, name) {
+			v = rfc3339(v)
+		}
+		query[name] = v
+	}
+	q, err = api.ParseQuery(query)
+	if err != nil {
+		for name := range query {
+			if strings.HasPrefix(err.Error(), "query parameter "+name+":") {
+				invalid = name
+			}
+		}
+		return given, q, invalid, err
+	}
+	return given, q, "", nil
 }
 
 // searchBox answers the search box: an order id that names an order

@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -155,6 +157,48 @@ func (s *Stage) PlanBulk(ctx context.Context, f BulkFilter, max int) ([]Planned,
 	return plan, nil
 }
 
+// Events lists the events this build's workflow versions wait for,
+// sorted: the events a bulk send-event can send.
+func (s *Stage) Events() []string {
+	var out []string
+	for _, w := range s.workflows.Workflows() {
+		for _, d := range w.Steps {
+			if d.Wait != nil && d.Wait.Event != "" && !slices.Contains(out, d.Wait.Event) {
+				out = append(out, d.Wait.Event)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// CheckPlan reports, as order.ErrInvalid, what makes the action a wrong
+// for the orders of plan before any is acted on: a move onto a version
+// this build lacks for a planned order's workflow, or an event that a
+// planned order's version (one this build has) never waits for. Each
+// order's own operation checks the rest when it acts.
+func (s *Stage) CheckPlan(plan []Planned, a BulkAction) error {
+	if err := a.Check(); err != nil {
+		return err
+	}
+	for _, p := range plan {
+		switch a.Kind {
+		case BulkMove:
+			if _, ok := s.workflows.Get(p.Workflow, a.Version); !ok {
+				return fmt.Errorf("bulk move: order %s: workflow %s has no version %q in this build (known: %s): %w",
+					p.OrderID, order.WorkflowOf(p.Workflow), a.Version, strings.Join(s.workflows.Known(), ", "), order.ErrInvalid)
+			}
+		case BulkSendEvent:
+			w, ok := s.workflows.Get(p.Workflow, p.Version)
+			if _, waits := w.EventStep(a.Event); ok && !waits {
+				return fmt.Errorf("bulk send-event: order %s: workflow %s never waits for event %q (this build's events: %s): %w",
+					p.OrderID, order.Ref(p.Workflow, p.Version), a.Event, strings.Join(s.Events(), ", "), order.ErrInvalid)
+			}
+		}
+	}
+	return nil
+}
+
 // planned reads an order as a plan lists it: one GetItem, as show's.
 func (s *Stage) planned(ctx context.Context, id string) (Planned, error) {
 	o, steps, err := s.store.GetOrder(ctx, id)
@@ -289,12 +333,20 @@ type journalHeader struct {
 const journalKind = "orderly bulk"
 
 // Journal records, one JSON line per order, what a bulk run did, so that
-// a run started again with it skips the orders done or refused.
+// a run started again with it skips the orders done or refused. Its
+// outcomes may be read while a run records them.
 type Journal struct {
-	path     string
-	file     *os.File
+	path string
+	file *os.File // nil for a journal kept in memory
+	mu   sync.Mutex
+	// recorded is guarded by mu.
 	recorded map[string]JournalEntry
 }
+
+// MemoryJournal is a journal kept in memory only, for a run that is
+// watched while it goes on and not resumed by another process (the web
+// console's): its outcomes are lost with the process.
+func MemoryJournal() *Journal { return &Journal{recorded: map[string]JournalEntry{}} }
 
 // OpenJournal opens the journal at path for a bulk action over a filter
 // on a stage, creating it (and its directory) if it is not there, else
@@ -370,24 +422,34 @@ func (j *Journal) load(head journalHeader) error {
 	return sc.Err()
 }
 
-// Path is where the journal is.
+// Path is where the journal is; empty for one kept in memory.
 func (j *Journal) Path() string { return j.path }
 
 // Len is how many orders the journal records an outcome of.
-func (j *Journal) Len() int { return len(j.recorded) }
+func (j *Journal) Len() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.recorded)
+}
 
 // Recorded is the last outcome the journal holds for an order.
 func (j *Journal) Recorded(id string) (JournalEntry, bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	e, ok := j.recorded[id]
 	return e, ok
 }
 
-// Record appends an order's outcome and syncs it to disk before the next
-// order is acted on.
+// Record appends an order's outcome and syncs it to disk (when the
+// journal has a file) before the next order is acted on.
 func (j *Journal) Record(e JournalEntry) error {
-	if err := j.writeLine(e); err != nil {
-		return fmt.Errorf("journal %s: %w", j.path, err)
+	if j.file != nil {
+		if err := j.writeLine(e); err != nil {
+			return fmt.Errorf("journal %s: %w", j.path, err)
+		}
 	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	j.recorded[e.OrderID] = e
 	return nil
 }
@@ -403,8 +465,13 @@ func (j *Journal) writeLine(v any) error {
 	return j.file.Sync()
 }
 
-// Close closes the journal's file.
-func (j *Journal) Close() error { return j.file.Close() }
+// Close closes the journal's file, if it has one.
+func (j *Journal) Close() error {
+	if j.file == nil {
+		return nil
+	}
+	return j.file.Close()
+}
 
 // BulkReport is what a bulk run did.
 type BulkReport struct {

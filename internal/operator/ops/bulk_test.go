@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"orderly/internal/order"
+	"orderly/internal/testkit/ordertest"
 )
 
 // fakeSearch serves n orders, o-0 to o-(n-1), in pages of at most
@@ -309,5 +310,85 @@ func TestBulkActionCheck(t *testing.T) {
 		if (tt.says == "") != (err == nil) || (err != nil && (!strings.Contains(err.Error(), tt.says) || !errors.Is(err, order.ErrInvalid))) {
 			t.Errorf("%+v: %v, want an error saying %q", tt.a, err, tt.says)
 		}
+	}
+}
+
+// A journal kept in memory records each outcome as a file's does, reads
+// while a run goes on, and skips what it recorded when run again; it has
+// no path and writes nothing.
+func TestMemoryJournal(t *testing.T) {
+	j := MemoryJournal()
+	defer j.Close()
+	var seen []Outcome
+	act := func(_ context.Context, id string) error {
+		if id == "b" {
+			return fmt.Errorf("order b is Processing: %w", order.ErrNotAllowed)
+		}
+		return nil
+	}
+	progress := func(r BulkReport) {
+		// Read while the run goes on: the order just acted on is there.
+		e, _ := j.Recorded(planOf("a", "b", "c")[r.Done+r.Refused-1].OrderID)
+		seen = append(seen, e.Outcome)
+	}
+	rep, err := runBulk(context.Background(), planOf("a", "b", "c"), "redrive", act, j, noWait{}, progress, time.Now)
+	if err != nil || rep.Done != 2 || rep.Refused != 1 || rep.Journal != "" {
+		t.Fatalf("report %+v, error %v; want 2 done, 1 refused, no journal path", rep, err)
+	}
+	if want := []Outcome{OutcomeDone, OutcomeRefused, OutcomeDone}; !slices.Equal(seen, want) {
+		t.Errorf("outcomes read during the run %v, want %v", seen, want)
+	}
+	if e, ok := j.Recorded("b"); !ok || e.Outcome != OutcomeRefused || !strings.Contains(e.Reason, "is Processing") || j.Len() != 3 {
+		t.Errorf("b recorded as %+v (%t), %d recorded; want refused saying why, 3 recorded", e, ok, j.Len())
+	}
+	var acted []string
+	again := func(_ context.Context, id string) error { acted = append(acted, id); return nil }
+	if rep, err := runBulk(context.Background(), planOf("a", "b", "c", "d"), "redrive", again, j, noWait{}, nil, time.Now); err != nil || !slices.Equal(acted, []string{"d"}) || rep.Skipped != 3 {
+		t.Errorf("run again: acted on %v, report %+v, error %v; want only d, 3 skipped", acted, rep, err)
+	}
+}
+
+// A plan's check refuses, before anything is done, a move onto a version
+// this build lacks for a planned order's workflow, and an event a planned
+// order's version never waits for; the rest is each order's own check.
+func TestCheckPlan(t *testing.T) {
+	plain := ordertest.OrderWorkflow(order.DefaultTiming)
+	reviewed := ordertest.Reviewed(plain, 0, time.Hour)
+	reviewed.Version = "2"
+	s := &Stage{workflows: order.MustVersions(plain, reviewed)}
+	at := func(version string) []Planned {
+		return []Planned{{OrderID: "a", Status: order.StatusWaiting, Workflow: plain.Name, Version: version}}
+	}
+	review := BulkAction{Kind: BulkSendEvent, Event: ordertest.EventReview, Data: []byte(`{}`)}
+	tests := []struct {
+		name    string
+		plan    []Planned
+		action  BulkAction
+		wantErr string
+	}{
+		{"a move onto a version of the build", at("1"), BulkAction{Kind: BulkMove, Version: "2"}, ""},
+		{"a move onto a version the build lacks", at("1"), BulkAction{Kind: BulkMove, Version: "9"}, `has no version "9" in this build (known: order/1, order/2)`},
+		{"an event the order's version waits for", at("2"), review, ""},
+		{"an event the order's version never waits for", at("1"), review, `workflow order/1 never waits for event "review" (this build's events: review)`},
+		{"an event of an order of a version the build lacks", at("7"), review, ""},
+		{"a redrive", at("1"), BulkAction{Kind: BulkRedrive}, ""},
+		{"a bad action", at("1"), BulkAction{Kind: "delete"}, `bulk action "delete"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := s.CheckPlan(tt.plan, tt.action)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Errorf("CheckPlan: %v, want none", err)
+				}
+				return
+			}
+			if !errors.Is(err, order.ErrInvalid) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("CheckPlan: %v, want ErrInvalid saying %q", err, tt.wantErr)
+			}
+		})
+	}
+	if got := s.Events(); !slices.Equal(got, []string{ordertest.EventReview}) {
+		t.Errorf("Events: %v, want [review]", got)
 	}
 }

@@ -282,7 +282,15 @@ func (s *Stage) Show(ctx context.Context, id string) (api.OrderView, error) {
 		return api.OrderView{}, fmt.Errorf("stage %s: %w", s.Name, err) // the store's error names the order
 	}
 	wf, _ := s.workflows.Get(o.Workflow, o.Version) // a version this build lacks: what a step waits for is not shown
-	return api.NewOrderView(o, steps, wf), nil
+	v := api.NewOrderView(o, steps, wf)
+	p, held, err := s.HeldBy(ctx, v)
+	if err != nil {
+		return api.OrderView{}, err
+	}
+	if held {
+		v.HeldBy = &p
+	}
+	return v, nil
 }
 
 // History is the status of an order and every transition of it, in

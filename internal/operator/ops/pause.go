@@ -1,0 +1,122 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"orderly/internal/actor/api"
+	"orderly/internal/order"
+)
+
+// Pause pauses a service or a workflow (see order.Pause), as the operator
+// r.By: checked against the stage's workflows first, so an unknown name
+// or a missing reason writes nothing. A pause that is on already keeps
+// its start and takes the new end and reason.
+func (s *Stage) Pause(ctx context.Context, r order.PauseRequest) (order.Pause, error) {
+	p, err := order.PlanPause(r, s.workflows, s.now())
+	if err != nil {
+		return order.Pause{}, err
+	}
+	stored, err := s.store.Pause(ctx, p)
+	if err != nil {
+		return order.Pause{}, fmt.Errorf("stage %s: %w", s.Name, err)
+	}
+	return stored, nil
+}
+
+// Resume ends the pause of a service or workflow, as the operator by; a
+// resume of something unknown, or not paused, is refused.
+func (s *Stage) Resume(ctx context.Context, kind order.PauseKind, name, by, reason string) (order.Pause, error) {
+	if err := s.knownPausable(kind, name); err != nil {
+		return order.Pause{}, err
+	}
+	if len(reason) > order.MaxPauseReason {
+		return order.Pause{}, fmt.Errorf("resume %s %s: the reason is %d bytes; at most %d: %w", kind, name, len(reason), order.MaxPauseReason, order.ErrInvalid)
+	}
+	ended, err := s.store.Resume(ctx, kind, name, by, strings.TrimSpace(reason))
+	if errors.Is(err, order.ErrNotPaused) {
+		return order.Pause{}, fmt.Errorf("%s %s is not paused: nothing to resume: %w", kind, name, order.ErrNotPaused)
+	}
+	if err != nil {
+		return order.Pause{}, fmt.Errorf("stage %s: %w", s.Name, err)
+	}
+	return ended, nil
+}
+
+// knownPausable refuses a kind or name the stage does not have.
+func (s *Stage) knownPausable(kind order.PauseKind, name string) error {
+	switch kind {
+	case order.PauseService:
+		if !slices.Contains(s.agents, name) {
+			return fmt.Errorf("no service %q in the stage's workflows (it has %s): %w", name, strings.Join(s.agents, ", "), order.ErrInvalid)
+		}
+	case order.PauseWorkflow:
+		if !slices.Contains(s.workflows.Names(), name) {
+			return fmt.Errorf("no workflow %q in the stage (it has %s): %w", name, strings.Join(s.workflows.Names(), ", "), order.ErrInvalid)
+		}
+	default:
+		return fmt.Errorf("%q: want %q or %q: %w", kind, order.PauseService, order.PauseWorkflow, order.ErrInvalid)
+	}
+	return nil
+}
+
+// Pauses lists the pause of every service and workflow of the stage, on
+// or not (a resumed one says who resumed it), services first.
+func (s *Stage) Pauses(ctx context.Context) ([]order.Pause, error) {
+	ps, err := s.store.PausesOf(ctx, s.agents, s.workflows.Names())
+	if err != nil {
+		return nil, fmt.Errorf("stage %s: %w", s.Name, err)
+	}
+	return ps, nil
+}
+
+// PauseHistory lists every pause, change and resume of a service or
+// workflow the stage keeps (as long as orders' history), oldest first:
+// who, when, why.
+func (s *Stage) PauseHistory(ctx context.Context, kind order.PauseKind, name string) ([]order.HistoryEntry, error) {
+	if err := s.knownPausable(kind, name); err != nil {
+		return nil, err
+	}
+	es, err := s.history.List(ctx, order.PauseKey(kind, name), time.Time{})
+	if err != nil {
+		return nil, fmt.Errorf("history of the pauses of %s %s: %w", kind, name, err)
+	}
+	return es, nil
+}
+
+// HeldBy is the pause an order is held by, if any: its running step's
+// service paused, or, for an order whose first step has not started, its
+// workflow paused with submissions held.
+func (s *Stage) HeldBy(ctx context.Context, v api.OrderView) (order.Pause, bool, error) {
+	if v.Status.Terminal() {
+		return order.Pause{}, false, nil
+	}
+	var services []string
+	for _, st := range v.Steps {
+		switch order.ProcessState(st.State) {
+		case order.Pending, order.Processing:
+			services = append(services, st.Agent)
+		case order.Waiting:
+			if st.Waiting != nil && st.Waiting.For == order.WaitPoll {
+				services = append(services, st.Agent)
+			}
+		}
+	}
+	ps, err := s.store.PausesOf(ctx, services, []string{order.WorkflowOf(v.Workflow)})
+	if err != nil {
+		return order.Pause{}, false, fmt.Errorf("stage %s: %w", s.Name, err)
+	}
+	for _, p := range ps {
+		if !p.On() {
+			continue
+		}
+		if p.Kind == order.PauseService || (v.Status == order.StatusPending && p.Submissions == order.HoldSubmissions) {
+			return p, true, nil
+		}
+	}
+	return order.Pause{}, false, nil
+}
