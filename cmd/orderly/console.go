@@ -34,7 +34,10 @@ already. Ctrl-C stops it.`,
 			if err != nil {
 				return fmt.Errorf("console: %w (make run serves the local stage's console on 127.0.0.1:8082 already; --addr picks another loopback address)", err)
 			}
-			srv := &http.Server{Handler: console.New(stage.Name, stage, config.Logger("console")).WithHosts(strings.Split(hosts, ",")...), ReadHeaderTimeout: 5 * time.Second}
+			// A pause or resume made on it names the AWS identity of your
+			// credentials, as orderly pause does.
+			con := console.New(stage.Name, stage, config.Logger("console")).WithHosts(strings.Split(hosts, ",")...).WithWho(a.whoami)
+			srv := &http.Server{Handler: con, ReadHeaderTimeout: 5 * time.Second}
 			go func() {
 				<-cmd.Context().Done()
 				srv.Close()

@@ -14,6 +14,7 @@ import (
 	"orderly/internal/actor/agent"
 	"orderly/internal/adapter/remote"
 	"orderly/internal/metrics"
+	"orderly/internal/resources"
 )
 
 // newSchedule invokes the Supervisor on a fixed rate. Failed deliveries
@@ -123,6 +124,26 @@ func newAlarms(s *Stack) []awscloudwatch.IAlarm {
 				s.emfBy(metrics.ConfigurationFaults, agent+"-agent", metrics.DimStatus, status), 1, configurationQuietPeriods)
 		}
 	}
+	// A pause on past the end its operator gave. The Supervisor counts
+	// such pauses each run; a period of its rate holds a run's count
+	// (its Maximum), and one breaching period of two fires the alarm, so
+	// a missed run neither clears it nor fires it again. It clears two
+	// runs after the resume, with an OK message.
+	//
+	// A pause raises no other alarm: its agent holds each request as a
+	// new message delayed 30-60 s, so no request queue's oldest message
+	// nears oldestMessageSeconds and none is received often enough to
+	// reach a dead-letter queue; no call fails, so no circuit opens; the
+	// Supervisor moves a held step's deadline on, so no order enters
+	// Error.
+	alarmOver("PauseOverrun", "a pause has lasted longer than its operator said it would. No order fails for it: the paused service's "+
+		"or workflow's orders are held. Run orderly pauses to see which pause, who made it and why; then orderly resume "+
+		"if its work is over, or pause it again with a new --for",
+		awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+			Namespace: jsii.String(s.namespace()), MetricName: jsii.String(metrics.PausesOverrun),
+			DimensionsMap: &map[string]*string{"Service": jsii.String(resources.FunctionSupervisor)},
+			Period:        seconds(s.props.SupervisorRate), Statistic: jsii.String("Maximum"),
+		}), 1, 2)
 	alarm("OrdersInError", "orders entered Error and need an operator; each also sent an alert naming the order and the stuck step or undo",
 		awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
 			Expression:   jsii.String("FILL(scheduler, 0) + FILL(supervisor, 0)"),
@@ -154,6 +175,8 @@ func runbookAnchor(id string) string {
 		return "configuration-fault"
 	case id == "OrdersInError":
 		return "orders-in-error"
+	case id == "PauseOverrun":
+		return "pause-overrun"
 	}
 	return "none-add-one"
 }

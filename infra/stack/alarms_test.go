@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"orderly/infra/stack"
 	"orderly/internal/adapter/remote"
 	"orderly/internal/docslug"
 	"orderly/internal/metrics"
@@ -102,5 +103,56 @@ func TestAlarmsLinkARunbookEntryThatExists(t *testing.T) {
 	}
 	if len(alarms) == 0 {
 		t.Fatal("no alarm in the template")
+	}
+}
+
+// A pause on past the end its operator gave (the Supervisor counts such
+// pauses each run as PausesOverrun) raises one alarm, which says what to
+// do. Its period is the Supervisor's rate, so every period holds a run's
+// count; one breaching period of two is enough, so one missed run
+// neither clears nor fires it again, and two runs after the resume it
+// clears. No data (a stage that never paused) is no overrun.
+func TestPauseOverrunAlarmSaysWhatToDo(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		alarms     func(t *testing.T) map[string]map[string]any
+		wantPeriod float64
+	}{
+		{"the Supervisor every minute", func(*testing.T) map[string]map[string]any { return ofType("AWS::CloudWatch::Alarm") }, 60},
+		{"the Supervisor every 5 minutes", func(t *testing.T) map[string]map[string]any {
+			v := synthVariant(t, "Orderly-supervisor-every-5", map[string]any{stack.CtxSupervisorRate: 5.0}, func(*order.Workflow) {})
+			return v.ofType("AWS::CloudWatch::Alarm")
+		}, 300},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			alarms := tc.alarms(t)
+			id := findID(alarms, "PauseOverrun")
+			if id == "" {
+				t.Fatal("no PauseOverrun alarm")
+			}
+			p := props(alarms[id])
+			dims, _ := json.Marshal(p["Dimensions"])
+			const wantDims = `[{"Name":"Service","Value":"supervisor"}]`
+			if p["MetricName"] != metrics.PausesOverrun || p["Namespace"] != metrics.StageNamespace(stage) || string(dims) != wantDims ||
+				p["Statistic"] != "Maximum" || p["Period"] != tc.wantPeriod || p["Threshold"] != 1.0 || p["ComparisonOperator"] != "GreaterThanOrEqualToThreshold" ||
+				p["EvaluationPeriods"] != 2.0 || p["DatapointsToAlarm"] != 1.0 || p["TreatMissingData"] != "notBreaching" {
+				t.Errorf("alarm PauseOverrun: %s %s %s %v, %v of %v periods of %vs, %s %v, missing data %v; "+
+					"want %s of %s Maximum, 1 of 2 periods of %vs (the Supervisor's rate), >= 1, not breaching",
+					p["Namespace"], p["MetricName"], dims, p["Statistic"], p["DatapointsToAlarm"], p["EvaluationPeriods"], p["Period"],
+					p["ComparisonOperator"], p["Threshold"], p["TreatMissingData"], metrics.PausesOverrun, wantDims, tc.wantPeriod)
+			}
+			var d strings.Builder
+			for _, part := range list(list(p["AlarmDescription"].(map[string]any)["Fn::Join"])[1]) {
+				if text, ok := part.(string); ok {
+					d.WriteString(text)
+				}
+			}
+			for _, want := range []string{"longer than its operator said", "orderly pauses", "orderly resume", "--for", "No order fails",
+				"Runbook: docs/operations.md#pause-overrun"} {
+				if !strings.Contains(d.String(), want) {
+					t.Errorf("alarm PauseOverrun: description %q, want it to contain %q", d.String(), want)
+				}
+			}
+		})
 	}
 }

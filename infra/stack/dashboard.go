@@ -12,6 +12,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"orderly/internal/metrics"
+	"orderly/internal/resources"
 )
 
 // dashboardName is the stage's CloudWatch dashboard.
@@ -69,8 +70,9 @@ func graph(title string, width float64, lines ...awscloudwatch.IMetric) awscloud
 
 // newDashboard builds the stage's dashboard: what an operator woken by an
 // alarm looks at first. Every row answers one question: are orders
-// flowing and how fast, are steps failing or racing, are queues backing
-// up, are the functions healthy, what does an order cost.
+// flowing and how fast, are steps failing or racing, is a service paused,
+// are queues backing up, are the functions healthy, what does an order
+// cost.
 func newDashboard(s *Stack, alarms []awscloudwatch.IAlarm) awscloudwatch.Dashboard {
 	refs := make([]interfacesawscloudwatch.IAlarmRef, len(alarms))
 	for i, a := range alarms {
@@ -133,6 +135,24 @@ func newDashboard(s *Stack, alarms []awscloudwatch.IAlarm) awscloudwatch.Dashboa
 			s.each(metrics.CircuitOpened, "Sum", "Service", "", "opened"),
 			s.each(metrics.RequestsHeld, "Sum", "Service", "", "requests held"),
 			s.each(metrics.ConfigurationFaults, "Sum", "Service,"+metrics.DimStatus, "", "configuration faults"),
+		),
+	)
+	// Pauses, as the Supervisor counts them each run: the largest count
+	// of a period is a run's, whatever the Supervisor's rate.
+	pauses := func(metric, label string) awscloudwatch.IMetric {
+		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+			Namespace: jsii.String(s.namespace()), MetricName: jsii.String(metric),
+			DimensionsMap: &map[string]*string{"Service": jsii.String(resources.FunctionSupervisor)},
+			Period:        seconds(s.props.SupervisorRate), Statistic: jsii.String("Maximum"), Label: jsii.String(label),
+		})
+	}
+	d.AddWidgets(
+		graph("Pauses (services and workflows an operator paused)", 12,
+			pauses(metrics.PausesOn, "paused"),
+			pauses(metrics.PausesOverrun, "past their stated end (alarms)"),
+		),
+		graph("Requests held by a pause, per agent (per minute)", 12,
+			s.each(metrics.RequestsPaused, "Sum", "Service", "", "held (paused)"),
 		),
 	)
 	var depth, age, dead []awscloudwatch.IMetric

@@ -131,3 +131,35 @@ func TestAlarmsLinkTheDashboardAndRunbook(t *testing.T) {
 		t.Error("an alarm reads the shared namespace orderly instead of the stage's")
 	}
 }
+
+// The dashboard shows paused services and workflows: how many are paused
+// and how many are past the end their operator gave, as the Supervisor
+// counts them each run (the largest count of a period, whatever the
+// Supervisor's rate), and each agent's requests held by a pause.
+func TestDashboardShowsPauses(t *testing.T) {
+	body, widgets := dashboardBody(t)
+	var pauses map[string]any
+	for _, w := range widgets {
+		p, _ := w["properties"].(map[string]any)
+		if title, _ := p["title"].(string); strings.HasPrefix(title, "Pauses") {
+			pauses = p
+		}
+	}
+	if pauses == nil {
+		t.Fatal("no Pauses widget")
+	}
+	raw, _ := json.Marshal(pauses["metrics"])
+	for _, metric := range []string{metrics.PausesOn, metrics.PausesOverrun} {
+		want := `["` + metrics.StageNamespace(stage) + `","` + metric + `","Service","supervisor",{`
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("the Pauses widget's metrics %s lack the Supervisor's %s", raw, metric)
+		}
+	}
+	if n := strings.Count(string(raw), `"stat":"Maximum"`); n != 2 {
+		t.Errorf("the Pauses widget's metrics %s: %d with the statistic Maximum, want 2 (a run's count, not a sum of runs)", raw, n)
+	}
+	perAgent := regexp.MustCompile(`SEARCH\('\{` + regexp.QuoteMeta(metrics.StageNamespace(stage)) + `,Service\} MetricName=\\"` + metrics.RequestsPaused + `\\"', 'Sum', 60\)`)
+	if !perAgent.MatchString(body) {
+		t.Errorf("the dashboard does not show each agent's %s", metrics.RequestsPaused)
+	}
+}

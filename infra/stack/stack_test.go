@@ -135,9 +135,9 @@ func TestResourceCounts(t *testing.T) {
 		"AWS::ApiGateway::GatewayResponse":  1,
 		"AWS::Events::Rule":                 1,
 		// 6 DLQs + 4 queue ages + 7 functions × (errors, throttles) +
-		// orders in Error + 3 agents' open circuit breakers + 3 agents ×
-		// 7 configuration fault statuses
-		"AWS::CloudWatch::Alarm": 6 + 4 + 14 + 1 + 3 + 3*len(remote.ConfigurationStatuses),
+		// orders in Error + a pause overrun + 3 agents' open circuit
+		// breakers + 3 agents × 7 configuration fault statuses
+		"AWS::CloudWatch::Alarm": 6 + 4 + 14 + 1 + 1 + 3 + 3*len(remote.ConfigurationStatuses),
 	}
 	for typ, n := range want {
 		template.ResourceCountIs(jsii.String(typ), jsii.Number(n))
@@ -559,7 +559,7 @@ func TestAlarmsNotifyOperators(t *testing.T) {
 	}
 	for _, want := range []string{"OrdersInError", "SchedulerErrors", "SupervisorThrottles", "AgentPaymentErrors",
 		"StreamFailuresNotEmpty", "ScheduleFailuresNotEmpty", "ResponseQueueDLQNotEmpty", "RequestQueueShippingOldestMessage",
-		"CircuitOpenInventory", "CircuitOpenPayment", "CircuitOpenShipping"} {
+		"CircuitOpenInventory", "CircuitOpenPayment", "CircuitOpenShipping", "PauseOverrun"} {
 		if !slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, want) }) {
 			t.Errorf("no %s alarm among %v", want, names)
 		}

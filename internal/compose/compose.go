@@ -137,6 +137,7 @@ func Submit(f Function, tweaks ...func(*api.Config)) (*api.Service, error) {
 			return secret.Key(ctx, secrets, f.Stage.PageTokenSecret, pagetoken.MinKeyBytes)
 		}),
 		AnonymousCaller: f.Stage.AnonymousCaller,
+		Pauses:          orders,
 	}
 	if f.Stage.CallbackSecret != "" {
 		// A stage whose steps never call back takes no callback (503).
@@ -212,6 +213,9 @@ type AgentSettings struct {
 	// uses the defaults, as in Lambda.
 	Backoff agent.Backoff
 	Breaker agent.Breaker
+	// PausedHold is how long a paused service's requests are held each
+	// time (agent.Config.PausedHold); zero uses the default, as in Lambda.
+	PausedHold time.Duration
 	// Transport, when set, wraps the HTTP transport its calls go
 	// through, under the service's authentication (the local role check
 	// records signed calls this way).
@@ -248,6 +252,7 @@ func Agent(f Function, a AgentSettings) *agent.Service {
 		Holder:      sqs.NewRequests(sqsClient, f.Stage.RequestQueues),
 		Breaker:     a.Breaker,
 		Pauses:      f.orders("agent " + a.Name),
+		PausedHold:  a.PausedHold,
 		Now:         f.Now,
 		Log:         f.Log,
 		Metrics:     f.Metrics,

@@ -248,6 +248,22 @@ var lifecycle = []row{
 		func(s sample) []order.Transition {
 			return forms(supervised(order.Recovery{Action: order.Fail, AlertKind: order.AlertStepAbandoned, Reason: "abandoned"}, s.pending, s.now))
 		}},
+	{order.Pending, "held, its workflow still paused", order.Pending, "Supervisor", "keep held",
+		"deadline passed; unclaimed",
+		"the deadline and the next look 2 minutes on; no Scheduler told",
+		func(s sample) []order.Transition {
+			held := s.pending
+			held.Held, held.LockedBy, held.CompleteBy = true, "", s.now
+			return forms(supervised(s.wf.Assess(held, s.later, order.Paused), held, s.later))
+		}},
+	{order.Pending, "held, its workflow resumed", order.Pending, "Supervisor", "release hold",
+		"deadline passed; unclaimed",
+		"a claim window and the next look at its end, announced; the hold cleared",
+		func(s sample) []order.Transition {
+			held := s.pending
+			held.Held, held.LockedBy, held.CompleteBy = true, "", s.now
+			return forms(supervised(s.wf.Assess(held, s.later, order.NoBacklog), held, s.later))
+		}},
 	{order.Processing, "succeeded", order.Processed, "Scheduler (reply)", "complete",
 		"a workflow step's order not cancelled; the next record NotStarted; `DueAt` no later than its deadline (else the write sets it); after the last undo, the order cancelled or not cancelled, as the write knows",
 		"its reference and its result (when kept) recorded, no deadline left; the next record (step, or undo) claimed and its request sent, `DueAt` lowered to its deadline when it was later, the order Processing after a workflow step; or the order ends Processed, or after the last undo ends Failed or ends Cancelled; an undo's step Undone",

@@ -86,6 +86,7 @@ var (
 		"CompleteBy":     {"the claim's deadline", "claim window", "the deadline"},
 		"DueAt":          {"`DueAt`", "the next look", "leased to the writer"},
 		"Announce":       {"announced"},
+		"Release":        {"the hold cleared"},
 		"CountFailure":   {"failures + 1"},
 		"CountNudge":     {"nudges + 1"},
 		"CountHeartbeat": {"heartbeats + 1"},

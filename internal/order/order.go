@@ -184,6 +184,10 @@ type StepState struct {
 	ProcessState ProcessState
 	// CancelRequested is the order's: the client cancelled it.
 	CancelRequested bool
+	// Held is the order's: it was accepted while its workflow was paused
+	// with submissions held (see Pause), and its first step waits, not
+	// announced, until the resume releases it.
+	Held bool
 	// LockedBy names the Scheduler instance that claimed the step.
 	LockedBy string
 	// CompleteBy is the deadline of the current phase: for a Processing

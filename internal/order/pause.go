@@ -209,3 +209,27 @@ type PauseChange struct {
 	PausedSince time.Time `json:"pausedSince,omitzero"`
 	At          time.Time `json:"at"`
 }
+
+// PausedError refuses a submission to a workflow paused with submissions
+// refused: nothing is written, and the client tries again after
+// RetryAfter.
+type PausedError struct {
+	Pause Pause
+	Now   time.Time
+}
+
+func (e *PausedError) Error() string {
+	return fmt.Sprintf("workflow %s takes no new orders for now (paused for maintenance); try again in %d s", e.Pause.Name, e.RetryAfterSeconds())
+}
+
+func (e *PausedError) Unwrap() error { return ErrPaused }
+
+// RetryAfterSeconds is when to try again: at the pause's stated end, or
+// a minute from now when that has passed (an overrun pause), at least 1.
+func (e *PausedError) RetryAfterSeconds() int {
+	wait := e.Pause.Until.Sub(e.Now)
+	if wait <= 0 {
+		wait = time.Minute
+	}
+	return max(1, int((wait+time.Second-1)/time.Second))
+}

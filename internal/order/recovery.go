@@ -103,6 +103,9 @@ type Recovery struct {
 	// MayHaveRun says, for Compensate, that the step's own work may have
 	// been done (it timed out), so it is undone too.
 	MayHaveRun bool
+	// Release says, for Nudge, that the step of an order held by its
+	// workflow's pause is announced for the first time, the pause over.
+	Release bool
 	// NotAFailure says, for Retry, that the attempt is sent again without
 	// counting a failure against the step: its request may have been
 	// dropped by a build that lacked the order's workflow version.
@@ -197,6 +200,9 @@ func (w Workflow) Assess(s StepState, now time.Time, backlog Backlog) Recovery {
 		}
 		return Recovery{Action: Retry, CompleteBy: now.Add(w.ClaimWithin), Reason: reason}
 	case Pending:
+		if s.Held {
+			return w.assessHeld(s, now, backlog)
+		}
 		since := s.CompleteBy.UTC().Format(time.RFC3339Nano)
 		if s.Nudges >= UnclaimedGiveUpAfter {
 			return Recovery{Action: Fail, AlertKind: AlertStepAbandoned, Reason: fmt.Sprintf(
@@ -212,6 +218,25 @@ func (w Workflow) Assess(s StepState, now time.Time, backlog Backlog) Recovery {
 		}
 	}
 	return Recovery{Action: Leave}
+}
+
+// HeldRecheck is how often the Supervisor looks at an order held by its
+// workflow's pause: each look costs one write, and a resume releases the
+// order at the first look after it.
+const HeldRecheck = 2 * time.Minute
+
+// assessHeld decides about the first step of an order accepted while its
+// workflow was paused with submissions held (StepState.Held): while the
+// workflow is still paused (backlog Paused), it is looked at again
+// HeldRecheck later, never nudged nor given up; once resumed, it is
+// announced (released) and runs as any new order.
+func (w Workflow) assessHeld(s StepState, now time.Time, backlog Backlog) Recovery {
+	if backlog == Paused {
+		return Recovery{Action: Defer, CompleteBy: now.Add(HeldRecheck), Reason: fmt.Sprintf(
+			"held: workflow %s is paused; the order starts when it is resumed", w.Name)}
+	}
+	return Recovery{Action: Nudge, Release: true, CompleteBy: now.Add(w.ClaimWithin), Reason: fmt.Sprintf(
+		"released: workflow %s is no longer paused", w.Name)}
 }
 
 // assessWait decides about a Waiting step: nothing before its time; then

@@ -36,8 +36,9 @@ type Change struct {
 	// record); DueAt is the Supervisor's next look at the order.
 	CompleteBy, DueAt time.Time
 	// Announce marks the record unclaimed, which invokes a Scheduler
-	// through the stream.
-	Announce bool
+	// through the stream. Release also clears the order's hold (its
+	// workflow's pause ended).
+	Announce, Release bool
 	// Reason is the record's LastError.
 	Reason string
 	// CountFailure counts a failure against the record; CountNudge a
@@ -333,6 +334,13 @@ func (r Recovery) Transition(st StepState, now time.Time) (t Transition, ok bool
 	expired := Guard{State: st.ProcessState, Expired: true}
 	switch r.Action {
 	case Defer:
+		if st.ProcessState == Pending {
+			// A held order whose workflow is still paused: looked at
+			// again later, still not announced.
+			expired.Unlocked = true
+			return Transition{Name: "keep held", Record: st, At: now, Guard: expired, Change: Change{
+				CompleteBy: r.CompleteBy, DueAt: r.CompleteBy, Reason: r.Reason}}, true
+		}
 		return Transition{Name: "defer", Record: st, At: now, Guard: expired, Change: Change{
 			CompleteBy: r.CompleteBy, DueAt: r.CompleteBy, Deferrals: st.Deferrals + 1, Reason: r.Reason}}, true
 	case Retry:
@@ -350,6 +358,12 @@ func (r Recovery) Transition(st StepState, now time.Time) (t Transition, ok bool
 		return failure("fail", st, expired, r.AlertKind, true, r.Reason, now), true
 	case Nudge:
 		expired.Unlocked = true
+		if r.Release {
+			// Its workflow's pause ended: announced for the first time,
+			// no nudge counted.
+			return Transition{Name: "release hold", Record: st, At: now, Guard: expired, Change: Change{
+				State: Pending, CompleteBy: r.CompleteBy, DueAt: r.CompleteBy, Announce: true, Release: true, Reason: r.Reason}}, true
+		}
 		t := Transition{Name: "nudge", Record: st, At: now, Guard: expired, Change: Change{
 			State: Pending, CompleteBy: r.CompleteBy, DueAt: r.CompleteBy, Announce: true, CountNudge: true}}
 		if r.AlertOperators {

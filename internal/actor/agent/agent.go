@@ -28,6 +28,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,6 +43,7 @@ import (
 	"orderly/internal/batch"
 	"orderly/internal/metrics"
 	"orderly/internal/order"
+	"orderly/internal/pausecache"
 	"orderly/internal/tracing"
 )
 
@@ -130,11 +132,13 @@ type Service struct {
 	circuit *circuit
 	holder  Holder
 	// pause, when set, says whether an operator paused the service.
-	pause   *pauseCheck
-	now     func() time.Time
-	rand    func() float64
-	log     *slog.Logger
-	metrics *metrics.Recorder
+	pause *pausecache.Cache
+	// pausedHold is about how long a paused service's request is held.
+	pausedHold time.Duration
+	now        func() time.Time
+	rand       func() float64
+	log        *slog.Logger
+	metrics    *metrics.Recorder
 }
 
 // Config wires an agent.
@@ -160,10 +164,14 @@ type Config struct {
 	Breaker Breaker
 	// Pauses, with Holder, lets an operator pause the service: its
 	// requests are then held in the queue, unhurt (see order.Pause).
-	Pauses  Pauses
-	Now     func() time.Time
-	Log     *slog.Logger
-	Metrics *metrics.Recorder
+	Pauses Pauses
+	// PausedHold is about how long a paused service's request waits in
+	// the queue before the agent looks again; zero means pausedHold (a
+	// minute). Local tests shorten it.
+	PausedHold time.Duration
+	Now        func() time.Time
+	Log        *slog.Logger
+	Metrics    *metrics.Recorder
 }
 
 // New returns an agent.
@@ -177,7 +185,8 @@ func New(c Config) *Service {
 		s.holder = c.Holder
 		s.circuit = s.newCircuit(c.Breaker)
 		if c.Pauses != nil {
-			s.pause = &pauseCheck{pauses: c.Pauses}
+			s.pause = pausecache.New(c.Pauses, c.Now)
+			s.pausedHold = cmp.Or(c.PausedHold, pausedHold)
 		}
 	}
 	return s

@@ -24,6 +24,7 @@ import (
 	"orderly/internal/metrics"
 	"orderly/internal/order"
 	"orderly/internal/pagetoken"
+	"orderly/internal/pausecache"
 )
 
 // Store is what the API needs of the state store.
@@ -69,6 +70,9 @@ type Service struct {
 	anonymous string
 	pages     pagetoken.Source
 	callbacks callbacktoken.Source
+	// pauses, when set, are the workflows' pauses as this instance read
+	// them: a paused workflow's new orders are held or refused.
+	pauses *pausecache.Cache
 }
 
 // Config wires the submission service.
@@ -97,6 +101,8 @@ type Config struct {
 	// /callbacks) with the stage's callback key; nil, or a key it cannot
 	// give, fails callbacks alone (503).
 	CallbackTokens callbacktoken.Source
+	// Pauses, when set, reads each workflow's pause (see order.Pause).
+	Pauses pausecache.Reader
 }
 
 // NewService returns the submission service.
@@ -114,9 +120,13 @@ func NewService(c Config) (*Service, error) {
 		}
 		inputs[name] = check
 	}
-	return &Service{id: c.InstanceID, store: c.Store, controls: c.Controls, history: c.History, dispatcher: c.Dispatcher, workflows: c.Workflows,
+	s := &Service{id: c.InstanceID, store: c.Store, controls: c.Controls, history: c.History, dispatcher: c.Dispatcher, workflows: c.Workflows,
 		inputs: inputs, now: c.Now, log: c.Log, metrics: c.Metrics, anonymous: c.AnonymousCaller, pages: c.PageTokens,
-		callbacks: c.CallbackTokens}, nil
+		callbacks: c.CallbackTokens}
+	if c.Pauses != nil {
+		s.pauses = pausecache.New(c.Pauses, c.Now)
+	}
+	return s, nil
 }
 
 // inputCheck checks submissions against wf's input schema. A workflow

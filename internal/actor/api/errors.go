@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -42,6 +43,7 @@ var statusOf = []struct {
 	{order.ErrTooLate, http.StatusGone, "too_late"},
 	{control.ErrBusy, http.StatusServiceUnavailable, "busy"},
 	{errUnavailable, http.StatusServiceUnavailable, "unavailable"},
+	{order.ErrPaused, http.StatusServiceUnavailable, "paused"},
 }
 
 // ErrorCodes are the codes an error body's "error" takes, in statusOf's
@@ -75,6 +77,10 @@ func (s *Service) errorResponse(ctx context.Context, req events.APIGatewayProxyR
 			resp.Headers["Allow"] = strings.Join(allowed(resource), ", ")
 		case http.StatusUnauthorized:
 			resp.Headers["WWW-Authenticate"] = callbackScheme
+		}
+		var paused *order.PausedError
+		if errors.As(err, &paused) {
+			resp.Headers["Retry-After"] = strconv.Itoa(paused.RetryAfterSeconds())
 		}
 		return resp, nil
 	}

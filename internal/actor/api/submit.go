@@ -54,7 +54,15 @@ func (s *Service) submit(ctx context.Context, req events.APIGatewayProxyRequest)
 	if key != "" {
 		o.ID = order.IDForKey(caller.ID, o.Workflow, o.CustomerID, key)
 	}
-	steps, err := wf.NewStatesOn(o.ID, order.ExprVars{Input: o.Input}, s.id, now)
+	pause, err := s.workflowPause(ctx, wf.Name)
+	if err != nil {
+		return events.APIGatewayProxyResponse{}, err
+	}
+	owner := s.id
+	if pause.On() {
+		owner = "" // held: its first step is not claimed
+	}
+	steps, err := wf.NewStatesOn(o.ID, order.ExprVars{Input: o.Input}, owner, now)
 	switch {
 	case errors.Is(err, order.ErrInvalid):
 		return events.APIGatewayProxyResponse{}, &order.ValidationError{Fields: []order.FieldError{{Field: "body", Problem: err.Error()}}}
@@ -62,6 +70,9 @@ func (s *Service) submit(ctx context.Context, req events.APIGatewayProxyRequest)
 		// A condition or a timer's time the input cannot decide: the step
 		// runs, the timer waits its max.
 		s.log.WarnContext(ctx, "the first step's start cannot be decided on the order's input", "order_id", o.ID, "error", err)
+	}
+	if pause.On() {
+		steps = hold(steps, now)
 	}
 	o.Status = wf.StartStatus(steps)
 	// The order's trace starts here; its first request is a child of
@@ -86,6 +97,41 @@ func (s *Service) submit(ctx context.Context, req events.APIGatewayProxyRequest)
 		}
 	}
 	return accepted(o, false), nil
+}
+
+// workflowPause is the pause of the workflow, as this instance read it
+// lately; a pause that refuses submissions is ErrPaused, with when to try
+// again (a replay of an accepted order is refused too: the client tries
+// again later, and gets its order back then).
+func (s *Service) workflowPause(ctx context.Context, workflow string) (order.Pause, error) {
+	if s.pauses == nil {
+		return order.Pause{}, nil
+	}
+	p, err := s.pauses.Pause(ctx, order.PauseWorkflow, workflow)
+	if err != nil {
+		s.log.WarnContext(ctx, "workflow pause not read; going by the last read", "workflow", workflow, "error", err, "paused", p.On())
+	}
+	if p.On() && p.Submissions == order.RefuseSubmissions {
+		return p, &order.PausedError{Pause: p, Now: s.now()}
+	}
+	return p, nil
+}
+
+// hold marks the first step of an order accepted while its workflow is
+// paused as held: Pending, not announced, looked at by the Supervisor
+// every order.HeldRecheck until the resume releases it. A first step that
+// waits (a timer, an event) calls no service and starts as usual.
+func hold(steps []order.StepState, now time.Time) []order.StepState {
+	for i, st := range steps {
+		if st.ProcessState == order.Pending {
+			steps[i].Held, steps[i].CompleteBy = true, now.Add(order.HeldRecheck)
+			return steps
+		}
+		if st.ProcessState != order.NotStarted && st.ProcessState != order.Skipped {
+			return steps
+		}
+	}
+	return steps
 }
 
 // replay answers a submission whose Idempotency-Key was seen before: the

@@ -201,8 +201,8 @@ func (s *Service) Handle(ctx context.Context, _ events.EventBridgeEvent) (Report
 // Run examines every shard of the due index once, shards in parallel.
 func (s *Service) Run(ctx context.Context) (Report, error) {
 	now := s.now()
-	paused, total := s.readPauses(ctx, now)
-	backlog := s.backlogOnce(ctx, paused)
+	on, total := s.readPauses(ctx, now)
+	backlog := s.backlogOnce(ctx, on)
 	var (
 		mu   sync.Mutex
 		errs []error
@@ -229,11 +229,17 @@ func (s *Service) Run(ctx context.Context) (Report, error) {
 // backlogOnce returns a function that reads, once per agent per run, what
 // the agent's queue (and the response queue) hold. A paused service's
 // agent holds its requests: no queue need be asked.
-func (s *Service) backlogOnce(ctx context.Context, paused map[string]bool) func(agent string) order.Backlog {
+func (s *Service) backlogOnce(ctx context.Context, on paused) func(st order.StepState) order.Backlog {
 	var mu sync.Mutex
 	known := map[string]order.Backlog{}
-	return func(agent string) order.Backlog {
-		if paused[agent] {
+	return func(st order.StepState) order.Backlog {
+		agent := st.Agent
+		switch {
+		case st.Held && on.workflows[order.WorkflowOf(st.Workflow)]:
+			return order.Paused
+		case st.Held:
+			return order.NoBacklog
+		case on.services[agent]:
 			return order.Paused
 		}
 		if s.backlogs == nil {
@@ -254,7 +260,7 @@ func (s *Service) backlogOnce(ctx context.Context, paused map[string]bool) func(
 	}
 }
 
-func (s *Service) runShard(ctx context.Context, shard int, now time.Time, backlog func(string) order.Backlog) (Report, error) {
+func (s *Service) runShard(ctx context.Context, shard int, now time.Time, backlog func(order.StepState) order.Backlog) (Report, error) {
 	var (
 		mu   sync.Mutex
 		r    Report
@@ -298,7 +304,7 @@ func nearDeadline(ctx context.Context) bool {
 	return ctx.Err() != nil || (ok && time.Until(deadline) < stopBefore)
 }
 
-func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time, backlogOf func(string) order.Backlog, r *Report) error {
+func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time, backlogOf func(order.StepState) order.Backlog, r *Report) error {
 	wf, known := s.workflows.Get(st.Workflow, st.Version)
 	if !known {
 		return s.park(ctx, st, now, r)
@@ -306,8 +312,8 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 	// The queue is asked about only for a Processing step past its
 	// deadline, the one case where the answer matters.
 	backlog := order.NoBacklog
-	if st.ProcessState == order.Processing && st.Expired(now.Add(-wf.SkewGrace)) {
-		backlog = backlogOf(st.Agent)
+	if (st.ProcessState == order.Processing || st.Held) && st.Expired(now.Add(-wf.SkewGrace)) {
+		backlog = backlogOf(st)
 	}
 	rec := wf.Assess(st, now, backlog)
 	if rec.Action != order.Leave {

@@ -209,6 +209,9 @@ func (s *Store) change(t order.Transition) expression.UpdateBuilder {
 	if c.Announce {
 		upd = upd.Set(expression.Name(attrUnclaimed), expression.Value(activeStep(t)))
 	}
+	if c.Release {
+		upd = upd.Remove(expression.Name(attrHeld))
+	}
 	if c.Reason != "" {
 		upd = upd.Set(field("LastError"), expression.Value(c.Reason))
 	}

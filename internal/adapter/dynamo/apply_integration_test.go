@@ -212,7 +212,7 @@ func TestWritesLandExactlyWhenTheDomainSaysTheyHold(t *testing.T) {
 var kinds = []string{"fail", "release", "record the agent gave up", "park", "defer", "retry", "give up", "nudge",
 	"claim", "cancel", "heartbeat", "lease alert", "clear alert", "reschedule", "move version",
 	"complete", "start undoing", "redrive", "start wait", "end wait", "receive event", "await callback", "callback working", "receive callback",
-	"await poll", "poll", "poll working", "receive poll"}
+	"await poll", "poll", "poll working", "receive poll", "keep held", "release hold"}
 
 // allForms are the forms of the writes that move an order on, which the
 // walk must see land.
@@ -338,7 +338,7 @@ func randomWrite(rng *rand.Rand, wf order.Workflow, f order.Found, fence order.S
 	pick := rng.IntN(28)
 	if cur, _ := f.Record(); rng.IntN(2) == 0 {
 		fits := map[order.ProcessState][]int{
-			order.Pending:    {3, 6, 7, 8, 8, 13, 16},
+			order.Pending:    {3, 4, 6, 7, 8, 8, 13, 16},
 			order.Processing: {0, 1, 2, 3, 3, 5, 9, 10, 15, 16, 20, 23},
 			order.Error:      {11, 12, 14, 16, 17, 17},
 			order.Waiting:    {3, 13, 16, 18, 18, 19, 19, 21, 22, 22, 24, 25, 26, 27},
@@ -375,6 +375,9 @@ func randomWrite(rng *rand.Rand, wf order.Workflow, f order.Found, fence order.S
 		}
 		return recovery(order.Recovery{Action: order.Fail, AlertKind: kind, Reason: "given up"})
 	case 7:
+		if rng.IntN(3) == 0 { // a held order's, its workflow resumed
+			return recovery(order.Recovery{Action: order.Nudge, Release: true, CompleteBy: later, Reason: "released"})
+		}
 		return recovery(order.Recovery{Action: order.Nudge, CompleteBy: later, Reason: "unclaimed", AlertOperators: rng.IntN(2) == 0})
 	case 8:
 		if d, ok := wf.Step(fence.Step); ok && d.Waits() {

@@ -55,6 +55,9 @@ type orderRecord struct {
 	// Cancel is set when the client cancelled the order: the step in
 	// flight may finish, nothing new starts, and done work is undone.
 	Cancel bool `dynamodbav:"Cancel,omitempty"`
+	// Held is order.StepState.Held: the order waits for its workflow's
+	// resume. Its first step is Pending but not announced (no Unclaimed).
+	Held bool `dynamodbav:"Held,omitempty"`
 	// UndoFloor is order.StepState.UndoFloor: set by a forward redrive
 	// that drops undo records, the attempt undo records appended later
 	// count on from.
@@ -125,6 +128,7 @@ const (
 	attrInError      = resources.AttrInError
 	attrInErrorSince = resources.AttrInErrorSince
 	attrCancel       = "Cancel"
+	attrHeld         = "Held"
 	attrUndoFloor    = "UndoFloor"
 	attrBy           = "By"
 	attrSteps        = "Steps"
@@ -156,7 +160,8 @@ func newOrderRecord(o order.Order, steps []order.StepState, shards int) orderRec
 			r.Active = &active
 			r.AlertPending, r.AlertKind = st.AlertPending, string(st.AlertKind)
 			r.DueShard, r.DueAt = shardOf(o.ID, shards), millis(st.CompleteBy)
-			if st.ProcessState == order.Pending && st.LockedBy == "" {
+			r.Held = st.Held
+			if st.ProcessState == order.Pending && st.LockedBy == "" && !st.Held {
 				r.Unclaimed = st.Step
 			}
 		}
@@ -193,7 +198,7 @@ func (r orderRecord) order() (order.Order, []order.StepState) {
 		}
 		steps[i] = order.StepState{
 			OrderID: r.OrderID, Workflow: o.Workflow, Version: o.Version, Parked: r.Parked,
-			Step: s.Step, Index: i, Undo: s.Undo, CancelRequested: r.Cancel, UndoFloor: r.UndoFloor, Agent: s.Agent,
+			Step: s.Step, Index: i, Undo: s.Undo, CancelRequested: r.Cancel, Held: r.Held, UndoFloor: r.UndoFloor, Agent: s.Agent,
 			ProcessState: order.ProcessState(s.State), LockedBy: s.LockedBy,
 			CompleteBy: fromMillis(s.CompleteBy), Since: fromMillis(s.Since), StatusURL: s.StatusURL, FailureCount: s.FailureCount, PastFailures: s.PastFailures,
 			Attempt: s.Attempt, Nudges: s.Nudges, Releases: s.Releases, Deferrals: s.Deferrals, Heartbeats: s.Heartbeats, LastError: s.LastError,

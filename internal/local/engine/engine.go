@@ -29,6 +29,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go/middleware"
 
 	"orderly/internal/actor/agent"
@@ -135,6 +136,9 @@ type Config struct {
 	AgentBackoff agent.Backoff
 	// Breaker tunes the agents' circuit breakers; zero uses the default.
 	Breaker agent.Breaker
+	// PausedHold is about how long an agent holds a request of a paused
+	// service before it looks again; zero uses the default (a minute).
+	PausedHold time.Duration
 	// WrapAgent, when set, wraps each agent's handler; tests use it to
 	// inject crashes the way a dying Lambda would produce them.
 	WrapAgent func(agent string, h SQSHandler) SQSHandler
@@ -186,6 +190,9 @@ type Engine struct {
 	clients  provision.Clients // provisioning and the local event sources
 	fnCfg    aws.Config        // the functions' clients are made from it
 	streams  *dynamodbstreams.Client
+	// sts says who the console's operator is (the emulator's own user
+	// locally), as orderly pause asks it.
+	sts *sts.Client
 }
 
 // New provisions the resources and builds the engine without starting it.
@@ -200,7 +207,8 @@ func New(ctx context.Context, awsCfg aws.Config, cfg Config) (*Engine, error) {
 	}
 	// Its EventBridge client provisions only: the recorder's publisher is
 	// made from fnCfg.
-	e := &Engine{cfg: cfg, clients: provision.NewClients(awsCfg), streams: dynamodbstreams.NewFromConfig(awsCfg)}
+	e := &Engine{cfg: cfg, clients: provision.NewClients(awsCfg), streams: dynamodbstreams.NewFromConfig(awsCfg),
+		sts: sts.NewFromConfig(awsCfg)}
 	e.fnCfg = awsCfg.Copy()
 	e.fnCfg.APIOptions = append(slices.Clone(e.fnCfg.APIOptions), cfg.APIOptions...)
 	if e.Stack, err = provision.Create(ctx, e.clients, cfg.catalog()); err != nil {
@@ -481,10 +489,20 @@ func (e *Engine) front() ([]component, error) {
 	if e.conLn != nil {
 		// The operator's console, over the stage as the CLI opens it.
 		stage := ops.Open(e.cfg.Stage, e.clients.DynamoDB, e.clients.SQS, e.cfg.Workflows)
-		conServer := &http.Server{Handler: console.New(e.cfg.Stage, stage, e.cfg.Log.With("service", "console")).WithHosts(e.cfg.ConsoleHosts...), ReadHeaderTimeout: 5 * time.Second}
+		conServer := &http.Server{Handler: console.New(e.cfg.Stage, stage, e.cfg.Log.With("service", "console")).WithHosts(e.cfg.ConsoleHosts...).WithWho(e.operator), ReadHeaderTimeout: 5 * time.Second}
 		cs = append(cs, component{"console", serve(conServer, e.conLn)})
 	}
 	return cs, nil
+}
+
+// operator is who pauses and resumes on the console: the identity of the
+// engine's AWS credentials, as orderly pause records it.
+func (e *Engine) operator(ctx context.Context) (string, error) {
+	out, err := e.sts.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
+	if err != nil {
+		return "", fmt.Errorf("STS GetCallerIdentity: %w", err)
+	}
+	return aws.ToString(out.Arn), nil
 }
 
 // serveSimulator serves the simulated services until the returned stop is
@@ -568,7 +586,8 @@ func (e *Engine) agents() ([]component, error) {
 	for i, name := range names {
 		function := resources.AgentFunction(name)
 		settings := compose.AgentSettings{Name: name, Service: e.services[name],
-			ReplyMargin: agent.DefaultReplyMargin, TryTimeout: agent.DefaultTryTimeout, Backoff: e.cfg.AgentBackoff, Breaker: e.cfg.Breaker}
+			ReplyMargin: agent.DefaultReplyMargin, TryTimeout: agent.DefaultTryTimeout, Backoff: e.cfg.AgentBackoff, Breaker: e.cfg.Breaker,
+			PausedHold: e.cfg.PausedHold}
 		if e.cfg.FunctionHTTP != nil {
 			settings.Transport = e.cfg.FunctionHTTP(function)
 		}

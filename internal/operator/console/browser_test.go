@@ -460,3 +460,51 @@ func TestBulkRedriveInABrowser(t *testing.T) {
 		}
 	}
 }
+
+// An operator, in a real browser, pauses a service from the pauses page
+// behind its confirmation: the page shows it paused, by whom and why,
+// and an order waiting on the service says it is held, linking back.
+// Then resumes it. Over a stage on the emulators.
+func TestPauseInABrowser(t *testing.T) {
+	w, stage, srv, _ := pauseWorld(t)
+	browser := chromium(t)
+	id := w.Submit(t, ordertest.Submission{CustomerID: "c-1", Lines: []order.Line{{SKU: "BOOK-1", Quantity: 1}}})
+	agent := w.Step(t, id, w.Workflow.Steps[0].Name).Agent
+	rec := w.Follow(order.PauseKey(order.PauseService, agent))
+
+	ctx, shoot, text := browse(t, browser)
+	do(t, ctx, "open the pauses page", chromedp.Navigate(srv.URL+"/"), chromedp.Click(chromedp.CSS("#nav-pauses")), chromedp.WaitVisible(chromedp.CSS("#pause-form")))
+	do(t, ctx, "ask to pause the service", chromedp.SetValue(chromedp.CSS("#p-target"), "service:"+agent),
+		chromedp.SendKeys(chromedp.CSS("#p-for"), "2h"), chromedp.SendKeys(chromedp.CSS("#p-reason"), "partner maintenance"),
+		chromedp.Click(chromedp.CSS("#p-go")), chromedp.WaitVisible(chromedp.CSS("#confirm")))
+	shoot("console-pause-confirm.png")
+	if who := text("#who"); who != "arn:aws:iam::1:user/ana" {
+		t.Errorf("the confirmation names %q, want the operator", who)
+	}
+	do(t, ctx, "confirm the pause", chromedp.Click(chromedp.CSS("#confirm")), chromedp.WaitVisible(chromedp.CSS("#done")))
+	rec.Record(t)
+	do(t, ctx, "reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#pauses")))
+	shoot("console-pauses.png")
+	if row := text("#pause-service-" + agent); !strings.Contains(row, "paused") || !strings.Contains(row, "partner maintenance") {
+		t.Errorf("the service's row says %q, want it paused with the reason", row)
+	}
+	if history := text("#history-pause-service-" + agent); !strings.Contains(history, "arn:aws:iam::1:user/ana") {
+		t.Errorf("the history says %q, want who paused", history)
+	}
+
+	do(t, ctx, "open the held order", chromedp.Navigate(srv.URL+"/orders/"+id), chromedp.WaitVisible(chromedp.CSS("#held")))
+	shoot("console-order-held.png")
+	if held := text("#held"); !strings.HasPrefix(held, "service "+agent+" paused by arn:aws:iam::1:user/ana") {
+		t.Errorf("the order says held: %q, want the pause", held)
+	}
+	do(t, ctx, "follow the link to the pauses page", chromedp.Click(chromedp.CSS("#held a")), chromedp.WaitVisible(chromedp.CSS("#resume-pause-service-"+agent)))
+	do(t, ctx, "ask to resume", chromedp.Click(chromedp.CSS("#resume-pause-service-"+agent)), chromedp.WaitVisible(chromedp.CSS("#reason")))
+	do(t, ctx, "confirm the resume", chromedp.SendKeys(chromedp.CSS("#reason"), "window over"), chromedp.Click(chromedp.CSS("#confirm")),
+		chromedp.WaitVisible(chromedp.CSS("#done")))
+	if done := text("#done"); !strings.Contains(done, "resumed after") {
+		t.Errorf("after the resume the page says %q", done)
+	}
+	if anyOn(t, stage) {
+		t.Error("after the resume a pause is still on")
+	}
+}

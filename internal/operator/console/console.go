@@ -8,9 +8,11 @@
 // cancel, move or event, planned, confirmed and run by package ops, its
 // report on a page of its own); an order's page shows its records, a
 // timeline of their attempts, deadlines, retries and undos, its full
-// history, and
+// history, the pause that holds it, if any, and
 // cancel, redrive and, for an order that waits for an event, a form that
-// sends it, behind a confirmation page.
+// sends it, behind a confirmation page. The pauses page shows every
+// service and workflow, paused or running, with its history, and pauses
+// and resumes them, behind a confirmation, naming the operator.
 //
 // Every change is a POST carrying the console's own token, so another
 // site open in the operator's browser cannot make one (CSRF). The console
@@ -63,6 +65,13 @@ type Stage interface {
 	CheckPlan(plan []ops.Planned, a ops.BulkAction) error
 	RunBulk(ctx context.Context, plan []ops.Planned, a ops.BulkAction, j *ops.Journal, opts ops.BulkOptions) (ops.BulkReport, error)
 	Events() []string
+	// Pauses of services and workflows: ops' check, pause, resume, list
+	// and history.
+	PlanPause(r order.PauseRequest) (order.Pause, error)
+	Pause(ctx context.Context, r order.PauseRequest) (order.Pause, error)
+	Resume(ctx context.Context, kind order.PauseKind, name, by, reason string) (order.Pause, error)
+	Pauses(ctx context.Context) ([]order.Pause, error)
+	PauseHistory(ctx context.Context, kind order.PauseKind, name string) ([]order.HistoryEntry, error)
 }
 
 // CountLimit caps how many orders the overview reads per listing; a count
@@ -93,6 +102,8 @@ type Console struct {
 	positions *pagetoken.Sealer
 	// jobs are the bulk actions started from the console.
 	jobs *bulkJobs
+	// who says who the operator is, for a pause's record (WithWho).
+	who func(context.Context) (string, error)
 }
 
 // New returns the console of the stage named name.
@@ -120,7 +131,7 @@ func New(name string, stage Stage, log *slog.Logger) *Console {
 			return b.String()
 		},
 	}
-	for _, page := range []string{"overview", "order", "confirm", "dlq", "alerts", "problem", "search", "bulk", "bulkjob"} {
+	for _, page := range []string{"overview", "order", "confirm", "dlq", "alerts", "problem", "search", "bulk", "bulkjob", "pauses", "pauseconfirm"} {
 		c.pages[page] = template.Must(template.New(page).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+page+".html"))
 	}
 	c.mux = http.NewServeMux()
@@ -136,6 +147,11 @@ func New(name string, stage Stage, log *slog.Logger) *Console {
 	c.mux.HandleFunc("POST /bulk/{job}/stop", c.bulkStop)
 	c.mux.HandleFunc("GET /dlq", c.deadLetters)
 	c.mux.HandleFunc("GET /alerts", c.alerts)
+	c.mux.HandleFunc("GET /pauses", c.pauses)
+	c.mux.HandleFunc("GET /pauses/pause", c.pauseConfirm)
+	c.mux.HandleFunc("POST /pauses/pause", c.pauseAct)
+	c.mux.HandleFunc("GET /pauses/resume", c.resumeConfirm)
+	c.mux.HandleFunc("POST /pauses/resume", c.resumeAct)
 	return c
 }
 
@@ -280,6 +296,9 @@ type overviewPage struct {
 	Dead     []ops.DeadLetterQueue
 	DeadErr  string
 	Problems []string
+	// Paused are the services and workflows paused now, whose orders
+	// are held.
+	Paused []pauseRow
 }
 
 type statusCount struct {
@@ -334,6 +353,15 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	page.Dead, err = c.stage.DeadLetters(ctx)
 	if err != nil {
 		page.DeadErr = err.Error()
+	}
+	pauses, err := c.stage.Pauses(ctx)
+	if err != nil {
+		page.Problems = append(page.Problems, err.Error())
+	}
+	for _, p := range pauses {
+		if p.On() {
+			page.Paused = append(page.Paused, pauseRow{Pause: p, Anchor: anchor(p.Kind, p.Name), Overrun: p.Overrun(c.now())})
+		}
 	}
 	c.render(w, http.StatusOK, "overview", page)
 }

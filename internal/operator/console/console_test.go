@@ -220,6 +220,30 @@ func (f *fakeStage) RunBulk(context.Context, []ops.Planned, ops.BulkAction, *ops
 }
 func (f *fakeStage) Events() []string { return nil }
 
+// The fake stage's pauses: service payment paused until t0 (overrun on
+// the console's clock), inventory resumed, workflow order never paused.
+// Pausing and resuming are tried over a stage on the emulators
+// (pause_test.go).
+func (f *fakeStage) Pauses(context.Context) ([]order.Pause, error) {
+	return []order.Pause{
+		{Kind: order.PauseService, Name: ordertest.AgentPayment, By: "arn:aws:iam::1:user/ana", Reason: "PSP maintenance", Since: t0.Add(-time.Hour), Until: t0},
+		{Kind: order.PauseService, Name: ordertest.AgentInventory, Resumed: t0.Add(-time.Hour), ResumedBy: "arn:aws:iam::1:user/bo", ResumeReason: "stock count over"},
+		{Kind: order.PauseWorkflow, Name: "order"},
+	}, nil
+}
+func (f *fakeStage) PauseHistory(context.Context, order.PauseKind, string) ([]order.HistoryEntry, error) {
+	return nil, nil
+}
+func (f *fakeStage) PlanPause(order.PauseRequest) (order.Pause, error) {
+	return order.Pause{}, errors.New("the fake stage pauses nothing")
+}
+func (f *fakeStage) Pause(context.Context, order.PauseRequest) (order.Pause, error) {
+	return order.Pause{}, errors.New("the fake stage pauses nothing")
+}
+func (f *fakeStage) Resume(context.Context, order.PauseKind, string, string, string) (order.Pause, error) {
+	return order.Pause{}, errors.New("the fake stage resumes nothing")
+}
+
 // reads are the searches and counts asked of the stage.
 func (f *fakeStage) reads() (searched, counted []order.Query) {
 	f.mu.Lock()
@@ -257,7 +281,8 @@ func TestPages(t *testing.T) {
 		status int
 		want   []string
 	}{
-		{"/", 200, []string{`data-count="Error"`, `Orders in Error: an operator must act`, `/orders/` + stuckID, "refund refused", "orderly-t-payment-requests-dlq"}},
+		{"/", 200, []string{`data-count="Error"`, `Orders in Error: an operator must act`, `/orders/` + stuckID, "refund refused", "orderly-t-payment-requests-dlq",
+			`id="paused">Paused now, their orders held: <a href="/pauses#pause-service-payment">service payment</a> until 2026-11-22 10:00:00.000 UTC <span class="badge s-Error">OVERRUN</span>.`}},
 		{"/?show=stuck", 200, []string{`Orders stuck past their deadline`, `/orders/` + flyingID, "6m0s ago"}},
 		{"/orders/" + stuckID, 200, []string{`id="redrive-retry" href=`, `id="redrive-compensate" href=`, `id="timeline"`, "undo charge-payment", "submitted",
 			"Redrive: run the failed step again", "Redrive: resume undoing", "the undo records are dropped and step arrange-shipping runs again"}},
@@ -290,6 +315,14 @@ func TestPages(t *testing.T) {
 		{"/dlq", 200, []string{"dlq redrive orderly-t-payment-requests-dlq --dry-run"}},
 		{"/alerts", 200, []string{"UndoFailed", "/orders/" + stuckID, "undo charge-payment (undone before: arrange-shipping)", "refund refused"}},
 		{"/alerts?since=-1h", 400, []string{"want a duration"}},
+		// The pauses: payment on past its end, inventory resumed, each
+		// in the pause form's list.
+		{"/pauses", 200, []string{`id="pause-service-payment" data-pause="service:payment" data-state="overrun"`, "OVERRUN", "PSP maintenance",
+			"arn:aws:iam::1:user/ana", `href="/pauses/resume?target=service%3apayment"`, `data-state="running"`, "last resumed 2026-11-22 09:00:00.000",
+			"stock count over", `<option value="workflow:order">workflow order</option>`, `id="no-history"`}},
+		{"/pauses/resume?target=service:inventory", 409, []string{"service inventory is not paused: nothing to resume"}},
+		// A console that does not know its operator pauses nothing.
+		{"/pauses/pause?target=service:payment&for=1h&reason=x", 503, []string{"does not know who you are", `id="p-reason" value="x"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {

@@ -283,7 +283,7 @@ func (s *Stage) Show(ctx context.Context, id string) (api.OrderView, error) {
 	}
 	wf, _ := s.workflows.Get(o.Workflow, o.Version) // a version this build lacks: what a step waits for is not shown
 	v := api.NewOrderView(o, steps, wf)
-	p, held, err := s.HeldBy(ctx, v)
+	p, held, err := s.HeldBy(ctx, v, len(steps) > 0 && steps[0].Held)
 	if err != nil {
 		return api.OrderView{}, err
 	}

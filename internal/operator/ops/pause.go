@@ -28,6 +28,12 @@ func (s *Stage) Pause(ctx context.Context, r order.PauseRequest) (order.Pause, e
 	return stored, nil
 }
 
+// PlanPause checks a pause as Pause does and returns the pause it would
+// store, writing nothing: what a confirmation shows before the pause.
+func (s *Stage) PlanPause(r order.PauseRequest) (order.Pause, error) {
+	return order.PlanPause(r, s.workflows, s.now())
+}
+
 // Resume ends the pause of a service or workflow, as the operator by; a
 // resume of something unknown, or not paused, is refused.
 func (s *Stage) Resume(ctx context.Context, kind order.PauseKind, name, by, reason string) (order.Pause, error) {
@@ -89,9 +95,9 @@ func (s *Stage) PauseHistory(ctx context.Context, kind order.PauseKind, name str
 }
 
 // HeldBy is the pause an order is held by, if any: its running step's
-// service paused, or, for an order whose first step has not started, its
-// workflow paused with submissions held.
-func (s *Stage) HeldBy(ctx context.Context, v api.OrderView) (order.Pause, bool, error) {
+// service paused, or, for an order accepted while its workflow was paused
+// (held: order.StepState.Held), that workflow's pause.
+func (s *Stage) HeldBy(ctx context.Context, v api.OrderView, held bool) (order.Pause, bool, error) {
 	if v.Status.Terminal() {
 		return order.Pause{}, false, nil
 	}
@@ -114,7 +120,7 @@ func (s *Stage) HeldBy(ctx context.Context, v api.OrderView) (order.Pause, bool,
 		if !p.On() {
 			continue
 		}
-		if p.Kind == order.PauseService || (v.Status == order.StatusPending && p.Submissions == order.HoldSubmissions) {
+		if p.Kind == order.PauseService || held {
 			return p, true, nil
 		}
 	}

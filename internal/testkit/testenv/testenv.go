@@ -128,6 +128,19 @@ func (in *AlertInbox) Next(orderID string, timeout time.Duration) (order.Alert, 
 	return a, ok && err == nil
 }
 
+// Others returns every alert that arrives within timeout, with those
+// received before that no Await or Next took: a test that expects no
+// alert about anything waits this way (it always waits all of timeout).
+func (in *AlertInbox) Others(timeout time.Duration) ([]order.Alert, error) {
+	// No order's id has a '#' (order.ValidID), so every alert is kept.
+	if _, _, _, err := in.next("#", timeout); err != nil {
+		return nil, err
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return slices.Clone(in.kept), nil
+}
+
 func (in *AlertInbox) next(orderID string, timeout time.Duration) (order.Alert, bool, []string, error) {
 	deadline := time.Now().Add(timeout)
 	var seen []string

@@ -59,6 +59,12 @@ func Document(wfs order.Versions) map[string]any {
 		"503": errorResponse("busy: the order kept changing; or unavailable: a search cannot read the stage's page token key now; retry"),
 	}
 	with := func(codes map[string]any) map[string]any { return merge(common, codes) }
+	// A submission is also refused while an operator pauses its workflow
+	// with submissions refused: retry after Retry-After.
+	paused := errorResponse("paused: the workflow takes no new orders for now (an operator's pause); retry after Retry-After seconds, " +
+		"with the same Idempotency-Key. Or busy, or unavailable, as on every route; retry")
+	paused["headers"] = map[string]any{"Retry-After": map[string]any{"description": "seconds until the pause's stated end",
+		"schema": map[string]any{"type": "integer", "minimum": 1}}}
 	getOrder := func(summary, schema string) map[string]any {
 		return map[string]any{"get": map[string]any{"summary": summary, "parameters": []any{idParam},
 			"responses": with(map[string]any{"200": response("the order and its records", ref(schema))})}}
@@ -77,7 +83,8 @@ func Document(wfs order.Versions) map[string]any {
 				"schema": map[string]any{"type": "string", "minLength": 1, "maxLength": order.MaxIdempotencyKeyLen, "pattern": "^[!-~]+$"}}},
 			"requestBody": map[string]any{"required": true, "content": jsonBody(ref(body))},
 			"responses": with(map[string]any{"202": accepted,
-				"409": errorResponse("idempotency_conflict: the key was used with another body")}),
+				"409": errorResponse("idempotency_conflict: the key was used with another body"),
+				"503": paused}),
 		}}
 	}
 	search := func(summary string) map[string]any {
