@@ -432,6 +432,14 @@ var lifecycle = []row{
 			c := s.callback(order.Waiting)
 			return forms(supervised(c.wf.Assess(c.st, s.later, order.NoBacklog), c.st, s.later))
 		}},
+	{order.Waiting, "no callback by its deadline, its service paused", order.Waiting, "Supervisor", "defer",
+		"deadline passed",
+		"the deadline and the next look moved on (backing off); deferrals + 1: no failure counted, the call not made again",
+		func(s sample) []order.Transition {
+			c := s.callback(order.Waiting)
+			c.st.FailureCount = order.DefaultTiming.FailureThreshold - 1
+			return forms(supervised(c.wf.Assess(c.st, s.later, order.Paused), c.st, s.later))
+		}},
 	{order.Waiting, "no callback by its deadline, the last allowed timeout", order.Failed, "Supervisor", "start undoing",
 		"deadline passed; no undo record yet; the order not cancelled; the undo floor as known; the steps before it to undo Processed (none skipped)",
 		"failures + 1, no deadline left, the alert cleared; undo records appended for its own work and the steps before it, announced, the next look when the first must be claimed by, in the due index; the order Compensating",

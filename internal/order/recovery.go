@@ -143,7 +143,7 @@ func (w Workflow) Assess(s StepState, now time.Time, backlog Backlog) Recovery {
 	// A wait ends at its time: no reply is on its way, and the due index
 	// is read SkewGrace late already.
 	if s.ProcessState == Waiting {
-		return w.assessWait(s, now)
+		return w.assessWait(s, now, backlog)
 	}
 	// A deadline counts as passed only SkewGrace after it: the actor that
 	// set it may run on a clock behind this one, and a reply sent inside
@@ -244,9 +244,15 @@ func (w Workflow) assessHeld(s StepState, now time.Time, backlog Backlog) Recove
 // event that did not arrive fails the step like a permanent fault (it
 // did no work, so only the steps before it are undone), or stops the
 // order in Error for an operator when the workflow says so.
-func (w Workflow) assessWait(s StepState, now time.Time) Recovery {
+func (w Workflow) assessWait(s StepState, now time.Time, backlog Backlog) Recovery {
 	def, ok := w.Step(s.Step)
 	switch {
+	case ok && def.Async() && s.Expired(now) && backlog == Paused:
+		// Its service is paused: it can neither call back nor answer
+		// a check, and that is not its failure.
+		return Recovery{Action: Defer, CompleteBy: now.Add(def.AllowanceFor(s.FailureCount) << min(s.Deferrals, MaxDeferralBackoff)), Reason: fmt.Sprintf(
+			"attempt %d's wait ended at %s while service %s is paused by an operator: deadline moved on, no failure counted",
+			s.Attempt, s.CompleteBy.UTC().Format(time.RFC3339Nano), def.Agent)}
 	case ok && def.Poll != nil && !s.Expired(now) && !s.DueAt.After(now):
 		return Recovery{Action: Poll}
 	case !s.Expired(now):

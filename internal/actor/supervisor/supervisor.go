@@ -241,6 +241,8 @@ func (s *Service) backlogOnce(ctx context.Context, on paused) func(st order.Step
 			return order.NoBacklog
 		case on.services[agent]:
 			return order.Paused
+		case st.ProcessState == order.Waiting:
+			return order.NoBacklog // no queue holds a waiting step's request
 		}
 		if s.backlogs == nil {
 			return order.NoBacklog
@@ -312,7 +314,7 @@ func (s *Service) recover(ctx context.Context, st order.StepState, now time.Time
 	// The queue is asked about only for a Processing step past its
 	// deadline, the one case where the answer matters.
 	backlog := order.NoBacklog
-	if (st.ProcessState == order.Processing || st.Held) && st.Expired(now.Add(-wf.SkewGrace)) {
+	if (st.ProcessState == order.Processing || st.ProcessState == order.Waiting || st.Held) && st.Expired(now.Add(-wf.SkewGrace)) {
 		backlog = backlogOf(st)
 	}
 	rec := wf.Assess(st, now, backlog)

@@ -47,7 +47,15 @@ func TestPausedServiceHoldsOrdersWithoutAnAlarm(t *testing.T) {
 	}
 	defer emf.Close()
 	calls := &callTimes{}
+	// A held request that comes back after the resume, past the deadline
+	// it was sent with, starts a fresh window (a heartbeat): with
+	// heartbeats off (the engine's Fast timing) it would be dropped and
+	// its attempt would count a timeout (docs/remote-services.md, A long
+	// outage: the same limit).
+	timing := enginetest.Fast
+	timing.MaxHeartbeats = 2
 	e := start(t, func(c *engine.Config) {
+		c.Timing = timing
 		c.Metrics = emf
 		// A held request comes back every 0.5-1 s, so it is held again
 		// and again during the window, and the resume is felt at once.
@@ -60,7 +68,7 @@ func TestPausedServiceHoldsOrdersWithoutAnAlarm(t *testing.T) {
 		}
 	})
 	ctx := context.Background()
-	stage := ops.Open(e.Stack.Catalog.Stage, e.Clients().DynamoDB, e.Clients().SQS, ordertest.Built(enginetest.Fast))
+	stage := ops.Open(e.Stack.Catalog.Stage, e.Clients().DynamoDB, e.Clients().SQS, ordertest.Built(timing))
 
 	// The operator expects the window to end well before it says, so the
 	// pause is never overrun.
