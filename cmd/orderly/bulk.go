@@ -147,6 +147,11 @@ func (a *app) bulkActionCmd(action *ops.BulkAction, use, short string, args cobr
 			if err != nil {
 				return err
 			}
+			// A version or an event no planned order can take is refused
+			// before anything is done, not order by order.
+			if err := stage.CheckPlan(plan, *action); err != nil {
+				return err
+			}
 			if !yes {
 				return a.printPlan(*action, plan, journal)
 			}

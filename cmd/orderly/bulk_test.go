@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +63,21 @@ func TestBulkDryRunThenYes(t *testing.T) {
 		cmd.SilenceErrors, cmd.SilenceUsage = true, true
 		err := cmd.ExecuteContext(context.Background())
 		return out.String(), errOut.String(), err
+	}
+
+	// A move to a version no planned order's workflow has is refused
+	// before anything is done, dry run or not.
+	for _, yes := range []string{"", "--yes"} {
+		var out bytes.Buffer
+		a := &app{stage: stage.Name, output: "text", out: &out, opened: stage}
+		cmd := a.bulkCmd()
+		cmd.SetArgs(slices.DeleteFunc([]string{"move", "--to", "99", "--customer", "c-bulk", "--status", "Pending", "--journal", journal, yes}, func(s string) bool { return s == "" }))
+		cmd.SetOut(&out)
+		cmd.SetErr(io.Discard)
+		cmd.SilenceErrors, cmd.SilenceUsage = true, true
+		if err := cmd.ExecuteContext(context.Background()); err == nil || !strings.Contains(err.Error(), `no version "99"`) || exitCode(err) != 1 {
+			t.Fatalf("bulk move --to 99 %s: %v; want it refused naming the version", yes, err)
+		}
 	}
 
 	out, _, err := bulk()
