@@ -26,7 +26,7 @@ each order through the same fenced operation as the single-order command.
 Without --yes, a dry run: it prints how many orders and which ones (id,
 status, step) it would act on, and changes nothing. With --yes, it acts, at
 most --rate orders a second (default %g, a small share of what the stage
-takes, so live traffic is not starved), with a progress line on a terminal,
+takes, so live traffic is not starved), with a progress bar on a terminal,
 then prints what happened to each order: done, refused and why (an order
 that moved on since it was planned), or failed and why.
 
@@ -250,9 +250,7 @@ func (a *app) runBulk(cmd *cobra.Command, stage *ops.Stage, action ops.BulkActio
 	opts := ops.BulkOptions{Rate: perSecond}
 	tty := isTerminal(errOut)
 	if tty {
-		opts.Progress = func(r ops.BulkReport) {
-			fmt.Fprintf(errOut, "\r%d/%d  done %d  refused %d  failed %d  skipped %d ", r.Planned-r.Left(), r.Planned, r.Done, r.Refused, r.Failed, r.Skipped)
-		}
+		opts.Progress = func(r ops.BulkReport) { fmt.Fprint(errOut, progress(r)) }
 	}
 	rep, runErr := stage.RunBulk(cmd.Context(), plan, action, j, opts)
 	if tty {
@@ -268,6 +266,21 @@ func (a *app) runBulk(cmd *cobra.Command, stage *ops.Stage, action ops.BulkActio
 		return fmt.Errorf("%d orders failed: run the same command again to try them again", rep.Failed)
 	}
 	return nil
+}
+
+// progressWidth is how many characters the progress bar spans.
+const progressWidth = 30
+
+// progress is the line a run on a terminal rewrites after each order: a
+// bar of the orders acted on so far, then the counts.
+func progress(r ops.BulkReport) string {
+	acted := r.Planned - r.Left()
+	filled := 0
+	if r.Planned > 0 {
+		filled = acted * progressWidth / r.Planned
+	}
+	return fmt.Sprintf("\r[%s%s] %d/%d  done %d  refused %d  failed %d  skipped %d ", strings.Repeat("#", filled), strings.Repeat(".", progressWidth-filled),
+		acted, r.Planned, r.Done, r.Refused, r.Failed, r.Skipped)
 }
 
 func writeReport(w io.Writer, r ops.BulkReport) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -110,5 +111,33 @@ func TestBulkDryRunThenYes(t *testing.T) {
 	out, _, err = bulk("--yes", "--rate", "100")
 	if err != nil || !strings.Contains(out, "nothing left to do") || !strings.Contains(out, "3 orders") {
 		t.Errorf("run again: %v\n%s\nwant nothing left to do, the journal's 3 orders named", err, out)
+	}
+}
+
+// On a terminal, a run rewrites one line after each order: a bar of the
+// orders acted on (skipped ones from the journal count as acted on) and
+// the counts; a file or a pipe gets none.
+func TestBulkProgressLine(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		r    ops.BulkReport
+		want string
+	}{
+		{"none yet", ops.BulkReport{Planned: 10}, "\r[..............................] 0/10  done 0  refused 0  failed 0  skipped 0 "},
+		{"a third", ops.BulkReport{Planned: 9, Done: 2, Refused: 1}, "\r[##########....................] 3/9  done 2  refused 1  failed 0  skipped 0 "},
+		{"resumed, all acted on", ops.BulkReport{Planned: 4, Skipped: 2, Done: 1, Failed: 1}, "\r[##############################] 4/4  done 1  refused 0  failed 1  skipped 2 "},
+		{"an empty plan", ops.BulkReport{}, "\r[..............................] 0/0  done 0  refused 0  failed 0  skipped 0 "},
+	} {
+		if got := progress(tt.r); got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	f, err := os.CreateTemp(t.TempDir(), "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if isTerminal(f) || isTerminal(&bytes.Buffer{}) {
+		t.Error("a file or a buffer taken for a terminal")
 	}
 }
