@@ -202,9 +202,56 @@ type eventInbox struct {
 	url  string
 	mu   sync.Mutex
 	seen map[string][]order.StatusChange
+	// pauses are the pauses' events taken (detail-type "Pause …").
+	pauses []order.PauseChange
 	// ids are the events taken, by eventId: delivery is at least once, and
 	// a consumer drops a duplicate on it, as docs/api.md tells clients to.
 	ids map[string]bool
+}
+
+// take receives the events waiting in the inbox's queue and keeps each
+// once: an order's status events by order, pauses' events apart.
+func (in *eventInbox) take(t *testing.T) error {
+	t.Helper()
+	out, err := in.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(in.url),
+		MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+	if err != nil {
+		return err
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for _, m := range out.Messages {
+		var ev struct {
+			DetailType string          `json:"detail-type"`
+			Detail     json.RawMessage `json:"detail"`
+		}
+		var status order.StatusChange
+		var pause order.PauseChange
+		err := json.Unmarshal([]byte(aws.ToString(m.Body)), &ev)
+		switch {
+		case err == nil && strings.HasPrefix(ev.DetailType, resources.PauseEventTypePrefix):
+			if err = json.Unmarshal(ev.Detail, &pause); err == nil && !in.ids[pause.ID] {
+				in.ids[pause.ID] = true
+				in.pauses = append(in.pauses, pause)
+			}
+		case err == nil:
+			if err = json.Unmarshal(ev.Detail, &status); err == nil && ev.DetailType != "Order "+string(status.Status) {
+				err = fmt.Errorf("detail-type %q for status %s", ev.DetailType, status.Status)
+			}
+			if status.ID == "" {
+				t.Errorf("status event without an eventId: %s", aws.ToString(m.Body))
+			}
+			if !in.ids[status.ID] {
+				in.ids[status.ID] = true
+				in.seen[status.OrderID] = append(in.seen[status.OrderID], status)
+			}
+		}
+		if err != nil {
+			t.Errorf("event %s: %v", aws.ToString(m.Body), err)
+		}
+		in.sqs.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(in.url), ReceiptHandle: m.ReceiptHandle})
+	}
+	return nil
 }
 
 // statuses waits until order id's status events, each taken once, are
@@ -214,30 +261,11 @@ func (in *eventInbox) statuses(t *testing.T, id string, want []order.Status, tim
 	var changes []order.StatusChange
 	var got []order.Status
 	testenv.Eventually(t, timeout, func() (bool, string) {
-		out, err := in.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(in.url),
-			MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
-		if err != nil {
+		if err := in.take(t); err != nil {
 			return false, err.Error()
 		}
 		in.mu.Lock()
 		defer in.mu.Unlock()
-		for _, m := range out.Messages {
-			var ev struct {
-				DetailType string             `json:"detail-type"`
-				Detail     order.StatusChange `json:"detail"`
-			}
-			if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &ev); err != nil || ev.DetailType != "Order "+string(ev.Detail.Status) {
-				t.Errorf("status event %s: %v", aws.ToString(m.Body), err)
-			}
-			if ev.Detail.ID == "" {
-				t.Errorf("status event without an eventId: %s", aws.ToString(m.Body))
-			}
-			if !in.ids[ev.Detail.ID] {
-				in.ids[ev.Detail.ID] = true
-				in.seen[ev.Detail.OrderID] = append(in.seen[ev.Detail.OrderID], ev.Detail)
-			}
-			in.sqs.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(in.url), ReceiptHandle: m.ReceiptHandle})
-		}
 		changes, got = slices.Clone(in.seen[id]), nil
 		for _, c := range changes {
 			got = append(got, c.Status)
@@ -271,6 +299,9 @@ func TestDeployedStack(t *testing.T) {
 		if after := d.count(t); after != before {
 			t.Errorf("orders stored went from %d to %d", before, after)
 		}
+	})
+	t.Run("a paused workflow refuses new orders, and takes them again once resumed", func(t *testing.T) {
+		testPausedWorkflow(t, d)
 	})
 	t.Run("processed", func(t *testing.T) {
 		t.Parallel()
@@ -386,6 +417,32 @@ func TestDeployedStack(t *testing.T) {
 		}
 	})
 
+}
+
+// pauseEvents waits until the pauses' events taken include one of each
+// event of want, and returns them all.
+func (in *eventInbox) pauseEvents(t *testing.T, want []string, timeout time.Duration) []order.PauseChange {
+	t.Helper()
+	var got []order.PauseChange
+	testenv.Eventually(t, timeout, func() (bool, string) {
+		if err := in.take(t); err != nil {
+			return false, err.Error()
+		}
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		got = slices.Clone(in.pauses)
+		var events []string
+		for _, p := range got {
+			events = append(events, p.Event)
+		}
+		for _, w := range want {
+			if !slices.Contains(events, w) {
+				return false, fmt.Sprint(events)
+			}
+		}
+		return true, ""
+	})
+	return got
 }
 
 // count is how many orders the table holds (a test-sized Scan).

@@ -50,6 +50,9 @@ func run(log *slog.Logger) error {
 		outageOf  = flag.String("outage", "payment", "remote service taken down for -outage-for, starting -outage-after into the run (empty: none)")
 		outageAt  = flag.Duration("outage-after", 30*time.Second, "when the outage starts")
 		outageFor = flag.Duration("outage-for", 60*time.Second, "how long the outage lasts")
+		pauseOf   = flag.String("pause", "", "service an operator pauses for a maintenance window, starting -pause-after into the run (empty: none; make test-soak pauses shipping)")
+		pauseAt   = flag.Duration("pause-after", 2*time.Minute, "when the operator pauses the service")
+		pauseFor  = flag.Duration("pause-for", 90*time.Second, "how long until the operator resumes it (it is down inside the window)")
 		bound     = flag.Duration("bound", 10*time.Minute, "every order must be terminal this long after the last submission")
 		cbWait    = flag.Duration("callback-wait", 20*time.Second, "how long a step whose service calls back waits for it (ORDERLY_CALLBACK_WAIT), in place of the fulfilment example's hours")
 		cbDelay   = flag.Duration("callback-delay", time.Second, "how long the simulated services that call back take before each callback")
@@ -107,6 +110,7 @@ func run(log *slog.Logger) error {
 		Binary: *binary, Env: env, APIAddr: apiAddr, Orders: *orders, Mix: soak.DefaultMix, Seed: *seed,
 		Clients: *clients, BurstShare: *burst, BurstMax: *burstMax, Rate: *rate, KillEvery: *killEvery, VersionChange: *change, RollbackFor: *rollback, Bound: *bound, Log: log, RuntimeLog: runtimeLog,
 		SimulatorAddr: simAddr, Outages: outages, CallbackDelay: *cbDelay, PartyAfter: *partyAfter, CallbackWait: *cbWait,
+		Pause: soak.PauseWindow{Service: *pauseOf, After: *pauseAt, For: *pauseFor},
 	}, soak.Env{Clients: provision.NewClients(awsCfg), Stage: stage, Ledger: ledger})
 	if err != nil {
 		return err

@@ -434,7 +434,7 @@ var lifecycle = []row{
 		}},
 	{order.Waiting, "no callback by its deadline, its service paused", order.Waiting, "Supervisor", "defer",
 		"deadline passed",
-		"the deadline and the next look moved on (backing off); deferrals + 1: no failure counted, the call not made again",
+		"the deadline and the next look moved on by 4 allowances: no failure counted, nothing else, the call not made again",
 		func(s sample) []order.Transition {
 			c := s.callback(order.Waiting)
 			c.st.FailureCount = order.DefaultTiming.FailureThreshold - 1
@@ -540,6 +540,14 @@ var lifecycle = []row{
 		"the deadline and the next look moved on (backing off); deferrals + 1, at most 6",
 		func(s sample) []order.Transition {
 			return forms(supervised(order.Recovery{Action: order.Defer, CompleteBy: s.later, Reason: "backlog"}, s.processing, s.now))
+		}},
+	{order.Processing, "deadline passed, its service paused", order.Processing, "Supervisor", "defer",
+		"deadline passed",
+		"the deadline and the next look moved on by 4 allowances: no failure counted, nothing else",
+		func(s sample) []order.Transition {
+			st := s.processing
+			st.CompleteBy, st.Deferrals = s.now, order.MaxDeferrals
+			return forms(supervised(s.wf.Assess(st, s.later, order.Paused), st, s.later))
 		}},
 	{order.Processing, "deadline passed", order.Pending, "Supervisor", "retry",
 		"deadline passed; a workflow step's order not cancelled",

@@ -103,6 +103,10 @@ type Recovery struct {
 	// MayHaveRun says, for Compensate, that the step's own work may have
 	// been done (it timed out), so it is undone too.
 	MayHaveRun bool
+	// Paused says, for Defer, that the step's service is paused: the
+	// deferral is not counted, so a long pause leaves the step's
+	// back-pressure allowance (MaxDeferrals) and backoff as they were.
+	Paused bool
 	// Release says, for Nudge, that the step of an order held by its
 	// workflow's pause is announced for the first time, the pause over.
 	Release bool
@@ -175,7 +179,7 @@ func (w Workflow) Assess(s StepState, now time.Time, backlog Backlog) Recovery {
 		deferTo := now.Add(def.AllowanceFor(s.FailureCount) << min(s.Deferrals, MaxDeferralBackoff))
 		switch {
 		case backlog == Paused:
-			return Recovery{Action: Defer, CompleteBy: deferTo, Reason: fmt.Sprintf(
+			return Recovery{Action: Defer, CompleteBy: now.Add(def.AllowanceFor(s.FailureCount) * PausedDeferral), Paused: true, Reason: fmt.Sprintf(
 				"attempt %d not answered by %s while service %s is paused by an operator (its agent holds requests in its queue): deadline moved on, no failure counted",
 				s.Attempt, s.CompleteBy.UTC().Format(time.RFC3339Nano), def.Agent)}
 		case backlog == Held:
@@ -220,6 +224,12 @@ func (w Workflow) Assess(s StepState, now time.Time, backlog Backlog) Recovery {
 	return Recovery{Action: Leave}
 }
 
+// PausedDeferral is how many allowances a paused service's step's
+// deadline is moved on by, each time the Supervisor finds it past: a
+// write every few allowances while the pause lasts, and a request lost
+// meanwhile is sent again within as long after the resume.
+const PausedDeferral = 4
+
 // HeldRecheck is how often the Supervisor looks at an order held by its
 // workflow's pause: each look costs one write, and a resume releases the
 // order at the first look after it.
@@ -250,7 +260,7 @@ func (w Workflow) assessWait(s StepState, now time.Time, backlog Backlog) Recove
 	case ok && def.Async() && s.Expired(now) && backlog == Paused:
 		// Its service is paused: it can neither call back nor answer
 		// a check, and that is not its failure.
-		return Recovery{Action: Defer, CompleteBy: now.Add(def.AllowanceFor(s.FailureCount) << min(s.Deferrals, MaxDeferralBackoff)), Reason: fmt.Sprintf(
+		return Recovery{Action: Defer, CompleteBy: now.Add(def.AllowanceFor(s.FailureCount) * PausedDeferral), Paused: true, Reason: fmt.Sprintf(
 			"attempt %d's wait ended at %s while service %s is paused by an operator: deadline moved on, no failure counted",
 			s.Attempt, s.CompleteBy.UTC().Format(time.RFC3339Nano), def.Agent)}
 	case ok && def.Poll != nil && !s.Expired(now) && !s.DueAt.After(now):

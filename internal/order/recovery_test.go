@@ -196,8 +196,9 @@ func TestWorkflowAssessBackPressure(t *testing.T) {
 		{"held one timeout from the threshold: deferred, not compensated", step(order.Processing, now.Add(-time.Second), timing.FailureThreshold-1, order.MaxDeferrals), order.Held, order.Defer, now.Add(16 * timing.MaxAllowance)},
 		{"held inside the window: left alone", step(order.Processing, now.Add(time.Second), 0, 0), order.Held, order.Leave, time.Time{}},
 		{"held but cancelled: compensated, as any expired cancelled step", cancelled, order.Held, order.Compensate, time.Time{}},
-		{"paused: deferred", step(order.Processing, now.Add(-time.Second), 0, 0), order.Paused, order.Defer, now.Add(timing.Allowance)},
-		{"paused for days, one timeout from the threshold: deferred still", step(order.Processing, now.Add(-time.Second), timing.FailureThreshold-1, 5000), order.Paused, order.Defer, now.Add(16 * timing.MaxAllowance)},
+		{"paused: deferred by PausedDeferral allowances", step(order.Processing, now.Add(-time.Second), 0, 0), order.Paused, order.Defer, now.Add(order.PausedDeferral * timing.Allowance)},
+		{"paused, deferred before: the same, no backoff", step(order.Processing, now.Add(-time.Second), 0, 3), order.Paused, order.Defer, now.Add(order.PausedDeferral * timing.Allowance)},
+		{"paused for days, one timeout from the threshold: deferred still", step(order.Processing, now.Add(-time.Second), timing.FailureThreshold-1, 5000), order.Paused, order.Defer, now.Add(order.PausedDeferral * timing.MaxAllowance)},
 		{"paused but cancelled: compensated", cancelled, order.Paused, order.Compensate, time.Time{}},
 	}
 	for _, tt := range tests {

@@ -341,8 +341,12 @@ func (r Recovery) Transition(st StepState, now time.Time) (t Transition, ok bool
 			return Transition{Name: "keep held", Record: st, At: now, Guard: expired, Change: Change{
 				CompleteBy: r.CompleteBy, DueAt: r.CompleteBy, Reason: r.Reason}}, true
 		}
-		return Transition{Name: "defer", Record: st, At: now, Guard: expired, Change: Change{
-			CompleteBy: r.CompleteBy, DueAt: r.CompleteBy, Deferrals: st.Deferrals + 1, Reason: r.Reason}}, true
+		t := Transition{Name: "defer", Record: st, At: now, Guard: expired, Change: Change{
+			CompleteBy: r.CompleteBy, DueAt: r.CompleteBy, Deferrals: st.Deferrals + 1, Reason: r.Reason}}
+		if r.Paused {
+			t.Change.Deferrals = 0 // as it was
+		}
+		return t, true
 	case Retry:
 		// A cancelled order's step is not run again: the Supervisor
 		// compensates instead.

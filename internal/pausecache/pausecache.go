@@ -17,6 +17,11 @@ import (
 // every instance within it.
 const Fresh = 5 * time.Second
 
+// Tries is how often a pause is read before a failure is given up on and
+// the last pause read goes: a fresh instance whose one read failed would
+// take a paused service for one that is not, for Fresh.
+const Tries = 3
+
 // Reader reads one pause.
 type Reader interface {
 	PauseOf(ctx context.Context, kind order.PauseKind, name string) (order.Pause, error)
@@ -45,7 +50,8 @@ func New(reader Reader, now func() time.Time) *Cache {
 }
 
 // Pause returns the pause of kind and name as read within Fresh, reading
-// it again when older. A read that fails returns the last pause read
+// it again when older. A read that fails is tried again (Tries in all);
+// one that still fails returns the last pause read
 // (none before the first) with the error, for the caller to log: a table
 // read fails rarely, and going by the last read is better than holding
 // every request, or refusing every order, for a missing grant.
@@ -58,7 +64,7 @@ func (c *Cache) Pause(ctx context.Context, kind order.PauseKind, name string) (o
 	if ok && now.Sub(e.at) < Fresh {
 		return e.pause, nil
 	}
-	p, err := c.reader.PauseOf(ctx, kind, name)
+	p, err := c.readTrying(ctx, kind, name)
 	if err != nil {
 		if !ok {
 			e.pause = order.Pause{Kind: kind, Name: name}
@@ -68,4 +74,20 @@ func (c *Cache) Pause(ctx context.Context, kind order.PauseKind, name string) (o
 	}
 	c.read[key] = entry{pause: p, at: now}
 	return p, nil
+}
+
+// readTrying reads a pause, up to Tries times while the read fails, a
+// moment apart.
+func (c *Cache) readTrying(ctx context.Context, kind order.PauseKind, name string) (order.Pause, error) {
+	for try := 1; ; try++ {
+		p, err := c.reader.PauseOf(ctx, kind, name)
+		if err == nil || try == Tries {
+			return p, err
+		}
+		select {
+		case <-ctx.Done():
+			return p, err
+		case <-time.After(time.Duration(try) * 20 * time.Millisecond):
+		}
+	}
 }

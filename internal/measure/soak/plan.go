@@ -9,7 +9,9 @@
 // in place, each outcome is the one its test values (and the client's
 // cancel) call for, and every order that was in Error was alerted. Clients
 // cancel some orders and an operator redrives the ones its plan says will
-// need it.
+// need it; an operator may also pause one service for a maintenance
+// window (PauseWindow), which must hold its orders without a call to it,
+// a failed order or an alert.
 package soak
 
 import (

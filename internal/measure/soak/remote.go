@@ -20,7 +20,9 @@ import (
 // leaves them running, so callbacks and events come while it is down, and
 // they try them again (simulator.CallbackTally, Parties.SendsFailed).
 type remote struct {
-	sim     *simulator.Server
+	sim *simulator.Server
+	// calls records when each service was called.
+	calls   callLog
 	srv     *http.Server
 	served  chan struct{}
 	parties *simulator.Parties
@@ -49,7 +51,8 @@ func startRemote(cfg Config, ledger string) (*remote, error) {
 		sim.Close()
 		return nil, fmt.Errorf("listen for the simulator on %s: %w", cfg.SimulatorAddr, err)
 	}
-	r := &remote{sim: sim, srv: &http.Server{Handler: sim, ReadHeaderTimeout: 5 * time.Second}, served: make(chan struct{})}
+	r := &remote{sim: sim, served: make(chan struct{})}
+	r.srv = &http.Server{Handler: r.calls.wrap(sim), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		defer close(r.served)
 		if err := r.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -82,6 +82,9 @@ type Report struct {
 	Poison  PoisonFacts `json:"poison"`
 	Events  EventFacts  `json:"statusEvents"`
 	Waits   WaitFacts   `json:"waits"`
+	// Pause is what an operator's pause of a service did, in a run that
+	// paused one.
+	Pause *PauseFacts `json:"pause,omitempty"`
 }
 
 // WaitFacts says what the orders that wait (the fulfilment example's)
@@ -227,7 +230,7 @@ type PoisonFacts struct {
 func (r Report) OK() bool {
 	return r.Lost == 0 && r.DuplicateEffects == 0 && r.EffectsLeftInPlace == 0 && r.WrongOutcomes == 0 && r.ErrorsUnalerted == 0 &&
 		r.Run.Acknowledged == r.Run.Orders && r.Poison.InDeadLetterQueues >= r.Poison.Sent && r.Events.Published == r.Events.Terminal &&
-		r.Waits.Refused == 0
+		r.Waits.Refused == 0 && (r.Pause == nil || r.Pause.OK())
 }
 
 // account judges every acknowledged order by the evidence: its final
@@ -450,6 +453,9 @@ func (r Report) Print(w io.Writer) {
 	row("callbacks refused as bad (must be 0)", wf.Refused)
 	row("events sent again (runtime down or 5xx)", wf.EventSendsFailed)
 	row("fulfil-cancel orders cancelled while waiting", wf.CancelledWhileWaiting)
+	if p := r.Pause; p != nil {
+		p.print(row)
+	}
 	row("time to terminal p50 / p99 / max", fmt.Sprintf("%.1f s / %.1f s / %.1f s", r.P50Seconds, r.P99Seconds, r.MaxSeconds))
 	for _, o := range r.Slowest {
 		row("  slow", o)

@@ -22,6 +22,7 @@ import (
 	"orderly/internal/local/faults"
 	"orderly/internal/local/provision"
 	"orderly/internal/local/simulator"
+	"orderly/internal/operator/ops"
 	"orderly/internal/order"
 	"orderly/internal/resources"
 	"orderly/internal/testkit/ordertest"
@@ -151,6 +152,16 @@ func Run(ctx context.Context, cfg Config, env Env) (Report, error) {
 			}
 		})
 	}
+	// An operator's maintenance window of one service, while orders go
+	// in and the runtime is killed, through the CLI's own code.
+	var (
+		pausing sync.WaitGroup
+		paused  pauseRun
+	)
+	if cfg.Pause.Service != "" {
+		stage := ops.Open(env.Stage, env.Clients.DynamoDB, env.Clients.SQS, soakWorkflows())
+		pausing.Go(func() { paused = cfg.Pause.operate(ctx, stage, far.sim, cfg.Log) })
+	}
 	began := time.Now()
 	orders := submitAll(ctx, cfg, plan)
 	submitted := time.Since(began)
@@ -161,6 +172,8 @@ func Run(ctx context.Context, cfg Config, env Env) (Report, error) {
 	final, waited := awaitTerminal(ctx, store, orders, cfg.Bound, func(id string) bool {
 		return post(ctx, &http.Client{Timeout: 30 * time.Second}, "http://"+cfg.APIAddr+"/orders/"+id+"/redrive") == http.StatusAccepted
 	})
+	// The kills go on until the operator's resume too.
+	pausing.Wait()
 	stopKilling()
 	killing.Wait()
 	cfg.Log.Info("orders settled", "took", waited.Round(time.Second))
@@ -218,10 +231,52 @@ func Run(ctx context.Context, cfg Config, env Env) (Report, error) {
 		r.Faults[string(k)] = n
 	}
 	r.CrashedAt = maps.Clone(c.crashedAt)
+	holds, kills, unread := slices.Clone(c.holds), slices.Clone(c.killedAt), slices.Clone(c.unread)
 	c.mu.Unlock()
+	history := dynamo.NewHistory(env.Clients.DynamoDB, cat.History.Name)
+	if cfg.Pause.Service != "" {
+		ev := pauseEvidence{run: paused, calls: far.calls.of(cfg.Pause.Service), holds: holds, kills: kills, unread: unread,
+			agentOf: agentsOf(order.WithRehearsal(soakWorkflows()))}
+		ev.histories = heldHistories(ctx, history, cfg.Pause.Service, holds)
+		f := pauseFacts(ev, orders, final, alerts)
+		r.Pause = &f
+	}
 	r.Poison = PoisonFacts{Sent: poison, InDeadLetterQueues: dlq, ByQueue: byQueue}
-	r.Histories = histories(ctx, dynamo.NewHistory(env.Clients.DynamoDB, cat.History.Name), slices.Concat(r.wrongIDs, r.lostIDs, r.dupIDs))
+	var heldWrong []string
+	if r.Pause != nil {
+		heldWrong = r.Pause.heldWrongIDs
+	}
+	r.Histories = histories(ctx, history, slices.Concat(r.wrongIDs, r.lostIDs, r.dupIDs, heldWrong))
 	return r, nil
+}
+
+// heldHistories reads the history of every order whose request an
+// agent held for service's pause; one it cannot read is left out.
+func heldHistories(ctx context.Context, h *dynamo.History, service string, holds []heldRequest) map[string][]order.HistoryEntry {
+	out := map[string][]order.HistoryEntry{}
+	for _, hr := range holds {
+		if hr.Agent != service || out[hr.OrderID] != nil {
+			continue
+		}
+		if es, err := h.List(ctx, hr.OrderID, time.Time{}); err == nil {
+			out[hr.OrderID] = es
+		}
+	}
+	return out
+}
+
+// agentsOf returns what names the service a step of an order's workflow
+// version calls, among versions (empty for a step that calls none, or a
+// version no runtime had).
+func agentsOf(versions order.Versions) func(o order.Order, step string) string {
+	return func(o order.Order, step string) string {
+		wf, ok := versions.Get(o.Workflow, o.Version)
+		if !ok {
+			return ""
+		}
+		d, _ := wf.Step(step)
+		return d.Agent
+	}
 }
 
 // histories reads the history of each order in ids, one line per

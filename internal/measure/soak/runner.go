@@ -63,6 +63,9 @@ type Config struct {
 	// it rolls back to a runtime without it, and RollbackFor after that
 	// deploys it again. Each is a kill -9 and a start with the new build.
 	VersionChange, RollbackFor time.Duration
+	// Pause, when its Service is set, is an operator's maintenance window
+	// of that service during the run (see PauseWindow).
+	Pause PauseWindow
 	// Bound is how long after the last submission every order must be
 	// terminal.
 	Bound time.Duration
@@ -101,6 +104,13 @@ type child struct {
 	build []string
 	// deploys counts version changes and rollbacks.
 	deploys int
+	// killedAt is when each kill -9 landed; holds are the agents' holds
+	// of a paused service's requests, as their log lines came.
+	killedAt []time.Time
+	holds    []heldRequest
+	// unread are the agents' reads of their service's pause that failed
+	// and went by no pause (none read before, or the last read said so).
+	unread []heldRequest
 }
 
 // terminalStatuses are the statuses whose events the soak checks, as
@@ -185,6 +195,27 @@ func (c *child) read(r io.Reader) {
 			_, _ = c.cfg.RuntimeLog.Write(append(line, '\n'))
 			c.mu.Unlock()
 		}
+		held, unread := bytes.Contains(line, []byte(`"service paused: request held in its queue"`)),
+			bytes.Contains(line, []byte(`"pause not read; going by the last read"`))
+		if held || unread {
+			var rec struct {
+				Agent   string `json:"agent"`
+				OrderID string `json:"order_id"`
+				Paused  bool   `json:"paused"`
+			}
+			if json.Unmarshal(line, &rec) == nil {
+				h := heldRequest{At: time.Now(), Agent: rec.Agent, OrderID: rec.OrderID}
+				c.mu.Lock()
+				switch {
+				case held:
+					c.holds = append(c.holds, h)
+				case !rec.Paused:
+					c.unread = append(c.unread, h)
+				}
+				c.mu.Unlock()
+			}
+			continue
+		}
 		if !bytes.Contains(line, []byte(`"fault injected"`)) {
 			continue
 		}
@@ -216,6 +247,7 @@ func (c *child) kill9() error {
 	<-exited
 	c.mu.Lock()
 	c.kills++
+	c.killedAt = append(c.killedAt, time.Now())
 	c.mu.Unlock()
 	return c.start()
 }

@@ -24,8 +24,9 @@ import (
 
 // A short soak, make test-soak: a few hundred orders through the local
 // runtime under injected faults, with kill -9 and restarts, two Schedulers
-// and two Supervisors on skewed clocks, and a payment outage. make soak
-// runs the full size.
+// and two Supervisors on skewed clocks, a payment outage, and an
+// operator's pause of shipping for its maintenance window. make soak runs
+// the full size.
 func TestShortSoakLosesNothing(t *testing.T) {
 	cfg := testenv.AWS(t)
 	dir := t.TempDir()
@@ -70,6 +71,10 @@ func TestShortSoakLosesNothing(t *testing.T) {
 		// Across a version change, a rollback with its orders in flight,
 		// and the version back.
 		VersionChange: 3 * time.Second, RollbackFor: 10 * time.Second,
+		// Shipping's maintenance window: paused by an operator once the
+		// payment outage is over, down for a minute inside the pause, and
+		// resumed, while the runtime keeps being killed.
+		Pause: soak.PauseWindow{Service: ordertest.AgentShipping, After: 25 * time.Second, For: 75 * time.Second},
 	}, soak.Env{Clients: testenv.Clients(cfg), Stage: stage, Ledger: ledger})
 	if err != nil {
 		t.Fatal(err)
@@ -79,6 +84,12 @@ func TestShortSoakLosesNothing(t *testing.T) {
 	t.Log("\n" + table.String())
 	if !report.OK() {
 		t.Errorf("the soak broke a promise: %+v", report)
+	}
+	// The pause held shipping's requests across kills, called shipping
+	// not once while it held, and failed or alerted nothing (report.OK
+	// says so too; this names it).
+	if p := report.Pause; p == nil || !p.OK() {
+		t.Errorf("shipping's pause broke a promise: %+v", p)
 	}
 	if report.Run.Kills == 0 {
 		t.Errorf("the runtime was never killed")
