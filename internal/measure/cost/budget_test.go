@@ -28,6 +28,7 @@ func TestCostStaysWithinBudget(t *testing.T) {
 	if !testenv.Enabled() {
 		t.Skip("set ORDERLY_INTEGRATION=1 to run against the emulators")
 	}
+	t.Parallel() // beside the waits' measurement, on a stage of its own
 	prices, err := prices.Load(pricesPath)
 	if err != nil {
 		t.Fatal(err)

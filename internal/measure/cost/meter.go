@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
 
+	"orderly/internal/order"
 	"orderly/internal/resources"
 )
 
@@ -59,6 +60,12 @@ type Usage struct {
 	// IndexQueryItems are the entries those queries returned: none for an
 	// order that waits until its wait is due.
 	IndexQueryItems int
+	// PauseReads and PauseReadUnits are the reads of pauses (order.Pause):
+	// the Supervisor's once a run, an agent's and the submission's once
+	// per instance every few seconds. Like the index queries they cost by
+	// time, not by order, and are counted apart.
+	PauseReads     int
+	PauseReadUnits float64
 	// StreamInvocations counts table changes that pass the Scheduler's
 	// stream filter: each is a record Lambda delivers.
 	StreamInvocations int
@@ -228,6 +235,64 @@ func (m *Meter) lock(targets []writeTarget) func() {
 	}
 }
 
+// readsPauses reports whether a call reads pauses only: a GetItem or
+// BatchGetItem whose every key is a pause's.
+func readsPauses(params any) bool {
+	isPause := func(key map[string]types.AttributeValue) bool {
+		id, ok := key[resources.AttrOrderID].(*types.AttributeValueMemberS)
+		if !ok {
+			return false
+		}
+		_, _, pause := order.PauseOfKey(id.Value)
+		return pause
+	}
+	switch in := params.(type) {
+	case *dynamodb.GetItemInput:
+		return isPause(in.Key)
+	case *dynamodb.BatchGetItemInput:
+		n := 0
+		for _, ka := range in.RequestItems {
+			for _, k := range ka.Keys {
+				if !isPause(k) {
+					return false
+				}
+				n++
+			}
+		}
+		return n > 0
+	}
+	return false
+}
+
+// pauseReadUnits is what a read of pauses costs: each key read, found
+// or not, at least half a read unit (eventually consistent).
+func pauseReadUnits(params, result any) float64 {
+	switch in := params.(type) {
+	case *dynamodb.GetItemInput:
+		size := 0
+		if out, ok := result.(*dynamodb.GetItemOutput); ok {
+			size = ItemSize(out.Item)
+		}
+		return readUnits(size, false)
+	case *dynamodb.BatchGetItemInput:
+		keys := 0
+		for _, ka := range in.RequestItems {
+			keys += len(ka.Keys)
+		}
+		units := 0.0
+		if out, ok := result.(*dynamodb.BatchGetItemOutput); ok {
+			for _, items := range out.Responses {
+				for _, it := range items {
+					units += readUnits(ItemSize(it), false)
+					keys--
+				}
+			}
+		}
+		return units + float64(keys)*readUnits(0, false)
+	}
+	return 0
+}
+
 func (m *Meter) record(ctx context.Context, op Op, params, result any, callErr error, writes []writeTarget) {
 	var after []map[string]types.AttributeValue
 	if callErr == nil {
@@ -238,6 +303,11 @@ func (m *Meter) record(ctx context.Context, op Op, params, result any, callErr e
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if readsPauses(params) {
+		m.usage.PauseReads++
+		m.usage.PauseReadUnits += pauseReadUnits(params, result)
+		return
+	}
 	if q, ok := params.(*dynamodb.QueryInput); !ok || q.IndexName == nil {
 		m.usage.Calls[op]++ // the Supervisor's index queries are counted apart
 	}

@@ -97,6 +97,9 @@ func printScenario(w io.Writer, r Result, p prices.Prices, httpAPI bool) {
 	if r.Usage.IndexQueries > 0 {
 		fmt.Fprintf(tw, "  Supervisor due-index queries (fixed per run, not per order)\t%d (%.1f RRU)\t\n", r.Usage.IndexQueries, r.Usage.IndexQueryReads)
 	}
+	if r.Usage.PauseReads > 0 {
+		fmt.Fprintf(tw, "  reads of pauses (per run and instance every 5 s, not per order)\t%d (%.1f RRU)\t\n", r.Usage.PauseReads, r.Usage.PauseReadUnits)
+	}
 	tw.Flush()
 	for _, load := range []Load{HighLoad, LowLoad} {
 		e := Price(p, u, load, DeployedMemory, httpAPI)

@@ -22,6 +22,9 @@ func TestAWaitingOrderCostsNothingButStorage(t *testing.T) {
 	if !testenv.Enabled() {
 		t.Skip("set ORDERLY_INTEGRATION=1 to run against the emulators")
 	}
+	// Most of its time is waiting for timers and Supervisor runs: it runs
+	// beside the budget's scenarios, each on a stage of its own.
+	t.Parallel()
 	p, err := prices.Load(pricesPath)
 	if err != nil {
 		t.Fatal(err)
