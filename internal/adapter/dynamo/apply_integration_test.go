@@ -347,9 +347,10 @@ func randomWrite(rng *rand.Rand, wf order.Workflow, f order.Found, fence order.S
 			fits = append(fits, 11, 11, 12)
 		}
 		// The path to a forward redrive, the rarest form: a first undo
-		// refused, then retried.
+		// refused, then retried (weighted twice as much since the walk
+		// also tries holds and releases, which missed it now and then).
 		if cur.Undo && cur.Index == len(wf.Steps) && !cur.CancelRequested {
-			fits = append(fits, map[order.ProcessState][]int{order.Processing: {0, 0, 0}, order.Error: {17, 17, 17}}[cur.ProcessState]...)
+			fits = append(fits, map[order.ProcessState][]int{order.Processing: {0, 0, 0, 0, 0, 0}, order.Error: {17, 17, 17, 17, 17, 17}}[cur.ProcessState]...)
 		}
 		if len(fits) > 0 {
 			pick = fits[rng.IntN(len(fits))]
