@@ -67,7 +67,10 @@ func (c *Cache) Pause(ctx context.Context, kind order.PauseKind, name string) (o
 	p, err := c.readTrying(ctx, kind, name)
 	if err != nil {
 		if !ok {
-			e.pause = order.Pause{Kind: kind, Name: name}
+			// Nothing read yet (a fresh instance): no pause is assumed
+			// for this request alone, and the next one reads again, so
+			// a paused service is called as little as can be.
+			return order.Pause{Kind: kind, Name: name}, err
 		}
 		c.read[key] = entry{pause: e.pause, at: now}
 		return e.pause, err

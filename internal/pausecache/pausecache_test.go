@@ -66,6 +66,13 @@ func TestCache(t *testing.T) {
 	if p, err := c.Pause(ctx, order.PauseWorkflow, "order"); p.On() || err == nil || p.Name != "order" {
 		t.Errorf("a first read that fails: %+v, %v; want no pause and the error", p, err)
 	}
+	// Nothing was read of it yet, so the next request reads again, at
+	// once, and sees the pause.
+	r.err, r.pause = nil, on
+	before := r.reads
+	if p, err := c.Pause(ctx, order.PauseWorkflow, "order"); !p.On() || err != nil || r.reads != before+1 {
+		t.Errorf("after a first read that failed: %+v, %v, %d reads; want it read again and on", p, err, r.reads-before)
+	}
 }
 
 // A read that fails is tried again at once, up to Tries reads, before the
