@@ -86,7 +86,8 @@ func (a *app) resumeCmd() *cobra.Command {
 		Short:                 "End a pause: held orders go on",
 		Long: `Resume a paused service or workflow. A service's held requests are called
 again as they come back from their queue (within about a minute); a workflow's
-held orders start (within about a minute, as the Supervisor finds them).`,
+held orders start within about 3 minutes (the Supervisor looks at each every 2
+minutes).`,
 		Args:      cobra.ExactArgs(2),
 		ValidArgs: []cobra.Completion{string(order.PauseService), string(order.PauseWorkflow)},
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -293,7 +293,7 @@ func (c *Console) resumeConfirm(w http.ResponseWriter, r *http.Request) {
 	}
 	what := "Its held requests are called again as they come back from their queue, within about a minute."
 	if kind == order.PauseWorkflow {
-		what = "Its held orders start within about a minute, as the Supervisor finds them; new orders are taken again."
+		what = "Its held orders start within about 3 minutes (the Supervisor looks at each every 2 minutes); new orders are taken again."
 	}
 	page := pauseConfirmPage{Stage: c.name, Action: actResume, Title: "Resume " + p.Subject(), What: what + " The history names you and keeps your reason.",
 		Form: f, Pause: p, Who: who, Token: c.token}
