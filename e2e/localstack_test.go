@@ -23,10 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
-	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"orderly/internal/actor/api"
 	"orderly/internal/local/provision"
@@ -79,7 +76,7 @@ func stack(t *testing.T) deployed {
 	d.api = gatewayURL(t, aws.ToString(cfg.BaseEndpoint), outputs["ApiUrl"])
 	d.orders = resources.New(stage, ordertest.OrderWorkflow(order.DefaultTiming).Agents()).Orders.Name
 	d.alerts = testenv.SubscribeAlerts(t, d.clients, outputs["AlertTopicArn"])
-	d.events = &eventInbox{sqs: d.clients.Deliveries, url: statusEvents(t, d.clients, outputs["EventBusName"]), seen: map[string][]order.StatusChange{}, ids: map[string]bool{}}
+	d.events = &eventInbox{sqs: d.clients.Deliveries, url: testenv.BusQueue(t, d.clients, outputs["EventBusName"], resources.EventSource, resources.OperatorEventSource), seen: map[string][]order.StatusChange{}, ids: map[string]bool{}}
 	return d
 }
 
@@ -95,37 +92,6 @@ func gatewayURL(t *testing.T, endpoint, apiURL string) string {
 	apiID, _, _ := strings.Cut(u.Host, ".")
 	stage := strings.Trim(u.Path, "/")
 	return fmt.Sprintf("%s/_aws/execute-api/%s/%s", strings.TrimSuffix(endpoint, "/"), apiID, stage)
-}
-
-// statusEvents adds a rule on the stack's bus to a fresh queue, as a
-// client subscribes to its orders' status events.
-func statusEvents(t *testing.T, c provision.Clients, bus string) string {
-	t.Helper()
-	ctx := context.Background()
-	name := "e2e-status-" + strings.ToLower(fmt.Sprint(time.Now().UnixNano()%1e9))
-	q, err := c.Deliveries.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
-	if err != nil {
-		t.Fatalf("create queue: %v", err)
-	}
-	attrs, err := c.Deliveries.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: q.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
-	if err != nil {
-		t.Fatalf("queue arn: %v", err)
-	}
-	pattern, _ := json.Marshal(map[string]any{"source": []string{"orderly"}})
-	if _, err := c.EventBridge.PutRule(ctx, &eventbridge.PutRuleInput{Name: aws.String(name), EventBusName: aws.String(bus),
-		EventPattern: aws.String(string(pattern))}); err != nil {
-		t.Fatalf("put rule: %v", err)
-	}
-	if _, err := c.EventBridge.PutTargets(ctx, &eventbridge.PutTargetsInput{Rule: aws.String(name), EventBusName: aws.String(bus),
-		Targets: []ebtypes.Target{{Id: aws.String("queue"), Arn: aws.String(attrs.Attributes["QueueArn"])}}}); err != nil {
-		t.Fatalf("put targets: %v", err)
-	}
-	t.Cleanup(func() {
-		c.EventBridge.RemoveTargets(ctx, &eventbridge.RemoveTargetsInput{Rule: aws.String(name), EventBusName: aws.String(bus), Ids: []string{"queue"}})
-		c.EventBridge.DeleteRule(ctx, &eventbridge.DeleteRuleInput{Name: aws.String(name), EventBusName: aws.String(bus)})
-		c.Deliveries.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: q.QueueUrl})
-	})
-	return aws.ToString(q.QueueUrl)
 }
 
 func (d deployed) call(t *testing.T, method, path, body string) (int, []byte) {

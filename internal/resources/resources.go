@@ -265,6 +265,10 @@ type Catalog struct {
 const (
 	EventSource     = "orderly"
 	EventTypePrefix = "Order "
+	// OperatorEventSource is the source of operators' events (a pause, a
+	// resume): they name the operator (an IAM ARN, so the account) and
+	// why, so they are kept off the source clients' rules match.
+	OperatorEventSource = "orderly.operator"
 	// PauseEventTypePrefix starts a pause's event: "Pause paused",
 	// "Pause pause changed", "Pause resumed".
 	PauseEventTypePrefix = "Pause "

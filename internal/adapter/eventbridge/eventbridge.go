@@ -36,25 +36,26 @@ func NewPublisher(client Client, bus string) *Publisher {
 // detail-type "Order <status>", the change as detail.
 func (p *Publisher) Publish(ctx context.Context, c order.StatusChange) error {
 	what := fmt.Sprintf("status %s of order %s", c.Status, c.OrderID)
-	return p.put(ctx, what, resources.EventTypePrefix+string(c.Status), c)
+	return p.put(ctx, what, resources.EventSource, resources.EventTypePrefix+string(c.Status), c)
 }
 
-// PublishPause puts one pause's change on the bus: source "orderly",
+// PublishPause puts one pause's change on the bus: source
+// "orderly.operator" (not clients' "orderly": it names the operator),
 // detail-type "Pause <event>" (paused, pause changed, resumed), the
 // change as detail, for operators' rules.
 func (p *Publisher) PublishPause(ctx context.Context, c order.PauseChange) error {
 	what := fmt.Sprintf("%s of %s", c.Event, c.Pause.Subject())
-	return p.put(ctx, what, resources.PauseEventTypePrefix+c.Event, c)
+	return p.put(ctx, what, resources.OperatorEventSource, resources.PauseEventTypePrefix+c.Event, c)
 }
 
-func (p *Publisher) put(ctx context.Context, what, detailType string, v any) error {
+func (p *Publisher) put(ctx context.Context, what, source, detailType string, v any) error {
 	detail, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode event of %s: %w", what, err)
 	}
 	out, err := p.client.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: []types.PutEventsRequestEntry{{
 		EventBusName: aws.String(p.bus),
-		Source:       aws.String(resources.EventSource),
+		Source:       aws.String(source),
 		DetailType:   aws.String(detailType),
 		Detail:       aws.String(string(detail)),
 		Resources:    []string{},
