@@ -69,13 +69,6 @@ type Holder interface {
 	HoldRequest(ctx context.Context, agent string, req order.StepRequest, delay time.Duration) error
 }
 
-// Pauses reads whether the agent's service is paused (order.Pause): an
-// operator's pause holds its requests as an open circuit does, but
-// counts no failure and raises no alarm.
-type Pauses interface {
-	PauseOf(ctx context.Context, kind order.PauseKind, name string) (order.Pause, error)
-}
-
 // Replier posts replies on the response queue.
 type Replier interface {
 	SendReply(ctx context.Context, rep order.StepReply) error
@@ -163,8 +156,9 @@ type Config struct {
 	Holder  Holder
 	Breaker Breaker
 	// Pauses, with Holder, lets an operator pause the service: its
-	// requests are then held in the queue, unhurt (see order.Pause).
-	Pauses Pauses
+	// requests are then held in the queue as behind an open circuit,
+	// but no failure is counted and no alarm raised (see order.Pause).
+	Pauses pausecache.Reader
 	// PausedHold is about how long a paused service's request waits in
 	// the queue before the agent looks again; zero means pausedHold (a
 	// minute). Local tests shorten it.
