@@ -212,8 +212,11 @@ func writePauseHistory(w io.Writer, es []order.HistoryEntry) {
 
 // whoami is the operator's identity, for the pause's record: the AWS
 // principal (its ARN) the CLI's credentials are, from STS
-// GetCallerIdentity, which needs no permission.
+// GetCallerIdentity, which needs no permission. It is asked once: the
+// console asks on every pause and resume.
 func (a *app) whoami(ctx context.Context) (string, error) {
+	a.callerMu.Lock()
+	defer a.callerMu.Unlock()
 	if a.caller != "" {
 		return a.caller, nil
 	}
@@ -225,5 +228,6 @@ func (a *app) whoami(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("who you are (STS GetCallerIdentity), for the pause's record: %w", err)
 	}
-	return aws.ToString(out.Arn), nil
+	a.caller = aws.ToString(out.Arn)
+	return a.caller, nil
 }

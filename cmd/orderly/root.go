@@ -9,6 +9,7 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"sync"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -50,9 +51,11 @@ type app struct {
 	stage  string
 	output format
 	out    io.Writer
-	// caller, when set, is who the operator is (tests); else whoami asks
-	// STS.
-	caller string
+	// caller, when set, is who the operator is (tests, or whoami's
+	// first answer from STS); callerMu guards it for the console's
+	// handlers.
+	caller   string
+	callerMu sync.Mutex
 	// opened, when set, is the stage open returns: a test's stage on the
 	// emulators, running workflows this binary does not ship.
 	opened *ops.Stage

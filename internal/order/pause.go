@@ -134,18 +134,15 @@ type PauseRequest struct {
 // to be written then.
 func PlanPause(r PauseRequest, wfs Versions, now time.Time) (Pause, error) {
 	var problems []string
+	if problem := unknownPausable(r.Kind, r.Name, wfs); problem != "" {
+		problems = append(problems, problem)
+	}
 	switch r.Kind {
 	case PauseService:
-		if !slices.Contains(wfs.Agents(), r.Name) {
-			problems = append(problems, fmt.Sprintf("no service %q in the stage's workflows (it has %s)", r.Name, strings.Join(wfs.Agents(), ", ")))
-		}
 		if r.Submissions != "" {
 			problems = append(problems, "submissions are held or refused by a workflow's pause, not a service's")
 		}
 	case PauseWorkflow:
-		if !slices.Contains(wfs.Names(), r.Name) {
-			problems = append(problems, fmt.Sprintf("no workflow %q in the stage (it has %s)", r.Name, strings.Join(wfs.Names(), ", ")))
-		}
 		switch r.Submissions {
 		case "":
 			r.Submissions = HoldSubmissions
@@ -153,8 +150,6 @@ func PlanPause(r PauseRequest, wfs Versions, now time.Time) (Pause, error) {
 		default:
 			problems = append(problems, fmt.Sprintf("submissions %q: want %q or %q", r.Submissions, HoldSubmissions, RefuseSubmissions))
 		}
-	default:
-		problems = append(problems, fmt.Sprintf("a pause of %q: want %q or %q", r.Kind, PauseService, PauseWorkflow))
 	}
 	switch {
 	case r.For <= 0:
@@ -174,6 +169,33 @@ func PlanPause(r PauseRequest, wfs Versions, now time.Time) (Pause, error) {
 		return Pause{}, fmt.Errorf("pause %s %s: %s: %w", r.Kind, r.Name, strings.Join(problems, "; "), ErrInvalid)
 	}
 	return Pause{Kind: r.Kind, Name: r.Name, By: r.By, Reason: strings.TrimSpace(r.Reason), Since: now.UTC(), Until: now.Add(r.For).UTC(), Submissions: r.Submissions}, nil
+}
+
+// CheckPausable refuses a kind or a name the stage's workflows do not
+// have: what a resume, or a pause's history, is asked of.
+func CheckPausable(kind PauseKind, name string, wfs Versions) error {
+	if problem := unknownPausable(kind, name, wfs); problem != "" {
+		return fmt.Errorf("%s: %w", problem, ErrInvalid)
+	}
+	return nil
+}
+
+// unknownPausable names what is wrong with a pause's kind and name, ""
+// when the stage has them.
+func unknownPausable(kind PauseKind, name string, wfs Versions) string {
+	switch kind {
+	case PauseService:
+		if !slices.Contains(wfs.Agents(), name) {
+			return fmt.Sprintf("no service %q in the stage's workflows (it has %s)", name, strings.Join(wfs.Agents(), ", "))
+		}
+	case PauseWorkflow:
+		if !slices.Contains(wfs.Names(), name) {
+			return fmt.Sprintf("no workflow %q in the stage (it has %s)", name, strings.Join(wfs.Names(), ", "))
+		}
+	default:
+		return fmt.Sprintf("a pause of %q: want %q or %q", kind, PauseService, PauseWorkflow)
+	}
+	return ""
 }
 
 // PauseHistory is what a change of a pause's item adds to its history:

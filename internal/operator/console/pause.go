@@ -324,7 +324,9 @@ func (c *Console) resumeAct(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.log.Info("operator resume from the console", "pause", ended.Subject(), "by", who)
-	done := fmt.Sprintf("%s resumed after %s (paused by %s: %s).", ended.Subject(), c.now().Sub(ended.Since).Round(time.Second), ended.By, ended.Reason)
+	// Who paused stays out of the page's address (it is an IAM ARN,
+	// with the account): the pauses page's row names them.
+	done := fmt.Sprintf("%s resumed after %s (paused for: %s).", ended.Subject(), c.now().Sub(ended.Since).Round(time.Second), ended.Reason)
 	http.Redirect(w, r, "/pauses?done="+url.QueryEscape(done)+"#"+anchor(kind, name), http.StatusSeeOther)
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -357,7 +358,7 @@ func MemoryJournal() *Journal { return &Journal{recorded: map[string]JournalEntr
 // another run.
 func OpenJournal(path, stage string, a BulkAction, filter string) (*Journal, error) {
 	head := journalHeader{Journal: journalKind, Stage: stage, Action: a.String(), Filter: filter}
-	if err := os.MkdirAll(dirOf(path), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("journal %s: %w", path, err)
 	}
 	file, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
@@ -370,13 +371,6 @@ func OpenJournal(path, stage string, a BulkAction, filter string) (*Journal, err
 		return nil, fmt.Errorf("journal %s: %w", path, err)
 	}
 	return j, nil
-}
-
-func dirOf(path string) string {
-	if i := strings.LastIndexAny(path, `/\`); i > 0 {
-		return path[:i]
-	}
-	return "."
 }
 
 // load reads the journal's header and entries, or writes the header of a

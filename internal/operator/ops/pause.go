@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -17,7 +16,7 @@ import (
 // or a missing reason writes nothing. A pause that is on already keeps
 // its start and takes the new end and reason.
 func (s *Stage) Pause(ctx context.Context, r order.PauseRequest) (order.Pause, error) {
-	p, err := order.PlanPause(r, s.workflows, s.now())
+	p, err := s.PlanPause(r)
 	if err != nil {
 		return order.Pause{}, err
 	}
@@ -37,7 +36,7 @@ func (s *Stage) PlanPause(r order.PauseRequest) (order.Pause, error) {
 // Resume ends the pause of a service or workflow, as the operator by; a
 // resume of something unknown, or not paused, is refused.
 func (s *Stage) Resume(ctx context.Context, kind order.PauseKind, name, by, reason string) (order.Pause, error) {
-	if err := s.knownPausable(kind, name); err != nil {
+	if err := order.CheckPausable(kind, name, s.workflows); err != nil {
 		return order.Pause{}, err
 	}
 	if len(reason) > order.MaxPauseReason {
@@ -51,23 +50,6 @@ func (s *Stage) Resume(ctx context.Context, kind order.PauseKind, name, by, reas
 		return order.Pause{}, fmt.Errorf("stage %s: %w", s.Name, err)
 	}
 	return ended, nil
-}
-
-// knownPausable refuses a kind or name the stage does not have.
-func (s *Stage) knownPausable(kind order.PauseKind, name string) error {
-	switch kind {
-	case order.PauseService:
-		if !slices.Contains(s.agents, name) {
-			return fmt.Errorf("no service %q in the stage's workflows (it has %s): %w", name, strings.Join(s.agents, ", "), order.ErrInvalid)
-		}
-	case order.PauseWorkflow:
-		if !slices.Contains(s.workflows.Names(), name) {
-			return fmt.Errorf("no workflow %q in the stage (it has %s): %w", name, strings.Join(s.workflows.Names(), ", "), order.ErrInvalid)
-		}
-	default:
-		return fmt.Errorf("%q: want %q or %q: %w", kind, order.PauseService, order.PauseWorkflow, order.ErrInvalid)
-	}
-	return nil
 }
 
 // Pauses lists the pause of every service and workflow of the stage, on
@@ -84,7 +66,7 @@ func (s *Stage) Pauses(ctx context.Context) ([]order.Pause, error) {
 // workflow the stage keeps (as long as orders' history), oldest first:
 // who, when, why.
 func (s *Stage) PauseHistory(ctx context.Context, kind order.PauseKind, name string) ([]order.HistoryEntry, error) {
-	if err := s.knownPausable(kind, name); err != nil {
+	if err := order.CheckPausable(kind, name, s.workflows); err != nil {
 		return nil, err
 	}
 	es, err := s.history.List(ctx, order.PauseKey(kind, name), time.Time{})
@@ -112,15 +94,19 @@ func (s *Stage) HeldBy(ctx context.Context, v api.OrderView, held bool) (order.P
 			}
 		}
 	}
-	ps, err := s.store.PausesOf(ctx, services, []string{order.WorkflowOf(v.Workflow)})
+	var workflows []string
+	if held {
+		workflows = []string{order.WorkflowOf(v.Workflow)}
+	}
+	if len(services) == 0 && len(workflows) == 0 {
+		return order.Pause{}, false, nil // nothing of it can be paused: no read
+	}
+	ps, err := s.store.PausesOf(ctx, services, workflows)
 	if err != nil {
 		return order.Pause{}, false, fmt.Errorf("stage %s: %w", s.Name, err)
 	}
 	for _, p := range ps {
-		if !p.On() {
-			continue
-		}
-		if p.Kind == order.PauseService || held {
+		if p.On() {
 			return p, true, nil
 		}
 	}
