@@ -205,8 +205,15 @@ func list(v any) []any {
 // grants returns, per role, every "action on resource" its policies allow.
 func grants(t *testing.T) map[string][]string {
 	t.Helper()
+	return grantsOf(t, ofType("AWS::IAM::Policy"))
+}
+
+// grantsOf is, per role, every "action on resource[ if condition]" the
+// policies allow, sorted.
+func grantsOf(t *testing.T, policies map[string]map[string]any) map[string][]string {
+	t.Helper()
 	out := map[string][]string{}
-	for _, p := range ofType("AWS::IAM::Policy") {
+	for _, p := range policies {
 		pp := props(p)
 		for _, role := range list(pp["Roles"]) {
 			name := describe(role)

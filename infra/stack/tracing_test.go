@@ -49,7 +49,7 @@ func TestTracingSetsEveryFunctionsExportAndNoGrant(t *testing.T) {
 		}
 	}
 
-	offGrants, onGrants := variantGrants(t, off), variantGrants(t, on)
+	offGrants, onGrants := grantsOf(t, off.ofType("AWS::IAM::Policy")), grantsOf(t, on.ofType("AWS::IAM::Policy"))
 	for role, gs := range onGrants {
 		if !slices.Equal(gs, offGrants[role]) {
 			t.Errorf("tracing on changes role %s's grants:\n on  %v\n off %v", role, gs, offGrants[role])
@@ -61,31 +61,6 @@ func TestTracingSetsEveryFunctionsExportAndNoGrant(t *testing.T) {
 			t.Errorf("function %s's role %s may not send spans (xray:PutTraceSegments): %v", logicalName(id), role, onGrants[role])
 		}
 	}
-}
-
-// variantGrants is, per role of v, every "action on resource" it allows,
-// sorted.
-func variantGrants(t *testing.T, v variant) map[string][]string {
-	t.Helper()
-	out := map[string][]string{}
-	for _, p := range v.ofType("AWS::IAM::Policy") {
-		pp := props(p)
-		for _, role := range list(pp["Roles"]) {
-			name := logicalName(describe(role))
-			for _, st := range list(pp["PolicyDocument"].(map[string]any)["Statement"]) {
-				s := st.(map[string]any)
-				for _, a := range list(s["Action"]) {
-					for _, r := range list(s["Resource"]) {
-						out[name] = append(out[name], fmt.Sprintf("%s on %s", a, describe(r)))
-					}
-				}
-			}
-		}
-	}
-	for _, g := range out {
-		slices.Sort(g)
-	}
-	return out
 }
 
 func TestTracingFromContext(t *testing.T) {

@@ -240,6 +240,7 @@ func Agent(f Function, a AgentSettings) *agent.Service {
 			Tokens: f.callbackTokens(secretsmanager.NewFromConfig(f.AWS)), Now: f.Now})
 	}
 	sqsClient := awssqs.NewFromConfig(f.AWS)
+	orders := f.orders("agent " + a.Name) // one client, one connection pool
 	return agent.New(agent.Config{
 		Name:        a.Name,
 		Remote:      client,
@@ -247,11 +248,11 @@ func Agent(f Function, a AgentSettings) *agent.Service {
 		Backoff:     a.Backoff,
 		ReplyMargin: a.ReplyMargin,
 		TryTimeout:  a.TryTimeout,
-		Deadlines:   f.orders("agent " + a.Name),
+		Deadlines:   orders,
 		Workflows:   f.Stage.Workflows,
 		Holder:      sqs.NewRequests(sqsClient, f.Stage.RequestQueues),
 		Breaker:     a.Breaker,
-		Pauses:      f.orders("agent " + a.Name),
+		Pauses:      orders,
 		PausedHold:  a.PausedHold,
 		Now:         f.Now,
 		Log:         f.Log,

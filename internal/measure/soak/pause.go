@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"orderly/internal/batch"
 	"orderly/internal/local/simulator"
 	"orderly/internal/operator/ops"
 	"orderly/internal/order"
@@ -76,9 +77,12 @@ func (w PauseWindow) operate(ctx context.Context, stage pauseStage, sim *simulat
 		return run
 	case <-time.After(w.After):
 	}
-	if _, err := retry(ctx, func() (order.Pause, error) {
-		return stage.Pause(ctx, order.PauseRequest{Kind: order.PauseService, Name: w.Service, For: w.For + time.Minute,
+	// The soak's own clients have no injected faults, but an emulator may
+	// hiccup: the operator's writes are tried again, as the actors' are.
+	if err := batch.Retry(ctx, func() error {
+		_, err := stage.Pause(ctx, order.PauseRequest{Kind: order.PauseService, Name: w.Service, For: w.For + time.Minute,
 			Reason: w.Service + "'s maintenance window (the chaos soak)", By: pauseBy})
+		return err
 	}); err != nil {
 		run.Err = fmt.Errorf("pause %s: %w", w.Service, err)
 		return run
@@ -92,32 +96,15 @@ func (w PauseWindow) operate(ctx context.Context, stage pauseStage, sim *simulat
 	case <-time.After(time.Until(run.PausedAt.Add(w.For))):
 	}
 	resuming := context.WithoutCancel(ctx)
-	if _, err := retry(resuming, func() (order.Pause, error) {
-		return stage.Resume(resuming, order.PauseService, w.Service, pauseBy, "maintenance over")
+	if err := batch.Retry(resuming, func() error {
+		_, err := stage.Resume(resuming, order.PauseService, w.Service, pauseBy, "maintenance over")
+		return err
 	}); err != nil {
 		run.Err = fmt.Errorf("resume %s: %w", w.Service, err)
 	}
 	run.ResumedAt = time.Now()
 	log.Info("operator resumed a service", "service", w.Service, "paused_for", run.ResumedAt.Sub(run.PausedAt).Round(time.Millisecond), "error", run.Err)
 	return run
-}
-
-// retry tries an operator's write three times: the soak's own clients
-// have no injected faults, but an emulator may hiccup.
-func retry(ctx context.Context, write func() (order.Pause, error)) (order.Pause, error) {
-	var err error
-	for try := range 3 {
-		var p order.Pause
-		if p, err = write(); err == nil {
-			return p, nil
-		}
-		select {
-		case <-ctx.Done():
-			return order.Pause{}, err
-		case <-time.After(time.Duration(try+1) * time.Second):
-		}
-	}
-	return order.Pause{}, err
 }
 
 // callLog records when each simulated service was called, by the first
